@@ -1,0 +1,117 @@
+import json
+import re
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from scalestudy import studies as st
+from scalestudy.plots import FIGURES
+from scalestudy.records import RecordError, read_record
+
+
+# Validate first: nothing below may see a config the schema has not accepted.
+try:
+    validate(config, schema="../config/schema/config.schema.yaml")
+    CONFIG = st.normalise_config(config, Path.cwd())
+except WorkflowError as e:
+    raise WorkflowError(st.describe_validation_error(e)) from None
+except st.ConfigError as e:
+    raise WorkflowError(f"config key {e}") from None
+
+
+STUDIES = CONFIG["studies"]
+POINTS = st.points_table(CONFIG).set_index(["study", "point"], drop=False)
+RUNS = st.runs_table(CONFIG)
+DATA_DIR = CONFIG["data_dir"]
+# Shell rules run the interpreter Snakemake runs on, so the environment is the same.
+PYTHON = sys.executable
+
+
+wildcard_constraints:
+    study="|".join(map(re.escape, STUDIES)),
+    point="|".join(map(re.escape, sorted(set(POINTS["point"])))) or "(?!)",
+    repeat=r"[1-9][0-9]*",
+    dataset="|".join(st.DATASETS),
+
+
+def get_final_outputs():
+    return ["results/report.html"] + expand(
+        "results/{study}/summary.csv", study=list(STUDIES)
+    )
+
+
+def get_point(wildcards):
+    return POINTS.loc[(wildcards.study, wildcards.point)]
+
+
+def get_threads(wildcards):
+    return int(get_point(wildcards)["threads"])
+
+
+def get_mem_mb(wildcards):
+    return STUDIES[wildcards.study]["resources"]["mem_mb"]
+
+
+def get_runtime(wildcards):
+    return STUDIES[wildcards.study]["resources"]["runtime"]
+
+
+def get_run_data(wildcards):
+    dataset = st.dataset_of(STUDIES[wildcards.study])
+    return [f"{DATA_DIR}/{dataset}/ready.json"] if dataset else []
+
+
+def get_run_spec(wildcards):
+    """Everything the launcher needs, as one JSON string (shell-quoted by the rule)."""
+    study = STUDIES[wildcards.study]
+    point = get_point(wildcards)
+    spec = st.run_spec(wildcards.study, study, int(point["n"]), int(wildcards.repeat))
+    spec["data_dir"] = DATA_DIR
+    return json.dumps(spec, sort_keys=True)
+
+
+def get_rerun_token(wildcards):
+    """A failed run's token differs from the one it ran with, so Snakemake's params
+    trigger reruns it on the next invocation; a good run keeps its token."""
+    path = Path(
+        f"results/{wildcards.study}/runs/{wildcards.point}/rep{wildcards.repeat}.json"
+    )
+    if not path.exists():
+        return "first"
+    try:
+        record = read_record(path)
+    except RecordError:
+        return "unreadable"
+    if record["status"] == "ok":
+        return record["rerun_token"]
+    return f"retry-after-{record['finished_at']}"
+
+
+def get_study_records(wildcards):
+    study = STUDIES[wildcards.study]
+    if "measured" in study:
+        return [study["measured"]]
+    runs = RUNS[RUNS["study"] == wildcards.study]
+    return [
+        f"results/{r.study}/runs/{r.point}/rep{r.repeat}.json" for r in runs.itertuples()
+    ]
+
+
+def get_study_config(wildcards):
+    return STUDIES[wildcards.study]
+
+
+def get_data_sources(wildcards):
+    return CONFIG["data_sources"][wildcards.dataset]
+
+
+def get_report_inputs():
+    return {
+        "summaries": expand("results/{study}/summary.csv", study=list(STUDIES)),
+        "runs": expand("results/{study}/runs.csv", study=list(STUDIES)),
+        "figures": expand(
+            "results/{study}/figures/{figure}.svg", study=list(STUDIES), figure=FIGURES
+        ),
+    }

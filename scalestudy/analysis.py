@@ -1,0 +1,219 @@
+"""From records (or a CSV measured elsewhere) to the tidy runs table and the summary.
+
+Vocabulary: the *base case* is the point that speedups are relative to;
+`speedup = t_base / t_N` uses the median time of each point (ratios are never
+averaged); `efficiency = speedup x N_base / N`; `relative_su = SU_N / SU_base`
+with SU = (core_weight x cores + gpu_weight x GPUs) x hours.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scalestudy.records import RecordError, read_record
+from scalestudy.studies import base_n, point_for
+
+RUN_COLUMNS = [
+    "study", "point", "n", "repeat", "status", "reason", "wall_s", "train_s", "startup_s",
+    "data_s", "eval_s", "other_s", "epochs", "samples_per_s", "final_loss", "test_loss",
+    "test_accuracy", "peak_rss_mb", "mismatch", "mismatches", "threads", "cores", "gpus",
+    "nodes", "host", "hosts", "cpu_model", "python", "torch", "cuda", "gpu_models",
+    "workflow_commit", "slurm_job_id", "slurm_nodelist", "started_at", "finished_at",
+    "overlapped",
+]
+
+SUMMARY_COLUMNS = [
+    "study", "point", "n", "is_base", "repeats", "repeats_ok", "time_s", "time_min_s",
+    "time_max_s", "wall_s", "train_s", "speedup", "efficiency", "su", "relative_su",
+    "samples_per_s", "test_accuracy", "cores", "gpus", "status",
+]
+
+
+def phase_seconds(phases: list[dict], kind: str) -> float:
+    return float(sum(p["seconds"] for p in phases if p["kind"] == kind))
+
+
+def record_row(record: dict) -> dict:
+    """Flatten one record into a row of the runs table."""
+    phases = record["phases"]
+    req = record["resources"]["requested"]
+    env = record["environment"]
+    metrics = record["metrics"]
+    ok = record["status"] == "ok"
+    kinds = {k: phase_seconds(phases, k) for k in ("startup", "data", "epoch", "eval")}
+    wall = record["wall_s"]
+    other = None if wall is None else max(0.0, wall - sum(kinds.values()))
+    return {
+        "study": record["study"],
+        "point": record["point"],
+        "n": record["n"],
+        "repeat": record["repeat"],
+        "status": record["status"],
+        "reason": record["reason"],
+        "wall_s": wall if ok else None,
+        "train_s": kinds["epoch"] if ok and kinds["epoch"] > 0 else None,
+        "startup_s": kinds["startup"],
+        "data_s": kinds["data"],
+        "eval_s": kinds["eval"],
+        "other_s": other,
+        "epochs": sum(1 for p in phases if p["kind"] == "epoch"),
+        "samples_per_s": metrics.get("samples_per_s"),
+        "final_loss": metrics.get("final_loss"),
+        "test_loss": metrics.get("test_loss"),
+        "test_accuracy": metrics.get("test_accuracy"),
+        "peak_rss_mb": metrics.get("peak_rss_mb"),
+        "mismatch": record["resources"]["mismatch"],
+        "mismatches": "; ".join(record["resources"]["mismatches"]),
+        "threads": req["threads"],
+        "cores": req["threads"] * req["tasks_per_node"] * req["nodes"],
+        "gpus": req["gpus_per_node"] * req["nodes"],
+        "nodes": req["nodes"],
+        "host": env.get("host"),
+        "hosts": ",".join(env.get("hosts", [])),
+        "cpu_model": env.get("cpu_model"),
+        "python": env.get("python"),
+        "torch": env.get("torch"),
+        "cuda": env.get("cuda"),
+        "gpu_models": ",".join(env.get("gpu_models", [])),
+        "workflow_commit": env.get("workflow_commit"),
+        "slurm_job_id": env.get("slurm_job_id"),
+        "slurm_nodelist": env.get("slurm_nodelist"),
+        "started_at": record["started_at"],
+        "finished_at": record["finished_at"],
+    }
+
+
+def mark_overlaps(runs: pd.DataFrame) -> pd.Series:
+    """True for runs that shared a host with another run of the study at the same time
+    (their timings disturbed each other)."""
+    overlapped = pd.Series(False, index=runs.index)
+    if runs.empty or runs["started_at"].isna().all():
+        return overlapped
+    start = pd.to_datetime(runs["started_at"], utc=True)
+    end = pd.to_datetime(runs["finished_at"], utc=True)
+    for _, idx in runs.groupby(["study", "host"], dropna=False).groups.items():
+        order = sorted(idx, key=lambda i: start[i])
+        latest_end, latest_i = None, None
+        for i in order:
+            if latest_end is not None and start[i] < latest_end:
+                overlapped[i] = overlapped[latest_i] = True
+            if latest_end is None or end[i] > latest_end:
+                latest_end, latest_i = end[i], i
+    return overlapped
+
+
+def runs_from_records(paths: list[str | Path]) -> pd.DataFrame:
+    """Read and validate every record (RecordError names a bad file) into the runs table."""
+    rows = [record_row(read_record(p)) for p in paths]
+    runs = pd.DataFrame(rows, columns=RUN_COLUMNS)
+    runs["overlapped"] = mark_overlaps(runs)
+    return runs
+
+
+def runs_from_measured(csv_path: str | Path, study_name: str, study: dict) -> pd.DataFrame:
+    """A CSV of times measured by hand (N,time_s[,repeat]) as a runs table."""
+    csv_path = Path(csv_path)
+    try:
+        table = pd.read_csv(csv_path)
+    except (OSError, ValueError) as e:
+        raise RecordError(f"{csv_path}: cannot read as CSV ({e})") from None
+    missing = {"N", "time_s"} - set(table.columns)
+    if missing:
+        raise RecordError(f"{csv_path}: missing column(s) {sorted(missing)}; need N,time_s")
+    if table.empty:
+        raise RecordError(f"{csv_path}: no rows")
+    for col in ["N", "time_s"] + (["repeat"] if "repeat" in table else []):
+        values = pd.to_numeric(table[col], errors="coerce")
+        bad = values.isna() | ~np.isfinite(values.astype(float)) | (values <= 0)
+        if bad.any():
+            row = int(bad.idxmax()) + 2  # 1-based, after the header line
+            raise RecordError(
+                f"{csv_path}: line {row}: {col}={table[col].iloc[bad.idxmax()]!r} "
+                "is not a positive finite number"
+            )
+        table[col] = values
+    if (table["N"] != table["N"].round()).any():
+        raise RecordError(f"{csv_path}: N must be whole numbers")
+    if "repeat" not in table:
+        table["repeat"] = table.groupby("N").cumcount() + 1
+    rows = []
+    for r in table.itertuples():
+        point = point_for(study_name, study, int(r.N))
+        rows.append({
+            "study": study_name, "point": point.label, "n": point.n, "repeat": int(r.repeat),
+            "status": "ok", "reason": None, "wall_s": float(r.time_s),
+            "mismatch": False, "mismatches": "", "threads": point.threads,
+            "cores": point.cores, "gpus": point.gpus, "nodes": point.nodes,
+            "overlapped": False,
+        })
+    return pd.DataFrame(rows, columns=RUN_COLUMNS)
+
+
+def point_status(group: pd.DataFrame) -> str:
+    ok = group["status"] == "ok"
+    reasons = group.loc[~ok, "reason"].dropna()
+    first = reasons.iloc[0] if len(reasons) else "no reason given"
+    if not ok.any():
+        return f"failed: {first}"
+    mism = group.loc[ok & group["mismatch"].astype(bool), "mismatches"]
+    if len(mism):
+        return f"allocation mismatch: {mism.iloc[0]}"
+    if not ok.all():
+        return f"ok ({(~ok).sum()} of {len(group)} runs failed: {first})"
+    return "ok"
+
+
+def summarise(runs: pd.DataFrame, study: dict) -> pd.DataFrame:
+    """One row per point: times, speedup, efficiency and cost against the base case."""
+    if runs.empty:
+        return pd.DataFrame(columns=SUMMARY_COLUMNS)
+    time_col = "train_s" if study.get("time", "wall") == "train" else "wall_s"
+    weights = study.get("cost", {})
+    core_w, gpu_w = weights.get("core_weight", 1.0), weights.get("gpu_weight", 2.0)
+    ns = sorted(runs["n"].unique())
+    base = base_n(study, ns)
+    rows = []
+    for n, group in runs.groupby("n", sort=True):
+        ok = group[group["status"] == "ok"]
+        times = pd.to_numeric(ok[time_col], errors="coerce").dropna()
+        first = group.iloc[0]
+        units = core_w * first["cores"] + gpu_w * first["gpus"]
+        t = float(times.median()) if len(times) else math.nan
+        rows.append({
+            "study": first["study"],
+            "point": first["point"],
+            "n": int(n),
+            "is_base": int(n) == base,
+            "repeats": len(group),
+            "repeats_ok": len(ok),
+            "time_s": t,
+            "time_min_s": float(times.min()) if len(times) else math.nan,
+            "time_max_s": float(times.max()) if len(times) else math.nan,
+            "wall_s": float(pd.to_numeric(ok["wall_s"]).median()) if len(ok) else math.nan,
+            "train_s": float(pd.to_numeric(ok["train_s"]).median()) if len(ok) else math.nan,
+            "su": units * t / 3600,
+            "samples_per_s": float(pd.to_numeric(ok["samples_per_s"]).median())
+            if len(ok) else math.nan,
+            "test_accuracy": float(pd.to_numeric(ok["test_accuracy"]).median())
+            if len(ok) else math.nan,
+            "cores": int(first["cores"]),
+            "gpus": int(first["gpus"]),
+            "status": point_status(group),
+        })
+    summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    base_row = summary[summary["is_base"]]
+    if base_row.empty:
+        raise ValueError(f"base case N={base} has no runs")
+    t_base, su_base = base_row["time_s"].iloc[0], base_row["su"].iloc[0]
+    summary["speedup"] = t_base / summary["time_s"]
+    summary["efficiency"] = summary["speedup"] * base / summary["n"]
+    summary["relative_su"] = summary["su"] / su_base
+    if math.isnan(t_base):
+        summary.loc[~summary["is_base"] & summary["status"].str.startswith("ok"), "status"] += (
+            "; no speedup: the base case failed"
+        )
+    return summary

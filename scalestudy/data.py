@@ -1,0 +1,159 @@
+"""Data preparation, done once by a local rule before any timed job.
+
+MNIST and Fashion-MNIST are placed where torchvision's dataset classes read
+them (<root>/<Class>/raw/, uncompressed IDX files). The files come from a
+local folder when one has them (Debian's dataset-fashion-mnist installs
+/usr/share/datasets/fashion-mnist), otherwise from torchvision's download.
+Every file is checked against a reference md5 before it is used.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import shutil
+import struct
+from pathlib import Path
+
+from scalestudy.records import write_json_atomic
+
+CLASS_NAMES = {"mnist": "MNIST", "fashion_mnist": "FashionMNIST"}
+
+# md5 of the uncompressed IDX files, for copies whose .gz differs from the
+# original archive (Debian recompresses them). Measured from Debian's
+# dataset-fashion-mnist; its .gz files decompress to the original data.
+UNCOMPRESSED_MD5 = {
+    "fashion_mnist": {
+        "train-images-idx3-ubyte": "f4a8712d7a061bf5bd6d2ca38dc4d50a",
+        "train-labels-idx1-ubyte": "9018921c3c673c538a1fc5bad174d6f9",
+        "t10k-images-idx3-ubyte": "8181f5470baa50b63fa0f6fddb340f0a",
+        "t10k-labels-idx1-ubyte": "15d484375f8d13e6eb1aabb0c3f46965",
+    },
+}
+
+# (magic, item count) of each IDX file: a structural check that holds for
+# every copy of either data set.
+IDX_SHAPES = {
+    "train-images-idx3-ubyte": (2051, 60000),
+    "train-labels-idx1-ubyte": (2049, 60000),
+    "t10k-images-idx3-ubyte": (2051, 10000),
+    "t10k-labels-idx1-ubyte": (2049, 10000),
+}
+
+
+class DataError(RuntimeError):
+    pass
+
+
+def md5(path: Path) -> str:
+    h = hashlib.md5()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def torchvision_class(dataset: str):
+    import torchvision.datasets
+
+    return getattr(torchvision.datasets, CLASS_NAMES[dataset])
+
+
+def reference_gz_md5(dataset: str) -> dict[str, str]:
+    """torchvision's own md5s of the original .gz archives."""
+    return {name: digest for name, digest in torchvision_class(dataset).resources}
+
+
+def check_idx(path: Path, name: str | None = None) -> None:
+    name = name or path.name
+    with open(path, "rb") as f:
+        header = f.read(8)
+    if len(header) < 8:
+        raise DataError(f"{path}: truncated IDX file")
+    magic, count = struct.unpack(">II", header)
+    if (magic, count) != IDX_SHAPES[name]:
+        raise DataError(f"{path}: IDX header {magic}/{count} is not {IDX_SHAPES[name]}")
+
+
+def find_local_copy(dataset: str, sources: list[str]) -> Path | None:
+    """The first source folder holding all four files (.gz or uncompressed)."""
+    for folder in map(Path, sources):
+        if all((folder / f"{n}.gz").is_file() or (folder / n).is_file() for n in IDX_SHAPES):
+            return folder
+    return None
+
+
+def place_from_folder(dataset: str, folder: Path, raw: Path) -> dict[str, str]:
+    """Copy (decompressing) into raw/; return how each file was verified."""
+    gz_md5 = reference_gz_md5(dataset)
+    known = UNCOMPRESSED_MD5.get(dataset, {})
+    how = {}
+    raw.mkdir(parents=True, exist_ok=True)
+    for name in IDX_SHAPES:
+        target = raw / name
+        tmp = raw / f".{name}.tmp"
+        gz = folder / f"{name}.gz"
+        if gz.is_file():
+            original = md5(gz) == gz_md5[f"{name}.gz"]
+            with gzip.open(gz, "rb") as src, open(tmp, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        else:
+            original = False
+            shutil.copyfile(folder / name, tmp)
+        if original:
+            how[name] = "md5 of the original .gz (torchvision's reference)"
+        elif name in known:
+            if md5(tmp) != known[name]:
+                tmp.unlink()
+                raise DataError(
+                    f"{folder / name}: md5 does not match the reference for {dataset}; "
+                    "the copy is damaged or is another data set"
+                )
+            how[name] = "md5 of the uncompressed file"
+        else:
+            how[name] = "IDX header only (no reference md5 for this copy)"
+        check_idx(tmp, name)
+        tmp.replace(target)
+    return how
+
+
+def download(dataset: str, root: Path) -> dict[str, str]:
+    # torchvision checks the md5 of what it downloads
+    torchvision_class(dataset)(root=str(root), train=True, download=True)
+    return {name: "md5 checked by torchvision's download" for name in IDX_SHAPES}
+
+
+def how_to_get(dataset: str, sources: list[str], root: Path) -> str:
+    cls = torchvision_class(dataset)
+    files = ", ".join(name for name, _ in cls.resources)
+    hint = "apt-get install dataset-fashion-mnist (Debian) or " if dataset == "fashion_mnist" else ""
+    return (
+        f"{CLASS_NAMES[dataset]} is not available: no local copy in {sources or '[]'} and the "
+        f"download failed. To get it: {hint}download {files} from {cls.mirrors[0]} into one "
+        f"of the folders listed under data_sources.{dataset} in config/config.yaml (or into "
+        f"{root / CLASS_NAMES[dataset] / 'raw'}), then run the workflow again."
+    )
+
+
+def prepare(dataset: str, sources: list[str], root: Path, marker: Path) -> dict:
+    """Make `dataset` readable by torchvision under `root`; write `marker` when done."""
+    root = Path(root)
+    raw = root / CLASS_NAMES[dataset] / "raw"
+    folder = find_local_copy(dataset, sources)
+    if folder is not None:
+        how, source = place_from_folder(dataset, folder, raw), str(folder)
+    else:
+        try:
+            how, source = download(dataset, root), "torchvision download"
+        except Exception as e:  # no network, mirror down, bad md5: all end here
+            raise DataError(how_to_get(dataset, sources, root) + f" (download error: {e})") from e
+        for name in IDX_SHAPES:
+            check_idx(raw / name)
+    info = {
+        "dataset": dataset,
+        "source": source,
+        "root": str(root),
+        "files": {name: {"md5": md5(raw / name), "verified_by": how[name]} for name in IDX_SHAPES},
+    }
+    write_json_atomic(marker, info)
+    return info

@@ -1,0 +1,197 @@
+"""What every workload runs inside: phase timers, metrics, environment, allocation.
+
+Workloads receive a Context and never read Slurm variables, set thread counts
+or write records themselves; this module and scalestudy.launch do that once,
+for all of them.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import socket
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PHASE_KINDS = ("startup", "data", "epoch", "eval", "other")
+
+
+@dataclass
+class Phase:
+    name: str
+    kind: str
+    seconds: float
+    samples: int | None = None
+
+    def as_dict(self) -> dict:
+        d = {"name": self.name, "kind": self.kind, "seconds": self.seconds}
+        if self.samples is not None:
+            d["samples"] = self.samples
+        return d
+
+
+@dataclass
+class Context:
+    """The workload's view of its run: parameters in, phases and metrics out."""
+
+    params: dict
+    data_dir: Path
+    threads: int
+    device: object = "cpu"  # a torch.device once the worker has imported torch
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    phases: list[Phase] = field(default_factory=list)
+    metrics: dict = field(default_factory=dict)
+
+    @contextmanager
+    def phase(self, name: str, kind: str = "other", samples: int | None = None):
+        """Time a block. GPU work is synchronised at the end so its time is real."""
+        if kind not in PHASE_KINDS:
+            raise ValueError(f"phase kind must be one of {PHASE_KINDS}, not {kind!r}")
+        start = time.perf_counter()
+        record = Phase(name, kind, 0.0, samples)
+        try:
+            yield record
+        finally:
+            self._synchronize()
+            record.seconds = time.perf_counter() - start
+            self.phases.append(record)
+
+    def metric(self, name: str, value) -> None:
+        self.metrics[name] = None if value is None else float(value)
+
+    def _synchronize(self) -> None:
+        if getattr(self.device, "type", None) == "cuda":
+            import torch
+
+            torch.cuda.synchronize(self.device)
+
+
+def threads_from_allocation(environ=os.environ) -> int:
+    """Threads the job was given: never the machine's core count (oversubscription)."""
+    for key in ("OMP_NUM_THREADS", "SLURM_CPUS_PER_TASK"):
+        value = environ.get(key, "")
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return len(os.sched_getaffinity(0))
+
+
+def peak_rss_mb() -> float:
+    # ru_maxrss is in KiB on Linux
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def memory_limit_mb(environ=os.environ) -> float | None:
+    """The memory limit this process can see: Slurm's, else the cgroup's, else none."""
+    for key in ("SLURM_MEM_PER_NODE", "SLURM_MEM_PER_CPU"):
+        value = environ.get(key, "")
+        if value.isdigit():
+            mb = float(value)
+            if key == "SLURM_MEM_PER_CPU":
+                mb *= threads_from_allocation(environ)
+            return mb
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 1 << 60:
+            return int(text) / 2**20
+    return None
+
+
+def cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def slurm_environment(environ=os.environ) -> dict:
+    keys = {
+        "slurm_job_id": "SLURM_JOB_ID",
+        "slurm_nodelist": "SLURM_JOB_NODELIST",
+        "slurm_partition": "SLURM_JOB_PARTITION",
+        "slurm_cluster": "SLURM_CLUSTER_NAME",
+        "slurm_step_id": "SLURM_STEP_ID",
+    }
+    return {name: environ[key] for name, key in keys.items() if environ.get(key)}
+
+
+def environment(torch_module=None) -> dict:
+    """Where the run happened: host, software, hardware, scheduler."""
+    env = {
+        "host": socket.gethostname(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_model": cpu_model(),
+        "machine_cpus": os.cpu_count(),
+    }
+    if torch_module is not None:
+        torch = torch_module
+        env["torch"] = torch.__version__
+        env["cuda"] = torch.version.cuda
+        if torch.cuda.is_available():
+            env["gpu_models"] = [
+                torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())
+            ]
+    env.update(slurm_environment())
+    return env
+
+
+def received_resources(torch_module=None, environ=os.environ) -> dict:
+    """What the process actually got, as seen from inside it."""
+    received = {
+        "cpus_usable": len(os.sched_getaffinity(0)),
+        "threads_given": threads_from_allocation(environ),
+        "torch_threads": None,
+        "omp_num_threads": environ.get("OMP_NUM_THREADS"),
+        "cuda_visible_devices": environ.get("CUDA_VISIBLE_DEVICES"),
+        "world_size": int(environ.get("WORLD_SIZE", "1")),
+        "mem_limit_mb": memory_limit_mb(environ),
+    }
+    if torch_module is not None:
+        received["torch_threads"] = torch_module.get_num_threads()
+        received["gpus_visible"] = (
+            torch_module.cuda.device_count() if torch_module.cuda.is_available() else 0
+        )
+    return received
+
+
+def allocation_mismatches(requested: dict, received: dict, hosts: int | None = None) -> list[str]:
+    """Where the job did not get what its point asked for (empty list: it did)."""
+    problems = []
+    want = requested["threads"]
+    if received["threads_given"] != want:
+        problems.append(
+            f"threads: asked for {want}, the job was given {received['threads_given']}"
+        )
+    if received["cpus_usable"] < want:
+        problems.append(f"cpus: asked for {want}, only {received['cpus_usable']} usable (affinity)")
+    torch_threads = received.get("torch_threads")
+    if torch_threads is not None and torch_threads != received["threads_given"]:
+        problems.append(
+            f"torch threads: {torch_threads} running, {received['threads_given']} given"
+        )
+    gpus = requested.get("gpus_per_node", 0)
+    visible = received.get("gpus_visible")
+    if gpus and (visible is None or visible < gpus):
+        problems.append(f"gpus: asked for {gpus} per node, {visible or 0} visible")
+    world = requested["tasks_per_node"] * requested["nodes"]
+    if received.get("world_size") not in (None, world):
+        problems.append(f"processes: asked for {world}, world size was {received['world_size']}")
+    if hosts is not None and hosts != requested["nodes"]:
+        problems.append(f"nodes: asked for {requested['nodes']}, ran on {hosts} host(s)")
+    mem = requested.get("mem_mb")
+    limit = received.get("mem_limit_mb")
+    if mem and limit is not None and limit < mem:
+        problems.append(f"memory: asked for {mem} MB, limit is {limit:.0f} MB")
+    return problems
+

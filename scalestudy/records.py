@@ -1,0 +1,87 @@
+"""Timing records: the one file each run leaves, its schema, writing and reading.
+
+Writing is atomic (temporary file in the same folder, then rename), so a
+reader never sees half a record. Reading is strict: truncated JSON, NaN or
+Infinity, or anything the schema rejects raises RecordError naming the file,
+so aggregation never averages garbage.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).with_name("schemas") / "record.schema.json"
+
+
+class RecordError(ValueError):
+    """A record that must not be aggregated; the message names the file."""
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write so that `path` holds either the old file or the whole new one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide results from the group
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: str | os.PathLike, obj) -> None:
+    write_text_atomic(path, json.dumps(obj, indent=1, allow_nan=False) + "\n")
+
+
+def finite_or_none(value):
+    """JSON has no NaN: a non-finite measurement is stored as null (unknown)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads(SCHEMA_PATH.read_text())
+    return Draft202012Validator(schema)
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"non-numeric constant {name} (NaN/Infinity are not allowed)")
+
+
+def parse_record_text(text: str, source: str) -> dict:
+    try:
+        record = json.loads(text, parse_constant=_reject_constant)
+    except ValueError as e:  # JSONDecodeError is a ValueError
+        raise RecordError(f"{source}: not a complete JSON record ({e})") from None
+    if not isinstance(record, dict):
+        raise RecordError(f"{source}: a record must be a JSON object")
+    errors = sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        raise RecordError(f"{source}: invalid record at {where}: {err.message}")
+    return record
+
+
+def read_record(path: str | os.PathLike) -> dict:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise RecordError(f"{path}: cannot read ({e.strerror})") from None
+    return parse_record_text(text, str(path))

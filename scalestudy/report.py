@@ -1,0 +1,129 @@
+"""The one self-contained HTML report: every study, its table, figures, failures, environment.
+
+Rendered with Jinja2 (autoescape on: names and reasons come from users and
+programs); figures are inlined as data URIs, so the file makes no requests.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+
+from scalestudy.records import write_text_atomic
+
+TEMPLATES = Path(__file__).with_name("templates")
+ENVIRONMENT_FIELDS = {
+    "host": "host(s)", "cpu_model": "CPU", "gpu_models": "GPU", "python": "Python",
+    "torch": "PyTorch", "cuda": "CUDA (build)", "workflow_commit": "workflow commit",
+    "slurm_job_id": "Slurm job ids", "slurm_nodelist": "Slurm node lists",
+}
+TABLE_COLUMNS = [
+    ("point", "point", "{}"), ("n", "N", "{}"), ("repeats_ok", "runs ok", "{}"),
+    ("time_s", "time (s, median)", "{:.3f}"), ("time_min_s", "min (s)", "{:.3f}"),
+    ("time_max_s", "max (s)", "{:.3f}"), ("speedup", "speedup", "{:.2f}"),
+    ("efficiency", "efficiency", "{:.0%}"), ("relative_su", "relative SU", "{:.2f}"),
+    ("samples_per_s", "samples/s", "{:.0f}"), ("test_accuracy", "test accuracy", "{:.3f}"),
+    ("status", "status", "{}"),
+]
+
+
+def fmt(value, pattern: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    try:
+        return pattern.format(value)
+    except (ValueError, TypeError):
+        return str(value)
+
+
+def data_uri(path: Path) -> str:
+    mime = "image/svg+xml" if path.suffix == ".svg" else "image/png"
+    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+
+
+def distinct(runs: pd.DataFrame, column: str) -> str:
+    if column not in runs:
+        return ""
+    values = []
+    for v in runs[column].dropna().astype(str):
+        for part in v.split(","):
+            if part and part not in values:
+                values.append(part)
+    return ", ".join(values)
+
+
+def status_class(status: str) -> str:
+    if status.startswith(("failed", "allocation mismatch")):
+        return "bad"
+    return "warn" if status != "ok" else "ok"
+
+
+def study_context(name: str, study: dict, summary: pd.DataFrame, runs: pd.DataFrame,
+                  figures: dict[str, Path]) -> dict:
+    base = summary[summary["is_base"]]
+    base_row = base.iloc[0] if len(base) else None
+    time_kind = study.get("time", "wall")
+    rows = [
+        {
+            "cells": [fmt(r[col], pattern) for col, _, pattern in TABLE_COLUMNS],
+            "status_class": status_class(str(r["status"])),
+            "is_base": bool(r["is_base"]),
+        }
+        for _, r in summary.iterrows()
+    ]
+    failures = runs[runs["status"] != "ok"][["point", "repeat", "reason"]]
+    mismatches = runs[(runs["status"] == "ok") & runs["mismatch"].astype(bool)]
+    return {
+        "name": name,
+        "description": study.get("description", ""),
+        "workload": study.get("workload"),
+        "measured": study.get("measured"),
+        "params": study.get("params", {}),
+        "scaling": study["scaling"],
+        "repeats": int(runs.groupby("n")["repeat"].nunique().max()) if len(runs) else 0,
+        "time_kind": time_kind,
+        "cost": study.get("cost", {}),
+        "base": None if base_row is None else {
+            "point": base_row["point"], "n": int(base_row["n"]),
+            "time": fmt(base_row["time_s"], "{:.3f}"),
+        },
+        "columns": [label for _, label, _ in TABLE_COLUMNS],
+        "rows": rows,
+        "figures": {k: data_uri(v) for k, v in figures.items()},
+        "failures": [
+            {"point": f.point, "repeat": int(f.repeat), "reason": f.reason or "no reason given"}
+            for f in failures.itertuples()
+        ],
+        "mismatches": [
+            {"point": m.point, "repeat": int(m.repeat), "what": m.mismatches}
+            for m in mismatches.itertuples()
+        ],
+        "overlapped": int(runs["overlapped"].fillna(False).astype(bool).sum()),
+        "environment": [
+            (label, distinct(runs, col)) for col, label in ENVIRONMENT_FIELDS.items()
+            if distinct(runs, col)
+        ],
+    }
+
+
+def render(title: str, studies: list[dict]) -> str:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return env.get_template("report.html.j2").render(
+        title=title, studies=studies, generated=generated
+    )
+
+
+def write_report(path: Path, title: str, studies: list[dict]) -> None:
+    write_text_atomic(path, render(title, studies))

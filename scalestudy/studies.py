@@ -1,0 +1,193 @@
+"""From a validated config to studies, points and repeats.
+
+This is the only module that knows how a scaling point becomes resources;
+rules/common.smk calls it, and so do the tests.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+DATASETS = ("mnist", "fashion_mnist")
+# What each workload can do, known here without importing it (imports cost
+# seconds at DAG time): whether it runs several processes, which data it reads.
+WORKLOADS = {
+    "mnist_cnn": {"distributed": False},
+}
+
+
+class ConfigError(ValueError):
+    """A config value that the schema accepts but the workflow cannot use."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One resource point of a study: what one job asks for."""
+
+    study: str
+    label: str
+    n: int
+    threads: int  # CPU threads (cpus per task) of each process
+    tasks_per_node: int  # processes per node
+    nodes: int
+    gpus_per_node: int
+
+    @property
+    def cores(self) -> int:
+        return self.threads * self.tasks_per_node * self.nodes
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def world_size(self) -> int:
+        return self.tasks_per_node * self.nodes
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {
+            "cores": self.cores,
+            "gpus": self.gpus,
+            "world_size": self.world_size,
+        }
+
+
+def point_label(axis: str, n: int, device: str, nodes: int) -> str:
+    """A label that says what the point is: t4, p2, g8-n2, n2."""
+    if axis == "threads":
+        return f"t{n}"
+    if axis == "devices":
+        prefix = "g" if device == "gpu" else "p"
+        return f"{prefix}{n}" if nodes == 1 else f"{prefix}{n}-n{nodes}"
+    return f"n{n}"
+
+
+def point_for(study_name: str, study: dict, n: int) -> Point:
+    scaling = study["scaling"]
+    axis = scaling["axis"]
+    threads = n if axis == "threads" else scaling["threads"]
+    devices = n if axis == "devices" else scaling["devices"]
+    nodes = n if axis == "nodes" else scaling["nodes"]
+    gpus = devices if scaling["device"] == "gpu" else 0
+    return Point(
+        study=study_name,
+        label=point_label(axis, n, scaling["device"], nodes),
+        n=n,
+        threads=threads,
+        tasks_per_node=devices,
+        nodes=nodes,
+        gpus_per_node=gpus,
+    )
+
+
+def base_n(study: dict, ns: list[int]) -> int:
+    """The base case N: the configured one, else the smallest N."""
+    return study["scaling"].get("base", min(ns))
+
+
+def check_study(name: str, study: dict, workdir: Path) -> None:
+    """Checks the schema cannot express; raise ConfigError naming the key."""
+    if not SAFE_NAME.match(name):
+        raise ConfigError(f"studies.{name}: study names may only use letters, digits, '-' and '_'")
+    scaling = study["scaling"]
+    if "measured" in study:
+        path = workdir / study["measured"]
+        if not path.is_file():
+            raise ConfigError(f"studies.{name}.measured: no such file: {path}")
+        return
+    points = scaling["points"]
+    distributed = WORKLOADS[study["workload"]]["distributed"]
+    if not distributed and (scaling["axis"] in ("devices", "nodes") or scaling["devices"] > 1
+                            or scaling["nodes"] > 1):
+        raise ConfigError(
+            f"studies.{name}.scaling: workload {study['workload']} runs one process; "
+            "scale it over threads (axis: threads, devices: 1, nodes: 1)"
+        )
+    base = scaling.get("base")
+    if base is not None and base not in points:
+        raise ConfigError(
+            f"studies.{name}.scaling.base: {base} is not one of the points {sorted(points)}"
+        )
+
+
+def dataset_of(study: dict) -> str | None:
+    """The prepared data set a study's runs read, if any."""
+    dataset = study.get("params", {}).get("dataset")
+    return dataset if dataset in DATASETS else None
+
+
+def run_spec(study_name: str, study: dict, n: int, repeat: int) -> dict:
+    """What the launcher needs to run one job of a point."""
+    point = point_for(study_name, study, n)
+    return {
+        "study": study_name,
+        "point": point.label,
+        "repeat": repeat,
+        "workload": study["workload"],
+        "n": n,
+        "params": study["params"],
+        "requested": {
+            "threads": point.threads,
+            "tasks_per_node": point.tasks_per_node,
+            "nodes": point.nodes,
+            "gpus_per_node": point.gpus_per_node,
+            "mem_mb": study["resources"]["mem_mb"],
+        },
+    }
+
+
+def normalise_config(config: dict, workdir: Path) -> dict:
+    """Deep-copy a schema-validated config (defaults are shared objects) and check it."""
+    config = copy.deepcopy(config)
+    for name, study in config["studies"].items():
+        check_study(name, study, workdir)
+    return config
+
+
+def points_table(config: dict) -> pd.DataFrame:
+    """One row per (study, point) of every study that runs jobs."""
+    rows = []
+    for name, study in config["studies"].items():
+        if "workload" not in study:
+            continue
+        for n in sorted(study["scaling"]["points"]):
+            point = point_for(name, study, n)
+            rows.append(point.as_dict() | {"workload": study["workload"]})
+    columns = list(Point.__dataclass_fields__) + ["cores", "gpus", "world_size", "workload"]
+    return pd.DataFrame(rows, columns=columns).rename(columns={"label": "point"})
+
+
+def runs_table(config: dict) -> pd.DataFrame:
+    """One row per job: (study, point, repeat)."""
+    points = points_table(config)
+    repeats = {name: s["repeats"] for name, s in config["studies"].items()}
+    rows = [
+        {"study": p.study, "point": p.point, "repeat": k}
+        for p in points.itertuples()
+        for k in range(1, repeats[p.study] + 1)
+    ]
+    return pd.DataFrame(rows, columns=["study", "point", "repeat"])
+
+
+def describe_validation_error(error: BaseException) -> str:
+    """Turn jsonschema's error into one line that names the bad key's path."""
+    try:
+        from jsonschema.exceptions import ValidationError, best_match
+    except ImportError:  # pragma: no cover - jsonschema ships with snakemake
+        return str(error)
+    found = [a for a in getattr(error, "args", ()) if isinstance(a, ValidationError)]
+    if isinstance(error, ValidationError):
+        found = [error]
+    if not found:
+        return str(error)
+    err = found[0]
+    if err.context:
+        err = best_match(err.context)
+    path = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+    return f"config key {path}: {err.message}"

@@ -1,0 +1,89 @@
+"""The workload process: import, apply the allocation, run the workload, report.
+
+Started by scalestudy.launch (one per rank); writes one result file that the
+launcher turns into the run's record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from scalestudy.harness import (
+    Context,
+    Phase,
+    environment,
+    peak_rss_mb,
+    received_resources,
+    threads_from_allocation,
+)
+from scalestudy.records import finite_or_none, write_json_atomic
+
+
+def select_device(torch, spec: dict, local_rank: int):
+    if spec["requested"]["gpus_per_node"] > 0:
+        if not torch.cuda.is_available():
+            raise RuntimeError("the point asks for a GPU but CUDA sees none")
+        return torch.device("cuda", local_rank % torch.cuda.device_count())
+    return torch.device("cpu")
+
+
+def run_workload(spec: dict, launch_time: float) -> dict:
+    """Run one rank of the workload; return its result (never raises)."""
+    status, reason = "ok", None
+    rank = int(os.environ.get("RANK", "0"))
+    ctx = None
+    torch = None
+    try:
+        import torch
+
+        torch.set_num_threads(threads_from_allocation())
+        workload = importlib.import_module(f"workloads.{spec['workload']}")
+        ctx = Context(
+            params=spec["params"],
+            data_dir=Path(spec["data_dir"]),
+            threads=torch.get_num_threads(),
+            rank=rank,
+            world_size=int(os.environ.get("WORLD_SIZE", "1")),
+            local_rank=int(os.environ.get("LOCAL_RANK", "0")),
+        )
+        ctx.device = select_device(torch, spec, ctx.local_rank)
+        # start-up: interpreter, imports and device set-up, from the launcher's clock
+        ctx.phases.append(Phase("startup", "startup", max(0.0, time.time() - launch_time)))
+        workload.run(spec["params"], ctx)
+    except BaseException as e:  # a failed run still reports why
+        status = "failed"
+        reason = f"{type(e).__name__}: {e}".strip()
+        traceback.print_exc()
+    return {
+        "rank": rank,
+        "status": status,
+        "reason": reason,
+        "phases": [p.as_dict() for p in ctx.phases] if ctx else [],
+        "metrics": {k: finite_or_none(v) for k, v in (ctx.metrics if ctx else {}).items()}
+        | {"peak_rss_mb": peak_rss_mb()},
+        "received": received_resources(torch),
+        "environment": environment(torch),
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--spec", required=True, help="JSON file with the run's spec")
+    parser.add_argument("--result-dir", required=True, help="where rank K writes rankK.json")
+    args = parser.parse_args(argv)
+    spec = json.loads(Path(args.spec).read_text())
+    launch_time = float(os.environ.get("SCALESTUDY_LAUNCH_TIME", time.time()))
+    result = run_workload(spec, launch_time)
+    write_json_atomic(Path(args.result_dir) / f"rank{result['rank']}.json", result)
+    return 0 if result["status"] == "ok" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""Snakemake entry: place a data set where torchvision reads it (see scalestudy.data)."""
+
+import logging
+import sys
+
+from scalestudy.data import DataError, prepare
+
+
+def main(smk) -> None:
+    logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
+    dataset = smk.wildcards.dataset
+    try:
+        info = prepare(dataset, list(smk.params.sources), smk.params.root, smk.output.marker)
+    except DataError as e:
+        logging.error("%s", e)
+        sys.exit(f"prepare_data: {e}")
+    logging.info("%s ready from %s", dataset, info["source"])
+
+
+if "snakemake" in globals():
+    main(snakemake)  # noqa: F821

@@ -1,0 +1,29 @@
+"""Snakemake entry: results/report.html from every study's tables and figures."""
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from scalestudy.plots import FIGURES
+from scalestudy.report import study_context, write_report
+
+
+def build(studies: dict, results: Path, title: str, out: Path) -> None:
+    contexts = []
+    for name, study in studies.items():
+        summary = pd.read_csv(results / name / "summary.csv")
+        runs = pd.read_csv(results / name / "runs.csv")
+        figures = {f: results / name / "figures" / f"{f}.svg" for f in FIGURES}
+        contexts.append(study_context(name, study, summary, runs, figures))
+    write_report(out, title, contexts)
+
+
+def main(smk) -> None:
+    logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
+    build(smk.params.studies, Path("results"), smk.params.title, Path(smk.output.html))
+    logging.info("wrote %s", smk.output.html)
+
+
+if "snakemake" in globals():
+    main(snakemake)  # noqa: F821
