@@ -4,10 +4,10 @@ rule aggregate_study:
     output:
         summary="results/{study}/summary.csv",
         runs="results/{study}/runs.csv",
-    params:
-        study=get_study_config,
     log:
         "logs/{study}/aggregate.log",
     localrule: True
+    params:
+        study=get_study_config,
     script:
         "../scripts/aggregate.py"

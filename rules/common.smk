@@ -10,7 +10,6 @@ from scalestudy import studies as st
 from scalestudy.plots import FIGURES
 from scalestudy.records import RecordError, read_record
 
-
 # Validate first: nothing below may see a config the schema has not accepted.
 try:
     validate(config, schema="../config/schema/config.schema.yaml")
@@ -25,7 +24,6 @@ STUDIES = CONFIG["studies"]
 POINTS = st.points_table(CONFIG).set_index(["study", "point"], drop=False)
 RUNS = st.runs_table(CONFIG)
 DATA_DIR = CONFIG["data_dir"]
-# Shell rules run the interpreter Snakemake runs on, so the environment is the same.
 PYTHON = sys.executable
 
 
@@ -95,7 +93,8 @@ def get_study_records(wildcards):
         return [study["measured"]]
     runs = RUNS[RUNS["study"] == wildcards.study]
     return [
-        f"results/{r.study}/runs/{r.point}/rep{r.repeat}.json" for r in runs.itertuples()
+        f"results/{r.study}/runs/{r.point}/rep{r.repeat}.json"
+        for r in runs.itertuples()
     ]
 
 
@@ -105,6 +104,18 @@ def get_study_config(wildcards):
 
 def get_data_sources(wildcards):
     return CONFIG["data_sources"][wildcards.dataset]
+
+
+def get_dataset_root(wildcards):
+    return f"{DATA_DIR}/{wildcards.dataset}"
+
+
+def get_scaling_axis(wildcards):
+    return STUDIES[wildcards.study]["scaling"]["axis"]
+
+
+def get_figures_dir(wildcards):
+    return f"results/{wildcards.study}/figures"
 
 
 def get_report_inputs():

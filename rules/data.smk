@@ -3,11 +3,11 @@
 rule prepare_data:
     output:
         marker=f"{DATA_DIR}/{{dataset}}/ready.json",
-    params:
-        sources=get_data_sources,
-        root=lambda wildcards: f"{DATA_DIR}/{wildcards.dataset}",
     log:
         "logs/data/{dataset}.log",
     localrule: True
+    params:
+        sources=get_data_sources,
+        root=get_dataset_root,
     script:
         "../scripts/prepare_data.py"

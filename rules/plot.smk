@@ -4,13 +4,15 @@ rule plot_study:
         runs="results/{study}/runs.csv",
     output:
         figures=expand(
-            "results/{{study}}/figures/{figure}.{ext}", figure=FIGURES, ext=["svg", "png"]
+            "results/{{study}}/figures/{figure}.{ext}",
+            figure=FIGURES,
+            ext=["svg", "png"],
         ),
-    params:
-        axis=lambda wildcards: STUDIES[wildcards.study]["scaling"]["axis"],
-        out_dir=lambda wildcards: f"results/{wildcards.study}/figures",
     log:
         "logs/{study}/plot.log",
     localrule: True
+    params:
+        axis=get_scaling_axis,
+        out_dir=get_figures_dir,
     script:
         "../scripts/plot.py"

@@ -3,11 +3,11 @@ rule report:
         **get_report_inputs(),
     output:
         html="results/report.html",
-    params:
-        studies=STUDIES,
-        title=CONFIG["report"]["title"],
     log:
         "logs/report.log",
     localrule: True
+    params:
+        studies=STUDIES,
+        title=CONFIG["report"]["title"],
     script:
         "../scripts/report.py"

@@ -18,18 +18,66 @@ from scalestudy.records import RecordError, read_record
 from scalestudy.studies import base_n, point_for
 
 RUN_COLUMNS = [
-    "study", "point", "n", "repeat", "status", "reason", "wall_s", "train_s", "startup_s",
-    "data_s", "eval_s", "other_s", "epochs", "samples_per_s", "final_loss", "test_loss",
-    "test_accuracy", "peak_rss_mb", "mismatch", "mismatches", "threads", "cores", "gpus",
-    "nodes", "host", "hosts", "cpu_model", "python", "torch", "cuda", "gpu_models",
-    "workflow_commit", "slurm_job_id", "slurm_nodelist", "started_at", "finished_at",
+    "study",
+    "point",
+    "n",
+    "repeat",
+    "status",
+    "reason",
+    "wall_s",
+    "train_s",
+    "startup_s",
+    "data_s",
+    "eval_s",
+    "other_s",
+    "epochs",
+    "samples_per_s",
+    "final_loss",
+    "test_loss",
+    "test_accuracy",
+    "peak_rss_mb",
+    "mismatch",
+    "mismatches",
+    "threads",
+    "cores",
+    "gpus",
+    "nodes",
+    "host",
+    "hosts",
+    "cpu_model",
+    "python",
+    "torch",
+    "cuda",
+    "gpu_models",
+    "workflow_commit",
+    "slurm_job_id",
+    "slurm_nodelist",
+    "started_at",
+    "finished_at",
     "overlapped",
 ]
 
 SUMMARY_COLUMNS = [
-    "study", "point", "n", "is_base", "repeats", "repeats_ok", "time_s", "time_min_s",
-    "time_max_s", "wall_s", "train_s", "speedup", "efficiency", "su", "relative_su",
-    "samples_per_s", "test_accuracy", "cores", "gpus", "status",
+    "study",
+    "point",
+    "n",
+    "is_base",
+    "repeats",
+    "repeats_ok",
+    "time_s",
+    "time_min_s",
+    "time_max_s",
+    "wall_s",
+    "train_s",
+    "speedup",
+    "efficiency",
+    "su",
+    "relative_su",
+    "samples_per_s",
+    "test_accuracy",
+    "cores",
+    "gpus",
+    "status",
 ]
 
 
@@ -143,13 +191,24 @@ def runs_from_measured(csv_path: str | Path, study_name: str, study: dict) -> pd
     rows = []
     for r in table.itertuples():
         point = point_for(study_name, study, int(r.N))
-        rows.append({
-            "study": study_name, "point": point.label, "n": point.n, "repeat": int(r.repeat),
-            "status": "ok", "reason": None, "wall_s": float(r.time_s),
-            "mismatch": False, "mismatches": "", "threads": point.threads,
-            "cores": point.cores, "gpus": point.gpus, "nodes": point.nodes,
-            "overlapped": False,
-        })
+        rows.append(
+            {
+                "study": study_name,
+                "point": point.label,
+                "n": point.n,
+                "repeat": int(r.repeat),
+                "status": "ok",
+                "reason": None,
+                "wall_s": float(r.time_s),
+                "mismatch": False,
+                "mismatches": "",
+                "threads": point.threads,
+                "cores": point.cores,
+                "gpus": point.gpus,
+                "nodes": point.nodes,
+                "overlapped": False,
+            }
+        )
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
 
 
@@ -183,27 +242,31 @@ def summarise(runs: pd.DataFrame, study: dict) -> pd.DataFrame:
         first = group.iloc[0]
         units = core_w * first["cores"] + gpu_w * first["gpus"]
         t = float(times.median()) if len(times) else math.nan
-        rows.append({
-            "study": first["study"],
-            "point": first["point"],
-            "n": int(n),
-            "is_base": int(n) == base,
-            "repeats": len(group),
-            "repeats_ok": len(ok),
-            "time_s": t,
-            "time_min_s": float(times.min()) if len(times) else math.nan,
-            "time_max_s": float(times.max()) if len(times) else math.nan,
-            "wall_s": float(pd.to_numeric(ok["wall_s"]).median()) if len(ok) else math.nan,
-            "train_s": float(pd.to_numeric(ok["train_s"]).median()) if len(ok) else math.nan,
-            "su": units * t / 3600,
-            "samples_per_s": float(pd.to_numeric(ok["samples_per_s"]).median())
-            if len(ok) else math.nan,
-            "test_accuracy": float(pd.to_numeric(ok["test_accuracy"]).median())
-            if len(ok) else math.nan,
-            "cores": int(first["cores"]),
-            "gpus": int(first["gpus"]),
-            "status": point_status(group),
-        })
+        rows.append(
+            {
+                "study": first["study"],
+                "point": first["point"],
+                "n": int(n),
+                "is_base": int(n) == base,
+                "repeats": len(group),
+                "repeats_ok": len(ok),
+                "time_s": t,
+                "time_min_s": float(times.min()) if len(times) else math.nan,
+                "time_max_s": float(times.max()) if len(times) else math.nan,
+                "wall_s": float(pd.to_numeric(ok["wall_s"]).median()) if len(ok) else math.nan,
+                "train_s": float(pd.to_numeric(ok["train_s"]).median()) if len(ok) else math.nan,
+                "su": units * t / 3600,
+                "samples_per_s": float(pd.to_numeric(ok["samples_per_s"]).median())
+                if len(ok)
+                else math.nan,
+                "test_accuracy": float(pd.to_numeric(ok["test_accuracy"]).median())
+                if len(ok)
+                else math.nan,
+                "cores": int(first["cores"]),
+                "gpus": int(first["gpus"]),
+                "status": point_status(group),
+            }
+        )
     summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     base_row = summary[summary["is_base"]]
     if base_row.empty:

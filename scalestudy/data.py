@@ -126,7 +126,9 @@ def download(dataset: str, root: Path) -> dict[str, str]:
 def how_to_get(dataset: str, sources: list[str], root: Path) -> str:
     cls = torchvision_class(dataset)
     files = ", ".join(name for name, _ in cls.resources)
-    hint = "apt-get install dataset-fashion-mnist (Debian) or " if dataset == "fashion_mnist" else ""
+    hint = (
+        "apt-get install dataset-fashion-mnist (Debian) or " if dataset == "fashion_mnist" else ""
+    )
     return (
         f"{CLASS_NAMES[dataset]} is not available: no local copy in {sources or '[]'} and the "
         f"download failed. To get it: {hint}download {files} from {cls.mirrors[0]} into one "

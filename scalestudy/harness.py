@@ -170,9 +170,7 @@ def allocation_mismatches(requested: dict, received: dict, hosts: int | None = N
     problems = []
     want = requested["threads"]
     if received["threads_given"] != want:
-        problems.append(
-            f"threads: asked for {want}, the job was given {received['threads_given']}"
-        )
+        problems.append(f"threads: asked for {want}, the job was given {received['threads_given']}")
     if received["cpus_usable"] < want:
         problems.append(f"cpus: asked for {want}, only {received['cpus_usable']} usable (affinity)")
     torch_threads = received.get("torch_threads")
@@ -194,4 +192,3 @@ def allocation_mismatches(requested: dict, received: dict, hosts: int | None = N
     if mem and limit is not None and limit < mem:
         problems.append(f"memory: asked for {mem} MB, limit is {limit:.0f} MB")
     return problems
-

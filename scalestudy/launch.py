@@ -16,8 +16,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from scalestudy.harness import allocation_mismatches
@@ -27,7 +28,7 @@ REPO_DIR = Path(__file__).resolve().parents[1]
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def git_commit(repo: Path = REPO_DIR) -> dict:
@@ -35,11 +36,17 @@ def git_commit(repo: Path = REPO_DIR) -> dict:
     try:
         commit = subprocess.run(
             ["git", "-C", str(repo), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return {"workflow_commit": None}
@@ -48,8 +55,15 @@ def git_commit(repo: Path = REPO_DIR) -> dict:
 
 def worker_processes(spec: dict, spec_file: Path, result_dir: Path) -> list[tuple[list, dict]]:
     """Command and environment of each local rank (one process per task)."""
-    base = [sys.executable, "-m", "scalestudy.worker", "--spec", str(spec_file),
-            "--result-dir", str(result_dir)]
+    base = [
+        sys.executable,
+        "-m",
+        "scalestudy.worker",
+        "--spec",
+        str(spec_file),
+        "--result-dir",
+        str(result_dir),
+    ]
     world = spec["requested"]["tasks_per_node"] * spec["requested"]["nodes"]
     if spec["requested"]["nodes"] > 1:
         raise RuntimeError("points with more than one node need a Slurm allocation")
@@ -58,8 +72,17 @@ def worker_processes(spec: dict, spec_file: Path, result_dir: Path) -> list[tupl
         return [(base, env)]
     port = free_port()
     return [
-        (base, dict(env, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(world),
-                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)))
+        (
+            base,
+            dict(
+                env,
+                RANK=str(r),
+                LOCAL_RANK=str(r),
+                WORLD_SIZE=str(world),
+                MASTER_ADDR="127.0.0.1",
+                MASTER_PORT=str(port),
+            ),
+        )
         for r in range(world)
     ]
 
@@ -92,7 +115,9 @@ def run_processes(commands: list[tuple[list, dict]]) -> list[int]:
                 p.terminate()
         raise Terminated(signal.Signals(signum).name)
 
-    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    # handlers can only be set from the main thread (tests call launch() from others)
+    in_main = threading.current_thread() is threading.main_thread()
+    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)} if in_main else {}
     try:
         return [p.wait() for p in procs]
     finally:
@@ -114,8 +139,15 @@ def read_results(result_dir: Path) -> dict[int, dict]:
     return results
 
 
-def assemble_record(spec: dict, results: dict[int, dict], codes: list[int], wall_s: float,
-                    started_at: str, rerun_token: str, terminated: str | None = None) -> dict:
+def assemble_record(
+    spec: dict,
+    results: dict[int, dict],
+    codes: list[int],
+    wall_s: float,
+    started_at: str,
+    rerun_token: str,
+    terminated: str | None = None,
+) -> dict:
     """One record from the ranks' results; rank 0 speaks for the run."""
     head = results.get(0, {})
     status, reason = head.get("status", "failed"), head.get("reason")
@@ -127,15 +159,23 @@ def assemble_record(spec: dict, results: dict[int, dict], codes: list[int], wall
     elif len(results) < len(codes) or any(codes):
         bad = next((c for c in codes if c), 0)
         status, reason = "failed", describe_exit(bad) if bad else "a rank wrote no result"
-    received = dict(head.get("received") or {
-        "cpus_usable": 0, "threads_given": 0, "torch_threads": None, "omp_num_threads": None,
-    })
+    received = dict(
+        head.get("received")
+        or {
+            "cpus_usable": 0,
+            "threads_given": 0,
+            "torch_threads": None,
+            "omp_num_threads": None,
+        }
+    )
     hosts = {r["environment"]["host"] for r in results.values() if r.get("environment")}
     received["nodes"] = len(hosts) or None
-    mismatches = allocation_mismatches(spec["requested"], received, len(hosts) or None) \
-        if results else []
-    environment = dict(head.get("environment") or {
-        "host": socket.gethostname(), "python": sys.version.split()[0]})
+    mismatches = (
+        allocation_mismatches(spec["requested"], received, len(hosts) or None) if results else []
+    )
+    environment = dict(
+        head.get("environment") or {"host": socket.gethostname(), "python": sys.version.split()[0]}
+    )
     environment["hosts"] = sorted(hosts)
     environment.update(git_commit())
     return {
@@ -186,8 +226,9 @@ def launch(spec: dict, record_path: Path, rerun_token: str = "first") -> dict:
         shutil.rmtree(work, ignore_errors=True)
         return record
     wall_s = time.perf_counter() - start
-    record = assemble_record(spec, read_results(work), codes, wall_s, started_at, rerun_token,
-                             terminated)
+    record = assemble_record(
+        spec, read_results(work), codes, wall_s, started_at, rerun_token, terminated
+    )
     write_json_atomic(record_path, record)
     shutil.rmtree(work, ignore_errors=True)
     return record
@@ -200,9 +241,11 @@ def main(argv=None) -> int:
     parser.add_argument("--rerun-token", default="first")
     args = parser.parse_args(argv)
     record = launch(json.loads(args.spec), Path(args.record), args.rerun_token)
-    print(f"{record['study']}/{record['point']}/rep{record['repeat']}: {record['status']}"
-          + (f" ({record['reason']})" if record["reason"] else "")
-          + (f" in {record['wall_s']:.2f} s" if record["wall_s"] is not None else ""))
+    print(
+        f"{record['study']}/{record['point']}/rep{record['repeat']}: {record['status']}"
+        + (f" ({record['reason']})" if record["reason"] else "")
+        + (f" in {record['wall_s']:.2f} s" if record["wall_s"] is not None else "")
+    )
     return 0
 
 

@@ -22,8 +22,7 @@ PHASE_COLUMNS = {
     "eval_s": "evaluation",
     "other_s": "other",
 }
-AXIS_LABELS = {"threads": "threads N", "devices": "processes / GPUs per node N",
-               "nodes": "nodes N"}
+AXIS_LABELS = {"threads": "threads N", "devices": "processes / GPUs per node N", "nodes": "nodes N"}
 
 
 def _axes(title: str, xlabel: str, ylabel: str):
@@ -76,8 +75,9 @@ def cost_figure(summary: pd.DataFrame, xlabel: str):
     fig, ax = _axes("Cost relative to the base case", xlabel, "relative SU (SU_N / SU_base)")
     ax.axhline(1.0, ls="--", color="grey", label="base case cost")
     ok = summary.dropna(subset=["relative_su"])
-    sns.lineplot(data=ok, x="n", y="relative_su", marker="o", ax=ax, color="tab:purple",
-                 label="measured")
+    sns.lineplot(
+        data=ok, x="n", y="relative_su", marker="o", ax=ax, color="tab:purple", label="measured"
+    )
     _ticks(ax, summary["n"])
     ax.legend(fontsize=8)
     return fig
@@ -88,8 +88,14 @@ def phases_figure(runs: pd.DataFrame, xlabel: str):
     ok = runs[runs["status"] == "ok"]
     cols = [c for c in PHASE_COLUMNS if pd.to_numeric(ok[c], errors="coerce").notna().any()]
     if ok.empty or cols == ["other_s"] or not cols:
-        ax.text(0.5, 0.5, "no phase times recorded\n(times measured elsewhere)",
-                ha="center", va="center", transform=ax.transAxes)
+        ax.text(
+            0.5,
+            0.5,
+            "no phase times recorded\n(times measured elsewhere)",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
         ax.set_xticks([])
         return fig
     medians = ok.groupby("n")[cols].median(numeric_only=False).apply(pd.to_numeric)

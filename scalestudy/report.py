@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jinja2
@@ -18,16 +18,28 @@ from scalestudy.records import write_text_atomic
 
 TEMPLATES = Path(__file__).with_name("templates")
 ENVIRONMENT_FIELDS = {
-    "host": "host(s)", "cpu_model": "CPU", "gpu_models": "GPU", "python": "Python",
-    "torch": "PyTorch", "cuda": "CUDA (build)", "workflow_commit": "workflow commit",
-    "slurm_job_id": "Slurm job ids", "slurm_nodelist": "Slurm node lists",
+    "host": "host(s)",
+    "cpu_model": "CPU",
+    "gpu_models": "GPU",
+    "python": "Python",
+    "torch": "PyTorch",
+    "cuda": "CUDA (build)",
+    "workflow_commit": "workflow commit",
+    "slurm_job_id": "Slurm job ids",
+    "slurm_nodelist": "Slurm node lists",
 }
 TABLE_COLUMNS = [
-    ("point", "point", "{}"), ("n", "N", "{}"), ("repeats_ok", "runs ok", "{}"),
-    ("time_s", "time (s, median)", "{:.3f}"), ("time_min_s", "min (s)", "{:.3f}"),
-    ("time_max_s", "max (s)", "{:.3f}"), ("speedup", "speedup", "{:.2f}"),
-    ("efficiency", "efficiency", "{:.0%}"), ("relative_su", "relative SU", "{:.2f}"),
-    ("samples_per_s", "samples/s", "{:.0f}"), ("test_accuracy", "test accuracy", "{:.3f}"),
+    ("point", "point", "{}"),
+    ("n", "N", "{}"),
+    ("repeats_ok", "runs ok", "{}"),
+    ("time_s", "time (s, median)", "{:.3f}"),
+    ("time_min_s", "min (s)", "{:.3f}"),
+    ("time_max_s", "max (s)", "{:.3f}"),
+    ("speedup", "speedup", "{:.2f}"),
+    ("efficiency", "efficiency", "{:.0%}"),
+    ("relative_su", "relative SU", "{:.2f}"),
+    ("samples_per_s", "samples/s", "{:.0f}"),
+    ("test_accuracy", "test accuracy", "{:.3f}"),
     ("status", "status", "{}"),
 ]
 
@@ -63,8 +75,9 @@ def status_class(status: str) -> str:
     return "warn" if status != "ok" else "ok"
 
 
-def study_context(name: str, study: dict, summary: pd.DataFrame, runs: pd.DataFrame,
-                  figures: dict[str, Path]) -> dict:
+def study_context(
+    name: str, study: dict, summary: pd.DataFrame, runs: pd.DataFrame, figures: dict[str, Path]
+) -> dict:
     base = summary[summary["is_base"]]
     base_row = base.iloc[0] if len(base) else None
     time_kind = study.get("time", "wall")
@@ -88,8 +101,11 @@ def study_context(name: str, study: dict, summary: pd.DataFrame, runs: pd.DataFr
         "repeats": int(runs.groupby("n")["repeat"].nunique().max()) if len(runs) else 0,
         "time_kind": time_kind,
         "cost": study.get("cost", {}),
-        "base": None if base_row is None else {
-            "point": base_row["point"], "n": int(base_row["n"]),
+        "base": None
+        if base_row is None
+        else {
+            "point": base_row["point"],
+            "n": int(base_row["n"]),
             "time": fmt(base_row["time_s"], "{:.3f}"),
         },
         "columns": [label for _, label, _ in TABLE_COLUMNS],
@@ -105,7 +121,8 @@ def study_context(name: str, study: dict, summary: pd.DataFrame, runs: pd.DataFr
         ],
         "overlapped": int(runs["overlapped"].fillna(False).astype(bool).sum()),
         "environment": [
-            (label, distinct(runs, col)) for col, label in ENVIRONMENT_FIELDS.items()
+            (label, distinct(runs, col))
+            for col, label in ENVIRONMENT_FIELDS.items()
             if distinct(runs, col)
         ],
     }
@@ -119,7 +136,7 @@ def render(title: str, studies: list[dict]) -> str:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return env.get_template("report.html.j2").render(
         title=title, studies=studies, generated=generated
     )

@@ -6,7 +6,7 @@ rules/common.smk calls it, and so do the tests.
 
 from __future__ import annotations
 
-import copy
+import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -103,8 +103,9 @@ def check_study(name: str, study: dict, workdir: Path) -> None:
         return
     points = scaling["points"]
     distributed = WORKLOADS[study["workload"]]["distributed"]
-    if not distributed and (scaling["axis"] in ("devices", "nodes") or scaling["devices"] > 1
-                            or scaling["nodes"] > 1):
+    if not distributed and (
+        scaling["axis"] in ("devices", "nodes") or scaling["devices"] > 1 or scaling["nodes"] > 1
+    ):
         raise ConfigError(
             f"studies.{name}.scaling: workload {study['workload']} runs one process; "
             "scale it over threads (axis: threads, devices: 1, nodes: 1)"
@@ -143,8 +144,10 @@ def run_spec(study_name: str, study: dict, n: int, repeat: int) -> dict:
 
 
 def normalise_config(config: dict, workdir: Path) -> dict:
-    """Deep-copy a schema-validated config (defaults are shared objects) and check it."""
-    config = copy.deepcopy(config)
+    """Copy a schema-validated config and check it. The validator inserts the very same
+    default object into every study, and deepcopy would keep that sharing: a JSON
+    round trip gives each study its own."""
+    config = json.loads(json.dumps(config))
     for name, study in config["studies"].items():
         check_study(name, study, workdir)
     return config
@@ -181,12 +184,12 @@ def describe_validation_error(error: BaseException) -> str:
         from jsonschema.exceptions import ValidationError, best_match
     except ImportError:  # pragma: no cover - jsonschema ships with snakemake
         return str(error)
-    found = [a for a in getattr(error, "args", ()) if isinstance(a, ValidationError)]
-    if isinstance(error, ValidationError):
-        found = [error]
-    if not found:
+    # snakemake.utils.validate raises WorkflowError from inside `except ValidationError`
+    err = error
+    while err is not None and not isinstance(err, ValidationError):
+        err = err.__cause__ or err.__context__
+    if err is None:
         return str(error)
-    err = found[0]
     if err.context:
         err = best_match(err.context)
     path = ".".join(str(p) for p in err.absolute_path) or "(top level)"

@@ -21,8 +21,13 @@ def aggregate(study_name: str, study: dict, inputs: list[str], summary_path, run
 def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
     try:
-        summary = aggregate(smk.wildcards.study, smk.params.study, list(smk.input.records),
-                            smk.output.summary, smk.output.runs)
+        summary = aggregate(
+            smk.wildcards.study,
+            smk.params.study,
+            list(smk.input.records),
+            smk.output.summary,
+            smk.output.runs,
+        )
     except RecordError as e:
         logging.error("%s", e)
         sys.exit(f"aggregate_study: refusing to aggregate: {e}")

@@ -100,15 +100,25 @@ def run(params: dict, ctx) -> None:
     for epoch in range(1, params["epochs"] + 1):
         with ctx.phase(f"epoch {epoch}", kind="epoch") as phase:
             train_loss, seen = train_epoch(
-                model, optimizer, train_x, train_y, params["batch_size"],
-                params["max_batches"], generator, ctx.device,
+                model,
+                optimizer,
+                train_x,
+                train_y,
+                params["batch_size"],
+                params["max_batches"],
+                generator,
+                ctx.device,
             )
             scheduler.step()
         phase.samples = seen
         samples += seen
     with ctx.phase("evaluate", kind="eval"):
         test_loss, accuracy = evaluate(
-            model, test_x, test_y, params["test_batch_size"], params["max_test_batches"],
+            model,
+            test_x,
+            test_y,
+            params["test_batch_size"],
+            params["max_test_batches"],
             ctx.device,
         )
     train_s = sum(p.seconds for p in ctx.phases if p.kind == "epoch")

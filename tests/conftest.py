@@ -1,0 +1,77 @@
+"""Shared fixtures: the repository, a disposable copy of the workflow, small configs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
+WORKFLOW_PARTS = ["Snakefile", "rules", "scripts", "config", "profiles"]
+
+
+def tiny_mnist_study(**overrides) -> dict:
+    study = {
+        "description": "tiny MNIST CNN study for tests",
+        "workload": "mnist_cnn",
+        "params": {
+            "dataset": "fashion_mnist",
+            "epochs": 1,
+            "batch_size": 32,
+            "max_batches": 3,
+            "max_test_batches": 1,
+            "test_batch_size": 200,
+        },
+        "scaling": {"axis": "threads", "points": [1, 2]},
+        "repeats": 2,
+        "resources": {"mem_mb": 2000, "runtime": 5},
+    }
+    study.update(overrides)
+    return study
+
+
+@pytest.fixture
+def workflow(tmp_path: Path):
+    """A copy of the workflow in a temporary folder, and a way to run Snakemake in it."""
+    for part in WORKFLOW_PARTS:
+        src = REPO / part
+        if src.is_dir():
+            shutil.copytree(src, tmp_path / part)
+        else:
+            shutil.copy2(src, tmp_path / part)
+    return Workflow(tmp_path)
+
+
+class Workflow:
+    def __init__(self, root: Path):
+        self.root = root
+
+    def write_config(self, config: dict) -> Path:
+        path = self.root / "config" / "config.yaml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return path
+
+    def snakemake(self, *args, check: bool = True, timeout: int = 900):
+        env = dict(os.environ, PATH=f"{BIN}:{os.environ['PATH']}")
+        proc = subprocess.run(
+            [str(BIN / "snakemake"), *args],
+            cwd=self.root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        proc.output = proc.stdout + proc.stderr  # Snakemake prints errors to either
+        if check and proc.returncode != 0:
+            raise AssertionError(
+                f"snakemake {' '.join(args)} failed ({proc.returncode}):\n"
+                f"{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}"
+            )
+        return proc

@@ -1,0 +1,71 @@
+"""Data preparation: local copies verified by md5, damage refused, clear message when missing."""
+
+import gzip
+import json
+import shutil
+
+import pytest
+
+from scalestudy import data
+from tests.conftest import FASHION_DIR
+
+needs_fashion = pytest.mark.skipif(
+    not FASHION_DIR.is_dir(), reason="Debian's dataset-fashion-mnist is not installed"
+)
+
+
+@pytest.fixture(scope="session")
+def fashion_root(tmp_path_factory):
+    """Fashion-MNIST prepared once for the whole session, as the workflow would."""
+    if not FASHION_DIR.is_dir():
+        pytest.skip("Debian's dataset-fashion-mnist is not installed")
+    root = tmp_path_factory.mktemp("data") / "fashion_mnist"
+    data.prepare("fashion_mnist", [str(FASHION_DIR)], root, root / "ready.json")
+    return root
+
+
+@needs_fashion
+def test_prepare_from_debian_copy(fashion_root):
+    info = json.loads((fashion_root / "ready.json").read_text())
+    assert info["source"] == str(FASHION_DIR)
+    assert {f["verified_by"] for f in info["files"].values()} == {"md5 of the uncompressed file"}
+    import torchvision
+
+    ds = torchvision.datasets.FashionMNIST(str(fashion_root), train=False, download=False)
+    assert len(ds) == 10000 and tuple(ds.data.shape[1:]) == (28, 28)
+
+
+@needs_fashion
+def test_damaged_copy_is_refused(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(FASHION_DIR, src)
+    labels = src / "t10k-labels-idx1-ubyte.gz"
+    raw = bytearray(gzip.decompress(labels.read_bytes()))
+    raw[100] ^= 0xFF
+    labels.write_bytes(gzip.compress(bytes(raw)))
+    root = tmp_path / "out"
+    with pytest.raises(data.DataError, match="md5 does not match"):
+        data.prepare("fashion_mnist", [str(src)], root, root / "ready.json")
+    assert not (root / "ready.json").exists()
+
+
+def test_missing_data_says_how_to_get_it(tmp_path, monkeypatch):
+    def offline(dataset, root):
+        raise OSError("network is unreachable")
+
+    monkeypatch.setattr(data, "download", offline)
+    root = tmp_path / "mnist"
+    with pytest.raises(data.DataError) as info:
+        data.prepare("mnist", [str(tmp_path / "nowhere")], root, root / "ready.json")
+    message = str(info.value)
+    assert "MNIST is not available" in message
+    assert "train-images-idx3-ubyte.gz" in message and "data_sources.mnist" in message
+    assert "network is unreachable" in message
+    assert not (root / "ready.json").exists()
+
+
+def test_idx_header_is_checked(tmp_path):
+    path = tmp_path / "t10k-labels-idx1-ubyte"
+    path.write_bytes(b"\x00\x00\x08\x01\x00\x00\x00\x05")
+    with pytest.raises(data.DataError, match="IDX header"):
+        data.check_idx(path)

@@ -1,0 +1,108 @@
+"""The launcher and worker for real: processes, records, failures, allocation checks."""
+
+import os
+import threading
+import time
+
+import psutil
+import pytest
+
+from scalestudy import studies as st
+from scalestudy.launch import launch
+from scalestudy.records import read_record
+from tests.conftest import tiny_mnist_study
+from tests.test_data import fashion_root  # noqa: F401  (session fixture)
+from tests.test_studies import validated
+
+
+def spec_for(data_dir, n=1, **params):
+    study = tiny_mnist_study()
+    study["params"] |= params
+    study = validated({"studies": {"s": study}})["studies"]["s"]
+    spec = st.run_spec("s", study, n, 1)
+    spec["data_dir"] = str(data_dir)
+    return spec
+
+
+@pytest.fixture
+def threads_env(monkeypatch):
+    def set_threads(n):
+        monkeypatch.setenv("OMP_NUM_THREADS", str(n))
+
+    return set_threads
+
+
+def test_successful_run_writes_a_full_record(fashion_root, tmp_path, threads_env):  # noqa: F811
+    threads_env(1)
+    path = tmp_path / "rep1.json"
+    record = launch(spec_for(fashion_root.parent), path, "first")
+    assert record["status"] == "ok", record["reason"]
+    assert read_record(path) == record
+    kinds = [p["kind"] for p in record["phases"]]
+    assert kinds == ["startup", "data", "epoch", "eval"]
+    assert record["phases"][2]["samples"] == 3 * 32
+    assert record["wall_s"] >= sum(p["seconds"] for p in record["phases"]) * 0.99
+    assert record["metrics"]["samples_per_s"] > 0 and 0 <= record["metrics"]["test_accuracy"] <= 1
+    assert record["metrics"]["peak_rss_mb"] > 50
+    received = record["resources"]["received"]
+    assert received["threads_given"] == 1 and received["torch_threads"] == 1
+    assert received["cpus_usable"] == len(os.sched_getaffinity(0))
+    assert record["resources"]["mismatch"] is False
+    env = record["environment"]
+    assert env["torch"].startswith("2.") and env["python"] and env["host"]
+    assert "workflow_commit" in env
+    assert list(tmp_path.iterdir()) == [path]  # the work folder is cleaned up
+
+
+def test_allocation_mismatch_is_flagged(fashion_root, tmp_path, threads_env):  # noqa: F811
+    threads_env(1)  # the job was given 1 thread, the point asks for 2
+    record = launch(spec_for(fashion_root.parent, n=2), tmp_path / "rep1.json")
+    assert record["status"] == "ok"
+    assert record["resources"]["mismatch"] is True
+    assert "threads: asked for 2, the job was given 1" in record["resources"]["mismatches"]
+
+
+def test_failing_workload_leaves_a_failed_record(tmp_path, threads_env):
+    threads_env(1)
+    record = launch(spec_for(tmp_path / "empty"), tmp_path / "rep1.json")
+    assert record["status"] == "failed"
+    assert "RuntimeError" in record["reason"] and "Dataset not found" in record["reason"]
+    assert record["exit_code"] == 1
+    assert read_record(tmp_path / "rep1.json")["status"] == "failed"
+
+
+def test_gpu_point_without_gpu_fails_with_reason(fashion_root, tmp_path, threads_env):  # noqa: F811
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    threads_env(1)
+    spec = spec_for(fashion_root.parent)
+    spec["requested"]["gpus_per_node"] = 1
+    record = launch(spec, tmp_path / "rep1.json")
+    assert record["status"] == "failed"
+    assert "asks for a GPU but CUDA sees none" in record["reason"]
+
+
+def test_killed_worker_is_reported(fashion_root, tmp_path, threads_env):  # noqa: F811
+    threads_env(1)
+    spec = spec_for(fashion_root.parent, max_batches=0, epochs=5)  # long enough to kill
+    result = {}
+    t = threading.Thread(target=lambda: result.update(r=launch(spec, tmp_path / "rep1.json")))
+    t.start()
+    deadline = time.time() + 60
+    me = psutil.Process()
+    while time.time() < deadline:
+        children = [
+            c for c in me.children(recursive=True) if "scalestudy.worker" in " ".join(c.cmdline())
+        ]
+        if children:
+            time.sleep(1.0)
+            children[0].kill()
+            break
+        time.sleep(0.05)
+    t.join(120)
+    record = result["r"]
+    assert record["status"] == "failed"
+    assert record["reason"].startswith("workload killed by SIGKILL")
+    assert record["exit_code"] == -9

@@ -1,0 +1,153 @@
+"""The workflow end to end with real Snakemake, real workloads and the real report."""
+
+import re
+import shutil
+import time
+
+import pandas as pd
+import pytest
+
+from tests.browser import CHROMIUM, open_report
+from tests.conftest import FASHION_DIR, REPO, tiny_mnist_study
+
+needs_fashion = pytest.mark.skipif(
+    not FASHION_DIR.is_dir(), reason="Debian's dataset-fashion-mnist is not installed"
+)
+needs_chromium = pytest.mark.skipif(
+    shutil.which("chromium") is None and not __import__("os").path.exists(CHROMIUM),
+    reason="Debian's chromium is not installed",
+)
+
+MEASURED = {
+    "description": "published RTX 2080 Ti times",
+    "measured": "config/examples/rtx2080ti_autoencoder_ddp.csv",
+    "scaling": {"axis": "devices", "device": "gpu"},
+}
+
+
+def planned_runs(proc) -> set[tuple[str, str, str]]:
+    """(study, point, repeat) of the run_point jobs in a dry run's output."""
+    return set(
+        re.findall(
+            r"wildcards: study=([\w-]+), point=([\w-]+), repeat=(\d+)", proc.stdout + proc.stderr
+        )
+    )
+
+
+@pytest.mark.slow
+@needs_fashion
+@needs_chromium
+def test_study_end_to_end_with_a_failed_point_and_a_rerun(workflow):
+    gpu = tiny_mnist_study(description="asks for a GPU this machine does not have", repeats=1)
+    gpu["scaling"] = {"axis": "threads", "points": [1], "device": "gpu"}
+    workflow.write_config(
+        {"studies": {"tiny": tiny_mnist_study(), "gpu": gpu, "published": MEASURED}}
+    )
+    workflow.snakemake("--profile", "profiles/local", "--cores", "2")
+    results = workflow.root / "results"
+
+    tiny = pd.read_csv(results / "tiny" / "summary.csv")
+    assert list(tiny["point"]) == ["t1", "t2"] and list(tiny["repeats_ok"]) == [2, 2]
+    assert list(tiny["status"]) == ["ok", "ok"]
+    assert tiny.loc[0, "is_base"] and tiny.loc[0, "speedup"] == 1.0
+    assert tiny.loc[1, "speedup"] > 0 and tiny.loc[1, "samples_per_s"] > 0
+    runs = pd.read_csv(results / "tiny" / "runs.csv")
+    assert not runs["overlapped"].any(), "profiles/local must run timed jobs one at a time"
+    failed = pd.read_csv(results / "gpu" / "summary.csv")
+    assert failed.loc[0, "status"] == (
+        "failed: RuntimeError: the point asks for a GPU but CUDA sees none"
+    )
+
+    page = open_report(results / "report.html", screenshot=workflow.root / "report.png")
+    assert page["console"] == [] and page["external_requests"] == []
+    assert page["studies"] == ["tiny", "gpu", "published"]
+    assert len(page["images"]) == 12 and all(i["ok"] for i in page["images"])
+    assert "the point asks for a GPU but CUDA sees none" in page["text"]
+    assert any(c.startswith("failed") for c in page["bad_cells"])
+    assert "point t1 (N = 1)" in page["text"]  # the base case is stated
+
+    # A second invocation repeats the failed point only.
+    dry = workflow.snakemake("--profile", "profiles/local", "-n")
+    assert planned_runs(dry) == {("gpu", "t1", "1")}
+
+    # Adding a study is a config edit; only its runs are new.
+    config = {
+        "studies": {
+            "tiny": tiny_mnist_study(),
+            "gpu": gpu,
+            "published": MEASURED,
+            "tiny_big_batch": tiny_mnist_study(repeats=1),
+        }
+    }
+    config["studies"]["tiny_big_batch"]["params"]["batch_size"] = 64
+    workflow.write_config(config)
+    dry = workflow.snakemake("--profile", "profiles/local", "-n")
+    assert planned_runs(dry) == {
+        ("gpu", "t1", "1"),
+        ("tiny_big_batch", "t1", "1"),
+        ("tiny_big_batch", "t2", "1"),
+    }
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_measured_study_report_opens_in_the_browser(workflow):
+    workflow.write_config({"studies": {"published": MEASURED}})
+    workflow.snakemake("--cores", "1")
+    page = open_report(workflow.root / "results" / "report.html")
+    assert page["console"] == [] and page["external_requests"] == []
+    assert len(page["images"]) == 4 and all(i["ok"] for i in page["images"])
+    assert "3.49" in page["text"] and "2.87" in page["text"]
+
+
+def test_malformed_config_stops_before_any_job(workflow):
+    study = tiny_mnist_study(repeats=0)
+    workflow.write_config({"studies": {"s": study}})
+    proc = workflow.snakemake("--cores", "1", check=False)
+    assert proc.returncode != 0
+    assert "config key studies.s.repeats: 0 is less than the minimum of 1" in proc.output
+    assert not (workflow.root / "results").exists()
+
+
+def test_unknown_key_is_named(workflow):
+    study = tiny_mnist_study()
+    study["scaling"]["pointz"] = [1]
+    workflow.write_config({"studies": {"s": study}})
+    proc = workflow.snakemake("-n", check=False)
+    assert proc.returncode != 0
+    assert "config key studies.s.scaling" in proc.output and "'pointz'" in proc.output
+
+
+def test_bad_measured_csv_is_not_aggregated(workflow):
+    (workflow.root / "bad.csv").write_text("N,time_s\n1,10\n2,NaN\n")
+    workflow.write_config({"studies": {"m": dict(MEASURED, measured="bad.csv")}})
+    proc = workflow.snakemake("--cores", "1", check=False)
+    assert proc.returncode != 0
+    assert "bad.csv: line 3" in proc.output
+    assert not (workflow.root / "results" / "m" / "summary.csv").exists()
+
+
+def test_missing_data_stops_with_instructions(workflow):
+    study = tiny_mnist_study()
+    study["params"]["dataset"] = "mnist"
+    workflow.write_config({"data_sources": {"mnist": ["/nonexistent"]}, "studies": {"s": study}})
+    proc = workflow.snakemake("--cores", "1", check=False, timeout=300)
+    assert proc.returncode != 0
+    assert "MNIST is not available" in proc.output
+    assert "data_sources.mnist" in proc.output
+    assert not list((workflow.root / "results").glob("s/runs/*/*.json"))
+
+
+def test_thousand_point_dry_run_is_fast(workflow):
+    study = tiny_mnist_study(repeats=1)
+    study["scaling"]["points"] = list(range(1, 1001))
+    workflow.write_config({"studies": {"big": study}})
+    start = time.perf_counter()
+    proc = workflow.snakemake("-n", "--cores", "2")
+    elapsed = time.perf_counter() - start
+    assert re.search(r"run_point\s+1000", proc.stdout)
+    assert elapsed < 15, f"dry run of 1,000 points took {elapsed:.1f} s"
+
+
+def test_no_profiles_default():
+    assert not (REPO / "profiles" / "default").exists()
