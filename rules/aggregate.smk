@@ -1,6 +1,7 @@
 rule aggregate_study:
     input:
         records=get_study_records,
+        code=CODE["analysis"],
     output:
         summary="results/{study}/summary.csv",
         runs="results/{study}/runs.csv",

@@ -25,6 +25,16 @@ POINTS = st.points_table(CONFIG).set_index(["study", "point"], drop=False)
 RUNS = st.runs_table(CONFIG)
 DATA_DIR = CONFIG["data_dir"]
 PYTHON = sys.executable
+# Outputs are recomputed when the code that makes them changes.
+PACKAGE = Path(st.__file__).parent
+CODE = {
+    "analysis": [
+        str(PACKAGE / "analysis.py"),
+        str(PACKAGE / "schemas/record.schema.json"),
+    ],
+    "plots": [str(PACKAGE / "plots.py")],
+    "report": [str(PACKAGE / "report.py"), str(PACKAGE / "templates/report.html.j2")],
+}
 
 
 wildcard_constraints:
@@ -48,12 +58,20 @@ def get_threads(wildcards):
     return int(get_point(wildcards)["threads"])
 
 
-def get_mem_mb(wildcards):
-    return STUDIES[wildcards.study]["resources"]["mem_mb"]
+def get_job_resources(wildcards):
+    """What the point's job asks the scheduler for (see st.slurm_resources)."""
+    study = STUDIES[wildcards.study]
+    point = st.point_for(wildcards.study, study, int(get_point(wildcards)["n"]))
+    return st.slurm_resources(point, study)
 
 
-def get_runtime(wildcards):
-    return STUDIES[wildcards.study]["resources"]["runtime"]
+def job_resource(name):
+    """One entry of get_job_resources, for the rule's resources: directive."""
+
+    def get_resource(wildcards):
+        return get_job_resources(wildcards)[name]
+
+    return get_resource
 
 
 def get_run_data(wildcards):

@@ -2,6 +2,7 @@ rule plot_study:
     input:
         summary="results/{study}/summary.csv",
         runs="results/{study}/runs.csv",
+        code=CODE["plots"],
     output:
         figures=expand(
             "results/{{study}}/figures/{figure}.{ext}",

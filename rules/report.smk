@@ -1,6 +1,7 @@
 rule report:
     input:
         **get_report_inputs(),
+        code=CODE["report"],
     output:
         html="results/report.html",
     log:

@@ -9,8 +9,18 @@ rule run_point:
         "logs/{study}/runs/{point}/rep{repeat}.log",
     threads: get_threads
     resources:
-        mem_mb=get_mem_mb,
-        runtime=get_runtime,
+        # the point's geometry for Slurm; cluster settings (partition, account)
+        # come from the profile
+        cpus_per_task=job_resource("cpus_per_task"),
+        nodes=job_resource("nodes"),
+        tasks=job_resource("tasks"),
+        tasks_per_node=job_resource("tasks_per_node"),
+        tasks_per_gpu=job_resource("tasks_per_gpu"),
+        mpi=job_resource("mpi"),
+        gpu=job_resource("gpu"),
+        gpu_model=job_resource("gpu_model"),
+        mem_mb=job_resource("mem_mb"),
+        runtime=job_resource("runtime"),
         # profiles/local allows one at a time, so timed runs do not share cores
         timed_runs=1,
     params:

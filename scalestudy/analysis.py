@@ -55,6 +55,11 @@ RUN_COLUMNS = [
     "started_at",
     "finished_at",
     "overlapped",
+    "elapsed_s",
+    "queue_wait_s",
+    "slurm_submit_time",
+    "slurm_start_time",
+    "boot_id",
 ]
 
 SUMMARY_COLUMNS = [
@@ -132,7 +137,48 @@ def record_row(record: dict) -> dict:
         "slurm_nodelist": env.get("slurm_nodelist"),
         "started_at": record["started_at"],
         "finished_at": record["finished_at"],
+        "elapsed_s": wall,  # charged whether or not the run succeeded
+        "queue_wait_s": queue_wait(env),
+        "slurm_submit_time": env.get("slurm_submit_time"),
+        "slurm_start_time": env.get("slurm_start_time"),
+        "boot_id": env.get("boot_id"),
     }
+
+
+def queue_wait(env: dict) -> float | None:
+    """Seconds between submission and start, as Slurm recorded them."""
+    try:
+        submit = pd.Timestamp(env["slurm_submit_time"])
+        start = pd.Timestamp(env["slurm_start_time"])
+    except (KeyError, ValueError, TypeError):
+        return None
+    return max(0.0, (start - submit).total_seconds())
+
+
+def charges(runs: pd.DataFrame, study: dict) -> dict:
+    """What the study's runs were charged: every run counts, failed ones too."""
+    weights = study.get("cost", {})
+    hours = pd.to_numeric(runs["elapsed_s"], errors="coerce").fillna(0) / 3600
+    core_h = float((runs["cores"] * hours).sum())
+    gpu_h = float((runs["gpus"] * hours).sum())
+    return {
+        "core_hours": core_h,
+        "gpu_hours": gpu_h,
+        "su": weights.get("core_weight", 1) * core_h + weights.get("gpu_weight", 2) * gpu_h,
+    }
+
+
+def shared_machines(runs: pd.DataFrame) -> list[str]:
+    """Host names that are one physical machine (same boot id): their timings are
+    not those of separate nodes."""
+    by_boot: dict[str, set[str]] = {}
+    for boot, hosts, host in zip(runs["boot_id"], runs["hosts"], runs["host"], strict=True):
+        if not isinstance(boot, str):
+            continue
+        names = hosts if isinstance(hosts, str) and hosts else host
+        if isinstance(names, str):
+            by_boot.setdefault(boot, set()).update(n for n in names.split(",") if n)
+    return [", ".join(sorted(h)) for h in by_boot.values() if len(h) > 1]
 
 
 def mark_overlaps(runs: pd.DataFrame) -> pd.Series:
@@ -200,6 +246,7 @@ def runs_from_measured(csv_path: str | Path, study_name: str, study: dict) -> pd
                 "status": "ok",
                 "reason": None,
                 "wall_s": float(r.time_s),
+                "elapsed_s": float(r.time_s),
                 "mismatch": False,
                 "mismatches": "",
                 "threads": point.threads,

@@ -80,6 +80,16 @@ def threads_from_allocation(environ=os.environ) -> int:
     return len(os.sched_getaffinity(0))
 
 
+def rank_environment(environ=os.environ) -> dict:
+    """RANK, LOCAL_RANK and WORLD_SIZE for torch.distributed: as the local launcher set
+    them, else from the SLURM_* variables srun gives each task."""
+    pairs = {"RANK": "SLURM_PROCID", "LOCAL_RANK": "SLURM_LOCALID", "WORLD_SIZE": "SLURM_NTASKS"}
+    return {
+        key: environ.get(key) or environ.get(slurm_key) or ("1" if key == "WORLD_SIZE" else "0")
+        for key, slurm_key in pairs.items()
+    }
+
+
 def peak_rss_mb() -> float:
     # ru_maxrss is in KiB on Linux
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -104,6 +114,13 @@ def memory_limit_mb(environ=os.environ) -> float | None:
     return None
 
 
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
 def cpu_model() -> str | None:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -121,6 +138,7 @@ def slurm_environment(environ=os.environ) -> dict:
         "slurm_partition": "SLURM_JOB_PARTITION",
         "slurm_cluster": "SLURM_CLUSTER_NAME",
         "slurm_step_id": "SLURM_STEP_ID",
+        "slurm_ntasks": "SLURM_NTASKS",
     }
     return {name: environ[key] for name, key in keys.items() if environ.get(key)}
 
@@ -133,6 +151,8 @@ def environment(torch_module=None) -> dict:
         "platform": platform.platform(),
         "cpu_model": cpu_model(),
         "machine_cpus": os.cpu_count(),
+        # the same boot id under two host names means one physical machine
+        "boot_id": _read("/proc/sys/kernel/random/boot_id"),
     }
     if torch_module is not None:
         torch = torch_module

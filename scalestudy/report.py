@@ -14,6 +14,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
+from scalestudy.analysis import charges, shared_machines
 from scalestudy.records import write_text_atomic
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -120,6 +121,22 @@ def study_context(
             for m in mismatches.itertuples()
         ],
         "overlapped": int(runs["overlapped"].fillna(False).astype(bool).sum()),
+        "shared_machines": shared_machines(runs),
+        "charges": {k: fmt(v, "{:.4f}") for k, v in charges(runs, study).items()},
+        "scheduler": [
+            {
+                "point": r.point,
+                "repeat": int(r.repeat),
+                "job": r.slurm_job_id,
+                "nodes": r.slurm_nodelist if isinstance(r.slurm_nodelist, str) else "",
+                "submitted": r.slurm_submit_time,
+                "queue_wait": fmt(r.queue_wait_s, "{:.1f}"),
+                "run": fmt(r.elapsed_s, "{:.1f}"),
+                "status": r.status,
+            }
+            for r in runs.itertuples()
+            if isinstance(r.slurm_job_id, str | int | float) and not pd.isna(r.slurm_job_id)
+        ],
         "environment": [
             (label, distinct(runs, col))
             for col, label in ENVIRONMENT_FIELDS.items()

@@ -19,6 +19,7 @@ DATASETS = ("mnist", "fashion_mnist")
 # seconds at DAG time): whether it runs several processes, which data it reads.
 WORKLOADS = {
     "mnist_cnn": {"distributed": False},
+    "spiral_mlp": {"distributed": True},
 }
 
 
@@ -91,7 +92,7 @@ def base_n(study: dict, ns: list[int]) -> int:
     return study["scaling"].get("base", min(ns))
 
 
-def check_study(name: str, study: dict, workdir: Path) -> None:
+def check_study(name: str, study: dict, workdir: Path, limits: dict | None = None) -> None:
     """Checks the schema cannot express; raise ConfigError naming the key."""
     if not SAFE_NAME.match(name):
         raise ConfigError(f"studies.{name}: study names may only use letters, digits, '-' and '_'")
@@ -110,11 +111,74 @@ def check_study(name: str, study: dict, workdir: Path) -> None:
             f"studies.{name}.scaling: workload {study['workload']} runs one process; "
             "scale it over threads (axis: threads, devices: 1, nodes: 1)"
         )
+    for n in points:
+        check_limits(name, point_for(name, study, n), limits or {})
     base = scaling.get("base")
     if base is not None and base not in points:
         raise ConfigError(
             f"studies.{name}.scaling.base: {base} is not one of the points {sorted(points)}"
         )
+
+
+# Slack between the job's time limit and its run's: room to start the step and
+# write the record after Slurm stopped a run that was out of time.
+TIME_SLACK_MIN = 2
+# Memory of the job beyond the run's own: Snakemake's job-step process (about
+# 300 MB) and the launcher live in the job too. The run's step gets exactly the
+# study's mem_mb, so Slurm stops the run, not the job that records why.
+JOB_MEM_OVERHEAD_MB = 512
+
+
+def slurm_resources(point: Point, study: dict) -> dict:
+    """Snakemake resources of a point's job, as the Slurm executor plugin reads them.
+
+    Threads become cpus_per_task (and the rule's threads, which Snakemake exports as
+    OMP_NUM_THREADS). A point with several processes is an `mpi` job whose rule runs
+    its own srun step; the plugin refuses mpi with one task per node, so such points
+    give `tasks` (CPU) or rely on one task per GPU (GPU). A single-process point
+    gives mpi="" so the plugin submits it as a plain job but runs the rule in the
+    batch step, where the launcher's own srun step gets the cores.
+    """
+    res = {
+        "cpus_per_task": point.threads,
+        "nodes": point.nodes,
+        "mem_mb": study["resources"]["mem_mb"] + JOB_MEM_OVERHEAD_MB,
+        "runtime": study["resources"]["runtime"] + TIME_SLACK_MIN,
+        "mpi": "srun" if point.world_size > 1 else "",
+        "tasks": None,
+        "tasks_per_node": None,
+        "tasks_per_gpu": None,
+        "gpu": None,
+        "gpu_model": None,
+    }
+    if point.gpus:
+        res["gpu"] = point.gpus
+        res["tasks_per_gpu"] = 1
+        res["gpu_model"] = study["resources"].get("gpu_model")
+    if point.world_size > 1:
+        if point.tasks_per_node > 1:
+            res["tasks_per_node"] = point.tasks_per_node
+        else:
+            res["tasks"] = point.world_size
+    elif not point.gpus:
+        res["tasks"] = 1
+    return res
+
+
+def check_limits(name: str, point: Point, limits: dict) -> None:
+    """Refuse a point the partition cannot hold, before any job is submitted."""
+    checks = [
+        ("cpus_per_node", point.threads * point.tasks_per_node, "CPUs per node"),
+        ("gpus_per_node", point.gpus_per_node, "GPUs per node"),
+        ("nodes", point.nodes, "nodes"),
+    ]
+    for key, need, what in checks:
+        limit = limits.get(key)
+        if limit is not None and need > limit:
+            raise ConfigError(
+                f"studies.{name}: point {point.label} needs {need} {what}, the partition has "
+                f"{limit} (partition_limits.{key})"
+            )
 
 
 def dataset_of(study: dict) -> str | None:
@@ -140,6 +204,7 @@ def run_spec(study_name: str, study: dict, n: int, repeat: int) -> dict:
             "gpus_per_node": point.gpus_per_node,
             "mem_mb": study["resources"]["mem_mb"],
         },
+        "time_limit_min": study["resources"]["runtime"],
     }
 
 
@@ -149,7 +214,7 @@ def normalise_config(config: dict, workdir: Path) -> dict:
     round trip gives each study its own."""
     config = json.loads(json.dumps(config))
     for name, study in config["studies"].items():
-        check_study(name, study, workdir)
+        check_study(name, study, workdir, config.get("partition_limits"))
     return config
 
 

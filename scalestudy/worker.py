@@ -20,6 +20,7 @@ from scalestudy.harness import (
     Phase,
     environment,
     peak_rss_mb,
+    rank_environment,
     received_resources,
     threads_from_allocation,
 )
@@ -37,7 +38,8 @@ def select_device(torch, spec: dict, local_rank: int):
 def run_workload(spec: dict, launch_time: float) -> dict:
     """Run one rank of the workload; return its result (never raises)."""
     status, reason = "ok", None
-    rank = int(os.environ.get("RANK", "0"))
+    os.environ.update(rank_environment())
+    rank = int(os.environ["RANK"])
     ctx = None
     torch = None
     try:

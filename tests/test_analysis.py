@@ -185,3 +185,9 @@ def test_overlapping_runs_are_marked():
         }
     )
     assert mark_overlaps(runs).tolist() == [True, True, False, False]
+
+
+def test_every_field_of_a_record_reaches_the_runs_table():
+    from scalestudy.analysis import RUN_COLUMNS, record_row
+
+    assert set(record_row(good_record())) <= set(RUN_COLUMNS)

@@ -1,0 +1,133 @@
+"""Real Slurm: a two-node cluster on this machine (tests/slurm/cluster.sh), the real
+Snakemake Slurm executor plugin, and the workflow through profiles/slurm."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pandas as pd
+import pytest
+
+from tests.conftest import FASHION_DIR, REPO, tiny_mnist_study
+from tests.test_workflow import planned_runs
+
+CLUSTER = REPO / "tests" / "slurm" / "cluster.sh"
+PROFILES = ("--profile", "profiles/slurm", "--profile", str(REPO / "tests" / "slurm" / "profile"))
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.slurm,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("apt-get") is None,
+        reason="the test cluster is installed and started as root",
+    ),
+    pytest.mark.skipif(not FASHION_DIR.is_dir(), reason="dataset-fashion-mnist missing"),
+]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    subprocess.run(["bash", str(CLUSTER), "start"], check=True, timeout=600)
+    yield
+    subprocess.run(["bash", str(CLUSTER), "stop"], check=False, timeout=120)
+
+
+def limits():
+    return {"cpus_per_node": os.cpu_count(), "nodes": 2}
+
+
+def record(workflow, study, point, repeat=1):
+    path = workflow.root / "results" / study / "runs" / point / f"rep{repeat}.json"
+    return json.loads(path.read_text())
+
+
+def test_thread_and_node_studies_run_through_the_slurm_plugin(cluster, workflow):
+    threads = tiny_mnist_study(repeats=1)
+    nodes = {
+        "workload": "spiral_mlp",
+        "params": {"epochs": 2},
+        "scaling": {"axis": "nodes", "points": [1, 2], "threads": 1},
+        "repeats": 1,
+        "resources": {"mem_mb": 1500, "runtime": 5},
+    }
+    workflow.write_config(
+        {"partition_limits": limits(), "studies": {"threads": threads, "ddp_nodes": nodes}}
+    )
+    start = time.perf_counter()
+    workflow.snakemake(*PROFILES)
+    print(f"two studies, 4 Slurm jobs: {time.perf_counter() - start:.1f} s")
+
+    for study, point in [
+        ("threads", "t1"),
+        ("threads", "t2"),
+        ("ddp_nodes", "n1"),
+        ("ddp_nodes", "n2"),
+    ]:
+        rec = record(workflow, study, point)
+        env, res = rec["environment"], rec["resources"]
+        assert rec["status"] == "ok", rec["reason"]
+        assert env["slurm_job_id"].isdigit() and env["slurm_nodelist"]
+        assert env["slurm_submit_time"] and env["slurm_start_time"]
+        assert res["mismatch"] is False, res["mismatches"]
+        assert res["received"]["mem_limit_mb"] >= rec["resources"]["requested"]["mem_mb"]
+    t2 = record(workflow, "threads", "t2")["resources"]["received"]
+    assert t2["cpus_usable"] == 2 and t2["torch_threads"] == 2
+    n2 = record(workflow, "ddp_nodes", "n2")
+    assert n2["resources"]["received"]["world_size"] == 2
+    assert n2["environment"]["hosts"] == ["node1", "node2"]
+    assert n2["metrics"]["rank_train_s_max"] >= n2["metrics"]["rank_train_s_min"] > 0
+
+    html = (workflow.root / "results" / "report.html").read_text()
+    assert "Queue wait and run time of each Slurm job" in html
+    assert "Hosts node1, node2 are one physical machine" in html
+    assert re.search(r"core-hours, [0-9.]+ GPU-hours, <strong>[0-9.]+ SU", html)
+
+
+def test_a_job_given_fewer_cpus_than_threads_is_flagged(cluster, workflow):
+    study = tiny_mnist_study(repeats=1)
+    study["scaling"]["points"] = [2]
+    workflow.write_config({"studies": {"short": study}})
+    # A site override that hands the job one CPU while the rule runs two threads.
+    workflow.snakemake(*PROFILES, "--set-resources", "run_point:cpus_per_task=1")
+    rec = record(workflow, "short", "t2")
+    assert rec["status"] == "ok"
+    assert rec["resources"]["mismatch"] is True
+    assert "cpus: asked for 2, only 1 usable (affinity)" in rec["resources"]["mismatches"]
+    summary = pd.read_csv(workflow.root / "results" / "short" / "summary.csv")
+    status = summary.loc[0, "status"]
+    assert status.startswith("allocation mismatch:") and "only 1 usable" in status
+    assert "allocation mismatch" in (workflow.root / "results" / "report.html").read_text()
+
+
+def test_time_and_memory_kills_are_failed_points_and_only_they_rerun(cluster, workflow):
+    slow = tiny_mnist_study(repeats=1)
+    slow["params"].update(max_batches=0, epochs=20)  # far more than a minute
+    slow["scaling"]["points"] = [1]
+    slow["resources"] = {"mem_mb": 2000, "runtime": 1}
+    hungry = tiny_mnist_study(repeats=1)
+    hungry["scaling"]["points"] = [1]
+    hungry["resources"] = {"mem_mb": 250, "runtime": 5}  # torch alone needs more
+    fine = {
+        "workload": "spiral_mlp",
+        "params": {"epochs": 1},
+        "scaling": {"axis": "threads", "points": [1]},
+        "repeats": 1,
+    }
+    workflow.write_config({"studies": {"slow": slow, "hungry": hungry, "fine": fine}})
+    workflow.snakemake(*PROFILES, timeout=900)
+
+    timed_out = record(workflow, "slow", "t1")
+    assert timed_out["status"] == "failed"
+    assert timed_out["reason"].startswith("Slurm: ") and "TIME LIMIT" in timed_out["reason"]
+    oom = record(workflow, "hungry", "t1")
+    assert oom["status"] == "failed"
+    assert oom["reason"].startswith("Slurm: ") and "exceeded memory limit" in oom["reason"]
+    assert record(workflow, "fine", "t1")["status"] == "ok"
+    html = (workflow.root / "results" / "report.html").read_text()
+    assert "TIME LIMIT" in html and "exceeded memory limit" in html
+
+    dry = workflow.snakemake(*PROFILES, "-n")
+    assert planned_runs(dry) == {("slow", "t1", "1"), ("hungry", "t1", "1")}
