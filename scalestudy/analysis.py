@@ -259,7 +259,7 @@ def runs_from_measured(csv_path: str | Path, study_name: str, study: dict) -> pd
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
 
 
-def point_status(group: pd.DataFrame) -> str:
+def point_status(group: pd.DataFrame, keep_mismatched: bool = False) -> str:
     ok = group["status"] == "ok"
     reasons = group.loc[~ok, "reason"].dropna()
     first = reasons.iloc[0] if len(reasons) else "no reason given"
@@ -267,7 +267,8 @@ def point_status(group: pd.DataFrame) -> str:
         return f"failed: {first}"
     mism = group.loc[ok & group["mismatch"].astype(bool), "mismatches"]
     if len(mism):
-        return f"allocation mismatch: {mism.iloc[0]}"
+        left_out = "" if keep_mismatched else " (left out of speedups)"
+        return f"allocation mismatch: {mism.iloc[0]}{left_out}"
     if not ok.all():
         return f"ok ({(~ok).sum()} of {len(group)} runs failed: {first})"
     return "ok"
@@ -283,9 +284,12 @@ def summarise(runs: pd.DataFrame, study: dict) -> pd.DataFrame:
     ns = sorted(runs["n"].unique())
     base = base_n(study, ns)
     rows = []
+    keep_mismatched = study.get("include_mismatched", False)
     for n, group in runs.groupby("n", sort=True):
         ok = group[group["status"] == "ok"]
-        times = pd.to_numeric(ok[time_col], errors="coerce").dropna()
+        # a run that did not get what its point asked for does not measure that point
+        measured = ok if keep_mismatched else ok[~ok["mismatch"].astype(bool)]
+        times = pd.to_numeric(measured[time_col], errors="coerce").dropna()
         first = group.iloc[0]
         units = core_w * first["cores"] + gpu_w * first["gpus"]
         t = float(times.median()) if len(times) else math.nan
@@ -311,7 +315,7 @@ def summarise(runs: pd.DataFrame, study: dict) -> pd.DataFrame:
                 else math.nan,
                 "cores": int(first["cores"]),
                 "gpus": int(first["gpus"]),
-                "status": point_status(group),
+                "status": point_status(group, keep_mismatched),
             }
         )
     summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)

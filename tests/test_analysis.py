@@ -106,11 +106,18 @@ def test_failed_base_case_is_said():
     assert "base case failed" in s.loc[2, "status"] and pd.isna(s.loc[2, "speedup"])
 
 
-def test_mismatch_is_the_status():
-    runs = synthetic_runs({1: [10], 2: [6]})
-    runs.loc[runs["n"] == 2, ["mismatch", "mismatches"]] = [True, "threads: asked for 2, given 1"]
+def test_mismatched_runs_are_flagged_and_left_out_unless_the_study_opts_in():
+    runs = synthetic_runs({1: [10], 2: [6, 5]})
+    mismatched = (runs["n"] == 2) & (runs["repeat"] == 2)
+    runs.loc[mismatched, ["mismatch", "mismatches"]] = [True, "threads: asked for 2, given 1"]
     s = summarise(runs, {"scaling": {}}).set_index("n")
+    assert s.loc[2, "status"] == (
+        "allocation mismatch: threads: asked for 2, given 1 (left out of speedups)"
+    )
+    assert s.loc[2, "time_s"] == 6 and s.loc[2, "speedup"] == pytest.approx(10 / 6)
+    s = summarise(runs, {"scaling": {}, "include_mismatched": True}).set_index("n")
     assert s.loc[2, "status"] == "allocation mismatch: threads: asked for 2, given 1"
+    assert s.loc[2, "time_s"] == 5.5
 
 
 def test_records_to_runs_table(tmp_path):

@@ -151,3 +151,18 @@ def test_thousand_point_dry_run_is_fast(workflow):
 
 def test_no_profiles_default():
     assert not (REPO / "profiles" / "default").exists()
+
+
+def test_unknown_profile_key_fails_loudly(workflow, tmp_path):
+    profile = tmp_path / "site"
+    profile.mkdir()
+    (profile / "config.yaml").write_text("executor: slurm\nslurm-statuss-command: squeue\n")
+    proc = workflow.snakemake("-n", "--profile", str(profile), check=False)
+    assert proc.returncode != 0
+    assert "unrecognized arguments: --slurm-statuss-command=squeue" in proc.output
+
+
+def test_shipped_slurm_profile_is_accepted(workflow):
+    workflow.write_config({"studies": {"published": MEASURED}})
+    proc = workflow.snakemake("-n", "--profile", "profiles/slurm")
+    assert "aggregate_study" in proc.output
