@@ -44,6 +44,8 @@ class Context:
     rank: int = 0
     world_size: int = 1
     local_rank: int = 0
+    local_world_size: int = 1  # processes on this node
+    node_rank: int = 0
     phases: list[Phase] = field(default_factory=list)
     metrics: dict = field(default_factory=dict)
 
@@ -83,7 +85,12 @@ def threads_from_allocation(environ=os.environ) -> int:
 def rank_environment(environ=os.environ) -> dict:
     """RANK, LOCAL_RANK and WORLD_SIZE for torch.distributed: as the local launcher set
     them, else from the SLURM_* variables srun gives each task."""
-    pairs = {"RANK": "SLURM_PROCID", "LOCAL_RANK": "SLURM_LOCALID", "WORLD_SIZE": "SLURM_NTASKS"}
+    pairs = {
+        "RANK": "SLURM_PROCID",
+        "LOCAL_RANK": "SLURM_LOCALID",
+        "WORLD_SIZE": "SLURM_NTASKS",
+        "NODE_RANK": "SLURM_NODEID",
+    }
     return {
         key: environ.get(key) or environ.get(slurm_key) or ("1" if key == "WORLD_SIZE" else "0")
         for key, slurm_key in pairs.items()

@@ -80,7 +80,7 @@ def worker_processes(
         return [(base, env)]
     env |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
     return [
-        (base, dict(env, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(world)))
+        (base, dict(env, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(world), NODE_RANK="0"))
         for r in range(world)
     ]
 

@@ -20,6 +20,7 @@ DATASETS = ("mnist", "fashion_mnist")
 WORKLOADS = {
     "mnist_cnn": {"distributed": False},
     "spiral_mlp": {"distributed": True},
+    "lightning_autoencoder": {"distributed": True},
 }
 
 

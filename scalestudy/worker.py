@@ -39,6 +39,8 @@ def run_workload(spec: dict, launch_time: float) -> dict:
     """Run one rank of the workload; return its result (never raises)."""
     status, reason = "ok", None
     os.environ.update(rank_environment())
+    # what the process was started with; workloads (Lightning) may change os.environ
+    started_env = dict(os.environ)
     rank = int(os.environ["RANK"])
     ctx = None
     torch = None
@@ -53,7 +55,9 @@ def run_workload(spec: dict, launch_time: float) -> dict:
             threads=torch.get_num_threads(),
             rank=rank,
             world_size=int(os.environ.get("WORLD_SIZE", "1")),
-            local_rank=int(os.environ.get("LOCAL_RANK", "0")),
+            local_rank=int(os.environ["LOCAL_RANK"]),
+            local_world_size=spec["requested"]["tasks_per_node"],
+            node_rank=int(os.environ["NODE_RANK"]),
         )
         ctx.device = select_device(torch, spec, ctx.local_rank)
         # start-up: interpreter, imports and device set-up, from the launcher's clock
@@ -70,7 +74,7 @@ def run_workload(spec: dict, launch_time: float) -> dict:
         "phases": [p.as_dict() for p in ctx.phases] if ctx else [],
         "metrics": {k: finite_or_none(v) for k, v in (ctx.metrics if ctx else {}).items()}
         | {"peak_rss_mb": peak_rss_mb()},
-        "received": received_resources(torch),
+        "received": received_resources(torch, started_env),
         "environment": environment(torch),
     }
 
