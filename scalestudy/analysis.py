@@ -60,6 +60,10 @@ RUN_COLUMNS = [
     "slurm_submit_time",
     "slurm_start_time",
     "boot_id",
+    "val_loss",
+    "val_accuracy",
+    "per_process_batch",
+    "world_size",
 ]
 
 SUMMARY_COLUMNS = [
@@ -82,6 +86,9 @@ SUMMARY_COLUMNS = [
     "test_accuracy",
     "cores",
     "gpus",
+    "global_batch",
+    "quality",
+    "converged",
     "status",
 ]
 
@@ -142,6 +149,10 @@ def record_row(record: dict) -> dict:
         "slurm_submit_time": env.get("slurm_submit_time"),
         "slurm_start_time": env.get("slurm_start_time"),
         "boot_id": env.get("boot_id"),
+        "val_loss": metrics.get("val_loss"),
+        "val_accuracy": metrics.get("val_accuracy"),
+        "per_process_batch": metrics.get("per_process_batch"),
+        "world_size": record["resources"]["received"].get("world_size"),
     }
 
 
@@ -274,6 +285,55 @@ def point_status(group: pd.DataFrame, keep_mismatched: bool = False) -> str:
     return "ok"
 
 
+QUALITY_METRICS = ("val_loss", "test_loss", "val_accuracy", "test_accuracy", "final_loss")
+
+
+def study_quality_metric(study: dict, runs: pd.DataFrame) -> str | None:
+    """The figure that says how well a run learned: the configured one, else the
+    first of QUALITY_METRICS that the runs report."""
+    wanted = study.get("convergence", {}).get("metric")
+    if wanted:
+        return wanted
+    for metric in QUALITY_METRICS:
+        if metric in runs and pd.to_numeric(runs[metric], errors="coerce").notna().any():
+            return metric
+    return None
+
+
+def median_of(runs: pd.DataFrame, column: str | None) -> float:
+    if column is None or column not in runs or runs.empty:
+        return math.nan
+    return float(pd.to_numeric(runs[column], errors="coerce").median())
+
+
+def global_batch(ok: pd.DataFrame) -> float:
+    """Batch over all processes: per-process batch x world size (median over runs)."""
+    if "per_process_batch" not in ok or ok.empty:
+        return math.nan
+    per = pd.to_numeric(ok["per_process_batch"], errors="coerce")
+    world = pd.to_numeric(ok.get("world_size", pd.Series(1, index=ok.index)), errors="coerce")
+    return float((per * world.fillna(1)).median()) if per.notna().any() else math.nan
+
+
+def check_convergence(summary: pd.DataFrame, study: dict, base: int, runs: pd.DataFrame) -> None:
+    """Flag points whose quality differs from the base case's by more than the
+    tolerance (relative): a faster run that learned less is not a speedup."""
+    metric = study_quality_metric(study, runs)
+    tolerance = study.get("convergence", {}).get("tolerance", 0.1)
+    reference = summary.loc[summary["n"] == base, "quality"]
+    if metric is None or reference.empty or math.isnan(reference.iloc[0]):
+        summary["converged"] = pd.NA
+        return
+    ref = reference.iloc[0]
+    deviation = (summary["quality"] - ref).abs() / max(abs(ref), 1e-12)
+    summary["converged"] = deviation <= tolerance
+    for i in summary.index[(deviation > tolerance) & summary["quality"].notna()]:
+        summary.loc[i, "status"] = (
+            f"{summary.loc[i, 'status']}; did not converge like the base case: {metric} "
+            f"{summary.loc[i, 'quality']:.4g} vs {ref:.4g} (tolerance {tolerance:.0%})"
+        )
+
+
 def summarise(runs: pd.DataFrame, study: dict) -> pd.DataFrame:
     """One row per point: times, speedup, efficiency and cost against the base case."""
     if runs.empty:
@@ -313,6 +373,8 @@ def summarise(runs: pd.DataFrame, study: dict) -> pd.DataFrame:
                 "test_accuracy": float(pd.to_numeric(ok["test_accuracy"]).median())
                 if len(ok)
                 else math.nan,
+                "global_batch": global_batch(ok),
+                "quality": median_of(ok, study_quality_metric(study, runs)),
                 "cores": int(first["cores"]),
                 "gpus": int(first["gpus"]),
                 "status": point_status(group, keep_mismatched),
@@ -326,6 +388,7 @@ def summarise(runs: pd.DataFrame, study: dict) -> pd.DataFrame:
     summary["speedup"] = t_base / summary["time_s"]
     summary["efficiency"] = summary["speedup"] * base / summary["n"]
     summary["relative_su"] = summary["su"] / su_base
+    check_convergence(summary, study, base, runs)
     if math.isnan(t_base):
         summary.loc[~summary["is_base"] & summary["status"].str.startswith("ok"), "status"] += (
             "; no speedup: the base case failed"

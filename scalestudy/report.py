@@ -14,7 +14,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from scalestudy.analysis import charges, shared_machines
+from scalestudy.analysis import charges, shared_machines, study_quality_metric
 from scalestudy.records import write_text_atomic
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -71,7 +71,7 @@ def distinct(runs: pd.DataFrame, column: str) -> str:
 
 
 def status_class(status: str) -> str:
-    if status.startswith(("failed", "allocation mismatch")):
+    if status.startswith(("failed", "allocation mismatch")) or "did not converge" in status:
         return "bad"
     return "warn" if status != "ok" else "ok"
 
@@ -101,6 +101,8 @@ def study_context(
         "scaling": study["scaling"],
         "repeats": int(runs.groupby("n")["repeat"].nunique().max()) if len(runs) else 0,
         "time_kind": time_kind,
+        "quality_metric": study_quality_metric(study, runs),
+        "tolerance": study.get("convergence", {}).get("tolerance", 0.1),
         "cost": study.get("cost", {}),
         "base": None
         if base_row is None

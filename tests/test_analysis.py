@@ -198,3 +198,22 @@ def test_every_field_of_a_record_reaches_the_runs_table():
     from scalestudy.analysis import RUN_COLUMNS, record_row
 
     assert set(record_row(good_record())) <= set(RUN_COLUMNS)
+
+
+def test_a_point_that_learned_less_is_flagged():
+    runs = synthetic_runs({1: [10, 10], 2: [6, 6], 4: [3, 3]})
+    runs["val_loss"] = runs["n"].map({1: 0.40, 2: 0.41, 4: 0.60})
+    s = summarise(runs, {"scaling": {}, "convergence": {"tolerance": 0.05}}).set_index("n")
+    assert list(s["converged"]) == [True, True, False]
+    assert s.loc[4, "status"] == (
+        "ok; did not converge like the base case: val_loss 0.6 vs 0.4 (tolerance 5%)"
+    )
+    assert s.loc[2, "status"] == "ok" and s.loc[4, "quality"] == 0.60
+
+
+def test_convergence_metric_can_be_chosen():
+    runs = synthetic_runs({1: [10], 2: [6]})
+    runs["val_loss"] = [0.4, 0.9]
+    runs["test_accuracy"] = [0.90, 0.89]
+    s = summarise(runs, {"scaling": {}, "convergence": {"metric": "test_accuracy"}})
+    assert s["converged"].tolist() == [True, True]
