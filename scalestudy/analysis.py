@@ -3,7 +3,8 @@
 Vocabulary: the *base case* is the point that speedups are relative to;
 `speedup = t_base / t_N` uses the median time of each point (ratios are never
 averaged); `efficiency = speedup x N_base / N`; `relative_su = SU_N / SU_base`
-with SU = (core_weight x cores + gpu_weight x GPUs) x hours.
+with SU = (core_weight x cores + gpu_weight x GPUs) x hours of whole-job time
+(what the allocation is charged, also when speedups use training time only).
 """
 
 from __future__ import annotations
@@ -366,7 +367,8 @@ def summarise(runs: pd.DataFrame, study: dict) -> pd.DataFrame:
                 "time_max_s": float(times.max()) if len(times) else math.nan,
                 "wall_s": float(pd.to_numeric(ok["wall_s"]).median()) if len(ok) else math.nan,
                 "train_s": float(pd.to_numeric(ok["train_s"]).median()) if len(ok) else math.nan,
-                "su": units * t / 3600,
+                # charged for the whole job, whatever time the speedup uses
+                "su": units * median_of(measured, "wall_s") / 3600,
                 "samples_per_s": float(pd.to_numeric(ok["samples_per_s"]).median())
                 if len(ok)
                 else math.nan,

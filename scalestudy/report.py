@@ -33,14 +33,15 @@ TABLE_COLUMNS = [
     ("point", "point", "{}"),
     ("n", "N", "{}"),
     ("repeats_ok", "runs ok", "{}"),
-    ("time_s", "time (s, median)", "{:.3f}"),
-    ("time_min_s", "min (s)", "{:.3f}"),
-    ("time_max_s", "max (s)", "{:.3f}"),
+    ("time_s", "time (s, median)", "{:.4g}"),
+    ("time_min_s", "min (s)", "{:.4g}"),
+    ("time_max_s", "max (s)", "{:.4g}"),
     ("speedup", "speedup", "{:.2f}"),
     ("efficiency", "efficiency", "{:.0%}"),
     ("relative_su", "relative SU", "{:.2f}"),
     ("samples_per_s", "samples/s", "{:.0f}"),
-    ("test_accuracy", "test accuracy", "{:.3f}"),
+    ("global_batch", "global batch", "{:.0f}"),
+    ("quality", "quality", "{:.4g}"),
     ("status", "status", "{}"),
 ]
 
@@ -109,11 +110,14 @@ def study_context(
         else {
             "point": base_row["point"],
             "n": int(base_row["n"]),
-            "time": fmt(base_row["time_s"], "{:.3f}"),
+            "time": fmt(base_row["time_s"], "{:.4g}"),
         },
         "columns": [label for _, label, _ in TABLE_COLUMNS],
         "rows": rows,
-        "figures": {k: data_uri(v) for k, v in figures.items()},
+        # times measured elsewhere have no phases to show
+        "figures": {
+            k: data_uri(v) for k, v in figures.items() if k != "phases" or "measured" not in study
+        },
         "failures": [
             {"point": f.point, "repeat": int(f.repeat), "reason": f.reason or "no reason given"}
             for f in failures.itertuples()
