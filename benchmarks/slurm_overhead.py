@@ -14,11 +14,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 import yaml
 
 from benchmarks.common import REPO
+
+
+def seconds(a: str, b: str) -> float:
+    """b - a for ISO times from Slurm (local, naive) and the launcher (UTC); the
+    test machine runs on UTC, so the two clocks agree."""
+    return (
+        datetime.fromisoformat(b).replace(tzinfo=None)
+        - datetime.fromisoformat(a).replace(tzinfo=None)
+    ).total_seconds()
 
 
 def main() -> None:
@@ -69,7 +79,8 @@ def main() -> None:
             capture_output=True,
         )
         total = time.perf_counter() - start
-        walls = [json.loads((tmp / r).read_text())["wall_s"] for r in records]
+        recs = [json.loads((tmp / r).read_text()) for r in records]
+        walls = [r["wall_s"] for r in recs]
         own = sum(walls)
         print(
             f"4 jobs, one at a time: total {total:.1f} s, runs' own wall times "
@@ -78,6 +89,17 @@ def main() -> None:
         print(
             f"total / runs = {total / own:.2f} (goal: at most 1.3); "
             f"overhead {(total - own) / len(walls):.1f} s per job"
+        )
+        queue = [
+            seconds(r["environment"]["slurm_submit_time"], r["environment"]["slurm_start_time"])
+            for r in recs
+        ]
+        step = [seconds(r["environment"]["slurm_start_time"], r["started_at"]) for r in recs]
+        rest = (total - own - sum(queue) - sum(step)) / len(recs)
+        print(
+            f"per job: queue wait {sum(queue) / len(recs):.1f} s; job start to launcher "
+            f"(Snakemake's job step parsing the workflow) {sum(step) / len(recs):.1f} s; "
+            f"the rest (submission, status polling until the end is seen) {rest:.1f} s"
         )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

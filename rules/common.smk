@@ -7,7 +7,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from scalestudy import studies as st
-from scalestudy.plots import FIGURES
+from scalestudy import FIGURES
 from scalestudy.records import RecordError, read_record
 
 # Validate first: nothing below may see a config the schema has not accepted.

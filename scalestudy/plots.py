@@ -14,7 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-FIGURES = ("speedup", "efficiency", "cost", "phases")
+from scalestudy import FIGURES  # noqa: E402
+
 PHASE_COLUMNS = {
     "startup_s": "start-up (imports)",
     "data_s": "data loading",

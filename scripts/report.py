@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from scalestudy.plots import FIGURES
+from scalestudy import FIGURES
 from scalestudy.report import study_context, write_report
 
 
