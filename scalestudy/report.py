@@ -16,6 +16,7 @@ import pandas as pd
 
 from scalestudy.analysis import charges, shared_machines, study_quality_metric
 from scalestudy.records import write_text_atomic
+from scalestudy.studies import WORKLOADS
 
 TEMPLATES = Path(__file__).with_name("templates")
 ENVIRONMENT_FIELDS = {
@@ -103,6 +104,7 @@ def study_context(
         "repeats": int(runs.groupby("n")["repeat"].nunique().max()) if len(runs) else 0,
         "time_kind": time_kind,
         "quality_metric": study_quality_metric(study, runs),
+        "distributed": WORKLOADS.get(study.get("workload"), {}).get("distributed", False),
         "tolerance": study.get("convergence", {}).get("tolerance", 0.1),
         "cost": study.get("cost", {}),
         "base": None
