@@ -188,11 +188,27 @@ class Terminated(Exception):
     pass
 
 
+def tee(stream, copy, out) -> None:
+    """Copy a child's stderr, line by line, to the job's log (live) and to `copy`."""
+    for line in iter(stream.readline, b""):
+        copy.write(line)
+        out.write(line)
+        out.flush()
+    stream.close()
+
+
 def run_processes(commands: list[tuple[list, dict]], stderr_path: Path) -> list[int]:
     """Start all ranks, wait for all; stop them all if the launcher is told to stop.
-    Their stderr goes to `stderr_path` (and then to ours) so Slurm's messages can be read."""
-    with open(stderr_path, "w") as err:
-        procs = [subprocess.Popen(cmd, env=env, stderr=err) for cmd, env in commands]
+    Their stderr reaches ours as it is written, and `stderr_path` too, where Slurm's
+    messages are read from afterwards."""
+    with open(stderr_path, "wb") as copy:
+        procs = [subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE) for cmd, env in commands]
+        readers = [
+            threading.Thread(target=tee, args=(p.stderr, copy, sys.stderr.buffer), daemon=True)
+            for p in procs
+        ]
+        for r in readers:
+            r.start()
 
         def stop(signum, _frame):
             for p in procs:
@@ -212,6 +228,8 @@ def run_processes(commands: list[tuple[list, dict]], stderr_path: Path) -> list[
             for p in procs:
                 if p.poll() is None:
                     p.kill()
+            for r in readers:
+                r.join(timeout=10)
 
 
 def read_results(result_dir: Path) -> dict[int, dict]:
@@ -337,7 +355,6 @@ def launch(spec: dict, record_path: Path, rerun_token: str = "first") -> dict:
         reason = f"could not start the workload: {e}"
     wall_s = time.perf_counter() - start
     stderr_text = stderr_path.read_text(errors="replace") if stderr_path.exists() else ""
-    sys.stderr.write(stderr_text)
     results = read_results(work)
     reason = reason or failure_reason(results, codes, stderr_text)
     record = assemble_record(spec, results, codes, wall_s, started_at, rerun_token, reason, job)
