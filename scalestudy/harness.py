@@ -46,6 +46,8 @@ class Context:
     local_rank: int = 0
     local_world_size: int = 1  # processes on this node
     node_rank: int = 0
+    # the point this run measures: study, point, repeat, n and the requested geometry
+    point: dict = field(default_factory=dict)
     phases: list[Phase] = field(default_factory=list)
     metrics: dict = field(default_factory=dict)
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from scalestudy.commandline import check_command_params
+
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 DATASETS = ("mnist", "fashion_mnist")
 # What each workload can do, known here without importing it (imports cost
@@ -21,6 +23,7 @@ WORKLOADS = {
     "mnist_cnn": {"distributed": False},
     "spiral_mlp": {"distributed": True},
     "lightning_autoencoder": {"distributed": True},
+    "command": {"distributed": True},
 }
 
 
@@ -104,6 +107,11 @@ def check_study(name: str, study: dict, workdir: Path, limits: dict | None = Non
             raise ConfigError(f"studies.{name}.measured: no such file: {path}")
         return
     points = scaling["points"]
+    if study["workload"] == "command":
+        try:
+            check_command_params(study["params"])
+        except ValueError as e:
+            raise ConfigError(f"studies.{name}.{e}") from None
     distributed = WORKLOADS[study["workload"]]["distributed"]
     if not distributed and (
         scaling["axis"] in ("devices", "nodes") or scaling["devices"] > 1 or scaling["nodes"] > 1

@@ -58,6 +58,7 @@ def run_workload(spec: dict, launch_time: float) -> dict:
             local_rank=int(os.environ["LOCAL_RANK"]),
             local_world_size=spec["requested"]["tasks_per_node"],
             node_rank=int(os.environ["NODE_RANK"]),
+            point={k: spec[k] for k in ("study", "point", "repeat", "n")} | spec["requested"],
         )
         ctx.device = select_device(torch, spec, ctx.local_rank)
         # start-up: interpreter, imports and device set-up, from the launcher's clock

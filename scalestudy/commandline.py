@@ -1,0 +1,150 @@
+"""The user's own command as a workload: safe placeholder substitution and metric parsing.
+
+A command is a list of arguments (a string is split with shell rules first) and
+is started without a shell, so a value substituted into it stays one argument
+whatever characters it holds: no quoting, globbing or `$(...)` ever happens.
+Placeholders use Python's format syntax restricted to plain names ({threads});
+write {{ and }} for literal braces.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+import string
+
+# Values of the point every command may use.
+POINT_PLACEHOLDERS = {
+    "threads": "CPU threads of each process",
+    "devices": "processes (GPUs, or CPU slots) per node",
+    "nodes": "nodes",
+    "tasks": "processes in all (world size)",
+    "gpus": "GPUs in all",
+    "n": "the point's N",
+    "rank": "this process's rank",
+    "local_rank": "this process's rank on its node",
+    "study": "the study's name",
+    "point": "the point's label",
+    "repeat": "the repeat number",
+    "run_dir": "a private folder for this run's files (removed afterwards)",
+}
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def command_argv(command: str | list[str]) -> list[str]:
+    """The command as arguments; a string is split like a shell would, before any
+    value is substituted, so values can never add or split arguments."""
+    return shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
+
+
+def placeholders_in(text: str) -> list[str]:
+    """Names of the {placeholders} in one argument; anything but a plain name is refused."""
+    names = []
+    for _literal, field, spec, conversion in string.Formatter().parse(text):
+        if field is None:
+            continue
+        if not NAME.match(field) or spec or conversion:
+            raise ValueError(
+                f"{{{field}{'!' + conversion if conversion else ''}{':' + spec if spec else ''}}}"
+                " is not a plain placeholder (write {{ and }} for literal braces)"
+            )
+        names.append(field)
+    return names
+
+
+def substitute(text: str, values: dict) -> str:
+    """Fill one argument's placeholders with str(value): text in, text out, no shell."""
+    parts = []
+    for literal, field, _spec, _conversion in string.Formatter().parse(text):
+        parts.append(literal)
+        if field is not None:
+            parts.append(str(values[field]))
+    return "".join(parts)
+
+
+def check_command_params(params: dict) -> None:
+    """Raise ValueError naming the key for what the schema cannot check."""
+    values = params.get("values", {})
+    clash = sorted(set(values) & set(POINT_PLACEHOLDERS))
+    if clash:
+        raise ValueError(f"params.values: {clash} are the point's own placeholders")
+    known = set(POINT_PLACEHOLDERS) | set(values)
+    try:
+        argv = command_argv(params["command"])
+    except ValueError as e:  # shlex: unbalanced quotes
+        raise ValueError(f"params.command: cannot split it into arguments ({e})") from None
+    if not argv:
+        raise ValueError("params.command: empty")
+    templated = [("params.command", a) for a in argv]
+    templated += [(f"params.env.{k}", v) for k, v in params.get("env", {}).items()]
+    if params.get("metrics_json"):
+        templated.append(("params.metrics_json", params["metrics_json"]))
+    for key, text in templated:
+        try:
+            unknown = sorted(set(placeholders_in(text)) - known)
+        except ValueError as e:
+            raise ValueError(f"{key}: {e}") from None
+        if unknown:
+            raise ValueError(
+                f"{key}: unknown placeholder(s) {unknown}; known: {sorted(known)} "
+                "(add your own under params.values)"
+            )
+    for name, pattern in params.get("metrics_regex", {}).items():
+        try:
+            compiled = re.compile(pattern, re.MULTILINE)
+        except re.error as e:
+            raise ValueError(
+                f"params.metrics_regex.{name}: not a regular expression ({e})"
+            ) from None
+        if compiled.groups != 1 and "value" not in compiled.groupindex:
+            raise ValueError(
+                f"params.metrics_regex.{name}: needs exactly one group, or a group named "
+                "'value', around the number"
+            )
+
+
+def as_number(name: str, value) -> float:
+    """A metric's value as a finite float; anything else is an error, never a guess."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"metric {name}: {value!r} is not a number")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"metric {name}: {value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise ValueError(f"metric {name}: {value!r} is not finite")
+    return number
+
+
+def metrics_from_output(output: str, patterns: dict[str, str]) -> dict[str, float]:
+    """Named figures from the command's output. Each pattern's last match gives the
+    metric; with several matches (one per epoch, say) the median and count are kept
+    too, because the first epoch often carries warm-up."""
+    metrics = {}
+    for name, pattern in patterns.items():
+        compiled = re.compile(pattern, re.MULTILINE)
+        group = "value" if "value" in compiled.groupindex else 1
+        found = [as_number(name, m.group(group)) for m in compiled.finditer(output)]
+        if not found:
+            raise ValueError(f"metric {name}: the pattern {pattern!r} never matched the output")
+        metrics[name] = found[-1]
+        if len(found) > 1:
+            ordered = sorted(found)
+            mid = len(ordered) // 2
+            median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+            metrics[f"{name}_median"] = median
+            metrics[f"{name}_count"] = float(len(found))
+    return metrics
+
+
+def metrics_from_json(text: str, source: str) -> dict[str, float]:
+    """A flat JSON object of numbers, as the command wrote it."""
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{source}: not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: must hold one JSON object of name: number")
+    return {str(k): as_number(f"{k} (in {source})", v) for k, v in data.items()}
