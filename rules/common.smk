@@ -23,6 +23,7 @@ except st.ConfigError as e:
 STUDIES = CONFIG["studies"]
 POINTS = st.points_table(CONFIG).set_index(["study", "point"], drop=False)
 RUNS = st.runs_table(CONFIG)
+PROFILES = st.profile_targets(CONFIG)
 DATA_DIR = CONFIG["data_dir"]
 PYTHON = sys.executable
 # Outputs are recomputed when the code that makes them changes.
@@ -83,8 +84,19 @@ def get_run_spec(wildcards):
     """Everything the launcher needs, as one JSON string (shell-quoted by the rule)."""
     study = STUDIES[wildcards.study]
     point = get_point(wildcards)
-    spec = st.run_spec(wildcards.study, study, int(point["n"]), int(wildcards.repeat))
+    repeat = int(getattr(wildcards, "repeat", 1))  # a profiling job has no repeats
+    spec = st.run_spec(wildcards.study, study, int(point["n"]), repeat)
     spec["data_dir"] = DATA_DIR
+    return json.dumps(spec, sort_keys=True)
+
+
+def get_profile_spec(wildcards):
+    """The run spec of a profiling job: one extra run of the point, traced."""
+    spec = json.loads(get_run_spec(wildcards))
+    spec["profile"] = {
+        "steps": STUDIES[wildcards.study]["profile"]["steps"],
+        "trace": f"results/{wildcards.study}/profile/{wildcards.point}.trace.json",
+    }
     return json.dumps(spec, sort_keys=True)
 
 
@@ -143,4 +155,5 @@ def get_report_inputs():
         "figures": expand(
             "results/{study}/figures/{figure}.svg", study=list(STUDIES), figure=FIGURES
         ),
+        "profiles": [f"results/{study}/profile/{point}.json" for study, point in PROFILES],
     }

@@ -12,6 +12,7 @@ import platform
 import resource
 import socket
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,8 @@ class Context:
     point: dict = field(default_factory=dict)
     phases: list[Phase] = field(default_factory=list)
     metrics: dict = field(default_factory=dict)
+    # called after every training step; the profiler hooks in here when asked to
+    step_hook: Callable[[], None] | None = None
 
     @contextmanager
     def phase(self, name: str, kind: str = "other", samples: int | None = None):
@@ -64,6 +67,11 @@ class Context:
             self._synchronize()
             record.seconds = time.perf_counter() - start
             self.phases.append(record)
+
+    def step(self) -> None:
+        """Workloads call this after each training step."""
+        if self.step_hook is not None:
+            self.step_hook()
 
     def metric(self, name: str, value) -> None:
         self.metrics[name] = None if value is None else float(value)

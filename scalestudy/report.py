@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import math
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import jinja2
 import pandas as pd
 
 from scalestudy.analysis import charges, shared_machines, study_quality_metric
-from scalestudy.records import write_text_atomic
+from scalestudy.records import RecordError, read_record, write_text_atomic
 from scalestudy.studies import WORKLOADS
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -78,8 +79,36 @@ def status_class(status: str) -> str:
     return "warn" if status != "ok" else "ok"
 
 
+def profile_links(records: list[Path], report_path: Path) -> list[dict]:
+    """Each profiling run of a study: its trace, linked relative to the report, or why
+    there is none."""
+    links = []
+    for path in records:
+        trace = path.with_name(f"{path.stem}.trace.json")
+        try:
+            record = read_record(path)
+            reason = record["reason"]
+        except RecordError as e:
+            reason = str(e)
+        ok = reason is None and trace.is_file()
+        links.append(
+            {
+                "point": path.stem,
+                "href": os.path.relpath(trace, report_path.parent) if ok else None,
+                "size_mb": fmt(trace.stat().st_size / 2**20, "{:.1f}") if ok else None,
+                "reason": None if ok else reason or "the run wrote no trace",
+            }
+        )
+    return links
+
+
 def study_context(
-    name: str, study: dict, summary: pd.DataFrame, runs: pd.DataFrame, figures: dict[str, Path]
+    name: str,
+    study: dict,
+    summary: pd.DataFrame,
+    runs: pd.DataFrame,
+    figures: dict[str, Path],
+    profiles: list[dict] = (),
 ) -> dict:
     base = summary[summary["is_base"]]
     base_row = base.iloc[0] if len(base) else None
@@ -128,6 +157,8 @@ def study_context(
             {"point": m.point, "repeat": int(m.repeat), "what": m.mismatches}
             for m in mismatches.itertuples()
         ],
+        "profiles": list(profiles),
+        "profile_steps": study.get("profile", {}).get("steps"),
         "overlapped": int(runs["overlapped"].fillna(False).astype(bool).sum()),
         "shared_machines": shared_machines(runs),
         "charges": {k: fmt(v, "{:.4f}") for k, v in charges(runs, study).items()},

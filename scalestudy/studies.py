@@ -19,11 +19,12 @@ SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 DATASETS = ("mnist", "fashion_mnist")
 # What each workload can do, known here without importing it (imports cost
 # seconds at DAG time): whether it runs several processes, which data it reads.
+# `steps`: calls ctx.step() after each training step, so the profiler can see steps.
 WORKLOADS = {
-    "mnist_cnn": {"distributed": False},
-    "spiral_mlp": {"distributed": True},
-    "lightning_autoencoder": {"distributed": True},
-    "command": {"distributed": True},
+    "mnist_cnn": {"distributed": False, "steps": True},
+    "spiral_mlp": {"distributed": True, "steps": True},
+    "lightning_autoencoder": {"distributed": True, "steps": True},
+    "command": {"distributed": True, "steps": False},
 }
 
 
@@ -122,6 +123,18 @@ def check_study(name: str, study: dict, workdir: Path, limits: dict | None = Non
         )
     for n in points:
         check_limits(name, point_for(name, study, n), limits or {})
+    profile = study.get("profile", {})
+    if profile.get("enabled"):
+        if not WORKLOADS[study["workload"]]["steps"]:
+            raise ConfigError(
+                f"studies.{name}.profile: workload {study['workload']} has no training steps "
+                "the PyTorch profiler can see; profile your program with its own tools"
+            )
+        if profile.get("point", base_n(study, points)) not in points:
+            raise ConfigError(
+                f"studies.{name}.profile.point: {profile['point']} is not one of the points "
+                f"{sorted(points)}"
+            )
     base = scaling.get("base")
     if base is not None and base not in points:
         raise ConfigError(
@@ -215,6 +228,17 @@ def run_spec(study_name: str, study: dict, n: int, repeat: int) -> dict:
         },
         "time_limit_min": study["resources"]["runtime"],
     }
+
+
+def profile_targets(config: dict) -> list[tuple[str, str]]:
+    """(study, point label) of every point a study asked to profile."""
+    targets = []
+    for name, study in config["studies"].items():
+        profile = study.get("profile", {})
+        if "workload" in study and profile.get("enabled"):
+            n = profile.get("point", base_n(study, study["scaling"]["points"]))
+            targets.append((name, point_for(name, study, n).label))
+    return targets
 
 
 def normalise_config(config: dict, workdir: Path) -> dict:

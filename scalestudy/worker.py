@@ -24,10 +24,14 @@ from scalestudy.harness import (
     received_resources,
     threads_from_allocation,
 )
+from scalestudy.profiling import maybe_profiled
 from scalestudy.records import finite_or_none, write_json_atomic
+from scalestudy.tracker import finish_tracker, start_tracker
 
 
 def select_device(torch, spec: dict, local_rank: int):
+    if torch is None:  # the command finds its GPUs itself (CUDA_VISIBLE_DEVICES)
+        return "cuda" if spec["requested"]["gpus_per_node"] else "cpu"
     if spec["requested"]["gpus_per_node"] > 0:
         if not torch.cuda.is_available():
             raise RuntimeError("the point asks for a GPU but CUDA sees none")
@@ -44,15 +48,19 @@ def run_workload(spec: dict, launch_time: float) -> dict:
     rank = int(os.environ["RANK"])
     ctx = None
     torch = None
+    tracker = None
     try:
-        import torch
+        # your own command needs no torch in this process: its import would only
+        # add seconds to every run's start-up
+        if spec["workload"] != "command":
+            import torch
 
-        torch.set_num_threads(threads_from_allocation())
+            torch.set_num_threads(threads_from_allocation())
         workload = importlib.import_module(f"workloads.{spec['workload']}")
         ctx = Context(
             params=spec["params"],
             data_dir=Path(spec["data_dir"]),
-            threads=torch.get_num_threads(),
+            threads=torch.get_num_threads() if torch else threads_from_allocation(),
             rank=rank,
             world_size=int(os.environ.get("WORLD_SIZE", "1")),
             local_rank=int(os.environ["LOCAL_RANK"]),
@@ -62,21 +70,25 @@ def run_workload(spec: dict, launch_time: float) -> dict:
         )
         ctx.device = select_device(torch, spec, ctx.local_rank)
         # start-up: interpreter, imports and device set-up, from the launcher's clock
+        tracker = start_tracker(spec, rank)
         ctx.phases.append(Phase("startup", "startup", max(0.0, time.time() - launch_time)))
-        workload.run(spec["params"], ctx)
+        with maybe_profiled(ctx, spec, torch):
+            workload.run(spec["params"], ctx)
     except BaseException as e:  # a failed run still reports why
         status = "failed"
         reason = f"{type(e).__name__}: {e}".strip()
         traceback.print_exc()
+    phases = [p.as_dict() for p in ctx.phases] if ctx else []
+    metrics = {k: finite_or_none(v) for k, v in (ctx.metrics if ctx else {}).items()}
+    finish_tracker(tracker, phases, metrics, status)
     return {
         "rank": rank,
         "status": status,
         "reason": reason,
-        "phases": [p.as_dict() for p in ctx.phases] if ctx else [],
-        "metrics": {k: finite_or_none(v) for k, v in (ctx.metrics if ctx else {}).items()}
-        | {"peak_rss_mb": peak_rss_mb()},
+        "phases": phases,
+        "metrics": metrics | {"peak_rss_mb": peak_rss_mb()},
         "received": received_resources(torch, started_env),
-        "environment": environment(torch),
+        "environment": environment(torch) | ({"tracker": "comet"} if tracker else {}),
     }
 
 

@@ -48,6 +48,7 @@ def open_report(path: Path, screenshot: Path | None = None) -> dict:
                 "text": page.inner_text("body"),
                 "bad_cells": page.eval_on_selector_all("td.bad", "e => e.map(x => x.textContent)"),
                 "load_s": load_s,
+                "html": page.content(),
             }
             if screenshot:
                 page.screenshot(path=str(screenshot), full_page=True)

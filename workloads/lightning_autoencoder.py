@@ -71,6 +71,7 @@ class PhaseTimer(pl.Callback):
 
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
         now = self._now()
+        self.ctx.step()
         self.step_times.append(now - self.step_start)
         self.samples += len(batch[0]) * trainer.world_size
         if self.time_to_first_step is None:

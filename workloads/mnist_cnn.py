@@ -59,7 +59,9 @@ def batches(n: int, batch_size: int, limit: int, generator=None):
         yield order[b * batch_size : (b + 1) * batch_size]
 
 
-def train_epoch(model, optimizer, images, labels, batch_size, limit, generator, device):
+def train_epoch(
+    model, optimizer, images, labels, batch_size, limit, generator, device, on_step=None
+):
     model.train()
     total_loss, seen = 0.0, 0
     for idx in batches(len(images), batch_size, limit, generator):
@@ -68,6 +70,8 @@ def train_epoch(model, optimizer, images, labels, batch_size, limit, generator, 
         loss = F.nll_loss(model(x), y)
         loss.backward()
         optimizer.step()
+        if on_step is not None:
+            on_step()
         total_loss += loss.item() * len(idx)
         seen += len(idx)
     return total_loss / seen, seen
@@ -108,6 +112,7 @@ def run(params: dict, ctx) -> None:
                 params["max_batches"],
                 generator,
                 ctx.device,
+                ctx.step,
             )
             scheduler.step()
         phase.samples = seen

@@ -106,6 +106,7 @@ def train_and_evaluate(params: dict, ctx, distributed: bool) -> None:
                 loss = F.cross_entropy(model(train_x[idx]), train_y[idx])
                 loss.backward()
                 optimizer.step()
+                ctx.step()
                 total += loss.item()
                 dt = time.perf_counter() - t0
                 step_times.append(dt)

@@ -1,0 +1,67 @@
+"""Optional experiment tracking with Comet, for rank 0 only.
+
+Nothing happens unless COMET_API_KEY is set and comet_ml is installed. The key
+is read by comet_ml itself from the environment: this module never reads,
+copies or prints it, so it cannot reach records, logs or the report. Compute
+nodes often have no internet: with COMET_OFFLINE_DIRECTORY set the experiment
+is written there as an archive to upload later (`comet upload FILE.zip`).
+
+The tracker starts before the workload, so Comet's system metrics (CPU, memory,
+GPU) cover the training; its set-up falls into the run's start-up phase and wall
+time, never into epochs. The record says whether a tracker was on.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def start_tracker(spec: dict, rank: int, environ=os.environ):
+    """A Comet experiment for this run, or None (no key, not rank 0, no comet_ml)."""
+    if rank != 0 or not environ.get("COMET_API_KEY"):
+        return None
+    try:
+        import comet_ml
+    except ImportError:
+        print("COMET_API_KEY is set but comet_ml is not installed: not tracking", file=sys.stderr)
+        return None
+    options = {
+        "project_name": spec["study"].lower(),
+        # our own output is the job log; the command line and code are in the record
+        "auto_output_logging": False,
+        "log_code": False,
+        "parse_args": False,
+        "log_git_patch": False,
+        "display_summary_level": 0,
+    }
+    try:
+        offline = environ.get("COMET_OFFLINE_DIRECTORY")
+        if offline:
+            experiment = comet_ml.OfflineExperiment(offline_directory=offline, **options)
+        else:
+            experiment = comet_ml.Experiment(**options)
+        experiment.set_name(f"{spec['study']}/{spec['point']}/rep{spec['repeat']}")
+        experiment.log_parameters(spec["params"])
+        experiment.log_parameters(spec["requested"], prefix="requested")
+        experiment.log_other("point", spec["point"])
+        experiment.log_other("n", spec["n"])
+    except Exception as e:  # a tracker never fails a run
+        print(f"Comet tracking failed to start ({type(e).__name__}): not tracking", file=sys.stderr)
+        return None
+    return experiment
+
+
+def finish_tracker(experiment, phases: list[dict], metrics: dict, status: str) -> None:
+    """Log the run's figures and close the experiment; errors are reported, not raised."""
+    if experiment is None:
+        return
+    try:
+        epochs = [p for p in phases if p["kind"] == "epoch"]
+        for step, phase in enumerate(epochs, start=1):
+            experiment.log_metric("epoch_s", phase["seconds"], step=step)
+        experiment.log_metrics({k: v for k, v in metrics.items() if v is not None})
+        experiment.log_other("status", status)
+        experiment.end()
+    except Exception as e:
+        print(f"Comet tracking failed to finish ({type(e).__name__})", file=sys.stderr)
