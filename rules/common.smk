@@ -155,5 +155,7 @@ def get_report_inputs():
         "figures": expand(
             "results/{study}/figures/{figure}.svg", study=list(STUDIES), figure=FIGURES
         ),
-        "profiles": [f"results/{study}/profile/{point}.json" for study, point in PROFILES],
+        "profiles": [
+            f"results/{study}/profile/{point}.json" for study, point in PROFILES
+        ],
     }
