@@ -54,6 +54,7 @@ class PhaseTimer(pl.Callback):
         self.fit_start = self.epoch_start = self.val_start = self.step_start = 0.0
         self.time_to_first_step = None
         self.samples = 0
+        self.world_size = 1
 
     def _now(self) -> float:
         if self.device.type == "cuda":
@@ -64,6 +65,7 @@ class PhaseTimer(pl.Callback):
         self.fit_start = self._now()
 
     def on_train_epoch_start(self, trainer, module):
+        self.world_size = trainer.world_size  # a property chain: not looked up every step
         self.epoch_start, self.samples = self._now(), 0
 
     def on_train_batch_start(self, trainer, module, batch, batch_idx):
@@ -73,7 +75,7 @@ class PhaseTimer(pl.Callback):
         now = self._now()
         self.ctx.step()
         self.step_times.append(now - self.step_start)
-        self.samples += len(batch[0]) * trainer.world_size
+        self.samples += len(batch[0]) * self.world_size
         if self.time_to_first_step is None:
             self.time_to_first_step = now - self.fit_start
 
@@ -96,6 +98,33 @@ def load_images(dataset: str, root) -> torch.Tensor:
 
     ds = torchvision_class(dataset)(root=str(root), train=True, download=False)
     return ds.data.view(len(ds.data), -1).float().div_(255)
+
+
+def plain_step_times(images: torch.Tensor, params: dict, batch: int, device) -> list[float]:
+    """The same module's steps in a plain PyTorch loop (no Trainer, no callbacks, one
+    process): what a step costs without the framework, on the same images and batch
+    size. Runs after training and outside every timed phase."""
+    torch.manual_seed(params["seed"])
+    model = LitAutoEncoder(params["lr"]).to(device)
+    optimizer = model.configure_optimizers()
+    times = []
+    for s in range(params["reference_steps"]):
+        x = images[(s * batch) % len(images) :][:batch].to(device)
+        start = time.perf_counter()
+        optimizer.zero_grad()
+        loss = model._loss((x,))
+        loss.backward()
+        optimizer.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def median_after_first(times: list[float]) -> float | None:
+    """Median step time without the first step, which pays for set-up."""
+    steady = sorted(times[1:]) or sorted(times)
+    return steady[len(steady) // 2] if steady else None
 
 
 def run(params: dict, ctx) -> None:
@@ -140,11 +169,13 @@ def run(params: dict, ctx) -> None:
         DataLoader(train, batch_size=batch, shuffle=True),
         DataLoader(val, batch_size=max(batch, 256)),
     )
-    steps = sorted(timer.step_times[1:]) or timer.step_times
     train_s = sum(p.seconds for p in ctx.phases if p.kind == "epoch")
     ctx.metric("samples_per_s", timer.samples / train_s if train_s else None)
     ctx.metric("time_to_first_step_s", timer.time_to_first_step)
-    ctx.metric("step_time_median_s", steps[len(steps) // 2] if steps else None)
+    ctx.metric("step_time_median_s", median_after_first(timer.step_times))
+    if ctx.rank == 0 and params["reference_steps"]:
+        plain = plain_step_times(train.tensors[0], params, batch, ctx.device)
+        ctx.metric("plain_step_time_median_s", median_after_first(plain))
     ctx.metric("train_loss", trainer.callback_metrics.get("train_loss"))
     ctx.metric("final_loss", trainer.callback_metrics.get("train_loss"))
     ctx.metric("val_loss", trainer.callback_metrics.get("val_loss"))
