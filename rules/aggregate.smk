@@ -5,6 +5,7 @@ rule aggregate_study:
     output:
         summary="results/{study}/summary.csv",
         runs="results/{study}/runs.csv",
+        analysis="results/{study}/analysis.json",
     log:
         "logs/{study}/aggregate.log",
     localrule: True

@@ -31,6 +31,8 @@ PACKAGE = Path(st.__file__).parent
 CODE = {
     "analysis": [
         str(PACKAGE / "analysis.py"),
+        str(PACKAGE / "predictions.py"),
+        str(PACKAGE / "stats.py"),
         str(PACKAGE / "schemas/record.schema.json"),
     ],
     "plots": [str(PACKAGE / "plots.py")],
@@ -152,6 +154,7 @@ def get_report_inputs():
     return {
         "summaries": expand("results/{study}/summary.csv", study=list(STUDIES)),
         "runs": expand("results/{study}/runs.csv", study=list(STUDIES)),
+        "analyses": expand("results/{study}/analysis.json", study=list(STUDIES)),
         "figures": expand(
             "results/{study}/figures/{figure}.svg", study=list(STUDIES), figure=FIGURES
         ),

@@ -2,6 +2,7 @@ rule plot_study:
     input:
         summary="results/{study}/summary.csv",
         runs="results/{study}/runs.csv",
+        analysis="results/{study}/analysis.json",
         code=CODE["plots"],
     output:
         figures=expand(

@@ -10,14 +10,17 @@ with SU = (core_weight x cores + gpu_weight x GPUs) x hours of whole-job time
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from scalestudy import stats
 from scalestudy.records import RecordError, read_record
-from scalestudy.studies import base_n, point_for
+from scalestudy.studies import base_n, base_series, point_for, series_study
 
+SERIES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 RUN_COLUMNS = [
     "study",
     "point",
@@ -65,33 +68,65 @@ RUN_COLUMNS = [
     "val_accuracy",
     "per_process_batch",
     "world_size",
+    "series",
+    "samples",
+    "warmup_s",
+    "steady_epoch_s",
+    "step_time_median_s",
+    "plain_step_time_median_s",
+    "partition",
 ]
 
 SUMMARY_COLUMNS = [
     "study",
+    "series",
     "point",
     "n",
     "is_base",
     "repeats",
     "repeats_ok",
     "time_s",
+    "time_ci_lo",
+    "time_ci_hi",
     "time_min_s",
     "time_max_s",
+    "cv",
+    "unstable",
+    "unstable_reason",
     "wall_s",
     "train_s",
+    "warmup_s",
+    "steady_epoch_s",
+    "time_per_epoch_s",
     "speedup",
+    "speedup_ci_lo",
+    "speedup_ci_hi",
     "efficiency",
+    "efficiency_ci_lo",
+    "efficiency_ci_hi",
+    "karp_flatt",
     "su",
     "relative_su",
+    "pareto",
     "samples_per_s",
+    "throughput",
     "test_accuracy",
+    "val_loss",
+    "val_accuracy",
+    "step_time_median_s",
+    "plain_step_time_median_s",
     "cores",
     "gpus",
+    "nodes",
+    "world_size",
     "global_batch",
+    "job_ids",
     "quality",
     "converged",
     "status",
 ]
+# The times a study's speedups can use (config key `time`).
+TIME_COLUMNS = {"wall": "wall_s", "train": "train_s", "steady": "steady_epoch_s"}
 
 
 def phase_seconds(phases: list[dict], kind: str) -> float:
@@ -106,6 +141,9 @@ def record_row(record: dict) -> dict:
     metrics = record["metrics"]
     ok = record["status"] == "ok"
     kinds = {k: phase_seconds(phases, k) for k in ("startup", "data", "epoch", "eval")}
+    epochs = [p["seconds"] for p in phases if p["kind"] == "epoch"]
+    # the first epoch pays for warm-up (allocator, caches, lazy init); the rest is steady
+    steady = float(np.median(epochs[1:])) if ok and len(epochs) > 1 else None
     wall = record["wall_s"]
     other = None if wall is None else max(0.0, wall - sum(kinds.values()))
     return {
@@ -154,6 +192,13 @@ def record_row(record: dict) -> dict:
         "val_accuracy": metrics.get("val_accuracy"),
         "per_process_batch": metrics.get("per_process_batch"),
         "world_size": record["resources"]["received"].get("world_size"),
+        "series": "",
+        "samples": sum(p.get("samples") or 0 for p in phases if p["kind"] == "epoch") or None,
+        "warmup_s": epochs[0] if ok and len(epochs) > 1 else None,
+        "steady_epoch_s": steady,
+        "step_time_median_s": metrics.get("step_time_median_s"),
+        "plain_step_time_median_s": metrics.get("plain_step_time_median_s"),
+        "partition": env.get("slurm_partition"),
     }
 
 
@@ -167,16 +212,29 @@ def queue_wait(env: dict) -> float | None:
     return max(0.0, (start - submit).total_seconds())
 
 
+def unit_weights(study: dict, partition=None) -> tuple[float, float]:
+    """SU per core-hour and per GPU-hour: the partition's own weights when the study
+    gives them (cost.partitions), else the study's."""
+    cost = study.get("cost", {})
+    own = cost.get("partitions", {}).get(partition, {}) if isinstance(partition, str) else {}
+    return (
+        own.get("core_weight", cost.get("core_weight", 1.0)),
+        own.get("gpu_weight", cost.get("gpu_weight", 2.0)),
+    )
+
+
 def charges(runs: pd.DataFrame, study: dict) -> dict:
     """What the study's runs were charged: every run counts, failed ones too."""
-    weights = study.get("cost", {})
     hours = pd.to_numeric(runs["elapsed_s"], errors="coerce").fillna(0) / 3600
-    core_h = float((runs["cores"] * hours).sum())
-    gpu_h = float((runs["gpus"] * hours).sum())
+    weights = [unit_weights(study, p) for p in runs.get("partition", [None] * len(runs))]
+    core_w = np.array([w[0] for w in weights], dtype=float)
+    gpu_w = np.array([w[1] for w in weights], dtype=float)
+    core_h = runs["cores"].to_numpy(dtype=float) * hours.to_numpy()
+    gpu_h = runs["gpus"].to_numpy(dtype=float) * hours.to_numpy()
     return {
-        "core_hours": core_h,
-        "gpu_hours": gpu_h,
-        "su": weights.get("core_weight", 1) * core_h + weights.get("gpu_weight", 2) * gpu_h,
+        "core_hours": float(core_h.sum()),
+        "gpu_hours": float(gpu_h.sum()),
+        "su": float((core_w * core_h + gpu_w * gpu_h).sum()),
     }
 
 
@@ -245,12 +303,17 @@ def runs_from_measured(csv_path: str | Path, study_name: str, study: dict) -> pd
     if (table["N"] != table["N"].round()).any():
         raise RecordError(f"{csv_path}: N must be whole numbers")
     if "repeat" not in table:
-        table["repeat"] = table.groupby("N").cumcount() + 1
+        keys = ["series", "N"] if "series" in table else ["N"]
+        table["repeat"] = table.groupby(keys).cumcount() + 1
     rows = []
     for r in table.itertuples():
-        point = point_for(study_name, study, int(r.N))
+        series = str(r.series) if "series" in table else ""
+        if series and not SERIES_NAME.match(series):
+            raise RecordError(f"{csv_path}: series {series!r}: use letters, digits and '_'")
+        point = point_for(study_name, study, int(r.N), series)
         rows.append(
             {
+                "series": series,
                 "study": study_name,
                 "point": point.label,
                 "n": point.n,
@@ -335,64 +398,134 @@ def check_convergence(summary: pd.DataFrame, study: dict, base: int, runs: pd.Da
         )
 
 
-def summarise(runs: pd.DataFrame, study: dict) -> pd.DataFrame:
-    """One row per point: times, speedup, efficiency and cost against the base case."""
-    if runs.empty:
-        return pd.DataFrame(columns=SUMMARY_COLUMNS)
-    time_col = "train_s" if study.get("time", "wall") == "train" else "wall_s"
-    weights = study.get("cost", {})
-    core_w, gpu_w = weights.get("core_weight", 1.0), weights.get("gpu_weight", 2.0)
-    ns = sorted(runs["n"].unique())
-    base = base_n(study, ns)
-    rows = []
+def numeric(frame: pd.DataFrame, column: str) -> pd.Series:
+    if column not in frame:
+        return pd.Series(dtype=float)
+    return pd.to_numeric(frame[column], errors="coerce").dropna()
+
+
+def median_or_nan(frame: pd.DataFrame, column: str) -> float:
+    values = numeric(frame, column)
+    return float(values.median()) if len(values) else math.nan
+
+
+def point_row(
+    group: pd.DataFrame, study: dict, time_col: str, base: int
+) -> tuple[dict, np.ndarray]:
+    """One point's summary row (without the ratios to the base case), and the times
+    its speedup uses."""
     keep_mismatched = study.get("include_mismatched", False)
+    ok = group[group["status"] == "ok"]
+    # a run that did not get what its point asked for does not measure that point
+    measured = ok if keep_mismatched else ok[~ok["mismatch"].astype(bool)]
+    times = numeric(measured, time_col).to_numpy()
+    first = group.iloc[0]
+    median, lo, hi = stats.median_ci(times)
+    noise = stats.instability(times)
+    partition = next(iter(distinct_text(ok, "partition")), None)
+    core_w, gpu_w = unit_weights(study, partition)
+    units = core_w * first["cores"] + gpu_w * first["gpus"]
+    wall = median_or_nan(measured, "wall_s")
+    epochs = median_or_nan(ok, "epochs")
+    train = median_or_nan(ok, "train_s")
+    samples = median_or_nan(ok, "samples")
+    jobs = distinct_text(group, "slurm_job_id")
+    row = {
+        "study": first["study"],
+        "series": first.get("series", "") or "",
+        "point": first["point"],
+        "n": int(first["n"]),
+        "is_base": int(first["n"]) == base,
+        "repeats": len(group),
+        "repeats_ok": len(ok),
+        "time_s": median,
+        "time_ci_lo": lo,
+        "time_ci_hi": hi,
+        "time_min_s": float(times.min()) if len(times) else math.nan,
+        "time_max_s": float(times.max()) if len(times) else math.nan,
+        "cv": noise["cv"],
+        "unstable": noise["unstable"],
+        "unstable_reason": noise["reason"],
+        "wall_s": median_or_nan(ok, "wall_s"),
+        "train_s": train,
+        "warmup_s": median_or_nan(ok, "warmup_s"),
+        "steady_epoch_s": median_or_nan(ok, "steady_epoch_s"),
+        "time_per_epoch_s": train / epochs if epochs and epochs > 0 else math.nan,
+        # charged for the whole job, whatever time the speedup uses
+        "su": units * wall / 3600,
+        "samples_per_s": median_or_nan(ok, "samples_per_s"),
+        # the source's throughput: samples x epochs / time, over the whole job
+        "throughput": samples / wall if samples and wall else math.nan,
+        "test_accuracy": median_or_nan(ok, "test_accuracy"),
+        "val_loss": median_or_nan(ok, "val_loss"),
+        "val_accuracy": median_or_nan(ok, "val_accuracy"),
+        "step_time_median_s": median_or_nan(ok, "step_time_median_s"),
+        "plain_step_time_median_s": median_or_nan(ok, "plain_step_time_median_s"),
+        "global_batch": global_batch(ok),
+        "job_ids": " ".join(jobs),
+        "quality": median_of(ok, study_quality_metric(study, group)),
+        "cores": int(first["cores"]),
+        "gpus": int(first["gpus"]),
+        "nodes": int(first["nodes"]) if pd.notna(first.get("nodes")) else 1,
+        "world_size": median_or_nan(ok, "world_size"),
+        "status": point_status(group, keep_mismatched),
+    }
+    return row, times
+
+
+def distinct_text(frame: pd.DataFrame, column: str) -> list[str]:
+    """Distinct non-empty values of a text column, as text, in order of appearance."""
+    if column not in frame:
+        return []
+    values = []
+    for v in frame[column].dropna():
+        text = str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+        if text and text not in values:
+            values.append(text)
+    return values
+
+
+def summarise_series(runs: pd.DataFrame, study: dict, time_col: str) -> pd.DataFrame:
+    """One series' points: times with CIs, and speedup, efficiency and cost against the
+    series' base case. Speedup is the ratio of medians; its CI resamples the repeats
+    of the point and of the base case independently (ratios of runs are never averaged)."""
+    ns = sorted(int(n) for n in runs["n"].unique())
+    base = base_n(study, ns)
+    rows, times = [], {}
     for n, group in runs.groupby("n", sort=True):
-        ok = group[group["status"] == "ok"]
-        # a run that did not get what its point asked for does not measure that point
-        measured = ok if keep_mismatched else ok[~ok["mismatch"].astype(bool)]
-        times = pd.to_numeric(measured[time_col], errors="coerce").dropna()
-        first = group.iloc[0]
-        units = core_w * first["cores"] + gpu_w * first["gpus"]
-        t = float(times.median()) if len(times) else math.nan
-        rows.append(
-            {
-                "study": first["study"],
-                "point": first["point"],
-                "n": int(n),
-                "is_base": int(n) == base,
-                "repeats": len(group),
-                "repeats_ok": len(ok),
-                "time_s": t,
-                "time_min_s": float(times.min()) if len(times) else math.nan,
-                "time_max_s": float(times.max()) if len(times) else math.nan,
-                "wall_s": float(pd.to_numeric(ok["wall_s"]).median()) if len(ok) else math.nan,
-                "train_s": float(pd.to_numeric(ok["train_s"]).median()) if len(ok) else math.nan,
-                # charged for the whole job, whatever time the speedup uses
-                "su": units * median_of(measured, "wall_s") / 3600,
-                "samples_per_s": float(pd.to_numeric(ok["samples_per_s"]).median())
-                if len(ok)
-                else math.nan,
-                "test_accuracy": float(pd.to_numeric(ok["test_accuracy"]).median())
-                if len(ok)
-                else math.nan,
-                "global_batch": global_batch(ok),
-                "quality": median_of(ok, study_quality_metric(study, runs)),
-                "cores": int(first["cores"]),
-                "gpus": int(first["gpus"]),
-                "status": point_status(group, keep_mismatched),
-            }
-        )
+        row, times[int(n)] = point_row(group, study, time_col, base)
+        rows.append(row)
     summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     base_row = summary[summary["is_base"]]
     if base_row.empty:
         raise ValueError(f"base case N={base} has no runs")
-    t_base, su_base = base_row["time_s"].iloc[0], base_row["su"].iloc[0]
-    summary["speedup"] = t_base / summary["time_s"]
-    summary["efficiency"] = summary["speedup"] * base / summary["n"]
+    su_base = base_row["su"].iloc[0]
+    for i, r in summary.iterrows():
+        s, s_lo, s_hi = stats.ratio_ci(times[base], times[r["n"]], seed=int(r["n"]))
+        summary.loc[i, ["speedup", "speedup_ci_lo", "speedup_ci_hi"]] = [s, s_lo, s_hi]
+    factor = base / summary["n"]
+    summary["efficiency"] = summary["speedup"] * factor
+    summary["efficiency_ci_lo"] = summary["speedup_ci_lo"] * factor
+    summary["efficiency_ci_hi"] = summary["speedup_ci_hi"] * factor
+    summary["karp_flatt"] = stats.karp_flatt(summary["speedup"], summary["n"], base)
     summary["relative_su"] = summary["su"] / su_base
+    summary["pareto"] = stats.pareto_front(summary["time_s"], summary["su"])
     check_convergence(summary, study, base, runs)
-    if math.isnan(t_base):
+    if math.isnan(base_row["time_s"].iloc[0]):
         summary.loc[~summary["is_base"] & summary["status"].str.startswith("ok"), "status"] += (
             "; no speedup: the base case failed"
         )
     return summary
+
+
+def summarise(runs: pd.DataFrame, study: dict) -> pd.DataFrame:
+    """One row per point of each series: times, speedup, efficiency and cost."""
+    if runs.empty:
+        return pd.DataFrame(columns=SUMMARY_COLUMNS)
+    time_col = TIME_COLUMNS[study.get("time", "wall")]
+    runs = runs.assign(series=runs["series"].fillna("") if "series" in runs else "")
+    parts = [
+        summarise_series(group, series_study(study, base_series(name)), time_col)
+        for name, group in runs.groupby("series", sort=False)
+    ]
+    return pd.concat(parts, ignore_index=True)[SUMMARY_COLUMNS]

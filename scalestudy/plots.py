@@ -46,26 +46,72 @@ def _save(fig, out_dir: Path, name: str) -> None:
     plt.close(fig)
 
 
-def speedup_figure(summary: pd.DataFrame, xlabel: str):
-    ok = summary.dropna(subset=["speedup"])
-    base = summary.loc[summary["is_base"], "n"].iloc[0]
-    fig, ax = _axes(f"Speedup against the base case N={base}", xlabel, "speedup t_base / t_N")
-    ns = summary["n"]
-    ax.plot(ns, ns / base, "--", color="grey", label="ideal (s = N / N_base)")
-    sns.lineplot(data=ok, x="n", y="speedup", marker="o", ax=ax, label="measured (medians)")
-    _ticks(ax, ns)
-    ax.legend(fontsize=8)
+def by_series(summary: pd.DataFrame):
+    """(series name, its rows, its colour): one line per series, the first in black."""
+    names = list(dict.fromkeys(summary["series"].fillna("")))
+    colours = ["black"] + sns.color_palette("tab10", max(len(names) - 1, 1)).as_hex()
+    for name, colour in zip(names, colours, strict=False):
+        yield name, summary[summary["series"].fillna("") == name], colour
+
+
+def error_bars(ax, rows: pd.DataFrame, column: str, colour: str, label: str, scale=1.0):
+    """Medians with their 95 % CIs; lines join points only within one series, where a
+    trend over N means something."""
+    y = rows[column] * scale
+    lo = (rows[column] - rows[f"{column}_ci_lo"]).clip(lower=0).fillna(0) * scale
+    hi = (rows[f"{column}_ci_hi"] - rows[column]).clip(lower=0).fillna(0) * scale
+    ax.errorbar(rows["n"], y, yerr=[lo, hi], fmt="o-", color=colour, capsize=3, label=label)
+
+
+def speedup_figure(summary: pd.DataFrame, predictions: dict, xlabel: str):
+    fig, ax = _axes("Speedup (95 % CI) and fitted model", xlabel, "speedup t_base / t_N")
+    fits = {p["series"]: p for p in predictions.get("series", [])}
+    top_n = summary["n"].max()
+    for name, rows, colour in by_series(summary):
+        base = rows.loc[rows["is_base"], "n"]
+        base = base.iloc[0] if len(base) else rows["n"].min()
+        ok = rows.dropna(subset=["speedup"])
+        suffix = f" {name}" if name else ""
+        error_bars(ax, ok, "speedup", colour, f"measured{suffix} (base N={base})")
+        curve = (fits.get(name) or {}).get("curve")
+        if curve:
+            n = pd.Series(curve["n"], dtype=float)
+            s = pd.Series(curve["speedup"], dtype=float)
+            lo = pd.Series(curve["band_lo"], dtype=float)
+            hi = pd.Series(curve["band_hi"], dtype=float)
+            inside = n <= curve["measured_max_n"]
+            model = fits[name]["selected"]
+            ax.plot(n[inside], s[inside], "-", color=colour, alpha=0.5, lw=1,
+                    label=f"model: {model}{suffix}")  # fmt: skip
+            ax.plot(n[~inside], s[~inside], ":", color=colour, alpha=0.8, lw=1.5)
+            ax.fill_between(n, lo, hi, color=colour, alpha=0.10, lw=0,
+                            label=f"95 % prediction band{suffix}")  # fmt: skip
+            top_n = max(top_n, n.max())
+    measured_max = summary["n"].max()
+    if top_n > measured_max:
+        ax.axvspan(measured_max, top_n, color="tab:orange", alpha=0.07,
+                   label="extrapolated (beyond measured N)")  # fmt: skip
+    base_n = summary.loc[summary["is_base"], "n"].min()
+    ideal_n = pd.Series(sorted(set(summary["n"]) | {top_n}), dtype=float)
+    ax.plot(ideal_n, ideal_n / base_n, "--", color="grey", lw=1, label="ideal (N / N_base)")
+    ymax = summary["speedup_ci_hi"].fillna(summary["speedup"]).max()
+    ax.set_ylim(0, max(1.2, float(ymax) * 1.35 if pd.notna(ymax) else 1.2))
+    _ticks(ax, summary["n"])
+    ax.legend(fontsize=7)
     return fig
 
 
 def efficiency_figure(summary: pd.DataFrame, xlabel: str):
-    fig, ax = _axes("Parallel efficiency", xlabel, "efficiency (%)")
+    fig, ax = _axes("Parallel efficiency (95 % CI)", xlabel, "efficiency (%)")
     ax.axhspan(90, 100, color="tab:green", alpha=0.12, label="90-100 % excellent")
     ax.axhspan(75, 90, color="gold", alpha=0.15, label="75-90 % good")
     ax.axhspan(0, 75, color="tab:red", alpha=0.07, label="< 75 % look for a bottleneck")
-    ok = summary.dropna(subset=["efficiency"]).assign(pct=lambda d: 100 * d["efficiency"])
-    sns.lineplot(data=ok, x="n", y="pct", marker="o", ax=ax, color="black")
-    top = max(110.0, float(ok["pct"].max()) + 10 if len(ok) else 110.0)
+    top = 110.0
+    for name, rows, colour in by_series(summary):
+        ok = rows.dropna(subset=["efficiency"])
+        error_bars(ax, ok, "efficiency", colour, name or "measured", scale=100)
+        if len(ok):
+            top = max(top, float(ok["efficiency_ci_hi"].fillna(ok["efficiency"]).max()) * 110)
     ax.set_ylim(0, top)
     _ticks(ax, summary["n"])
     ax.legend(fontsize=7, loc="lower left")
@@ -75,12 +121,27 @@ def efficiency_figure(summary: pd.DataFrame, xlabel: str):
 def cost_figure(summary: pd.DataFrame, xlabel: str):
     fig, ax = _axes("Cost relative to the base case", xlabel, "relative SU (SU_N / SU_base)")
     ax.axhline(1.0, ls="--", color="grey", label="base case cost")
-    ok = summary.dropna(subset=["relative_su"])
-    sns.lineplot(
-        data=ok, x="n", y="relative_su", marker="o", ax=ax, color="tab:purple", label="measured"
-    )
+    for name, rows, colour in by_series(summary):
+        ok = rows.dropna(subset=["relative_su"])
+        ax.plot(ok["n"], ok["relative_su"], "o-", color=colour, label=name or "measured")
     _ticks(ax, summary["n"])
     ax.legend(fontsize=8)
+    return fig
+
+
+def pareto_figure(summary: pd.DataFrame, xlabel: str):
+    fig, ax = _axes("Time against cost (Pareto front)", "SU per run", "time (s, median)")
+    for name, rows, colour in by_series(summary):
+        ok = rows.dropna(subset=["time_s", "su"]).sort_values("su")
+        front = ok[ok["pareto"].astype(bool)]
+        ax.scatter(ok["su"], ok["time_s"], color=colour, alpha=0.6, label=name or "points")
+        ax.plot(front["su"], front["time_s"], "-", color=colour, lw=1,
+                label=f"Pareto front{' ' + name if name else ''}")  # fmt: skip
+        for r in ok.itertuples():
+            ax.annotate(f"N={r.n}", (r.su, r.time_s), fontsize=7, xytext=(3, 3),
+                        textcoords="offset points")  # fmt: skip
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
     return fig
 
 
@@ -108,13 +169,16 @@ def phases_figure(runs: pd.DataFrame, xlabel: str):
     return fig
 
 
-def write_figures(summary: pd.DataFrame, runs: pd.DataFrame, axis: str, out_dir: Path) -> list:
+def write_figures(
+    summary: pd.DataFrame, runs: pd.DataFrame, axis: str, out_dir: Path, predictions=None
+) -> list:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     sns.set_theme(style="whitegrid", context="notebook", font_scale=0.85)
     xlabel = AXIS_LABELS[axis]
     makers = {
-        "speedup": lambda: speedup_figure(summary, xlabel),
+        "speedup": lambda: speedup_figure(summary, predictions or {}, xlabel),
+        "pareto": lambda: pareto_figure(summary, xlabel),
         "efficiency": lambda: efficiency_figure(summary, xlabel),
         "cost": lambda: cost_figure(summary, xlabel),
         "phases": lambda: phases_figure(runs, xlabel),

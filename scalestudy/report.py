@@ -32,20 +32,75 @@ ENVIRONMENT_FIELDS = {
     "slurm_nodelist": "Slurm node lists",
 }
 TABLE_COLUMNS = [
+    ("series", "series", "{}"),
     ("point", "point", "{}"),
     ("n", "N", "{}"),
     ("repeats_ok", "runs ok", "{}"),
-    ("time_s", "time (s, median)", "{:.4g}"),
-    ("time_min_s", "min (s)", "{:.4g}"),
-    ("time_max_s", "max (s)", "{:.4g}"),
-    ("speedup", "speedup", "{:.2f}"),
-    ("efficiency", "efficiency", "{:.0%}"),
+    ("time_s", "time (s, median [95 % CI])", "{:.4g}"),
+    ("cv", "CV", "{:.1%}"),
+    ("speedup", "speedup [95 % CI]", "{:.2f}"),
+    ("efficiency", "efficiency [95 % CI]", "{:.0%}"),
+    ("karp_flatt", "Karp-Flatt e", "{:.3f}"),
     ("relative_su", "relative SU", "{:.2f}"),
     ("samples_per_s", "samples/s", "{:.0f}"),
     ("global_batch", "global batch", "{:.0f}"),
     ("quality", "quality", "{:.4g}"),
+    ("fit", "in model fit", "{}"),
     ("status", "status", "{}"),
 ]
+# Columns shown with their confidence interval: column -> (lo, hi) columns.
+WITH_CI = {
+    "time_s": ("time_ci_lo", "time_ci_hi"),
+    "speedup": ("speedup_ci_lo", "speedup_ci_hi"),
+    "efficiency": ("efficiency_ci_lo", "efficiency_ci_hi"),
+}
+# The table of the source documents, for studies of distributed training.
+DDP_COLUMNS = [
+    ("job_ids", "job id(s)", "{}"),
+    ("config", "configuration", "{}"),
+    ("world_size", "GPUs / devices", "{:.0f}"),
+    ("nodes", "nodes", "{}"),
+    ("wall_s", "time (s)", "{:.4g}"),
+    ("time_per_epoch_s", "time / epoch (s)", "{:.4g}"),
+    ("val_loss", "val loss", "{:.4g}"),
+    ("val_accuracy", "val accuracy", "{:.2%}"),
+    ("speedup", "speedup", "{:.2f}"),
+    ("efficiency", "efficiency", "{:.0%}"),
+    ("band", "interpretation", "{}"),
+    ("throughput", "throughput (samples/s)", "{:.4g}"),
+]
+
+
+def efficiency_band(efficiency: float) -> str:
+    """The source's reading of parallel efficiency."""
+    if not isinstance(efficiency, float) or math.isnan(efficiency):
+        return "–"
+    if efficiency >= 0.9:
+        return "excellent (≥ 90 %)"
+    if efficiency >= 0.75:
+        return "good (75-90 %)"
+    return "poor (< 75 %): look for a bottleneck"
+
+
+def cell(row, column: str, pattern: str) -> str:
+    text = fmt(row.get(column), pattern)
+    if column in WITH_CI and text != "–":
+        lo, hi = (row.get(c) for c in WITH_CI[column])
+        if not any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (lo, hi)):
+            text += f" [{fmt(lo, pattern)}, {fmt(hi, pattern)}]"
+    return text
+
+
+def ddp_rows(summary: pd.DataFrame, study: dict) -> list[list[str]]:
+    rows = []
+    for _, r in summary.iterrows():
+        r = r.to_dict()
+        per_node = int(r["world_size"] / r["nodes"]) if r["nodes"] and r["world_size"] > 0 else 0
+        batch = fmt(r["global_batch"], "{:.0f}")
+        r["config"] = f"{per_node} process(es)/node × {r['nodes']} node(s), global batch {batch}"
+        r["band"] = efficiency_band(r["efficiency"])
+        rows.append([cell(r, c, p) for c, _, p in DDP_COLUMNS])
+    return rows
 
 
 def fmt(value, pattern: str) -> str:
@@ -109,18 +164,35 @@ def study_context(
     runs: pd.DataFrame,
     figures: dict[str, Path],
     profiles: list[dict] = (),
+    predictions: dict | None = None,
 ) -> dict:
+    predictions = predictions or {}
     base = summary[summary["is_base"]]
     base_row = base.iloc[0] if len(base) else None
     time_kind = study.get("time", "wall")
-    rows = [
-        {
-            "cells": [fmt(r[col], pattern) for col, _, pattern in TABLE_COLUMNS],
-            "status_class": status_class(str(r["status"])),
-            "is_base": bool(r["is_base"]),
-        }
-        for _, r in summary.iterrows()
-    ]
+    has_series = bool(summary["series"].fillna("").astype(str).str.len().any())
+    columns = [c for c in TABLE_COLUMNS if has_series or c[0] != "series"]
+    excluded = {
+        (p["series"], point): reason
+        for p in predictions.get("series", [])
+        for point, reason in p["excluded"].items()
+    }
+    fitted = {p["series"]: bool(p["fits"]) for p in predictions.get("series", [])}
+    rows = []
+    for _, r in summary.iterrows():
+        r = r.to_dict()
+        series = r["series"] if isinstance(r["series"], str) else ""
+        reason = excluded.get((series, r["point"]))
+        r["series"] = series or "–"
+        r["fit"] = f"no: {reason}" if reason else ("yes" if fitted.get(series) else "–")
+        rows.append(
+            {
+                "cells": [cell(r, col, pattern) for col, _, pattern in columns],
+                "status_class": status_class(str(r["status"])),
+                "is_base": bool(r["is_base"]),
+                "unstable": bool(r["unstable"]),
+            }
+        )
     failures = runs[runs["status"] != "ok"][["point", "repeat", "reason"]]
     mismatches = runs[(runs["status"] == "ok") & runs["mismatch"].astype(bool)]
     return {
@@ -143,7 +215,7 @@ def study_context(
             "n": int(base_row["n"]),
             "time": fmt(base_row["time_s"], "{:.4g}"),
         },
-        "columns": [label for _, label, _ in TABLE_COLUMNS],
+        "columns": [label for _, label, _ in columns],
         "rows": rows,
         # times measured elsewhere have no phases to show
         "figures": {
@@ -158,6 +230,18 @@ def study_context(
             for m in mismatches.itertuples()
         ],
         "profiles": list(profiles),
+        "answers": [answer(p, study, summary) for p in predictions.get("series", [])],
+        "models": [models_view(p) for p in predictions.get("series", [])],
+        "comparisons": [comparison_view(c) for c in predictions.get("comparisons", [])],
+        "ddp": {
+            "columns": [label for _, label, _ in DDP_COLUMNS],
+            "rows": ddp_rows(summary, study),
+        }
+        if WORKLOADS.get(study.get("workload"), {}).get("distributed")
+        else None,
+        "framework": framework_share(summary),
+        "include_unstable": study.get("include_unstable", False),
+        "unstable": int(summary["unstable"].fillna(False).astype(bool).sum()),
         "profile_steps": study.get("profile", {}).get("steps"),
         "overlapped": int(runs["overlapped"].fillna(False).astype(bool).sum()),
         "shared_machines": shared_machines(runs),
@@ -200,3 +284,130 @@ def render(title: str, studies: list[dict]) -> str:
 
 def write_report(path: Path, title: str, studies: list[dict]) -> None:
     write_text_atomic(path, render(title, studies))
+
+
+AXIS_UNITS = {"threads": "threads", "devices": "devices per node", "nodes": "nodes"}
+
+
+def answer(pred: dict, study: dict, summary: pd.DataFrame) -> dict:
+    """The recommendation of one series in words, with its numbers."""
+    rec = pred["recommendation"]
+    axis = study["scaling"]["axis"]
+    unit = "GPUs" if axis == "devices" and study["scaling"]["device"] == "gpu" else AXIS_UNITS[axis]
+    rows = summary[summary["series"].fillna("") == pred["series"]].set_index("n")
+    worth = rec["worth_n"]
+    lines = []
+    if worth is None:
+        headline = "No recommendation: no point has a speedup (did the base case fail?)."
+    else:
+        r = rows.loc[worth]
+        ci = ""
+        if pd.notna(r["speedup_ci_lo"]):
+            ci = f" (95 % CI {r['speedup_ci_lo']:.2f}-{r['speedup_ci_hi']:.2f})"
+        headline = (
+            f"Ask for {worth} {unit}: speedup {r['speedup']:.2f}{ci} over the base case N = "
+            f"{pred['base_n']}, at {r['relative_su']:.2f}x its cost in SU."
+        )
+        threshold = rec["threshold"]
+        if rec["stopped_at"]:
+            a, b, marginal = rec["stopped_at"]
+            lines.append(
+                f"Going from {a} to {b} {unit} adds only {marginal:.2f} speedup per added unit "
+                f"(below {threshold:g}), so it is not worth its cost."
+            )
+        else:
+            lines.append(
+                f"Every measured step still adds at least {threshold:g} speedup per unit: "
+                f"measure beyond N = {worth} to find where scaling stops paying."
+            )
+    if study.get("recommend", {}).get("deadline_s") is not None:
+        n = rec["cheapest_meeting_deadline"]
+        lines.append(
+            f"Cheapest point within the deadline of {study['recommend']['deadline_s']:g} s: "
+            + (f"N = {n} ({rec['deadline_note']})." if n is not None else rec["deadline_note"])
+        )
+    if study.get("recommend", {}).get("budget_su") is not None:
+        n = rec["fastest_within_budget"]
+        lines.append(
+            f"Fastest point within the budget of {study['recommend']['budget_su']:g} SU: "
+            + (f"N = {n} ({rec['budget_note']})." if n is not None else rec["budget_note"])
+        )
+    peak = pred.get("peak")
+    if peak and peak["beyond_measured"]:
+        lines.append(
+            f"Prediction (model {pred['selected']}, extrapolated beyond the measured range): "
+            f"the speedup peaks near N = {peak['n']:.1f} at {peak['speedup']:.2f}; more "
+            f"{unit} than that would make the run slower."
+        )
+    if pred.get("mixed_provenance"):
+        lines.append(pred["fit_note"])
+    return {"series": pred["series"], "headline": headline, "lines": lines}
+
+
+def models_view(pred: dict) -> dict:
+    """The fitted models of one series, for the report's table."""
+    fits = []
+    for f in pred["fits"]:
+        params = ", ".join(
+            f"{k} = {fmt(v, '{:.4g}')} [{fmt(f['param_ci'].get(k, (None,))[0], '{:.3g}')}, "
+            f"{fmt(f['param_ci'].get(k, (None, None))[1], '{:.3g}')}]"
+            for k, v in f["params"].items()
+        )
+        fits.append(
+            {
+                "name": f["name"],
+                "formula": f["formula"],
+                "params": params if f["ok"] else f"not fitted: {f['note']}",
+                "r2": fmt(f["r2"], "{:.4f}"),
+                "aicc": fmt(f["aicc"], "{:.2f}"),
+                "weight": fmt(f["weight"], "{:.0%}"),
+                "selected": f["name"] == pred["selected"],
+            }
+        )
+    return {
+        "series": pred["series"],
+        "fits": fits,
+        "note": pred.get("fit_note", ""),
+        "excluded": pred["excluded"],
+        "bound": pred.get("bound"),
+    }
+
+
+def comparison_view(c: dict) -> dict:
+    per_n = [
+        f"N={e['n']}: {fmt(e['ratio'], '{:.3f}')} [{fmt(e['lo'], '{:.3f}')}, "
+        f"{fmt(e['hi'], '{:.3f}')}], p = {fmt(e['p_value'], '{:.3g}')}"
+        for e in c["per_n"]
+    ]
+    verdict = (
+        "differ significantly (p < 0.05)"
+        if c["significant"]
+        else "show no significant difference"
+        if c["p_value"] is not None
+        else "cannot be compared"
+    )
+    return {
+        "a": c["a"] or "(default)",
+        "b": c["b"],
+        "verdict": verdict,
+        "p": fmt(c["p_value"], "{:.3g}"),
+        "method": c.get("method", ""),
+        "note": c.get("note", ""),
+        "per_n": per_n,
+    }
+
+
+def framework_share(summary: pd.DataFrame) -> dict | None:
+    """Lightning's step against the same step in a plain PyTorch loop (base case)."""
+    base = summary[summary["is_base"]]
+    if base.empty:
+        return None
+    lightning = base["step_time_median_s"].iloc[0]
+    plain = base["plain_step_time_median_s"].iloc[0]
+    if not (pd.notna(lightning) and pd.notna(plain) and plain > 0):
+        return None
+    return {
+        "lightning_ms": fmt(lightning * 1e3, "{:.3f}"),
+        "plain_ms": fmt(plain * 1e3, "{:.3f}"),
+        "share": fmt(1 - plain / lightning, "{:.0%}"),
+    }

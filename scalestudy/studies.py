@@ -39,6 +39,7 @@ class Point:
     study: str
     label: str
     n: int
+    series: str
     threads: int  # CPU threads (cpus per task) of each process
     tasks_per_node: int  # processes per node
     nodes: int
@@ -74,17 +75,52 @@ def point_label(axis: str, n: int, device: str, nodes: int) -> str:
     return f"n{n}"
 
 
-def point_for(study_name: str, study: dict, n: int) -> Point:
+def series_names(study: dict) -> list[str]:
+    """The study's series ("" when it has none)."""
+    return list(study.get("series", {})) or [""]
+
+
+def series_study(study: dict, series: str) -> dict:
+    """The study as one of its series sees it: the series' params, scaling, resources
+    and cost override the study's, key by key."""
+    overrides = study.get("series", {}).get(series)
+    if not overrides:
+        return study
+    merged = {k: v for k, v in study.items() if k != "series"}
+    for key in ("params", "scaling", "resources", "cost"):
+        if key in overrides:
+            merged[key] = study.get(key, {}) | overrides[key]
+    return merged
+
+
+def base_series(name: str) -> str:
+    """The configured series of a series that was split by provenance ("a [GPU=x]")."""
+    return name.split(" [", 1)[0]
+
+
+def series_of_points(study_name: str, study: dict) -> dict[str, str]:
+    """Point label -> series, for every point of the study."""
+    return {
+        point_for(study_name, study, n, series).label: series
+        for series in series_names(study)
+        for n in series_study(study, series)["scaling"].get("points", [])
+    }
+
+
+def point_for(study_name: str, study: dict, n: int, series: str = "") -> Point:
+    study = series_study(study, series)
     scaling = study["scaling"]
     axis = scaling["axis"]
     threads = n if axis == "threads" else scaling["threads"]
     devices = n if axis == "devices" else scaling["devices"]
     nodes = n if axis == "nodes" else scaling["nodes"]
     gpus = devices if scaling["device"] == "gpu" else 0
+    label = point_label(axis, n, scaling["device"], nodes)
     return Point(
         study=study_name,
-        label=point_label(axis, n, scaling["device"], nodes),
+        label=f"{series}-{label}" if series else label,
         n=n,
+        series=series,
         threads=threads,
         tasks_per_node=devices,
         nodes=nodes,
@@ -101,12 +137,25 @@ def check_study(name: str, study: dict, workdir: Path, limits: dict | None = Non
     """Checks the schema cannot express; raise ConfigError naming the key."""
     if not SAFE_NAME.match(name):
         raise ConfigError(f"studies.{name}: study names may only use letters, digits, '-' and '_'")
-    scaling = study["scaling"]
     if "measured" in study:
         path = workdir / study["measured"]
         if not path.is_file():
             raise ConfigError(f"studies.{name}.measured: no such file: {path}")
         return
+    unknown = {
+        f"series.{series}.params.{key}"
+        for series, overrides in study.get("series", {}).items()
+        for key in overrides.get("params", {})
+        if key not in study["params"]
+    }
+    if unknown and study["workload"] != "command":
+        raise ConfigError(f"studies.{name}.{sorted(unknown)[0]}: not a parameter of the workload")
+    for series in series_names(study):
+        check_series(name, series_study(study, series), limits, series)
+
+
+def check_series(name: str, study: dict, limits: dict | None, series: str) -> None:
+    scaling = study["scaling"]
     points = scaling["points"]
     if study["workload"] == "command":
         try:
@@ -122,7 +171,7 @@ def check_study(name: str, study: dict, workdir: Path, limits: dict | None = Non
             "scale it over threads (axis: threads, devices: 1, nodes: 1)"
         )
     for n in points:
-        check_limits(name, point_for(name, study, n), limits or {})
+        check_limits(name, point_for(name, study, n, series), limits or {})
     profile = study.get("profile", {})
     if profile.get("enabled"):
         if not WORKLOADS[study["workload"]]["steps"]:
@@ -209,9 +258,10 @@ def dataset_of(study: dict) -> str | None:
     return dataset if dataset in DATASETS else None
 
 
-def run_spec(study_name: str, study: dict, n: int, repeat: int) -> dict:
+def run_spec(study_name: str, study: dict, n: int, repeat: int, series: str = "") -> dict:
     """What the launcher needs to run one job of a point."""
-    point = point_for(study_name, study, n)
+    point = point_for(study_name, study, n, series)
+    study = series_study(study, series)
     return {
         "study": study_name,
         "point": point.label,
@@ -236,8 +286,11 @@ def profile_targets(config: dict) -> list[tuple[str, str]]:
     for name, study in config["studies"].items():
         profile = study.get("profile", {})
         if "workload" in study and profile.get("enabled"):
-            n = profile.get("point", base_n(study, study["scaling"]["points"]))
-            targets.append((name, point_for(name, study, n).label))
+            # the first series' point: profiling is about the code, not the series
+            series = series_names(study)[0]
+            points = series_study(study, series)["scaling"]["points"]
+            n = profile.get("point", base_n(study, points))
+            targets.append((name, point_for(name, study, n, series).label))
     return targets
 
 
@@ -257,9 +310,10 @@ def points_table(config: dict) -> pd.DataFrame:
     for name, study in config["studies"].items():
         if "workload" not in study:
             continue
-        for n in sorted(study["scaling"]["points"]):
-            point = point_for(name, study, n)
-            rows.append(point.as_dict() | {"workload": study["workload"]})
+        for series in series_names(study):
+            for n in sorted(series_study(study, series)["scaling"]["points"]):
+                point = point_for(name, study, n, series)
+                rows.append(point.as_dict() | {"workload": study["workload"]})
     columns = list(Point.__dataclass_fields__) + ["cores", "gpus", "world_size", "workload"]
     return pd.DataFrame(rows, columns=columns).rename(columns={"label": "point"})
 

@@ -1,20 +1,28 @@
-"""Snakemake entry: records (or a measured CSV) -> runs.csv and summary.csv of one study."""
+"""Snakemake entry: records (or a measured CSV) -> runs.csv, summary.csv and
+analysis.json (fits, predictions, recommendation) of one study."""
 
+import json
 import logging
 import sys
 
 from scalestudy.analysis import runs_from_measured, runs_from_records, summarise
+from scalestudy.predictions import split_by_provenance, study_predictions
 from scalestudy.records import RecordError, write_text_atomic
+from scalestudy.studies import series_of_points
 
 
-def aggregate(study_name: str, study: dict, inputs: list[str], summary_path, runs_path):
+def aggregate(study_name: str, study: dict, inputs: list[str], out: dict):
     if "measured" in study:
         runs = runs_from_measured(inputs[0], study_name, study)
     else:
         runs = runs_from_records(inputs)
+        runs["series"] = runs["point"].map(series_of_points(study_name, study)).fillna("")
+    runs = split_by_provenance(runs, study)
     summary = summarise(runs, study)
-    write_text_atomic(runs_path, runs.to_csv(index=False))
-    write_text_atomic(summary_path, summary.to_csv(index=False))
+    predictions = study_predictions(summary, runs, study)
+    write_text_atomic(out["runs"], runs.to_csv(index=False))
+    write_text_atomic(out["summary"], summary.to_csv(index=False))
+    write_text_atomic(out["analysis"], json.dumps(predictions, indent=1, allow_nan=False))
     return summary
 
 
@@ -22,11 +30,7 @@ def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
     try:
         summary = aggregate(
-            smk.wildcards.study,
-            smk.params.study,
-            list(smk.input.records),
-            smk.output.summary,
-            smk.output.runs,
+            smk.wildcards.study, smk.params.study, list(smk.input.records), dict(smk.output)
         )
     except RecordError as e:
         logging.error("%s", e)

@@ -1,6 +1,8 @@
 """Snakemake entry: the figures of one study (see scalestudy.plots)."""
 
+import json
 import logging
+from pathlib import Path
 
 import pandas as pd
 
@@ -11,7 +13,9 @@ def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
     summary = pd.read_csv(smk.input.summary)
     runs = pd.read_csv(smk.input.runs)
-    for path in write_figures(summary, runs, smk.params.axis, smk.params.out_dir):
+    predictions = json.loads(Path(smk.input.analysis).read_text())
+    figures = write_figures(summary, runs, smk.params.axis, smk.params.out_dir, predictions)
+    for path in figures:
         logging.info("wrote %s", path)
 
 

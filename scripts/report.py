@@ -1,5 +1,6 @@
 """Snakemake entry: results/report.html from every study's tables and figures."""
 
+import json
 import logging
 from pathlib import Path
 
@@ -16,7 +17,8 @@ def build(studies: dict, results: Path, title: str, out: Path, profiles=()) -> N
         runs = pd.read_csv(results / name / "runs.csv")
         figures = {f: results / name / "figures" / f"{f}.svg" for f in FIGURES}
         traces = profile_links([Path(p) for p in profiles if Path(p).parts[-3] == name], out)
-        contexts.append(study_context(name, study, summary, runs, figures, traces))
+        predictions = json.loads((results / name / "analysis.json").read_text())
+        contexts.append(study_context(name, study, summary, runs, figures, traces, predictions))
     write_report(out, title, contexts)
 
 

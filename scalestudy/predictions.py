@@ -1,0 +1,210 @@
+"""From a study's summary to what it predicts and recommends: validity gates, scaling
+models, extrapolation, the recommendation and the comparison of series.
+
+Everything here is written to results/{study}/analysis.json, which the figures and
+the report read; the statistics themselves live in scalestudy.stats.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from scalestudy import stats
+from scalestudy.analysis import TIME_COLUMNS
+from scalestudy.studies import base_n, base_series, series_study
+
+# Where a run happened, as far as it changes its speed. Runs of one series must agree
+# on all of them before their times enter one fit.
+PROVENANCE = {
+    "cpu_model": "CPU",
+    "gpu_models": "GPU model",
+    "torch": "PyTorch",
+    "python": "Python",
+    "cuda": "CUDA",
+    "workflow_commit": "workflow commit",
+}
+EXTRAPOLATE_FACTOR = 2.0  # predictions reach this many times the largest measured N
+GRID_POINTS = 80
+
+
+def jsonable(value):
+    """Plain JSON values: numpy scalars become Python ones, NaN and inf become None."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | np.ndarray):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.bool_ | bool):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(value) else None
+    return value
+
+
+def provenance_differences(runs: pd.DataFrame) -> dict[str, list[str]]:
+    """Fields of PROVENANCE on which the successful runs disagree, with their values."""
+    ok = runs[runs["status"] == "ok"]
+    differing = {}
+    for column, label in PROVENANCE.items():
+        if column not in ok:
+            continue
+        values = sorted({str(v) for v in ok[column].dropna() if str(v)})
+        if len(values) > 1:
+            differing[label] = values
+    return differing
+
+
+def split_by_provenance(runs: pd.DataFrame, study: dict) -> pd.DataFrame:
+    """With `provenance: split`, give each combination of differing fields its own
+    series (e.g. "a [GPU model=A100]"); otherwise leave the runs as they are."""
+    if study.get("provenance", "refuse") != "split" or runs.empty:
+        return runs
+    runs = runs.copy()
+    for series, group in runs.groupby("series", sort=False):
+        differing = [c for c, label in PROVENANCE.items() if label in provenance_differences(group)]
+        if not differing:
+            continue
+        for i in group.index:
+            tag = ", ".join(f"{PROVENANCE[c]}={runs.at[i, c]}" for c in differing)
+            runs.at[i, "series"] = f"{series} [{tag}]".strip()
+    return runs
+
+
+def exclusion_reason(row: pd.Series, study: dict) -> str | None:
+    """Why a point stays out of the fits (None: it enters them)."""
+    if not np.isfinite(row["time_s"]):
+        status = str(row["status"])
+        return status if not status.startswith("ok") else "no usable time"
+    if row["unstable"] and not study.get("include_unstable", False):
+        return f"unstable: {row['unstable_reason']}"
+    return None
+
+
+def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: dict) -> dict:
+    """Validity gates, fits, extrapolation and the recommendation of one series."""
+    time_col = TIME_COLUMNS[study.get("time", "wall")]
+    ns = sorted(int(n) for n in summary["n"])
+    base = base_n(study, ns)
+    excluded = {}
+    for _, row in summary.iterrows():
+        reason = exclusion_reason(row, study)
+        if reason:
+            excluded[row["point"]] = reason
+    eligible = summary[~summary["point"].isin(list(excluded))]
+    keep_mismatched = study.get("include_mismatched", False)
+    usable = runs[(runs["status"] == "ok") & runs["point"].isin(eligible["point"])]
+    if not keep_mismatched:
+        usable = usable[~usable["mismatch"].astype(bool)]
+    mixed = provenance_differences(usable)
+    result = {
+        "series": summary["series"].iloc[0],
+        "base_n": base,
+        "excluded": excluded,
+        "mixed_provenance": mixed,
+        "fits": [],
+        "selected": None,
+        "peak": None,
+        "curve": None,
+        "recommendation": recommendation(summary, study),
+    }
+    if mixed:
+        result["fit_note"] = "not fitted: the runs differ in " + "; ".join(
+            f"{field} ({', '.join(values)})" for field, values in mixed.items()
+        )
+        return result
+    times = pd.to_numeric(usable[time_col], errors="coerce")
+    fits = stats.fit_models(usable["n"].to_numpy(dtype=float), times.to_numpy(), base)
+    best = stats.select_model(fits)
+    weights = stats.aicc_weights(fits)
+    result["fits"] = [fit_summary(f, weights.get(f.name)) for f in fits]
+    if best is None:
+        result["fit_note"] = "no model could be fitted: " + "; ".join(
+            f"{f.name}: {f.note}" for f in fits if not f.ok
+        )
+        return result
+    result["selected"] = best.name
+    peak = stats.predicted_peak(best)
+    n_max = max(ns)
+    top = max(n_max * EXTRAPOLATE_FACTOR, peak[0] * 1.3 if peak else 0)
+    grid = np.unique(np.concatenate([np.linspace(min(ns), top, GRID_POINTS), ns]))
+    lo, hi = best.band(grid)
+    result["curve"] = {
+        "n": grid,
+        "speedup": best.predict_speedup(grid),
+        "band_lo": lo,
+        "band_hi": hi,
+        "measured_max_n": n_max,
+    }
+    if peak:
+        result["peak"] = {"n": peak[0], "speedup": peak[1], "beyond_measured": peak[0] > n_max}
+    if best.name == "amdahl":
+        result["bound"] = 1 / best.params["s"] if best.params["s"] > 0 else None
+    return result
+
+
+def fit_summary(fit: stats.FitResult, weight: float | None) -> dict:
+    return {
+        "name": fit.name,
+        "formula": fit.formula,
+        "ok": fit.ok,
+        "note": fit.note,
+        "params": fit.params,
+        "param_ci": fit.param_ci,
+        "r2": fit.r2,
+        "aicc": fit.aicc,
+        "rmse": fit.rmse,
+        "k": fit.k,
+        "n_points": fit.n_points,
+        "weight": weight,
+    }
+
+
+def recommendation(summary: pd.DataFrame, study: dict) -> dict:
+    """What to ask for, from the measured points: see stats.recommend."""
+    options = study.get("recommend", {})
+    rec = stats.recommend(
+        summary["n"].to_numpy(dtype=float),
+        summary["speedup"].to_numpy(dtype=float),
+        summary["n"].to_numpy(dtype=float),
+        threshold=options.get("min_marginal_speedup", 0.1),
+        times=summary["wall_s"].to_numpy(dtype=float),
+        costs=summary["su"].to_numpy(dtype=float),
+        deadline_s=options.get("deadline_s"),
+        budget=options.get("budget_su"),
+    )
+    return rec
+
+
+def compare_all_series(runs: pd.DataFrame, study: dict) -> list[dict]:
+    """Each series against the first: do their times differ at the N both measured?"""
+    time_col = TIME_COLUMNS[study.get("time", "wall")]
+    ok = runs[runs["status"] == "ok"]
+    names = list(dict.fromkeys(runs["series"]))
+    if len(names) < 2:
+        return []
+
+    def by_n(series: str) -> dict[int, np.ndarray]:
+        part = ok[ok["series"] == series]
+        return {
+            int(n): pd.to_numeric(g[time_col], errors="coerce").dropna().to_numpy()
+            for n, g in part.groupby("n")
+        }
+
+    first = by_n(names[0])
+    return [
+        {"a": names[0], "b": other} | stats.compare_series(first, by_n(other))
+        for other in names[1:]
+    ]
+
+
+def study_predictions(summary: pd.DataFrame, runs: pd.DataFrame, study: dict) -> dict:
+    """All of a study's predictions, as plain JSON values."""
+    series = []
+    for name, part in summary.groupby("series", sort=False):
+        own = series_study(study, base_series(name))
+        series.append(fit_series(part, runs[runs["series"] == name], own))
+    return jsonable({"series": series, "comparisons": compare_all_series(runs, study)})
