@@ -95,7 +95,7 @@ def series_study(study: dict, series: str) -> dict:
 
 def base_series(name: str) -> str:
     """The configured series of a series that was split by provenance ("a [GPU=x]")."""
-    return name.split(" [", 1)[0]
+    return name.split("[", 1)[0].strip()
 
 
 def series_of_points(study_name: str, study: dict) -> dict[str, str]:
