@@ -398,6 +398,15 @@ def check_convergence(summary: pd.DataFrame, study: dict, base: int, runs: pd.Da
         )
 
 
+# Columns that hold numbers (CSV round trips and missing records can leave text or
+# None in them); converted once per study, not once per point and column.
+NUMERIC_COLUMNS = [
+    "wall_s", "train_s", "epochs", "samples", "samples_per_s", "test_accuracy", "val_loss",
+    "val_accuracy", "warmup_s", "steady_epoch_s", "step_time_median_s",
+    "plain_step_time_median_s", "world_size", "per_process_batch",
+]  # fmt: skip
+
+
 def numeric(frame: pd.DataFrame, column: str) -> pd.Series:
     if column not in frame:
         return pd.Series(dtype=float)
@@ -405,8 +414,11 @@ def numeric(frame: pd.DataFrame, column: str) -> pd.Series:
 
 
 def median_or_nan(frame: pd.DataFrame, column: str) -> float:
-    values = numeric(frame, column)
-    return float(values.median()) if len(values) else math.nan
+    if column not in frame or frame.empty:
+        return math.nan
+    values = frame[column].to_numpy(dtype=float)
+    values = values[np.isfinite(values)]
+    return float(np.median(values)) if values.size else math.nan
 
 
 def point_row(
@@ -491,6 +503,9 @@ def summarise_series(runs: pd.DataFrame, study: dict, time_col: str) -> pd.DataF
     of the point and of the base case independently (ratios of runs are never averaged)."""
     ns = sorted(int(n) for n in runs["n"].unique())
     base = base_n(study, ns)
+    runs = runs.assign(
+        **{c: pd.to_numeric(runs[c], errors="coerce") for c in NUMERIC_COLUMNS if c in runs}
+    )
     rows, times = [], {}
     for n, group in runs.groupby("n", sort=True):
         row, times[int(n)] = point_row(group, study, time_col, base)

@@ -59,6 +59,41 @@ def _validator():
     return Draft202012Validator(schema)
 
 
+@lru_cache(maxsize=1)
+def _fast_validator():
+    """The same schema compiled to Python by fastjsonschema: about 50x faster than
+    jsonschema, which matters at 10,000 records. It knows drafts up to 7; the record
+    schema uses nothing newer, so it is compiled as draft 7."""
+    try:
+        import fastjsonschema
+    except ImportError:  # pragma: no cover - in requirements.txt
+        return None
+    schema = json.loads(SCHEMA_PATH.read_text())
+    schema["$schema"] = "http://json-schema.org/draft-07/schema#"
+    schema.pop("$id", None)
+    return fastjsonschema.compile(schema)
+
+
+def schema_errors(record: dict) -> str | None:
+    """None for a valid record, else where and why it is not."""
+    fast = _fast_validator()
+    if fast is not None:
+        try:
+            fast(record)
+            return None
+        except Exception as e:  # JsonSchemaValueException; described below
+            fast_message = str(e)
+    else:
+        fast_message = None
+    # jsonschema says it better: the path of the first bad key
+    errors = sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        return f"invalid record at {where}: {err.message}"
+    return f"invalid record: {fast_message}" if fast_message else None
+
+
 def _reject_constant(name: str):
     raise ValueError(f"non-numeric constant {name} (NaN/Infinity are not allowed)")
 
@@ -70,11 +105,9 @@ def parse_record_text(text: str, source: str) -> dict:
         raise RecordError(f"{source}: not a complete JSON record ({e})") from None
     if not isinstance(record, dict):
         raise RecordError(f"{source}: a record must be a JSON object")
-    errors = sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
-        where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise RecordError(f"{source}: invalid record at {where}: {err.message}")
+    problem = schema_errors(record)
+    if problem:
+        raise RecordError(f"{source}: {problem}")
     return record
 
 

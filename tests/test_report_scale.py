@@ -1,0 +1,39 @@
+"""A report of 50 studies stays small and opens quickly in real Chromium."""
+
+import pytest
+
+from benchmarks.report_scale import write_records
+from scalestudy.analysis import runs_from_records, summarise
+from scalestudy.plots import write_figures
+from scalestudy.predictions import study_predictions
+from scalestudy.report import study_context, write_report
+from tests.browser import open_report
+from tests.test_workflow import needs_chromium
+
+STUDY = {
+    "scaling": {"axis": "threads", "device": "cpu", "threads": 1, "devices": 1, "nodes": 1},
+    "time": "train",
+    "cost": {"core_weight": 1, "gpu_weight": 2},
+}
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_fifty_study_report_is_under_15_mb_and_opens_in_5_s(tmp_path):
+    paths = write_records(tmp_path / "records", studies=50, points=8, repeats=3)
+    contexts, figures = [], None
+    for name, files in paths.items():
+        runs = runs_from_records(files).assign(series="")
+        summary = summarise(runs, STUDY)
+        predictions = study_predictions(summary, runs, STUDY)
+        if figures is None:  # real figures of one study, shown for every study
+            write_figures(summary, runs, "threads", tmp_path / "fig", predictions)
+            figures = {f.stem: f for f in (tmp_path / "fig").glob("*.svg")}
+        contexts.append(study_context(name, STUDY, summary, runs, figures, (), predictions))
+    html = tmp_path / "report.html"
+    write_report(html, "fifty studies", contexts)
+    assert html.stat().st_size < 15 * 2**20
+    page = open_report(html)
+    assert page["console"] == [] and len(page["studies"]) == 50
+    assert len(page["images"]) == 250 and all(i["ok"] for i in page["images"])
+    assert page["load_s"] < 5
