@@ -20,6 +20,7 @@ from scalestudy import stats
 from scalestudy.records import RecordError, read_record
 from scalestudy.studies import base_n, base_series, point_for, series_study
 
+RECEIVED_FIELDS = ("cpus_usable", "threads_given", "torch_threads", "gpus_visible", "mem_limit_mb")
 SERIES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 RUN_COLUMNS = [
     "study",
@@ -75,6 +76,11 @@ RUN_COLUMNS = [
     "step_time_median_s",
     "plain_step_time_median_s",
     "partition",
+    "cpus_usable",
+    "threads_given",
+    "torch_threads",
+    "gpus_visible",
+    "mem_limit_mb",
 ]
 
 SUMMARY_COLUMNS = [
@@ -137,6 +143,7 @@ def record_row(record: dict) -> dict:
     """Flatten one record into a row of the runs table."""
     phases = record["phases"]
     req = record["resources"]["requested"]
+    received = record["resources"]["received"]
     env = record["environment"]
     metrics = record["metrics"]
     ok = record["status"] == "ok"
@@ -199,6 +206,8 @@ def record_row(record: dict) -> dict:
         "step_time_median_s": metrics.get("step_time_median_s"),
         "plain_step_time_median_s": metrics.get("plain_step_time_median_s"),
         "partition": env.get("slurm_partition"),
+        # what the run got, as seen from inside it
+        **{k: received.get(k) for k in RECEIVED_FIELDS},
     }
 
 

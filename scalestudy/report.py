@@ -260,6 +260,7 @@ def study_context(
             for r in runs.itertuples()
             if isinstance(r.slurm_job_id, str | int | float) and not pd.isna(r.slurm_job_id)
         ],
+        "received": received_view(runs),
         "environment": [
             (label, distinct(runs, col))
             for col, label in ENVIRONMENT_FIELDS.items()
@@ -411,3 +412,38 @@ def framework_share(summary: pd.DataFrame) -> dict | None:
         "plain_ms": fmt(plain * 1e3, "{:.3f}"),
         "share": fmt(1 - plain / lightning, "{:.0%}"),
     }
+
+
+def received_view(runs: pd.DataFrame) -> list[dict]:
+    """Per point, what its runs asked for and what they got (distinct values)."""
+    if "cpus_usable" not in runs:
+        return []
+    view = []
+    for point, group in runs.groupby("point", sort=False):
+        first = group.iloc[0]
+        if pd.isna(first.get("cpus_usable")):
+            continue
+        view.append(
+            {
+                "point": point,
+                "asked": f"{first['threads']} thread(s) × {int(first['cores'] / first['threads'])}"
+                f" process(es), {first['gpus']} GPU(s), {first['nodes']} node(s)",
+                "got": "; ".join(
+                    f"{label} {distinct(group, column)}"
+                    for column, label in RECEIVED_LABELS.items()
+                    if distinct(group, column)
+                ),
+            }
+        )
+    return view
+
+
+RECEIVED_LABELS = {
+    "cpus_usable": "usable CPUs",
+    "threads_given": "threads given",
+    "torch_threads": "torch threads",
+    "gpus_visible": "GPUs visible",
+    "mem_limit_mb": "memory limit (MB)",
+    "world_size": "processes",
+    "hosts": "hosts",
+}
