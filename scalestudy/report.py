@@ -342,13 +342,33 @@ def answer(pred: dict, study: dict, summary: pd.DataFrame) -> dict:
         )
     if pred.get("mixed_provenance"):
         lines.append(pred["fit_note"])
+    unstable = [p for p, why in pred["excluded"].items() if why.startswith("unstable")]
+    if unstable:
+        lines.append(
+            f"Caution: point(s) {', '.join(unstable)} are unstable (their repeats disagree): "
+            "rerun them or add repeats before relying on this answer."
+        )
     return {"series": pred["series"], "headline": headline, "lines": lines}
 
 
 def models_view(pred: dict) -> dict:
     """The fitted models of one series, for the report's table."""
     fits = []
+    note = pred.get("fit_note", "")
+    if pred["fits"] and not any(f["ok"] for f in pred["fits"]):
+        usable = max(f["n_points"] for f in pred["fits"])
+        note = (
+            f"No scaling model fitted: {usable} point(s) usable; Amdahl's law needs at least "
+            "3 distinct N, the three-parameter models at least 4. Add points or repeats."
+        )
     for f in pred["fits"]:
+        if not f["ok"]:
+            note += (
+                f" {f['name']} not fitted: {f['note']}."
+                if any(g["ok"] for g in pred["fits"])
+                else ""
+            )
+            continue
         params = ", ".join(
             f"{k} = {fmt(v, '{:.4g}')} [{fmt(f['param_ci'].get(k, (None,))[0], '{:.3g}')}, "
             f"{fmt(f['param_ci'].get(k, (None, None))[1], '{:.3g}')}]"
@@ -358,7 +378,7 @@ def models_view(pred: dict) -> dict:
             {
                 "name": f["name"],
                 "formula": f["formula"],
-                "params": params if f["ok"] else f"not fitted: {f['note']}",
+                "params": params,
                 "r2": fmt(f["r2"], "{:.4f}"),
                 "aicc": fmt(f["aicc"], "{:.2f}"),
                 "weight": fmt(f["weight"], "{:.0%}"),
@@ -368,7 +388,7 @@ def models_view(pred: dict) -> dict:
     return {
         "series": pred["series"],
         "fits": fits,
-        "note": pred.get("fit_note", ""),
+        "note": note.strip(),
         "excluded": pred["excluded"],
         "bound": pred.get("bound"),
     }
