@@ -61,11 +61,17 @@ def get_threads(wildcards):
     return int(get_point(wildcards)["threads"])
 
 
+def get_point_study(wildcards):
+    """The study as the point's series sees it (its overrides merged in)."""
+    return st.series_study(STUDIES[wildcards.study], get_point(wildcards)["series"])
+
+
 def get_job_resources(wildcards):
     """What the point's job asks the scheduler for (see st.slurm_resources)."""
+    row = get_point(wildcards)
     study = STUDIES[wildcards.study]
-    point = st.point_for(wildcards.study, study, int(get_point(wildcards)["n"]))
-    return st.slurm_resources(point, study)
+    point = st.point_for(wildcards.study, study, int(row["n"]), row["series"])
+    return st.slurm_resources(point, get_point_study(wildcards))
 
 
 def job_resource(name):
@@ -78,7 +84,7 @@ def job_resource(name):
 
 
 def get_run_data(wildcards):
-    dataset = st.dataset_of(STUDIES[wildcards.study])
+    dataset = st.dataset_of(get_point_study(wildcards))
     return [f"{DATA_DIR}/{dataset}/ready.json"] if dataset else []
 
 
@@ -87,7 +93,7 @@ def get_run_spec(wildcards):
     study = STUDIES[wildcards.study]
     point = get_point(wildcards)
     repeat = int(getattr(wildcards, "repeat", 1))  # a profiling job has no repeats
-    spec = st.run_spec(wildcards.study, study, int(point["n"]), repeat)
+    spec = st.run_spec(wildcards.study, study, int(point["n"]), repeat, point["series"])
     spec["data_dir"] = DATA_DIR
     return json.dumps(spec, sort_keys=True)
 

@@ -20,6 +20,7 @@ from scalestudy import stats
 from scalestudy.records import RecordError, read_record
 from scalestudy.studies import base_n, base_series, point_for, series_study
 
+TELEMETRY_FIELDS = ("gpu_util_mean_pct", "gpu_util_peak_pct", "gpu_mem_peak_mb", "wait_fraction")
 RECEIVED_FIELDS = ("cpus_usable", "threads_given", "torch_threads", "gpus_visible", "mem_limit_mb")
 SERIES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 RUN_COLUMNS = [
@@ -81,6 +82,10 @@ RUN_COLUMNS = [
     "torch_threads",
     "gpus_visible",
     "mem_limit_mb",
+    "gpu_util_mean_pct",
+    "gpu_util_peak_pct",
+    "gpu_mem_peak_mb",
+    "wait_fraction",
 ]
 
 SUMMARY_COLUMNS = [
@@ -206,6 +211,8 @@ def record_row(record: dict) -> dict:
         "step_time_median_s": metrics.get("step_time_median_s"),
         "plain_step_time_median_s": metrics.get("plain_step_time_median_s"),
         "partition": env.get("slurm_partition"),
+        # GPU telemetry (NVML) and data waiting: absent, not zero, where not measured
+        **{k: metrics.get(k) for k in TELEMETRY_FIELDS},
         # what the run got, as seen from inside it
         **{k: received.get(k) for k in RECEIVED_FIELDS},
     }

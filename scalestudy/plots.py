@@ -63,6 +63,23 @@ def error_bars(ax, rows: pd.DataFrame, column: str, colour: str, label: str, sca
     ax.errorbar(rows["n"], y, yerr=[lo, hi], fmt="o-", color=colour, capsize=3, label=label)
 
 
+def times_figure(summary: pd.DataFrame, xlabel: str):
+    """Absolute times of every series on one axis: CPU-thread curves and GPU points
+    side by side, where speedups (each against its own base) cannot be compared."""
+    fig, ax = _axes("Time per point (median, 95 % CI)", xlabel, "time (s, log scale)")
+    for name, rows, colour in by_series(summary):
+        ok = rows.dropna(subset=["time_s"])
+        gpu = ok["gpus"].gt(0).any() if "gpus" in ok else False
+        label = (name or "measured") + (" (GPU)" if gpu else "")
+        error_bars(ax, ok.rename(columns={"time_ci_lo": "time_s_ci_lo",
+                                          "time_ci_hi": "time_s_ci_hi"}),
+                   "time_s", colour, label)  # fmt: skip
+    ax.set_yscale("log")
+    _ticks(ax, summary["n"])
+    ax.legend(fontsize=7)
+    return fig
+
+
 def speedup_figure(summary: pd.DataFrame, predictions: dict, xlabel: str):
     fig, ax = _axes("Speedup (95 % CI) and fitted model", xlabel, "speedup t_base / t_N")
     fits = {p["series"]: p for p in predictions.get("series", [])}
@@ -179,6 +196,7 @@ def write_figures(
     plt.rcParams["svg.fonttype"] = "none"
     xlabel = AXIS_LABELS[axis]
     makers = {
+        "times": lambda: times_figure(summary, xlabel),
         "speedup": lambda: speedup_figure(summary, predictions or {}, xlabel),
         "pareto": lambda: pareto_figure(summary, xlabel),
         "efficiency": lambda: efficiency_figure(summary, xlabel),

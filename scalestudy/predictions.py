@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from scalestudy import stats
+from scalestudy import stats, verdict
 from scalestudy.analysis import TIME_COLUMNS
 from scalestudy.studies import base_n, base_series, series_study
 
@@ -201,10 +201,41 @@ def compare_all_series(runs: pd.DataFrame, study: dict) -> list[dict]:
     ]
 
 
+def gpu_verdict_of(summary: pd.DataFrame, study: dict) -> dict | None:
+    """Is the GPU worth it? For studies with CPU-thread series and GPU series: per
+    problem size (the series' `verdict.size_param`), the GPU point against the CPU
+    points, in time and in SU per result (the study's time and cost weights)."""
+    if not ((summary["gpus"] > 0).any() and (summary["gpus"] == 0).any()):
+        return None
+    size_param = study.get("verdict", {}).get("size_param")
+    rows = []
+    for name, part in summary.groupby("series", sort=False):
+        params = series_study(study, base_series(name)).get("params", {})
+        size = params.get(size_param, "all") if size_param else "all"
+        for r in part.itertuples():
+            if np.isfinite(r.time_s):
+                rows.append({"series": "gpu" if r.gpus else "cpu", "size": size, "n": r.n,
+                             "time_s": r.time_s, "cores": r.cores, "gpus": r.gpus})  # fmt: skip
+    cost = study.get("cost", {})
+    cpu, gpu = verdict.from_frame(
+        pd.DataFrame(rows), cost.get("core_weight", 1.0), cost.get("gpu_weight", 2.0)
+    )
+    try:
+        return verdict.gpu_verdict(cpu, gpu)
+    except ValueError as e:
+        return {"verdict": f"no verdict: {e}", "sizes": []}
+
+
 def study_predictions(summary: pd.DataFrame, runs: pd.DataFrame, study: dict) -> dict:
     """All of a study's predictions, as plain JSON values."""
     series = []
     for name, part in summary.groupby("series", sort=False):
         own = series_study(study, base_series(name))
         series.append(fit_series(part, runs[runs["series"] == name], own))
-    return jsonable({"series": series, "comparisons": compare_all_series(runs, study)})
+    return jsonable(
+        {
+            "series": series,
+            "comparisons": compare_all_series(runs, study),
+            "gpu_verdict": gpu_verdict_of(summary, study),
+        }
+    )

@@ -261,6 +261,8 @@ def study_context(
             if isinstance(r.slurm_job_id, str | int | float) and not pd.isna(r.slurm_job_id)
         ],
         "received": received_view(runs),
+        "gpu_verdict": predictions.get("gpu_verdict"),
+        "telemetry": telemetry_view(runs),
         "environment": [
             (label, distinct(runs, col))
             for col, label in ENVIRONMENT_FIELDS.items()
@@ -467,3 +469,24 @@ RECEIVED_LABELS = {
     "world_size": "processes",
     "hosts": "hosts",
 }
+
+
+def telemetry_view(runs: pd.DataFrame) -> list[dict]:
+    """Per point, median GPU utilisation and memory, and the share of time spent waiting
+    for data, where the runs measured them."""
+    columns = ["gpu_util_mean_pct", "gpu_util_peak_pct", "gpu_mem_peak_mb", "wait_fraction"]
+    if not any(c in runs and runs[c].notna().any() for c in columns):
+        return []
+    view = []
+    for point, group in runs[runs["status"] == "ok"].groupby("point", sort=False):
+        medians = {c: pd.to_numeric(group.get(c), errors="coerce").median() for c in columns}
+        view.append(
+            {
+                "point": point,
+                "util": fmt(medians["gpu_util_mean_pct"], "{:.0f} %"),
+                "util_peak": fmt(medians["gpu_util_peak_pct"], "{:.0f} %"),
+                "mem": fmt(medians["gpu_mem_peak_mb"], "{:.0f} MB"),
+                "wait": fmt(medians["wait_fraction"], "{:.0%}"),
+            }
+        )
+    return view

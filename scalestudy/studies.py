@@ -25,6 +25,10 @@ WORKLOADS = {
     "spiral_mlp": {"distributed": True, "steps": True},
     "lightning_autoencoder": {"distributed": True, "steps": True},
     "command": {"distributed": True, "steps": False},
+    "linear_solve": {"distributed": False, "steps": False},
+    "gd_regression": {"distributed": False, "steps": False},
+    "cifar_cnn": {"distributed": False, "steps": False},
+    "data_formats": {"distributed": False, "steps": False},
 }
 
 

@@ -35,5 +35,5 @@ def test_fifty_study_report_is_under_15_mb_and_opens_in_5_s(tmp_path):
     assert html.stat().st_size < 15 * 2**20
     page = open_report(html)
     assert page["console"] == [] and len(page["studies"]) == 50
-    assert len(page["images"]) == 250 and all(i["ok"] for i in page["images"])
+    assert len(page["images"]) == 300 and all(i["ok"] for i in page["images"])
     assert page["load_s"] < 5

@@ -61,8 +61,8 @@ def test_study_end_to_end_with_a_failed_point_and_a_rerun(workflow):
     page = open_report(results / "report.html", screenshot=workflow.root / "report.png")
     assert page["console"] == [] and page["external_requests"] == []
     assert page["studies"] == ["tiny", "gpu", "published"]
-    # 5 figures a study; times measured elsewhere have no phases figure
-    assert len(page["images"]) == 14 and all(i["ok"] for i in page["images"])
+    # 6 figures a study; times measured elsewhere have no phases figure
+    assert len(page["images"]) == 17 and all(i["ok"] for i in page["images"])
     assert "the point asks for a GPU but CUDA sees none" in page["text"]
     assert any(c.startswith("failed") for c in page["bad_cells"])
     assert "point t1 (N = 1)" in page["text"]  # the base case is stated
@@ -97,7 +97,7 @@ def test_measured_study_report_opens_in_the_browser(workflow):
     workflow.snakemake("--cores", "1")
     page = open_report(workflow.root / "results" / "report.html")
     assert page["console"] == [] and page["external_requests"] == []
-    assert len(page["images"]) == 4 and all(i["ok"] for i in page["images"])
+    assert len(page["images"]) == 5 and all(i["ok"] for i in page["images"])
     assert "3.49" in page["text"] and "2.87" in page["text"]
     # the answer leads the study, and the prediction is labelled as one
     assert "Ask for 6 GPUs" in page["text"]

@@ -1,0 +1,185 @@
+"""GPU utilisation and memory, sampled with NVML in a background thread while a block runs.
+
+    with GpuSampler(device_index, interval_s=0.05) as s:
+        ...timed work...
+    s.summary()  # {} when nothing could be sampled; s.unavailable_reason says why
+
+What the figures mean. `gpu_util_*_pct` is NVML's "GPU utilisation": the
+percentage of the last sample period (1/6 s to 1 s, depending on the GPU) during
+which at least one kernel was running on the device. It is not the share of
+the GPU's compute used: one tiny kernel on one SM at a time reads 100 %. A low
+figure does prove an idle GPU (waiting for data, for the CPU, for launches); a
+high one proves only that something was running. `gpu_mem_*_mb` is the device's
+used memory in MiB as NVML sees it: every process on the GPU, the CUDA context
+(hundreds of MiB) and the caching allocator's reserve, not the tensors alive.
+
+Sampling never fails a run: when NVML (the nvidia-ml-py package, module
+`pynvml`) is missing, cannot start or cannot read the device, the sampler
+records nothing, summary() returns {} (fields absent, not zero, so that no
+one averages a zero that was never measured) and `unavailable_reason` says why.
+
+NVML numbers devices by PCI bus and ignores CUDA_VISIBLE_DEVICES; torch numbers
+them within CUDA_VISIBLE_DEVICES. `nvml_handle` therefore finds the device by
+UUID when it is given one (gpu_telemetry passes torch's), else maps the index
+through CUDA_VISIBLE_DEVICES.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import threading
+from contextlib import contextmanager, suppress
+
+
+def _import_pynvml():
+    import pynvml
+
+    return pynvml
+
+
+def nvml_handle(nvml, device_index: int, uuid: str | None = None, environ=os.environ):
+    """NVML's handle of the device that CUDA calls `device_index` in this process."""
+    if uuid and hasattr(nvml, "nvmlDeviceGetHandleByUUID"):
+        try:
+            return nvml.nvmlDeviceGetHandleByUUID(uuid)
+        except Exception:
+            pass  # e.g. a MIG instance whose UUID torch spells differently: map the index
+    visible = [v.strip() for v in environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    if visible and device_index < len(visible):
+        entry = visible[device_index]
+        if entry.isdigit():
+            return nvml.nvmlDeviceGetHandleByIndex(int(entry))
+        if hasattr(nvml, "nvmlDeviceGetHandleByUUID"):
+            return nvml.nvmlDeviceGetHandleByUUID(entry)
+    return nvml.nvmlDeviceGetHandleByIndex(device_index)
+
+
+class GpuSampler:
+    """Context manager that samples one GPU every `interval_s` seconds in a thread.
+
+    `nvml` is the NVML binding to use (default: pynvml, imported on entry); tests
+    pass a fake with nvmlInit, nvmlDeviceGetHandleByIndex,
+    nvmlDeviceGetUtilizationRates(h).gpu, nvmlDeviceGetMemoryInfo(h).used (bytes)
+    and nvmlShutdown.
+    """
+
+    def __init__(
+        self,
+        device_index: int = 0,
+        interval_s: float = 0.05,
+        nvml=None,
+        uuid: str | None = None,
+    ):
+        if interval_s <= 0:
+            raise ValueError(f"interval_s must be positive, not {interval_s}")
+        self.device_index = device_index
+        self.interval_s = interval_s
+        self.uuid = uuid
+        self._nvml = nvml
+        self._handle = None
+        self._stop = threading.Event()
+        self._thread = None
+        self._initialised = False
+        self.util_pct: list[float] = []
+        self.mem_mb: list[float] = []
+        self.unavailable_reason: str | None = None
+        self.warning: str | None = None  # sampling stopped part-way
+
+    def __enter__(self) -> GpuSampler:
+        try:
+            nvml = self._nvml if self._nvml is not None else _import_pynvml()
+            self._nvml = nvml
+            nvml.nvmlInit()
+            self._initialised = True
+            self._handle = nvml_handle(nvml, self.device_index, self.uuid)
+            self._sample()  # fail here, not silently in the thread, if reading does not work
+        except Exception as e:  # ImportError, NVMLError_*, anything: never fail the run
+            self.unavailable_reason = f"{type(e).__name__}: {e}".strip()
+            self.util_pct.clear()
+            self.mem_mb.clear()
+            self._shutdown()
+            return self
+        self._thread = threading.Thread(target=self._loop, name="gpu-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+            self._try_sample()  # the block's last state, however short it was
+        self._shutdown()
+        return False
+
+    def _sample(self) -> None:
+        util = self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu
+        used = self._nvml.nvmlDeviceGetMemoryInfo(self._handle).used
+        self.util_pct.append(float(util))
+        self.mem_mb.append(used / 2**20)
+
+    def _try_sample(self) -> bool:
+        try:
+            self._sample()
+            return True
+        except Exception as e:
+            self.warning = f"sampling stopped: {type(e).__name__}: {e}"
+            return False
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            if not self._try_sample():
+                return
+
+    def _shutdown(self) -> None:
+        if self._initialised:
+            self._initialised = False
+            with suppress(Exception):  # shutting down must not fail the run either
+                self._nvml.nvmlShutdown()
+
+    def summary(self) -> dict:
+        """Mean and peak utilisation and memory, and the number of samples; {} if none."""
+        if not self.util_pct:
+            return {}
+        return {
+            "gpu_util_mean_pct": statistics.fmean(self.util_pct),
+            "gpu_util_peak_pct": max(self.util_pct),
+            "gpu_mem_mean_mb": statistics.fmean(self.mem_mb),
+            "gpu_mem_peak_mb": max(self.mem_mb),
+            "gpu_samples": len(self.util_pct),
+        }
+
+
+def torch_uuid(device) -> str | None:
+    """NVML's UUID string ("GPU-...") of a torch CUDA device, if torch knows it."""
+    try:
+        import torch
+
+        uuid = str(torch.cuda.get_device_properties(device).uuid)
+    except Exception:
+        return None
+    if not uuid:
+        return None
+    return uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
+
+
+@contextmanager
+def gpu_telemetry(ctx, interval_s: float = 0.05, nvml=None):
+    """Sample ctx.device while the block runs when it is a CUDA device, then add the
+    summary to ctx's metrics; on CPU do nothing. Yields the sampler, or None."""
+    device = ctx.device
+    if getattr(device, "type", None) != "cuda":
+        yield None
+        return
+    index = device.index if device.index is not None else 0
+    sampler = GpuSampler(index, interval_s, nvml=nvml, uuid=torch_uuid(device))
+    with sampler:
+        yield sampler
+    for name, value in sampler.summary().items():
+        ctx.metric(name, value)
+    if sampler.unavailable_reason:
+        print(f"GPU telemetry unavailable: {sampler.unavailable_reason}", file=sys.stderr)
+    if sampler.warning:
+        print(f"GPU telemetry: {sampler.warning}", file=sys.stderr)

@@ -1,0 +1,185 @@
+"""Is the GPU worth it? CPU and GPU times per problem size, turned into words.
+
+Inputs, per problem size (any orderable number: matrix size, samples, ...):
+  cpu: {size: [(threads, time_s, su_per_result), ...]}   every CPU point measured
+  gpu: {size: (time_s, su_per_result)}                    the GPU point
+`from_frame` builds both from a DataFrame with columns series ("cpu"/"gpu"),
+size, n (threads or GPUs), time_s, cores, gpus (several rows per point are
+repeats: their median time is used; with several GPU points at a size, the
+fastest is the GPU point).
+
+SU per result = (core_weight x cores + gpu_weight x gpus) x hours per result,
+the same charging as the rest of the project (cost.core_weight and
+cost.gpu_weight, 1 and 2 by default). A "result" is whatever one timed run
+produces (one batch of solves, one training run): the sizes' times must be
+per result for the comparison to mean anything.
+
+Two CPU points matter at each size: the fastest (the time to beat) and the
+cheapest in SU per result (the cost to beat; often the fewest threads, since
+parallel efficiency is below 1). "Best CPU point" in the verdict's words is the
+cheapest one, because the verdict is about what a result costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+SECONDS_PER_HOUR = 3600.0
+
+CpuPoints = Mapping[float, Sequence[tuple[int, float, float]]]
+GpuPoints = Mapping[float, tuple[float, float]]
+
+
+def su_per_result(
+    time_s: float, cores: int, gpus: int, core_weight: float = 1.0, gpu_weight: float = 2.0
+) -> float:
+    return (core_weight * cores + gpu_weight * gpus) * time_s / SECONDS_PER_HOUR
+
+
+def fastest(points: Sequence[tuple[int, float, float]]) -> tuple[int, float, float]:
+    """The CPU point with the shortest time (fewer threads on a tie)."""
+    return min(points, key=lambda p: (p[1], p[0]))
+
+
+def cheapest(points: Sequence[tuple[int, float, float]]) -> tuple[int, float, float]:
+    """The CPU point with the lowest SU per result (shorter time on a tie)."""
+    return min(points, key=lambda p: (p[2], p[1]))
+
+
+def common_sizes(cpu: CpuPoints, gpu: GpuPoints) -> list:
+    return sorted(s for s in gpu if cpu.get(s))
+
+
+def crossover_size(cpu: CpuPoints, gpu: GpuPoints, sustained: bool = True):
+    """The smallest measured size at which the GPU point is faster than the fastest CPU
+    point, or None. With `sustained` (default) the GPU must also be faster at every
+    larger measured size, so that one noisy small size does not count as a crossover.
+
+    No interpolation: the answer is a size that was measured. Times between sizes are
+    rarely linear (caches, kernel choices), and an interpolated size would be a claim
+    no run supports; measure more sizes to narrow it down.
+    """
+    sizes = common_sizes(cpu, gpu)
+    faster = [gpu[s][0] < fastest(cpu[s])[1] for s in sizes]
+    for i, size in enumerate(sizes):
+        if faster[i] and (not sustained or all(faster[i:])):
+            return size
+    return None
+
+
+def break_even(cpu_best_su: float, gpu_su_rate: float, cpu_time_s: float) -> float:
+    """Speedup over a CPU point taking `cpu_time_s` per result that the GPU needs for its
+    result to cost `cpu_best_su` SU, given the GPU job's SU per hour `gpu_su_rate`
+    ((core_weight x cores + gpu_weight x gpus) of the GPU job).
+
+    The GPU costs cpu_best_su when its time is cpu_best_su / gpu_su_rate hours, so the
+    speedup needed is cpu_time_s / that time. Against the same CPU point it is the ratio
+    of SU rates: a 1-core + 1-GPU job at weights 1 and 2 (3 SU/h) against 4 cores
+    (4 SU/h) needs 0.75x, against 1 core 3x.
+    """
+    if cpu_best_su <= 0 or gpu_su_rate <= 0 or cpu_time_s <= 0:
+        raise ValueError("SU, SU rate and time must be positive")
+    gpu_time_at_break_even_s = cpu_best_su / gpu_su_rate * SECONDS_PER_HOUR
+    return cpu_time_s / gpu_time_at_break_even_s
+
+
+def compare_size(size, cpu_points, gpu_point) -> dict:
+    """The figures of one size."""
+    gpu_time, gpu_su = gpu_point
+    fast_threads, fast_time, fast_su = fastest(cpu_points)
+    cheap_threads, cheap_time, cheap_su = cheapest(cpu_points)
+    gpu_rate = gpu_su / gpu_time * SECONDS_PER_HOUR
+    return {
+        "size": size,
+        "gpu_time_s": gpu_time,
+        "gpu_su": gpu_su,
+        "fastest_cpu_threads": fast_threads,
+        "fastest_cpu_time_s": fast_time,
+        "fastest_cpu_su": fast_su,
+        "best_cpu_threads": cheap_threads,
+        "best_cpu_time_s": cheap_time,
+        "best_cpu_su": cheap_su,
+        "speedup": fast_time / gpu_time,
+        # speedup over the fastest CPU point that makes the GPU cost what the cheapest does
+        "break_even_speedup": break_even(cheap_su, gpu_rate, fast_time),
+        "gpu_faster": gpu_time < fast_time,
+        "gpu_cheaper": gpu_su <= cheap_su,
+    }
+
+
+def _su(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def gpu_verdict(cpu: CpuPoints, gpu: GpuPoints, sustained: bool = True) -> dict:
+    """Per-size comparison, the crossover, and the verdict in words.
+
+    The GPU is "worth it" at a size where it is faster than the fastest CPU point and
+    its SU per result is no higher than the cheapest CPU point's; `worth_it_size` is
+    the smallest such size (with `sustained`, it stays worth it at every larger one).
+    """
+    sizes = common_sizes(cpu, gpu)
+    if not sizes:
+        raise ValueError("no problem size was measured on both the CPU and the GPU")
+    rows = [compare_size(s, cpu[s], gpu[s]) for s in sizes]
+    worth = [r["gpu_faster"] and r["gpu_cheaper"] for r in rows]
+    worth_size = next(
+        (r["size"] for i, r in enumerate(rows) if worth[i] and (not sustained or all(worth[i:]))),
+        None,
+    )
+    crossover = crossover_size(cpu, gpu, sustained)
+    if worth_size is not None:
+        r = rows[sizes.index(worth_size)]
+        text = (
+            f"GPU worth it at size {worth_size}: SU per result {_su(r['gpu_su'])} vs "
+            f"{_su(r['best_cpu_su'])} (best CPU point: {r['best_cpu_threads']} threads), "
+            f"{r['speedup']:.3g}x faster than the fastest CPU point "
+            f"({r['fastest_cpu_threads']} threads)"
+        )
+    elif crossover is not None:
+        r = rows[sizes.index(crossover)]
+        text = (
+            f"GPU faster from size {crossover} ({r['speedup']:.3g}x the fastest CPU point, "
+            f"{r['fastest_cpu_threads']} threads) but not cheaper: SU per result "
+            f"{_su(r['gpu_su'])} vs {_su(r['best_cpu_su'])} (best CPU point: "
+            f"{r['best_cpu_threads']} threads); it needs {r['break_even_speedup']:.3g}x to "
+            "break even. Worth it only when time to result matters more than SU"
+        )
+    else:
+        r = rows[-1]
+        text = (
+            f"GPU not worth it at any measured size (up to {r['size']}): at size {r['size']} "
+            f"SU per result {_su(r['gpu_su'])} vs {_su(r['best_cpu_su'])} (best CPU point: "
+            f"{r['best_cpu_threads']} threads), {r['speedup']:.3g}x the fastest CPU point's "
+            f"speed where {r['break_even_speedup']:.3g}x would break even"
+        )
+    return {
+        "worth_it": worth_size is not None,
+        "worth_it_size": worth_size,
+        "crossover_size": crossover,
+        "sizes": rows,
+        "verdict": text,
+    }
+
+
+def from_frame(df, core_weight: float = 1.0, gpu_weight: float = 2.0) -> tuple[dict, dict]:
+    """(cpu, gpu) inputs of gpu_verdict from a DataFrame with columns series ("cpu" or
+    "gpu"), size, n, time_s, cores, gpus; repeats of a point give their median time."""
+    missing = {"series", "size", "n", "time_s", "cores", "gpus"} - set(df.columns)
+    if missing:
+        raise ValueError(f"missing columns: {sorted(missing)}")
+    bad = set(df["series"]) - {"cpu", "gpu"}
+    if bad:
+        raise ValueError(f"series must be 'cpu' or 'gpu', not {sorted(bad)}")
+    points = df.groupby(["series", "size", "n"], as_index=False).agg(
+        time_s=("time_s", "median"), cores=("cores", "first"), gpus=("gpus", "first")
+    )
+    cpu: dict = {}
+    gpu: dict = {}
+    for row in points.itertuples(index=False):
+        su = su_per_result(row.time_s, row.cores, row.gpus, core_weight, gpu_weight)
+        if row.series == "cpu":
+            cpu.setdefault(row.size, []).append((int(row.n), float(row.time_s), su))
+        elif row.size not in gpu or row.time_s < gpu[row.size][0]:
+            gpu[row.size] = (float(row.time_s), su)
+    return cpu, gpu
