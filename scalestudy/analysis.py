@@ -534,10 +534,15 @@ def summarise_series(runs: pd.DataFrame, study: dict, time_col: str) -> pd.DataF
     for i, r in summary.iterrows():
         s, s_lo, s_hi = stats.ratio_ci(times[base], times[r["n"]], seed=int(r["n"]))
         summary.loc[i, ["speedup", "speedup_ci_lo", "speedup_ci_hi"]] = [s, s_lo, s_hi]
-    factor = base / summary["n"]
-    summary["efficiency"] = summary["speedup"] * factor
-    summary["efficiency_ci_lo"] = summary["speedup_ci_lo"] * factor
-    summary["efficiency_ci_hi"] = summary["speedup_ci_hi"] * factor
+    ratio = summary[["speedup", "speedup_ci_lo", "speedup_ci_hi"]].to_numpy()
+    if study["scaling"].get("kind", "strong") == "weak":
+        # the problem grows with N: efficiency is t_base / t_N itself, and the speedup
+        # is Gustafson's scaled speedup, (N / N_base) x t_base / t_N
+        efficiency, speedup = ratio, ratio * (summary["n"].to_numpy() / base)[:, None]
+    else:
+        efficiency, speedup = ratio * (base / summary["n"].to_numpy())[:, None], ratio
+    summary[["speedup", "speedup_ci_lo", "speedup_ci_hi"]] = speedup
+    summary[["efficiency", "efficiency_ci_lo", "efficiency_ci_hi"]] = efficiency
     summary["karp_flatt"] = stats.karp_flatt(summary["speedup"], summary["n"], base)
     summary["relative_su"] = summary["su"] / su_base
     summary["pareto"] = stats.pareto_front(summary["time_s"], summary["su"])

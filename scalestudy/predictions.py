@@ -116,8 +116,14 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: dict) -> dict:
             f"{field} ({', '.join(values)})" for field, values in mixed.items()
         )
         return result
-    times = pd.to_numeric(usable[time_col], errors="coerce")
-    fits = stats.fit_models(usable["n"].to_numpy(dtype=float), times.to_numpy(), base)
+    times = pd.to_numeric(usable[time_col], errors="coerce").to_numpy()
+    n_obs = usable["n"].to_numpy(dtype=float)
+    if study["scaling"].get("kind", "strong") == "weak":
+        # fit time per unit of work, t_N x N_base / N: the models then describe the
+        # scaled speedup, and perfect weak scaling is Amdahl with s = 0
+        times = times * base / n_obs
+        result["fit_basis"] = "time per unit of work (weak scaling)"
+    fits = stats.fit_models(n_obs, times, base)
     best = stats.select_model(fits)
     weights = stats.aicc_weights(fits)
     result["fits"] = [fit_summary(f, weights.get(f.name)) for f in fits]

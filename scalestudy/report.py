@@ -41,6 +41,8 @@ TABLE_COLUMNS = [
     ("speedup", "speedup [95 % CI]", "{:.2f}"),
     ("efficiency", "efficiency [95 % CI]", "{:.0%}"),
     ("karp_flatt", "Karp-Flatt e", "{:.3f}"),
+    ("warmup_s", "warm-up epoch (s)", "{:.4g}"),
+    ("steady_epoch_s", "steady epoch (s)", "{:.4g}"),
     ("relative_su", "relative SU", "{:.2f}"),
     ("samples_per_s", "samples/s", "{:.0f}"),
     ("global_batch", "global batch", "{:.0f}"),
@@ -171,7 +173,13 @@ def study_context(
     base_row = base.iloc[0] if len(base) else None
     time_kind = study.get("time", "wall")
     has_series = bool(summary["series"].fillna("").astype(str).str.len().any())
-    columns = [c for c in TABLE_COLUMNS if has_series or c[0] != "series"]
+    # no series column without series, no warm-up columns for one-epoch runs
+    columns = [
+        c
+        for c in TABLE_COLUMNS
+        if (c[0] != "series" or has_series)
+        and (c[0] not in ("warmup_s", "steady_epoch_s") or summary[c[0]].notna().any())
+    ]
     excluded = {
         (p["series"], point): reason
         for p in predictions.get("series", [])

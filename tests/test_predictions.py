@@ -132,3 +132,21 @@ def test_a_series_with_an_unknown_parameter_is_named():
     study = tiny_mnist_study()
     study["series"] = {"x": {"params": {"batchsize": 32}}}
     assert "studies.s.series.x.params.batchsize" in config_error({"studies": {"s": study}})
+
+
+def test_weak_scaling_efficiency_and_fits_use_time_per_unit_of_work():
+    rng = np.random.default_rng(4)
+    # the problem grows with N; time grows 5 % per doubling from communication
+    times = {
+        n: list(10 * (1 + 0.05 * np.log2(n)) * rng.lognormal(0, 0.01, 4)) for n in (1, 2, 4, 8)
+    }
+    runs = synthetic_runs(times).assign(series="")
+    study = {"scaling": {"kind": "weak"}}
+    summary, pred = analyse(runs, study)
+    s = summary.set_index("n")
+    assert s.loc[8, "efficiency"] == pytest.approx(1 / 1.15, rel=0.03)  # t_base / t_N
+    assert s.loc[8, "speedup"] == pytest.approx(8 * s.loc[8, "efficiency"])  # scaled speedup
+    series = pred["series"][0]
+    assert series["fit_basis"] == "time per unit of work (weak scaling)"
+    amdahl = next(f for f in series["fits"] if f["name"] == "amdahl")
+    assert amdahl["ok"] and amdahl["params"]["s"] < 0.05
