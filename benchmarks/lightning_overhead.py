@@ -5,8 +5,10 @@
     no callback; (b) Lightning against a plain PyTorch loop doing the same steps.
 One process, 1 CPU thread, batch 1 as in the source. Steady-state time per step
 is the slope between a short and a long run, (T(long) - T(short)) / (extra
-steps), so set-up, data loading and the first steps cancel out. Candidates
-alternate round by round (benchmarks.common.alternate); medians are printed.
+steps), so set-up, data loading and the first steps cancel out. Each round
+measures both candidates' slopes back to back (order flipped every round) and
+gives one ratio; the median ratio over rounds is the result, with its range,
+because this machine's speed drifts by more than the effect between rounds.
 Run: .venv/bin/python -m benchmarks.lightning_overhead [--rounds 5 --short 100 --long 600]
 """
 
@@ -78,18 +80,16 @@ def main() -> None:
     logging.getLogger("pytorch_lightning").setLevel(logging.ERROR)
     fashion_root()
     through_harness(10), bare_trainer(10)  # warm caches and imports
-    t = alternate(
-        {
-            "harness short": lambda: through_harness(args.short),
-            "harness long": lambda: through_harness(args.long),
-            "bare short": lambda: bare_trainer(args.short),
-            "bare long": lambda: bare_trainer(args.long),
-        },
-        args.rounds,
-    )
     extra = args.long - args.short
-    harness = (t["harness long"] - t["harness short"]) / extra
-    bare = (t["bare long"] - t["bare short"]) / extra
+    candidates = {"harness": through_harness, "bare": bare_trainer}
+    slopes = {name: [] for name in candidates}
+    for k in range(args.rounds):
+        for name, fn in candidates.items() if k % 2 == 0 else reversed(candidates.items()):
+            t = alternate({"short": lambda f=fn: f(args.short), "long": lambda f=fn: f(args.long)},
+                          1)  # fmt: skip
+            slopes[name].append((t["long"] - t["short"]) / extra)
+    ratios = sorted(h / b for h, b in zip(slopes["harness"], slopes["bare"], strict=True))
+    harness, bare = statistics.median(slopes["harness"]), statistics.median(slopes["bare"])
     images = wl.load_images("fashion_mnist", fashion_root())
     plains = [
         statistics.median(wl.plain_step_times(images, PARAMS | {"reference_steps": args.long},
@@ -100,7 +100,9 @@ def main() -> None:
     print(f"steady-state step time, batch 1, 1 thread, {args.rounds} rounds, slope {extra} steps")
     print(f"  (a) workload through the harness: {harness * 1e3:.3f} ms/step")
     print(f"      same module, bare Trainer:    {bare * 1e3:.3f} ms/step")
-    print(f"      ratio harness / bare:         {harness / bare:.3f}  (goal <= 1.05)")
+    spread = f"range {ratios[0]:.3f}-{ratios[-1]:.3f}"
+    print(f"      ratio harness / bare:         {statistics.median(ratios):.3f} median of "
+          f"{len(ratios)} rounds ({spread}; goal <= 1.05)")  # fmt: skip
     print(f"  (b) plain PyTorch loop:           {plain * 1e3:.3f} ms/step")
     print(f"      Lightning (bare) / plain:     {bare / plain:.2f}x")
 

@@ -67,10 +67,11 @@ class PhaseTimer(pl.Callback):
     def on_train_epoch_start(self, trainer, module):
         self.world_size = trainer.world_size  # a property chain: not looked up every step
         self.epoch_start, self.samples = self._now(), 0
+        self.step_start = self.epoch_start
 
-    def on_train_batch_start(self, trainer, module, batch, batch_idx):
-        self.step_start = self._now()
-
+    # One hook per step, not two: Lightning's dispatch of each callback hook costs
+    # about as much as a small step's arithmetic. A step is the time from the end of
+    # the previous step (fetching the batch included) to the end of this one.
     def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
         now = self._now()
         self.ctx.step()
@@ -78,6 +79,7 @@ class PhaseTimer(pl.Callback):
         self.samples += len(batch[0]) * self.world_size
         if self.time_to_first_step is None:
             self.time_to_first_step = now - self.fit_start
+        self.step_start = now
 
     def on_train_epoch_end(self, trainer, module):
         epoch = trainer.current_epoch + 1
