@@ -20,7 +20,15 @@ from scalestudy import stats
 from scalestudy.records import RecordError, read_record
 from scalestudy.studies import base_n, base_series, point_for, series_study
 
-TELEMETRY_FIELDS = ("gpu_util_mean_pct", "gpu_util_peak_pct", "gpu_mem_peak_mb", "wait_fraction")
+TELEMETRY_FIELDS = (
+    "gpu_util_mean_pct",
+    "gpu_util_peak_pct",
+    "gpu_mem_peak_mb",
+    "wait_fraction",
+    "stage_s",
+    "stagers",
+    "time_to_first_batch_s",
+)
 RECEIVED_FIELDS = ("cpus_usable", "threads_given", "torch_threads", "gpus_visible", "mem_limit_mb")
 SERIES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 RUN_COLUMNS = [
@@ -86,6 +94,9 @@ RUN_COLUMNS = [
     "gpu_util_peak_pct",
     "gpu_mem_peak_mb",
     "wait_fraction",
+    "stage_s",
+    "stagers",
+    "time_to_first_batch_s",
 ]
 
 SUMMARY_COLUMNS = [

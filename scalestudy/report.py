@@ -15,7 +15,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from scalestudy.analysis import charges, shared_machines, study_quality_metric
+from scalestudy.analysis import TELEMETRY_FIELDS, charges, shared_machines, study_quality_metric
 from scalestudy.records import RecordError, read_record, write_text_atomic
 from scalestudy.studies import WORKLOADS
 
@@ -482,7 +482,7 @@ RECEIVED_LABELS = {
 def telemetry_view(runs: pd.DataFrame) -> list[dict]:
     """Per point, median GPU utilisation and memory, and the share of time spent waiting
     for data, where the runs measured them."""
-    columns = ["gpu_util_mean_pct", "gpu_util_peak_pct", "gpu_mem_peak_mb", "wait_fraction"]
+    columns = list(TELEMETRY_FIELDS)
     if not any(c in runs and runs[c].notna().any() for c in columns):
         return []
     view = []
@@ -495,6 +495,9 @@ def telemetry_view(runs: pd.DataFrame) -> list[dict]:
                 "util_peak": fmt(medians["gpu_util_peak_pct"], "{:.0f} %"),
                 "mem": fmt(medians["gpu_mem_peak_mb"], "{:.0f} MB"),
                 "wait": fmt(medians["wait_fraction"], "{:.0%}"),
+                "stage": fmt(medians["stage_s"], "{:.3g} s"),
+                "stagers": fmt(medians["stagers"], "{:.0f}"),
+                "first_batch": fmt(medians["time_to_first_batch_s"], "{:.3g} s"),
             }
         )
     return view

@@ -72,6 +72,10 @@ def test_gpu_worth_and_data_loading_studies_end_to_end(workflow):
     assert [c["b"] for c in comparisons] == ["tar", "shards"]
     report = (results / "report.html").read_text()
     assert "Is the GPU worth it?" in report and "time waiting for data" in report
+    runs = pd.read_csv(results / "formats" / "runs.csv").set_index("series")
+    assert runs.loc["shards", "stagers"] == 2 and runs.loc["folder", "stage_s"] > 0
+    assert (runs["time_to_first_batch_s"] > 0).all()
+    assert "copies at once" in report
 
 
 def verdict_summary(gpu_times: dict[int, float]) -> pd.DataFrame:
