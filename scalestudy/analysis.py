@@ -85,18 +85,8 @@ RUN_COLUMNS = [
     "step_time_median_s",
     "plain_step_time_median_s",
     "partition",
-    "cpus_usable",
-    "threads_given",
-    "torch_threads",
-    "gpus_visible",
-    "mem_limit_mb",
-    "gpu_util_mean_pct",
-    "gpu_util_peak_pct",
-    "gpu_mem_peak_mb",
-    "wait_fraction",
-    "stage_s",
-    "stagers",
-    "time_to_first_batch_s",
+    *RECEIVED_FIELDS,
+    *TELEMETRY_FIELDS,
 ]
 
 SUMMARY_COLUMNS = [
@@ -449,7 +439,7 @@ def median_or_nan(frame: pd.DataFrame, column: str) -> float:
 
 
 def point_row(
-    group: pd.DataFrame, study: dict, time_col: str, base: int
+    group: pd.DataFrame, study: dict, time_col: str, base: int, quality_metric: str | None
 ) -> tuple[dict, np.ndarray]:
     """One point's summary row (without the ratios to the base case), and the times
     its speedup uses."""
@@ -502,7 +492,7 @@ def point_row(
         "plain_step_time_median_s": median_or_nan(ok, "plain_step_time_median_s"),
         "global_batch": global_batch(ok),
         "job_ids": " ".join(jobs),
-        "quality": median_of(ok, study_quality_metric(study, group)),
+        "quality": median_of(ok, quality_metric),
         "cores": int(first["cores"]),
         "gpus": int(first["gpus"]),
         "nodes": int(first["nodes"]) if pd.notna(first.get("nodes")) else 1,
@@ -533,9 +523,11 @@ def summarise_series(runs: pd.DataFrame, study: dict, time_col: str) -> pd.DataF
     runs = runs.assign(
         **{c: pd.to_numeric(runs[c], errors="coerce") for c in NUMERIC_COLUMNS if c in runs}
     )
+    # one metric for the whole series: points must be compared on the same figure
+    quality_metric = study_quality_metric(study, runs)
     rows, times = [], {}
     for n, group in runs.groupby("n", sort=True):
-        row, times[int(n)] = point_row(group, study, time_col, base)
+        row, times[int(n)] = point_row(group, study, time_col, base, quality_metric)
         rows.append(row)
     summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     base_row = summary[summary["is_base"]]

@@ -217,3 +217,11 @@ def test_convergence_metric_can_be_chosen():
     runs["test_accuracy"] = [0.90, 0.89]
     s = summarise(runs, {"scaling": {}, "convergence": {"metric": "test_accuracy"}})
     assert s["converged"].tolist() == [True, True]
+
+
+def test_quality_is_compared_on_one_metric_across_points():
+    runs = synthetic_runs({1: [10, 10], 2: [6, 6]})
+    runs["val_loss"] = [0.5, 0.5, None, None]  # the second point reports no val_loss
+    runs["final_loss"] = [9.0, 9.0, 0.5, 0.5]
+    s = summarise(runs, {"scaling": {}}).set_index("n")
+    assert s.loc[1, "quality"] == 0.5 and pd.isna(s.loc[2, "quality"])
