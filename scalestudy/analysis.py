@@ -26,7 +26,9 @@ TELEMETRY_FIELDS = (
     "gpu_mem_peak_mb",
     "wait_fraction",
     "stage_s",
+    "stage_s_median",
     "stagers",
+    "dataset_mb",
     "time_to_first_batch_s",
 )
 RECEIVED_FIELDS = ("cpus_usable", "threads_given", "torch_threads", "gpus_visible", "mem_limit_mb")

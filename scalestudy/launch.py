@@ -76,13 +76,34 @@ def worker_processes(
         return [(srun_command(spec, environ, job) + base, env)]
     if requested["nodes"] > 1:
         raise RuntimeError("points with more than one node need a Slurm allocation")
+    cpu_sets = local_cpu_sets(requested["threads"], world, sorted(os.sched_getaffinity(0)))
     if world == 1:
-        return [(base, env)]
+        return [(base, pinned(env, cpu_sets, 0))]
     env |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
     return [
-        (base, dict(env, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(world), NODE_RANK="0"))
+        (
+            base,
+            pinned(env, cpu_sets, r)
+            | {"RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": str(world), "NODE_RANK": "0"},
+        )
         for r in range(world)
     ]
+
+
+def local_cpu_sets(threads: int, world: int, available: list[int]) -> list[list[int]] | None:
+    """Disjoint CPUs for each local rank, as Slurm's cgroups would give them, so that
+    libraries that size their pools from the affinity (XLA, OpenMP runtimes) see the
+    point's threads and not the whole machine. None when the machine has too few
+    CPUs: the ranks then share them, and the record's received resources say so."""
+    if threads * world > len(available):
+        return None
+    return [available[r * threads : (r + 1) * threads] for r in range(world)]
+
+
+def pinned(env: dict, cpu_sets: list[list[int]] | None, rank: int) -> dict:
+    if cpu_sets is None:
+        return env
+    return dict(env, SCALESTUDY_CPUS=",".join(map(str, cpu_sets[rank])))
 
 
 def srun_command(spec: dict, environ=os.environ, job: dict | None = None) -> list[str]:

@@ -220,8 +220,9 @@ def gpu_verdict_of(summary: pd.DataFrame, study: dict) -> dict | None:
         size = params.get(size_param, "all") if size_param else "all"
         for r in part.itertuples():
             if np.isfinite(r.time_s):
-                rows.append({"series": "gpu" if r.gpus else "cpu", "size": size, "n": r.n,
-                             "time_s": r.time_s, "cores": r.cores, "gpus": r.gpus})  # fmt: skip
+                rows.append({"series": "gpu" if r.gpus else "cpu", "name": name, "size": size,
+                             "n": r.n, "time_s": r.time_s, "cores": r.cores,
+                             "gpus": r.gpus})  # fmt: skip
     cost = study.get("cost", {})
     cpu, gpu = verdict.from_frame(
         pd.DataFrame(rows), cost.get("core_weight", 1.0), cost.get("gpu_weight", 2.0)

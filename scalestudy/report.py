@@ -271,6 +271,7 @@ def study_context(
         "received": received_view(runs),
         "gpu_verdict": predictions.get("gpu_verdict"),
         "telemetry": telemetry_view(runs),
+        "staging": staging_view(runs),
         "environment": [
             (label, distinct(runs, col))
             for col, label in ENVIRONMENT_FIELDS.items()
@@ -477,6 +478,55 @@ RECEIVED_LABELS = {
     "world_size": "processes",
     "hosts": "hosts",
 }
+
+
+def staging_view(runs: pd.DataFrame) -> dict | None:
+    """How staging time grows with the copies made at once (k), when the study's runs
+    differ in k: per k the slowest and the typical copy (medians over runs), the
+    slowest copy's time relative to the smallest k, and the data moved per second by
+    all k copies together."""
+    if "stagers" not in runs or "stage_s" not in runs:
+        return None
+    ok = runs[(runs["status"] == "ok") & runs["stagers"].notna() & runs["stage_s"].notna()]
+    if ok["stagers"].nunique() < 2:
+        return None
+    rows = []
+    for k, group in ok.groupby("stagers"):
+        slowest = pd.to_numeric(group["stage_s"]).median()
+        # one copy records no median of copies: its own time is the typical one
+        typical = pd.to_numeric(group.get("stage_s_median", group["stage_s"]))
+        typical = typical.fillna(pd.to_numeric(group["stage_s"])).median()
+        size_mb = pd.to_numeric(group.get("dataset_mb")).median() if "dataset_mb" in group else None
+        rows.append({"k": int(k), "runs": len(group), "slowest": slowest, "typical": typical,
+                     "rate": k * size_mb / slowest if size_mb and slowest > 0 else None})  # fmt: skip
+    first, last = rows[0], rows[-1]
+    growth = last["slowest"] / first["slowest"] if first["slowest"] > 0 else None
+    return {
+        "summary": (
+            f"From {first['k']} to {last['k']} copies at once, the slowest copy takes "
+            f"{fmt(growth, '{:.2f}')}x as long ({fmt(first['slowest'], '{:.3g}')} s to "
+            f"{fmt(last['slowest'], '{:.3g}')} s)"
+            + (
+                f"; all copies together move {fmt(last['rate'], '{:.0f}')} MB/s against "
+                f"{fmt(first['rate'], '{:.0f}')} MB/s for {first['k']}"
+                if first["rate"] and last["rate"]
+                else ""
+            )
+        ),
+        "rows": [
+            {
+                "k": r["k"],
+                "runs": r["runs"],
+                "slowest": fmt(r["slowest"], "{:.3g} s"),
+                "typical": fmt(r["typical"], "{:.3g} s"),
+                "growth": fmt(r["slowest"] / first["slowest"], "{:.2f}x")
+                if first["slowest"] > 0
+                else "–",
+                "rate": fmt(r["rate"], "{:.0f} MB/s"),
+            }
+            for r in rows
+        ],
+    }
 
 
 def telemetry_view(runs: pd.DataFrame) -> list[dict]:

@@ -303,6 +303,11 @@ def normalise_config(config: dict, workdir: Path) -> dict:
     default object into every study, and deepcopy would keep that sharing: a JSON
     round trip gives each study its own."""
     config = json.loads(json.dumps(config))
+    if config.get("only"):
+        unknown = sorted(set(config["only"]) - set(config["studies"]))
+        if unknown:
+            raise ConfigError(f"only: no study named {', '.join(unknown)}")
+        config["studies"] = {k: v for k, v in config["studies"].items() if k in config["only"]}
     for name, study in config["studies"].items():
         check_study(name, study, workdir, config.get("partition_limits"))
     return config

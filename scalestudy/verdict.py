@@ -84,13 +84,18 @@ def break_even(cpu_best_su: float, gpu_su_rate: float, cpu_time_s: float) -> flo
 
 
 def compare_size(size, cpu_points, gpu_point) -> dict:
-    """The figures of one size."""
-    gpu_time, gpu_su = gpu_point
-    fast_threads, fast_time, fast_su = fastest(cpu_points)
-    cheap_threads, cheap_time, cheap_su = cheapest(cpu_points)
+    """The figures of one size. A point may carry its series' name as a last element
+    (CPU: (threads, time, su, name); GPU: (time, su, name)): the verdict names it."""
+    gpu_time, gpu_su = gpu_point[:2]
+    fast, cheap = fastest(cpu_points), cheapest(cpu_points)
+    fast_threads, fast_time, fast_su = fast[:3]
+    cheap_threads, cheap_time, cheap_su = cheap[:3]
     gpu_rate = gpu_su / gpu_time * SECONDS_PER_HOUR
     return {
         "size": size,
+        "gpu_series": gpu_point[2] if len(gpu_point) > 2 else None,
+        "fastest_cpu_series": fast[3] if len(fast) > 3 else None,
+        "best_cpu_series": cheap[3] if len(cheap) > 3 else None,
         "gpu_time_s": gpu_time,
         "gpu_su": gpu_su,
         "fastest_cpu_threads": fast_threads,
@@ -109,6 +114,14 @@ def compare_size(size, cpu_points, gpu_point) -> dict:
 
 def _su(value: float) -> str:
     return f"{value:.3g}"
+
+
+def _threads(n: int) -> str:
+    return f"{n} thread" + ("" if n == 1 else "s")
+
+
+def _named(row: dict) -> str:
+    return f" (series {row['gpu_series']})" if row.get("gpu_series") else ""
 
 
 def gpu_verdict(cpu: CpuPoints, gpu: GpuPoints, sustained: bool = True) -> dict:
@@ -131,26 +144,30 @@ def gpu_verdict(cpu: CpuPoints, gpu: GpuPoints, sustained: bool = True) -> dict:
     if worth_size is not None:
         r = rows[sizes.index(worth_size)]
         text = (
-            f"GPU worth it at size {worth_size}: SU per result {_su(r['gpu_su'])} vs "
-            f"{_su(r['best_cpu_su'])} (best CPU point: {r['best_cpu_threads']} threads), "
+            f"GPU worth it at size {worth_size}{_named(r)}: SU per result {_su(r['gpu_su'])} vs "
+            f"{_su(r['best_cpu_su'])} (best CPU point: {_threads(r['best_cpu_threads'])}), "
             f"{r['speedup']:.3g}x faster than the fastest CPU point "
-            f"({r['fastest_cpu_threads']} threads)"
+            f"({_threads(r['fastest_cpu_threads'])})"
         )
     elif crossover is not None:
         r = rows[sizes.index(crossover)]
+        # the largest size from the crossover on where the GPU costs more: what stops it
+        dear = [row for row in rows[sizes.index(crossover) :] if not row["gpu_cheaper"]][-1]
         text = (
-            f"GPU faster from size {crossover} ({r['speedup']:.3g}x the fastest CPU point, "
-            f"{r['fastest_cpu_threads']} threads) but not cheaper: SU per result "
-            f"{_su(r['gpu_su'])} vs {_su(r['best_cpu_su'])} (best CPU point: "
-            f"{r['best_cpu_threads']} threads); it needs {r['break_even_speedup']:.3g}x to "
-            "break even. Worth it only when time to result matters more than SU"
+            f"GPU faster from size {crossover}{_named(r)} ({r['speedup']:.3g}x the fastest "
+            f"CPU point, {_threads(r['fastest_cpu_threads'])}) but not cheaper at size "
+            f"{dear['size']}: SU per result {_su(dear['gpu_su'])} vs "
+            f"{_su(dear['best_cpu_su'])} (best CPU point: "
+            f"{_threads(dear['best_cpu_threads'])}); it needs "
+            f"{dear['break_even_speedup']:.3g}x there to break even and has "
+            f"{dear['speedup']:.3g}x. Worth it only when time to result matters more than SU"
         )
     else:
         r = rows[-1]
         text = (
             f"GPU not worth it at any measured size (up to {r['size']}): at size {r['size']} "
             f"SU per result {_su(r['gpu_su'])} vs {_su(r['best_cpu_su'])} (best CPU point: "
-            f"{r['best_cpu_threads']} threads), {r['speedup']:.3g}x the fastest CPU point's "
+            f"{_threads(r['best_cpu_threads'])}), {r['speedup']:.3g}x the fastest CPU point's "
             f"speed where {r['break_even_speedup']:.3g}x would break even"
         )
     return {
@@ -164,14 +181,18 @@ def gpu_verdict(cpu: CpuPoints, gpu: GpuPoints, sustained: bool = True) -> dict:
 
 def from_frame(df, core_weight: float = 1.0, gpu_weight: float = 2.0) -> tuple[dict, dict]:
     """(cpu, gpu) inputs of gpu_verdict from a DataFrame with columns series ("cpu" or
-    "gpu"), size, n, time_s, cores, gpus; repeats of a point give their median time."""
+    "gpu"), size, n, time_s, cores, gpus, and optionally name (the study's series):
+    rows of one (series, name, size, n) are repeats and give their median time; points
+    of different names are kept apart (three input pipelines on one GPU are three GPU
+    points, not one), and each point carries its name."""
     missing = {"series", "size", "n", "time_s", "cores", "gpus"} - set(df.columns)
     if missing:
         raise ValueError(f"missing columns: {sorted(missing)}")
     bad = set(df["series"]) - {"cpu", "gpu"}
     if bad:
         raise ValueError(f"series must be 'cpu' or 'gpu', not {sorted(bad)}")
-    points = df.groupby(["series", "size", "n"], as_index=False).agg(
+    df = df.assign(name=df["name"] if "name" in df else df["series"])
+    points = df.groupby(["series", "name", "size", "n"], as_index=False, sort=False).agg(
         time_s=("time_s", "median"), cores=("cores", "first"), gpus=("gpus", "first")
     )
     cpu: dict = {}
@@ -179,7 +200,7 @@ def from_frame(df, core_weight: float = 1.0, gpu_weight: float = 2.0) -> tuple[d
     for row in points.itertuples(index=False):
         su = su_per_result(row.time_s, row.cores, row.gpus, core_weight, gpu_weight)
         if row.series == "cpu":
-            cpu.setdefault(row.size, []).append((int(row.n), float(row.time_s), su))
+            cpu.setdefault(row.size, []).append((int(row.n), float(row.time_s), su, row.name))
         elif row.size not in gpu or row.time_s < gpu[row.size][0]:
-            gpu[row.size] = (float(row.time_s), su)
+            gpu[row.size] = (float(row.time_s), su, row.name)
     return cpu, gpu

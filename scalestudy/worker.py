@@ -97,6 +97,9 @@ def main(argv=None) -> int:
     parser.add_argument("--spec", required=True, help="JSON file with the run's spec")
     parser.add_argument("--result-dir", required=True, help="where rank K writes rankK.json")
     args = parser.parse_args(argv)
+    # local runs: the CPUs the launcher chose, before any library sizes its pools
+    if os.environ.get("SCALESTUDY_CPUS"):
+        os.sched_setaffinity(0, {int(c) for c in os.environ["SCALESTUDY_CPUS"].split(",")})
     spec = json.loads(Path(args.spec).read_text())
     launch_time = float(os.environ.get("SCALESTUDY_LAUNCH_TIME", time.time()))
     result = run_workload(spec, launch_time)

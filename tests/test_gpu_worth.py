@@ -408,7 +408,7 @@ def test_verdict_worth_it():
     assert row["break_even_speedup"] == pytest.approx(3 / 4**0.8)
     assert out["worth_it_size"] == 256
     assert out["verdict"].startswith("GPU worth it at size 256: SU per result 0.05 vs 0.178")
-    assert "(best CPU point: 1 threads)" in out["verdict"]
+    assert "(best CPU point: 1 thread)" in out["verdict"]
 
 
 def test_verdict_faster_but_not_cheaper():
@@ -416,6 +416,14 @@ def test_verdict_faster_but_not_cheaper():
     out = verdict.gpu_verdict(cpu_points(), gpu_points([30.0, 40.0, 150.0, 1200.0], cores=16))
     assert out["crossover_size"] == 256 and not out["worth_it"]
     assert "not cheaper" in out["verdict"] and "break even" in out["verdict"]
+
+
+def test_verdict_names_the_size_where_the_gpu_stops_being_cheaper():
+    # a 2-core + 1-GPU job (4 SU/h): faster from 128 on, cheaper at 128 and 256, not 512
+    out = verdict.gpu_verdict(cpu_points(), gpu_points([30.0, 15.0, 100.0, 1500.0], cores=2))
+    assert out["crossover_size"] == 128 and not out["worth_it"]
+    assert [r["gpu_cheaper"] for r in out["sizes"]] == [False, True, True, False]
+    assert "but not cheaper at size 512: SU per result 1.67 vs 1.42" in out["verdict"]
 
 
 def test_verdict_not_worth_it():
@@ -435,7 +443,39 @@ def test_verdict_from_frame():
     df = pd.DataFrame(rows, columns=["series", "size", "n", "time_s", "cores", "gpus"])
     cpu, gpu = verdict.from_frame(df)
     assert cpu[256][0][1] == pytest.approx(cpu_points()[256][0][1])
-    assert gpu[256] == (60.0, pytest.approx(0.05))
+    assert gpu[256] == (60.0, pytest.approx(0.05), "gpu")
     assert verdict.gpu_verdict(cpu, gpu)["worth_it_size"] == 256
     with pytest.raises(ValueError, match="missing columns"):
         verdict.from_frame(df.drop(columns="gpus"))
+
+
+def test_gpu_series_at_one_size_stay_apart_and_the_fastest_is_named():
+    # three input pipelines on one GPU (same size, same 8 cores): not one median point
+    rows = [("cpu", "cpu", 256, 16, 2.2, 16, 0)]
+    rows += [("gpu", name, 256, 8, t, 8, 1) for name, t in
+             [("loader", 2.0), ("workers", 0.7), ("on_device", 0.1)]]  # fmt: skip
+    df = pd.DataFrame(rows, columns=["series", "name", "size", "n", "time_s", "cores", "gpus"])
+    cpu, gpu = verdict.from_frame(df, 1, 16)
+    assert gpu[256][0] == 0.1 and gpu[256][2] == "on_device"
+    out = verdict.gpu_verdict(cpu, gpu)
+    assert out["sizes"][0]["gpu_series"] == "on_device"
+    assert out["sizes"][0]["speedup"] == pytest.approx(22.0)
+    assert out["verdict"].startswith("GPU worth it at size 256 (series on_device)")
+
+
+def test_staging_view_shows_growth_with_copies_at_once():
+    from scalestudy.report import staging_view
+
+    runs = pd.DataFrame(
+        [
+            {"status": "ok", "stagers": k, "stage_s": t, "stage_s_median": m, "dataset_mb": 60.0}
+            for k, t, m in [(1, 1.0, 1.0), (1, 1.2, 1.2), (4, 2.0, 1.5), (4, 2.4, 1.7)]
+        ]
+        + [{"status": "failed", "stagers": 8, "stage_s": None}]
+    )
+    view = staging_view(runs)
+    assert [r["k"] for r in view["rows"]] == [1, 4]  # the failed run is no point
+    assert view["rows"][1]["growth"] == "2.00x"  # median 2.2 s against 1.1 s
+    assert view["rows"][1]["rate"] == f"{4 * 60 / 2.2:.0f} MB/s"
+    assert view["summary"].startswith("From 1 to 4 copies at once, the slowest copy takes 2.00x")
+    assert staging_view(runs[runs["stagers"] == 1]) is None  # one k: nothing to compare

@@ -1,6 +1,5 @@
 """The launcher and worker for real: processes, records, failures, allocation checks."""
 
-import os
 import threading
 import time
 
@@ -8,7 +7,7 @@ import psutil
 import pytest
 
 from scalestudy import studies as st
-from scalestudy.launch import launch
+from scalestudy.launch import launch, local_cpu_sets
 from scalestudy.records import read_record
 from tests.conftest import tiny_mnist_study
 from tests.test_data import fashion_root  # noqa: F401  (session fixture)
@@ -46,7 +45,8 @@ def test_successful_run_writes_a_full_record(fashion_root, tmp_path, threads_env
     assert record["metrics"]["peak_rss_mb"] > 50
     received = record["resources"]["received"]
     assert received["threads_given"] == 1 and received["torch_threads"] == 1
-    assert received["cpus_usable"] == len(os.sched_getaffinity(0))
+    # a local run is pinned to the point's CPUs, as Slurm's cgroup would pin it
+    assert received["cpus_usable"] == 1
     assert record["resources"]["mismatch"] is False
     env = record["environment"]
     assert env["torch"].startswith("2.") and env["python"] and env["host"]
@@ -106,3 +106,10 @@ def test_killed_worker_is_reported(fashion_root, tmp_path, threads_env):  # noqa
     assert record["status"] == "failed"
     assert record["reason"].startswith("workload killed by SIGKILL")
     assert record["exit_code"] == -9
+
+
+def test_local_ranks_get_disjoint_cpus_or_none_when_too_few():
+    assert local_cpu_sets(2, 2, [0, 1, 4, 5, 6]) == [[0, 1], [4, 5]]
+    assert local_cpu_sets(1, 1, [3]) == [[3]]
+    # more than the machine has: not pinned, and the record reports the shortfall
+    assert local_cpu_sets(4, 1, [0, 1]) is None
