@@ -24,11 +24,16 @@ Staging copies a data set into a scratch folder on the node (`scratch_dir` says
 which). It stops timing when the copy is in the page cache, without fsync: a job
 reads its staged copy from there, and write-back to the local disk overlaps the
 run.
+
+The page cache: `evict_from_page_cache` drops the cached contents of a data set's
+files, so that the next read of them comes from the disk (a cold read) without
+root; see its docstring for what it cannot drop.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import os
 import random
@@ -39,7 +44,7 @@ import tarfile
 import tempfile
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 FORMATS = ("folder", "tar", "shards")
@@ -325,11 +330,11 @@ def reader(fmt: str, path: str | os.PathLike, **options) -> Iterator[tuple[bytes
     """The reader of a format; an extracted tar (a folder) is read with fmt="folder".
     Options: shuffle_seed (folder, shards), reader (tar)."""
     if fmt == "folder":
-        return read_folder(path)
+        return read_folder(path, **options)
     if fmt == "tar":
         return read_tar(path, **options)
     if fmt == "shards":
-        return read_shards(path)
+        return read_shards(path, **options)
     raise ValueError(f"format must be one of {FORMATS}, not {fmt!r}")
 
 
@@ -450,6 +455,69 @@ def stage_parallel(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+# --- the page cache ------------------------------------------------------------------
+
+
+def _evict_file(path: str) -> int:
+    """fsync one file (dirty pages cannot be evicted), drop its pages; return its size."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+def evict_from_page_cache(
+    paths: str | os.PathLike | Iterable[str | os.PathLike],
+) -> dict:
+    """Drop every regular file under `paths` (files, and folders walked recursively)
+    from the page cache, so that the next read of them is from the disk; return
+    {"files": how many, "bytes": their total size}.
+
+    Each file is opened read-only, fsync'ed (dirty pages, such as those of a copy just
+    written, cannot be evicted) and given posix_fadvise(POSIX_FADV_DONTNEED). This needs
+    no root, unlike drop_caches, and touches only these files. It cannot drop: directory
+    entries and inodes (opening many small files stays cheaper than truly cold), pages
+    another process has mapped or locked, the disk's own cache, files on tmpfs (they
+    live in memory), and a network file system's client may ignore the advice.
+    Symbolic links inside folders are not followed. Every path is checked before
+    anything is evicted: one that does not exist raises FileNotFoundError, one that is
+    neither a regular file nor a folder ValueError.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [os.fspath(path) for path in paths]
+    if not hasattr(os, "posix_fadvise"):
+        raise NotImplementedError("evicting from the page cache needs os.posix_fadvise (Linux)")
+    folders, files = [], []
+    for path in paths:
+        if os.path.isdir(path):
+            folders.append(path)
+        elif os.path.isfile(path):
+            files.append(path)
+        elif not os.path.exists(path):
+            raise FileNotFoundError(
+                errno.ENOENT, "cannot evict from the page cache: no such file or folder", path
+            )
+        else:
+            raise ValueError(f"{path}: not a regular file or a folder, cannot evict it")
+    count = total = 0
+    for path in files:
+        total += _evict_file(path)
+        count += 1
+    while folders:  # one pass, depth first, with scandir's cached entry types
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    total += _evict_file(entry.path)
+                    count += 1
+    return {"files": count, "bytes": total}
 
 
 def main(argv=None) -> int:

@@ -496,9 +496,11 @@ def staging_view(runs: pd.DataFrame) -> dict | None:
         # one copy records no median of copies: its own time is the typical one
         typical = pd.to_numeric(group.get("stage_s_median", group["stage_s"]))
         typical = typical.fillna(pd.to_numeric(group["stage_s"])).median()
-        size_mb = pd.to_numeric(group.get("dataset_mb")).median() if "dataset_mb" in group else None
-        rows.append({"k": int(k), "runs": len(group), "slowest": slowest, "typical": typical,
-                     "rate": k * size_mb / slowest if size_mb and slowest > 0 else None})  # fmt: skip
+        size_mb = pd.to_numeric(group["dataset_mb"]).median() if "dataset_mb" in group else None
+        rate = k * size_mb / slowest if size_mb and slowest > 0 else None
+        rows.append(
+            {"k": int(k), "runs": len(group), "slowest": slowest, "typical": typical, "rate": rate}
+        )
     first, last = rows[0], rows[-1]
     growth = last["slowest"] / first["slowest"] if first["slowest"] > 0 else None
     return {

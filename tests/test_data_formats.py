@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import copy
+import ctypes
+import ctypes.util
 import io
+import mmap
+import os
 import shutil
 import subprocess
+import sys
 import tarfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
 
 from scalestudy import formats
 from scalestudy.harness import Context
+from tests.test_studies import SCHEMA, validated
 from workloads import data_formats
 
 
@@ -60,6 +70,15 @@ def test_folder_read_back(sample_set, written):
     shuffled = list(formats.read_folder(written["folder"], shuffle_seed=3))
     assert shuffled != expected(sample_set, order)
     assert sorted(shuffled) == sorted(expected(sample_set, order))
+
+
+@pytest.mark.parametrize("fmt", ["folder", "shards"])
+def test_reader_passes_the_shuffle_on(written, fmt):
+    # the workload reads through formats.reader: its shuffle must reach the format's reader
+    plain = list(formats.reader(fmt, written[fmt]))
+    shuffled = list(formats.reader(fmt, written[fmt], shuffle_seed=3))
+    assert shuffled != plain and sorted(shuffled) == sorted(plain)
+    assert shuffled == list(formats.reader(fmt, written[fmt], shuffle_seed=3))
 
 
 def test_shards_are_webdataset_layout(written):
@@ -170,6 +189,84 @@ def test_stage_parallel_returns_k_times_and_k_copies(sample_set, written, tmp_pa
         assert list(formats.read_shards(staged)) == want
 
 
+# --- the page cache ------------------------------------------------------------------
+
+
+def test_evict_from_page_cache_counts_files_and_bytes(sample_set, written):
+    images, _ = sample_set
+    assert formats.evict_from_page_cache(written["folder"]) == {
+        "files": len(images),
+        "bytes": sum(len(image) for image in images),
+    }
+    tar = written["tar"]
+    assert formats.evict_from_page_cache(tar) == {"files": 1, "bytes": tar.stat().st_size}
+    shards = formats.shard_paths(written["shards"])
+    both = formats.evict_from_page_cache([str(tar), written["shards"]])
+    assert both == {"files": 4, "bytes": sum(f.stat().st_size for f in [tar, *shards])}
+    # evicting changes what is cached, never what is read
+    assert list(formats.read_shards(written["shards"])) == expected(sample_set, range(len(images)))
+
+
+def test_evict_from_page_cache_refuses_what_is_not_there(tmp_path, written):
+    missing = tmp_path / "missing"
+    with pytest.raises(FileNotFoundError, match="no such file or folder") as info:
+        formats.evict_from_page_cache([written["tar"], missing])
+    assert info.value.filename == str(missing)
+    with pytest.raises(FileNotFoundError):
+        formats.evict_from_page_cache(str(missing))
+
+
+def test_evict_from_page_cache_skips_links_and_takes_dirty_files(tmp_path, written):
+    folder = tmp_path / "set"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "a.bin").write_bytes(b"x" * 5000)  # just written: dirty pages
+    (folder / "b.bin").write_bytes(b"")
+    (folder / "link.bin").symlink_to(written["tar"])
+    (folder / "linked").symlink_to(written["folder"], target_is_directory=True)
+    assert formats.evict_from_page_cache(folder) == {"files": 2, "bytes": 5000}
+    assert (folder / "sub" / "a.bin").read_bytes() == b"x" * 5000
+
+
+def resident_pages(path: Path) -> tuple[int, int]:
+    """(pages of the file in the page cache, pages of the file), by mincore(2)."""
+    size = path.stat().st_size
+    page = os.sysconf("SC_PAGE_SIZE")
+    pages = -(-size // page)
+    vec = (ctypes.c_ubyte * pages)()
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), size, prot=mmap.PROT_READ) as mm:
+        view = np.frombuffer(mm, dtype=np.uint8)  # for the mapping's address
+        rc = libc.mincore(ctypes.c_void_p(view.ctypes.data), ctypes.c_size_t(size), vec)
+        del view
+    if rc != 0:
+        raise OSError(ctypes.get_errno(), "mincore failed")
+    return sum(v & 1 for v in vec), pages
+
+
+def file_system_type(path: Path) -> str:
+    """The type of the file system that holds `path`, from /proc/self/mounts."""
+    best, kind = "", ""
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        mount, fs = (field.replace("\\040", " ") for field in line.split()[1:3])
+        inside = str(path).startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) >= len(best):
+            best, kind = mount, fs
+    return kind
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mincore via Linux libc")
+def test_evict_from_page_cache_leaves_no_page_resident(tmp_path):
+    path = (tmp_path / "data.bin").resolve()
+    path.write_bytes(np.random.default_rng(1).bytes(64 * 4096 + 100))
+    if file_system_type(path) in ("tmpfs", "ramfs"):
+        pytest.skip(f"{path} is in memory (tmpfs): nothing can be evicted")
+    path.read_bytes()
+    resident, pages = resident_pages(path)
+    assert pages == 65 and resident == pages  # written, then read: all cached
+    formats.evict_from_page_cache(tmp_path)
+    assert resident_pages(path) == (0, pages)
+
+
 # --- the workload --------------------------------------------------------------------
 
 
@@ -230,3 +327,60 @@ def test_workload_without_staging_reads_the_source(tmp_path):
     ctx, phases = run_workload(tmp_path, format="folder", stage=False)
     assert "stage" not in phases and "stage_s" not in ctx.metrics
     assert ctx.metrics["samples_per_s"] > 0
+
+
+def test_workload_cold_read_evicts_outside_the_timed_phases(tmp_path):
+    warm, warm_phases = run_workload(tmp_path, format="shards")
+    cold, cold_phases = run_workload(tmp_path, format="shards", cache="cold")
+    assert [(p.name, p.kind) for p in cold.phases] == [
+        ("write", "data"),
+        ("evict page cache", "other"),  # the source, before staging
+        ("stage", "data"),
+        ("evict page cache", "other"),  # the staged copy, before the first batch
+        ("first batch", "epoch"),
+        ("stream", "epoch"),
+    ]
+    assert warm.metrics["cold_read"] == 0 and "evicted_mb" not in warm.metrics
+    assert cold.metrics["cold_read"] == 1
+    # the source and the staged copy: twice the data set
+    assert cold.metrics["evicted_mb"] == pytest.approx(2 * cold.metrics["dataset_mb"])
+    assert cold.metrics["evicted_mb"] > 0
+    assert set(cold.metrics) == set(warm.metrics) | {"evicted_mb"}
+    assert cold_phases["first batch"].samples == warm_phases["first batch"].samples == 64
+    assert cold_phases["stream"].samples == warm_phases["stream"].samples == 300 - 64
+    read_s = cold_phases["first batch"].seconds + cold_phases["stream"].seconds
+    assert cold.metrics["samples_per_s"] == pytest.approx(300 / read_s)
+    assert cold.metrics["time_to_first_batch_s"] == cold_phases["first batch"].seconds
+    assert 0 < cold.metrics["stage_s"] <= cold_phases["stage"].seconds
+    assert not list(tmp_path.glob("scalestudy-formats-*"))
+
+
+def test_workload_cold_read_without_staging_evicts_the_source_once(tmp_path):
+    ctx, phases = run_workload(tmp_path, format="folder", stage=False, cache="cold")
+    assert [p.name for p in ctx.phases] == ["write", "evict page cache", "first batch", "stream"]
+    assert phases["evict page cache"].kind == "other"
+    assert ctx.metrics["evicted_mb"] == pytest.approx(ctx.metrics["dataset_mb"])
+    assert ctx.metrics["cold_read"] == 1 and ctx.metrics["files"] == 300
+
+
+def test_workload_refuses_an_unknown_cache_mode(tmp_path):
+    with pytest.raises(ValueError, match="cache must be one of"):
+        run_workload(tmp_path, cache="lukewarm")
+
+
+def formats_config(**params) -> dict:
+    study = {
+        "workload": "data_formats",
+        "params": {"images": 300, "format": "folder"} | params,
+        "scaling": {"axis": "threads", "points": [1]},
+    }
+    return {"studies": {"formats": study}}
+
+
+def test_schema_knows_the_cache_modes():
+    config = validated(formats_config(cache="cold"))
+    assert config["studies"]["formats"]["params"]["cache"] == "cold"
+    config = validated(formats_config())
+    assert config["studies"]["formats"]["params"]["cache"] == "warm"
+    with pytest.raises(WorkflowError, match="lukewarm"):
+        validate(copy.deepcopy(formats_config(cache="lukewarm")), schema=SCHEMA)

@@ -73,6 +73,16 @@ def test_gd_regression_on_the_gpu(tmp_path, backend):
     assert_telemetry(m)
 
 
+@pytest.mark.skipif(not HAS_JAX, reason="JAX is not installed")
+def test_gd_regression_cpu_point_stays_on_the_cpu_of_a_gpu_node(tmp_path):
+    # JAX's default backend here is the GPU: a CPU point must still compute on the CPU
+    params = {"samples": 20000, "variables": 64, "iterations": 50, "backend": "jax"}
+    ctx = Context(params=params, data_dir=tmp_path, threads=1)
+    ctx.device = torch.device("cpu")
+    gd_regression.run(params, ctx)  # check_ran_on raises if XLA ran it elsewhere
+    assert ctx.metrics["backend_jax"] == 1 and "gpu_samples" not in ctx.metrics
+
+
 @pytest.mark.parametrize("placement", ["loader", "host_memory", "device"])
 def test_cifar_cnn_on_the_gpu(tmp_path, placement):
     params = {"dataset": "synthetic", "synthetic_samples": 2048, "batch_size": 128,

@@ -162,6 +162,13 @@ def test_gd_regression_eager_when_asked_or_when_compile_fails(tmp_path, monkeypa
     assert ctx.metrics["final_mse"] == pytest.approx(eager_mse)
 
 
+def test_gd_regression_refuses_a_result_computed_on_another_device():
+    on = SimpleNamespace(devices=lambda: {"cuda:0"})
+    gd_regression.check_ran_on(on, "cuda:0")
+    with pytest.raises(RuntimeError, match=r"JAX ran on \['cuda:0'\], not on cpu"):
+        gd_regression.check_ran_on(on, "cpu")
+
+
 @pytest.mark.skipif(HAS_JAX, reason="JAX is installed")
 def test_gd_regression_without_jax(tmp_path):
     with pytest.raises(RuntimeError, match="JAX is not installed"):

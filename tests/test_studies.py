@@ -121,3 +121,12 @@ def test_run_spec_carries_the_request():
     spec = st.run_spec("s", config["studies"]["s"], 2, 1)
     assert spec["point"] == "t2" and spec["requested"]["threads"] == 2
     assert spec["requested"]["mem_mb"] == 2000
+
+
+def test_only_keeps_the_named_studies_and_refuses_unknown_names():
+    studies = {"a": tiny_mnist_study(), "b": tiny_mnist_study()}
+    config = validated({"studies": studies, "only": ["b"]})
+    assert list(config["studies"]) == ["b"]
+    assert set(st.points_table(config)["study"]) == {"b"}
+    assert list(validated({"studies": studies})["studies"]) == ["a", "b"]  # empty = all
+    assert "only: no study named c" in config_error({"studies": studies, "only": ["b", "c"]})

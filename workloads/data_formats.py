@@ -19,6 +19,12 @@ Phases
                stage_s is the slowest copy's own time; the phase also includes
                starting the k processes. With `stage` false, the stream reads the
                source directly.
+  evict page cache
+               (kind other, not a result; only with `cache: cold`; metric evicted_mb,
+               the MB of both evictions) drop the source from the page cache before
+               staging, and the copy to be read (the staged copy, or the source with
+               `stage` false) after it; see "What this measures". Each eviction is a
+               phase of its own, so that it is in no timed phase and no result.
   first batch  (kind epoch; metric time_to_first_batch_s) open the reader and read
                the first `batch_size` samples.
   stream       (kind epoch) the remaining samples. samples_per_s = all samples over
@@ -37,10 +43,22 @@ metrics wait_s, compute_s, wait_fraction, final_loss. Labels are random, so the
 loss says nothing about learning (read class by class, it even drops: each batch
 holds one label).
 
-What this measures: the staged copy was just written, so the stream usually
-reads it from the page cache, and the source too unless another node wrote
-it. The stream rate is thus the reader's own cost. Cold reads from disk are
-what benchmarks/data_formats.py measures, with the page cache dropped.
+What this measures, by `cache` (metric cold_read: 0 warm, 1 cold):
+  warm  (the default) the staged copy was just written, so the stream usually
+        reads it from the page cache, and staging reads the source from there too
+        unless another node wrote it. The stream rate is thus the reader's own cost.
+  cold  the data set's files are evicted from the page cache (fsync, then
+        posix_fadvise DONTNEED on each file: scalestudy.formats.evict_from_page_cache,
+        no root needed) before staging and again before the first batch, so that
+        staging and the stream read from the disk. The limits: only this data set's
+        clean pages are dropped (the fsync cleans them first); other processes' pages,
+        directory entries and inodes stay cached (opening a folder's many small files
+        is thus cheaper than truly cold, as in benchmarks/data_formats.py without
+        root), the disk's own cache is untouched, files on tmpfs (a RAM-backed
+        scratch, /dev/shm) cannot be evicted at all, and on network file systems (NFS,
+        Lustre, GPFS) the client cache may not honour the advice.
+        benchmarks/data_formats.py drops the whole page cache as root (echo 3 >
+        /proc/sys/vm/drop_caches), inodes included.
 """
 
 from __future__ import annotations
@@ -58,6 +76,7 @@ from scalestudy import formats
 from scalestudy.telemetry import gpu_telemetry
 
 CLASSES = 10
+CACHE_MODES = ("warm", "cold")
 
 
 def options(params: dict) -> dict:
@@ -75,6 +94,7 @@ def options(params: dict) -> dict:
         "extract_tar": False,
         "tar_reader": "fast",
         "shuffle": False,
+        "cache": "warm",
     } | params
     if p["format"] not in formats.FORMATS:
         raise ValueError(f"format must be one of {formats.FORMATS}, not {p['format']!r}")
@@ -82,6 +102,8 @@ def options(params: dict) -> dict:
         raise ValueError("images, image_bytes, shards and batch_size must be at least 1")
     if p["parallel_stagers"] < 1:
         raise ValueError("parallel_stagers must be at least 1")
+    if p["cache"] not in CACHE_MODES:
+        raise ValueError(f"cache must be one of {CACHE_MODES}, not {p['cache']!r}")
     return p
 
 
@@ -220,19 +242,34 @@ def stream(p: dict, read_fmt: str, path: Path, ctx, model: TinyModel | None) -> 
     return totals
 
 
+def evict(path: Path, ctx) -> int:
+    """Drop a data set from the page cache in a phase of its own; return the bytes."""
+    with ctx.phase("evict page cache", kind="other"):
+        return formats.evict_from_page_cache(path)["bytes"]
+
+
 def run(params: dict, ctx) -> None:
     p = options(params)
+    cold = p["cache"] == "cold"
     with ctx.phase("write", kind="data"):
         source = ensure_written(p, ctx.data_dir)
     scratch = formats.scratch_dir(p["scratch"])
     workdir = Path(tempfile.mkdtemp(prefix="scalestudy-formats-", dir=scratch))
+    evicted = 0
     try:
+        if cold and p["stage"]:
+            evicted += evict(source, ctx)  # staging reads the source from disk
         read_fmt, path = stage_data(p, source, ctx, workdir)
+        if cold:
+            evicted += evict(path, ctx)  # the stream reads what it reads from disk
         model = TinyModel(p["image_bytes"], ctx.device, p["seed"]) if p["train"] else None
         totals = stream(p, read_fmt, path, ctx, model)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     record_metrics(p, source, totals, ctx)
+    ctx.metric("cold_read", 1 if cold else 0)
+    if cold:
+        ctx.metric("evicted_mb", evicted / 1e6)
 
 
 def record_metrics(p: dict, source: Path, totals: dict, ctx) -> None:

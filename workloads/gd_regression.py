@@ -193,13 +193,24 @@ def run_jax(p: dict, ctx, device) -> dict:
         y = y + NOISE * jax.random.normal(kn, (n,), dtype=jnp.float32)
         w0 = jnp.zeros((m,), dtype=jnp.float32)
         lr = jnp.float32(p["lr"])
-        jax.block_until_ready((x, y, w0, lr))
+        # default_device leaves arrays uncommitted, and jit runs uncommitted arrays on
+        # the default backend: on a GPU node a "CPU" point would copy X to the GPU and
+        # run there. Committed arrays pin the program to `device`.
+        x, y, w0, lr = jax.block_until_ready(jax.device_put((x, y, w0, lr), device))
     with ctx.phase("compile", kind="other") as compile_phase:
         program = jax_program(jax, p["iterations"]).lower(x, y, w0, lr).compile()
     with gpu_telemetry(ctx), ctx.phase("run", kind="epoch", samples=gradient_rows(p)) as run_phase:
         w = jax.block_until_ready(program(x, y, w0, lr))
+    check_ran_on(w, device)
     mse = float(jnp.mean((x @ w - y) ** 2))
     return result(True, compile_phase, run_phase, mse)
+
+
+def check_ran_on(array, device) -> None:
+    """Refuse a result computed anywhere but on the point's device."""
+    where = set(array.devices())
+    if where != {device}:
+        raise RuntimeError(f"JAX ran on {sorted(map(str, where))}, not on {device}")
 
 
 def run(params: dict, ctx) -> None:
