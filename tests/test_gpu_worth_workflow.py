@@ -43,7 +43,7 @@ def tiny_studies() -> dict:
             "workload": "data_formats",
             "params": {"images": 300, "image_bytes": 256, "shards": 2, "batch_size": 32},
             "scaling": {"axis": "threads", "points": [1]},
-            "series": {"folder": {"params": {"format": "folder"}},
+            "series": {"folder": {"params": {"format": "folder", "cache": "cold"}},
                        "tar": {"params": {"format": "tar"}},
                        "shards": {"params": {"format": "shards", "parallel_stagers": 2}}},
             "repeats": 1,
@@ -76,6 +76,11 @@ def test_gpu_worth_and_data_loading_studies_end_to_end(workflow):
     assert runs.loc["shards", "stagers"] == 2 and runs.loc["folder", "stage_s"] > 0
     assert (runs["time_to_first_batch_s"] > 0).all()
     assert "copies at once" in report
+    # shards staged 2 copies at once, the others 1: the growth with k is reported
+    assert "From 1 to 2 copies at once, the slowest copy takes" in report
+    cold = json.loads((results / "formats" / "runs" / "folder-t1" / "rep1.json").read_text())
+    assert cold["metrics"]["cold_read"] == 1 and cold["metrics"]["evicted_mb"] > 0
+    assert "evict page cache" in [p["name"] for p in cold["phases"]]
 
 
 def verdict_summary(gpu_times: dict[int, float]) -> pd.DataFrame:
