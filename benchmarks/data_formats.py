@@ -1,9 +1,10 @@
 """Cold reads of one image set as a folder of small files, one tar, and WebDataset shards.
 
 Writes --files samples of --image-bytes random bytes (default 20,000 x 3072 B, a
-CIFAR-sized raw image each) in the three formats of scalestudy.formats, then, for
---rounds rounds, drops the page cache before each read and reads each format
-cold from disk, alternating the order every round. Prints the median samples/s
+CIFAR-sized raw image each) in the three formats of the data_formats workload
+(workloads/data_formats/formats.py), then, for --rounds rounds, drops the page
+cache before each read and reads each format cold from disk, alternating the
+order every round. Prints the median samples/s
 of each reader and the ratios over the folder read in name order (its best
 case; "folder shuffled" reads the files in random order, as a shuffled Dataset
 does). The goal: shards >= 3x the folder.
@@ -30,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import REPO
-from scalestudy import formats
+from workloads.data_formats import formats
 
 
 def drop_caches(files: list[Path]) -> str:

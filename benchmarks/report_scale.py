@@ -43,6 +43,7 @@ RECORD = {
 def record(study: str, n: int, repeat: int, seconds: float) -> dict:
     r = copy.deepcopy(RECORD)
     r.update(study=study, point=f"t{n}", n=n, repeat=repeat, wall_s=seconds + 1.0)
+    r["run_id"] = f"{study}-t{n}-rep{repeat}"  # each run once
     r["phases"] = [
         {"name": "startup", "kind": "startup", "seconds": 1.0},
         {"name": "epoch 1", "kind": "epoch", "seconds": seconds, "samples": 1000},

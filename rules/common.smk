@@ -1,14 +1,16 @@
 import json
+import os
 import re
 import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 from snakemake.utils import validate
 
 from scalestudy import studies as st
-from scalestudy import FIGURES
-from scalestudy.records import RecordError, read_record
+from scalestudy import FIGURES, paths
+from scalestudy.records import RecordError, misplacement, read_record
 
 # Validate first: nothing below may see a config the schema has not accepted.
 try:
@@ -18,6 +20,8 @@ except WorkflowError as e:
     raise WorkflowError(st.describe_validation_error(e)) from None
 except st.ConfigError as e:
     raise WorkflowError(f"config key {e}") from None
+except st.WorkloadError as e:  # a workload module's declaration, not the config
+    raise WorkflowError(str(e)) from None
 
 
 STUDIES = CONFIG["studies"]
@@ -32,7 +36,12 @@ CODE = {
     "analysis": [
         str(PACKAGE / "analysis.py"),
         str(PACKAGE / "predictions.py"),
-        str(PACKAGE / "stats.py"),
+        str(PACKAGE / "intervals.py"),
+        str(PACKAGE / "models.py"),
+        str(PACKAGE / "comparison.py"),
+        str(PACKAGE / "recommendation.py"),
+        str(PACKAGE / "cost.py"),
+        str(PACKAGE / "records.py"),
         str(PACKAGE / "schemas/record.schema.json"),
     ],
     "plots": [str(PACKAGE / "plots.py")],
@@ -48,8 +57,14 @@ wildcard_constraints:
 
 
 def get_final_outputs():
-    return ["results/report.html"] + expand(
-        "results/{study}/summary.csv", study=list(STUDIES)
+    """The report, every study's summary, and every record: Snakemake does not remake
+    a deleted file that only feeds outputs it finds up to date, so a deleted record
+    is a target here, and its run and its study's aggregation run again."""
+    records = [paths.record_path(r.study, r.point, r.repeat) for r in RUNS.itertuples()]
+    return (
+        ["results/report.html"]
+        + expand("results/{study}/summary.csv", study=list(STUDIES))
+        + records
     )
 
 
@@ -95,6 +110,7 @@ def get_run_spec(wildcards):
     repeat = int(getattr(wildcards, "repeat", 1))  # a profiling job has no repeats
     spec = st.run_spec(wildcards.study, study, int(point["n"]), repeat, point["series"])
     spec["data_dir"] = DATA_DIR
+    spec["series"] = point["series"]
     return json.dumps(spec, sort_keys=True)
 
 
@@ -110,16 +126,20 @@ def get_profile_spec(wildcards):
 
 def get_rerun_token(wildcards):
     """A failed run's token differs from the one it ran with, so Snakemake's params
-    trigger reruns it on the next invocation; a good run keeps its token."""
-    path = Path(
-        f"results/{wildcards.study}/runs/{wildcards.point}/rep{wildcards.repeat}.json"
-    )
+    trigger reruns it on the next invocation; a good run keeps its token. A record that
+    cannot be read, or is not the run its path names (copied or moved by hand), gets a
+    token from the file's own change time: new for every new fault, however often."""
+    path = Path(paths.record_path(wildcards.study, wildcards.point, wildcards.repeat))
     if not path.exists():
         return "first"
     try:
         record = read_record(path)
-    except RecordError:
-        return "unreadable"
+        problem = misplacement(record, path, get_point(wildcards)["series"])
+    except RecordError as e:
+        problem = str(e)
+    if problem:
+        logger.warning(f"{problem} It is run again.")
+        return f"invalid-{path.stat().st_mtime_ns}"
     if record["status"] == "ok":
         return record["rerun_token"]
     return f"retry-after-{record['finished_at']}"
@@ -130,10 +150,7 @@ def get_study_records(wildcards):
     if "measured" in study:
         return [study["measured"]]
     runs = RUNS[RUNS["study"] == wildcards.study]
-    return [
-        f"results/{r.study}/runs/{r.point}/rep{r.repeat}.json"
-        for r in runs.itertuples()
-    ]
+    return [paths.record_path(r.study, r.point, r.repeat) for r in runs.itertuples()]
 
 
 def get_study_config(wildcards):
@@ -168,3 +185,33 @@ def get_report_inputs():
             f"results/{study}/profile/{point}.json" for study, point in PROFILES
         ],
     }
+
+
+def check_local_cpus():
+    """Locally, refuse (before any job runs) a point that needs more CPUs than this
+    machine lets the workflow use: Snakemake would cut its threads to --cores, and
+    every run of it would measure another point. Slurm jobs get their own CPUs."""
+    if not workflow.local_exec or workflow.remote_exec:
+        return
+    usable = len(os.sched_getaffinity(0))
+    cores = workflow.resource_settings.cores
+    limit = min(usable, cores) if isinstance(cores, int) else usable
+    needed = {
+        (job.wildcards.study, job.wildcards.point)
+        for job in workflow.dag.needrun_jobs()
+        if job.rule.name in ("run_point", "profile_point")
+    }
+    refused = [
+        f"studies.{study}: point {point} needs {POINTS.loc[(study, point), 'cores']} CPUs"
+        for study, point in sorted(needed)
+        if POINTS.loc[(study, point), "cores"] > limit
+        and not STUDIES[study]["oversubscribe"]
+    ]
+    if refused:
+        raise WorkflowError(
+            "; ".join(refused)
+            + f", and this machine lets the workflow use {limit} (usable CPUs {usable}, "
+            f"--cores {cores}). Run such points on Slurm (--profile profiles/slurm), "
+            "remove them, or set oversubscribe: true in the study to run them anyway, "
+            "flagged as allocation mismatches."
+        )

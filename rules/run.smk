@@ -1,10 +1,14 @@
+onstart:
+    check_local_cpus()
+
+
 # One job per (study, point, repeat). The launcher starts the workload
 # process(es), times them and always writes a record, also for a failed run.
 rule run_point:
     input:
         data=get_run_data,
     output:
-        record="results/{study}/runs/{point}/rep{repeat}.json",
+        record=paths.RECORD,
     log:
         "logs/{study}/runs/{point}/rep{repeat}.log",
     threads: get_threads
@@ -28,6 +32,10 @@ rule run_point:
         rerun_token=get_rerun_token,
         # the interpreter Snakemake runs on, so jobs see the same environment
         python=PYTHON,
+        log_limit_mb=CONFIG["log_limit_mb"],
+    # The launcher writes the run's output to the log itself (capped); its own errors
+    # (a full disk, a second launcher of the run) reach Snakemake's output too.
     shell:
         "{params.python:q} -m scalestudy.launch --spec {params.spec:q} "
-        "--record {output.record:q} --rerun-token {params.rerun_token:q} > {log:q} 2>&1"
+        "--record {output.record:q} --rerun-token {params.rerun_token:q} "
+        "--log {log:q} --log-limit-mb {params.log_limit_mb}"

@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scalestudy import stats
-from scalestudy.records import RecordError, read_record
+from scalestudy import intervals, recommendation
+from scalestudy.cost import Cost
+from scalestudy.records import RecordError, read_placed_record
 from scalestudy.studies import base_n, base_series, point_for, series_study
 
 TELEMETRY_FIELDS = (
@@ -31,6 +32,7 @@ TELEMETRY_FIELDS = (
     "dataset_mb",
     "time_to_first_batch_s",
 )
+USAGE_FIELDS = ("cpu_time_s", "cores_used", "cpus_watched", "others_cores", "window_s")
 RECEIVED_FIELDS = ("cpus_usable", "threads_given", "torch_threads", "gpus_visible", "mem_limit_mb")
 SERIES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 RUN_COLUMNS = [
@@ -89,6 +91,11 @@ RUN_COLUMNS = [
     "partition",
     *RECEIVED_FIELDS,
     *TELEMETRY_FIELDS,
+    *USAGE_FIELDS,
+    "run_id",
+    "overlaps",
+    "overlaps_same_cpus",
+    "disturbed",
 ]
 
 SUMMARY_COLUMNS = [
@@ -154,7 +161,13 @@ def record_row(record: dict) -> dict:
     received = record["resources"]["received"]
     env = record["environment"]
     metrics = record["metrics"]
-    ok = record["status"] == "ok"
+    usage = record["resources"].get("usage") or {}
+    overlaps = record.get("overlaps", [])
+    status, reason = record["status"], record["reason"]
+    if status == "ok" and record["wall_s"] is None:
+        # a run with no time measured nothing, whatever its status says
+        status, reason = "failed", "the record says ok but holds no time"
+    ok = status == "ok"
     kinds = {k: phase_seconds(phases, k) for k in ("startup", "data", "epoch", "eval")}
     epochs = [p["seconds"] for p in phases if p["kind"] == "epoch"]
     # the first epoch pays for warm-up (allocator, caches, lazy init); the rest is steady
@@ -166,8 +179,8 @@ def record_row(record: dict) -> dict:
         "point": record["point"],
         "n": record["n"],
         "repeat": record["repeat"],
-        "status": record["status"],
-        "reason": record["reason"],
+        "status": status,
+        "reason": reason,
         "wall_s": wall if ok else None,
         "train_s": kinds["epoch"] if ok and kinds["epoch"] > 0 else None,
         "startup_s": kinds["startup"],
@@ -218,6 +231,12 @@ def record_row(record: dict) -> dict:
         **{k: metrics.get(k) for k in TELEMETRY_FIELDS},
         # what the run got, as seen from inside it
         **{k: received.get(k) for k in RECEIVED_FIELDS},
+        # what it used of it, and what other processes took of its CPUs
+        **{k: usage.get(k) for k in USAGE_FIELDS},
+        "run_id": record.get("run_id"),
+        "overlaps": "; ".join(o["run"] for o in overlaps),
+        # an overlap on CPUs we cannot compare counts as on the same ones
+        "overlaps_same_cpus": any(o.get("same_cpus") is not False for o in overlaps),
     }
 
 
@@ -231,29 +250,23 @@ def queue_wait(env: dict) -> float | None:
     return max(0.0, (start - submit).total_seconds())
 
 
-def unit_weights(study: dict, partition=None) -> tuple[float, float]:
-    """SU per core-hour and per GPU-hour: the partition's own weights when the study
-    gives them (cost.partitions), else the study's."""
-    cost = study.get("cost", {})
-    own = cost.get("partitions", {}).get(partition, {}) if isinstance(partition, str) else {}
-    return (
-        own.get("core_weight", cost.get("core_weight", 1.0)),
-        own.get("gpu_weight", cost.get("gpu_weight", 2.0)),
-    )
-
-
 def charges(runs: pd.DataFrame, study: dict) -> dict:
-    """What the study's runs were charged: every run counts, failed ones too."""
-    hours = pd.to_numeric(runs["elapsed_s"], errors="coerce").fillna(0) / 3600
-    weights = [unit_weights(study, p) for p in runs.get("partition", [None] * len(runs))]
-    core_w = np.array([w[0] for w in weights], dtype=float)
-    gpu_w = np.array([w[1] for w in weights], dtype=float)
-    core_h = runs["cores"].to_numpy(dtype=float) * hours.to_numpy()
-    gpu_h = runs["gpus"].to_numpy(dtype=float) * hours.to_numpy()
+    """What the study's runs were charged: every run counts, failed ones too, each at
+    its whole-job time, priced by its series' cost on its partition (scalestudy.cost)."""
+    seconds = pd.to_numeric(runs["elapsed_s"], errors="coerce").fillna(0).to_numpy()
+    cores = runs["cores"].to_numpy(dtype=float)
+    gpus = runs["gpus"].to_numpy(dtype=float)
+    names = runs["series"].fillna("").astype(str) if "series" in runs else [""] * len(runs)
+    partitions = runs["partition"] if "partition" in runs else [None] * len(runs)
+    costs = {name: Cost.of(study, name) for name in set(names)}
+    su = [
+        costs[name].su(c, g, t, partition)
+        for name, c, g, t, partition in zip(names, cores, gpus, seconds, partitions, strict=True)
+    ]
     return {
-        "core_hours": float(core_h.sum()),
-        "gpu_hours": float(gpu_h.sum()),
-        "su": float((core_w * core_h + gpu_w * gpu_h).sum()),
+        "core_hours": float((cores * seconds).sum() / 3600),
+        "gpu_hours": float((gpus * seconds).sum() / 3600),
+        "su": float(sum(su)),
     }
 
 
@@ -289,12 +302,37 @@ def mark_overlaps(runs: pd.DataFrame) -> pd.Series:
     return overlapped
 
 
-def runs_from_records(paths: list[str | Path]) -> pd.DataFrame:
-    """Read and validate every record (RecordError names a bad file) into the runs table."""
-    rows = [record_row(read_record(p)) for p in paths]
+def runs_from_records(
+    paths: list[str | Path], series_of: dict[str, str] | None = None
+) -> pd.DataFrame:
+    """Read and validate every record into the runs table. RecordError names a bad
+    file: unreadable, not matching its path (study, point, repeat, and the series
+    `series_of` gives its point), or a run already read from another file."""
+    rows, seen = [], {}
+    for path in paths:
+        series = None if series_of is None else series_of.get(Path(path).parent.name, "")
+        record = read_placed_record(path, series)
+        run = run_key(record)
+        if run in seen:
+            raise RecordError(
+                f"{path}: the same run as {seen[run]} (run id {run}): a run counts once; "
+                "delete the copy, and the run it replaced is redone on the next invocation"
+            )
+        seen[run] = path
+        rows.append(record_row(record) | {"series": series or ""})
     runs = pd.DataFrame(rows, columns=RUN_COLUMNS)
-    runs["overlapped"] = mark_overlaps(runs)
+    # within the study by host and time, and across every study and invocation from
+    # the host's ledger of timed runs (scalestudy.ledger)
+    runs["overlapped"] = mark_overlaps(runs) | runs["overlaps"].fillna("").ne("")
     return runs
+
+
+def run_key(record: dict) -> str:
+    """What makes a run one run: its id (records before ids: where and when it ran)."""
+    if record.get("run_id"):
+        return record["run_id"]
+    env = record["environment"]
+    return f"{env.get('host')}@{record['started_at']}-{record['finished_at']}"
 
 
 def runs_from_measured(csv_path: str | Path, study_name: str, study: dict) -> pd.DataFrame:
@@ -324,6 +362,18 @@ def runs_from_measured(csv_path: str | Path, study_name: str, study: dict) -> pd
     if "repeat" not in table:
         keys = ["series", "N"] if "series" in table else ["N"]
         table["repeat"] = table.groupby(keys).cumcount() + 1
+    keys = ["series", "N", "repeat"] if "series" in table else ["N", "repeat"]
+    repeated = table[table.duplicated(keys, keep=False)]
+    if not repeated.empty:
+        first = tuple(repeated.iloc[0][keys])
+        lines = [i + 2 for i in repeated.index if tuple(table.loc[i, keys]) == first]
+        run = ", ".join(
+            f"{k}={v}" if k == "series" else f"{k}={v:g}" for k, v in zip(keys, first, strict=True)
+        )
+        raise RecordError(
+            f"{csv_path}: lines {', '.join(map(str, lines))} are the same run ({run}): "
+            "a run counts once; give each its own repeat number"
+        )
     rows = []
     for r in table.itertuples():
         series = str(r.series) if "series" in table else ""
@@ -353,7 +403,30 @@ def runs_from_measured(csv_path: str | Path, study_name: str, study: dict) -> pd
     return pd.DataFrame(rows, columns=RUN_COLUMNS)
 
 
-def point_status(group: pd.DataFrame, keep_mismatched: bool = False) -> str:
+def disturbed_reasons(runs: pd.DataFrame, study: dict) -> pd.Series:
+    """Why each run's conditions were broken ("" where they were not): other processes
+    took more than the study's `shared_tolerance` of the CPUs the run could use, or
+    another timed run (any study, any invocation) ran on the same CPUs at the same time."""
+    reasons = pd.Series("", index=runs.index, dtype=object)
+    tolerance = study.get("shared_tolerance")
+    if "others_cores" in runs and tolerance is not None:
+        others = pd.to_numeric(runs["others_cores"], errors="coerce")
+        cpus = pd.to_numeric(runs["cpus_watched"], errors="coerce")
+        for i in runs.index[(others > tolerance * cpus) & (runs["status"] == "ok")]:
+            reasons[i] = (
+                f"other processes used {others[i]:.2g} cores of its {cpus[i]:.0f} CPUs "
+                f"during this run (tolerance {tolerance:.0%})"
+            )
+    if "overlaps_same_cpus" in runs:
+        same = runs["overlaps_same_cpus"].fillna(False).astype(bool) & (runs["status"] == "ok")
+        for i in runs.index[same & (reasons == "")]:
+            reasons[i] = f"ran on the same CPUs at the same time as {runs.at[i, 'overlaps']}"
+    return reasons
+
+
+def point_status(
+    group: pd.DataFrame, keep_mismatched: bool = False, keep_disturbed: bool = False
+) -> str:
     ok = group["status"] == "ok"
     reasons = group.loc[~ok, "reason"].dropna()
     first = reasons.iloc[0] if len(reasons) else "no reason given"
@@ -363,6 +436,12 @@ def point_status(group: pd.DataFrame, keep_mismatched: bool = False) -> str:
     if len(mism):
         left_out = "" if keep_mismatched else " (left out of speedups)"
         return f"allocation mismatch: {mism.iloc[0]}{left_out}"
+    disturbed = group.get("disturbed", pd.Series("", index=group.index)).astype(object).fillna("")
+    shared = disturbed[ok & (disturbed != "")]
+    if len(shared):
+        left_out = "" if keep_disturbed else " (left out of speedups)"
+        runs = ", ".join(f"rep{k}" for k in group.loc[shared.index, "repeat"])
+        return f"shared CPUs: {runs}: {shared.iloc[0]}{left_out}"
     if not ok.all():
         return f"ok ({(~ok).sum()} of {len(group)} runs failed: {first})"
     return "ok"
@@ -446,16 +525,18 @@ def point_row(
     """One point's summary row (without the ratios to the base case), and the times
     its speedup uses."""
     keep_mismatched = study.get("include_mismatched", False)
+    keep_disturbed = study.get("include_shared", False)
     ok = group[group["status"] == "ok"]
-    # a run that did not get what its point asked for does not measure that point
+    # a run that did not get what its point asked for, or whose CPUs others used,
+    # does not measure that point
     measured = ok if keep_mismatched else ok[~ok["mismatch"].astype(bool)]
+    if not keep_disturbed and "disturbed" in measured:
+        measured = measured[measured["disturbed"].astype(object).fillna("") == ""]
     times = numeric(measured, time_col).to_numpy()
     first = group.iloc[0]
-    median, lo, hi = stats.median_ci(times)
-    noise = stats.instability(times)
+    median, lo, hi = intervals.median_ci(times)
+    noise = intervals.instability(times)
     partition = next(iter(distinct_text(ok, "partition")), None)
-    core_w, gpu_w = unit_weights(study, partition)
-    units = core_w * first["cores"] + gpu_w * first["gpus"]
     wall = median_or_nan(measured, "wall_s")
     epochs = median_or_nan(ok, "epochs")
     train = median_or_nan(ok, "train_s")
@@ -482,8 +563,9 @@ def point_row(
         "warmup_s": median_or_nan(ok, "warmup_s"),
         "steady_epoch_s": median_or_nan(ok, "steady_epoch_s"),
         "time_per_epoch_s": train / epochs if epochs and epochs > 0 else math.nan,
-        # charged for the whole job, whatever time the speedup uses
-        "su": units * wall / 3600,
+        # charged for the whole job, whatever time the speedup uses; `study` is the
+        # series' own view (summarise), so its cost override is in study["cost"]
+        "su": Cost.of(study).su(first["cores"], first["gpus"], wall, partition),
         "samples_per_s": median_or_nan(ok, "samples_per_s"),
         # the source's throughput: samples x epochs / time, over the whole job
         "throughput": samples / wall if samples and wall else math.nan,
@@ -499,7 +581,7 @@ def point_row(
         "gpus": int(first["gpus"]),
         "nodes": int(first["nodes"]) if pd.notna(first.get("nodes")) else 1,
         "world_size": median_or_nan(ok, "world_size"),
-        "status": point_status(group, keep_mismatched),
+        "status": point_status(group, keep_mismatched, keep_disturbed),
     }
     return row, times
 
@@ -537,7 +619,7 @@ def summarise_series(runs: pd.DataFrame, study: dict, time_col: str) -> pd.DataF
         raise ValueError(f"base case N={base} has no runs")
     su_base = base_row["su"].iloc[0]
     for i, r in summary.iterrows():
-        s, s_lo, s_hi = stats.ratio_ci(times[base], times[r["n"]], seed=int(r["n"]))
+        s, s_lo, s_hi = intervals.ratio_ci(times[base], times[r["n"]], seed=int(r["n"]))
         summary.loc[i, ["speedup", "speedup_ci_lo", "speedup_ci_hi"]] = [s, s_lo, s_hi]
     ratio = summary[["speedup", "speedup_ci_lo", "speedup_ci_hi"]].to_numpy()
     if study["scaling"].get("kind", "strong") == "weak":
@@ -548,9 +630,9 @@ def summarise_series(runs: pd.DataFrame, study: dict, time_col: str) -> pd.DataF
         efficiency, speedup = ratio * (base / summary["n"].to_numpy())[:, None], ratio
     summary[["speedup", "speedup_ci_lo", "speedup_ci_hi"]] = speedup
     summary[["efficiency", "efficiency_ci_lo", "efficiency_ci_hi"]] = efficiency
-    summary["karp_flatt"] = stats.karp_flatt(summary["speedup"], summary["n"], base)
+    summary["karp_flatt"] = intervals.karp_flatt(summary["speedup"], summary["n"], base)
     summary["relative_su"] = summary["su"] / su_base
-    summary["pareto"] = stats.pareto_front(summary["time_s"], summary["su"])
+    summary["pareto"] = recommendation.pareto_front(summary["time_s"], summary["su"])
     check_convergence(summary, study, base, runs)
     if math.isnan(base_row["time_s"].iloc[0]):
         summary.loc[~summary["is_base"] & summary["status"].str.startswith("ok"), "status"] += (

@@ -9,6 +9,7 @@ point is data for the report, not a reason to stop the other points.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import re
@@ -19,9 +20,12 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from scalestudy import ledger, processes
 from scalestudy.harness import allocation_mismatches, threads_from_allocation
 from scalestudy.records import SCHEMA_VERSION, write_json_atomic
 
@@ -209,48 +213,128 @@ class Terminated(Exception):
     pass
 
 
-def tee(stream, copy, out) -> None:
-    """Copy a child's stderr, line by line, to the job's log (live) and to `copy`."""
-    for line in iter(stream.readline, b""):
-        copy.write(line)
-        out.write(line)
-        out.flush()
-    stream.close()
+class RunClaimed(RuntimeError):
+    """Another launcher is running the same run."""
 
 
-def run_processes(commands: list[tuple[list, dict]], stderr_path: Path) -> list[int]:
-    """Start all ranks, wait for all; stop them all if the launcher is told to stop.
-    Their stderr reaches ours as it is written, and `stderr_path` too, where Slurm's
-    messages are read from afterwards."""
-    with open(stderr_path, "wb") as copy:
-        procs = [subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE) for cmd, env in commands]
+# After SIGTERM, a run's processes get this long to end before SIGKILL.
+GRACE_S = 10.0
+# How often the launcher looks at the clock and, locally, at the run's memory.
+WATCH_S = 0.5
+
+
+class Supervisor:
+    """Start a run's processes, each leading its own session and dying with the
+    launcher; stream their output into the capped log; stop them all at the time or
+    memory limit (local runs: Slurm enforces its own) or when the launcher is told to
+    stop; and leave no process of theirs behind."""
+
+    def __init__(self, commands, log, time_limit_s=None, mem_limit_mb=None):
+        self.commands = commands
+        self.log = log
+        self.time_limit_s = time_limit_s
+        self.mem_limit_mb = mem_limit_mb
+        self.procs: list[subprocess.Popen] = []
+        self.limit_reason: str | None = None
+        self.peak_rss_mb: float | None = None
+
+    def stop(self, sig=signal.SIGTERM, grace_s: float | None = None) -> None:
+        """Signal every process group; SIGKILL what is left after the grace period."""
+        for p in self.procs:
+            processes.signal_group(p.pid, sig)
+        deadline = time.monotonic() + (GRACE_S if grace_s is None else grace_s)
+        while time.monotonic() < deadline and any(p.poll() is None for p in self.procs):
+            time.sleep(0.05)
+        for p in self.procs:
+            processes.signal_group(p.pid, signal.SIGKILL)
+
+    def run(self) -> list[int]:
+        reaper = processes.start_reaper()
+        for cmd, env in self.commands:
+            self.procs.append(
+                subprocess.Popen(
+                    cmd,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    preexec_fn=processes.start_alone,  # noqa: PLW1509 - no threads yet
+                )
+            )
+        for p in self.procs:
+            processes.widen_pipe(p.stdout.fileno())
+        processes.reaper_watch(reaper, [p.pid for p in self.procs])
+        # the launcher's CPUs that no rank was pinned to: its readers run there
+        pinned_cpus = {
+            int(c)
+            for _, env in self.commands
+            for c in env.get("SCALESTUDY_CPUS", "").split(",")
+            if c
+        }
+        aside = os.sched_getaffinity(0) - pinned_cpus if pinned_cpus else set()
+
+        def read(fd: int) -> None:
+            processes.run_aside(aside)
+            processes.pump(fd, self.log)
+
         readers = [
-            threading.Thread(target=tee, args=(p.stderr, copy, sys.stderr.buffer), daemon=True)
-            for p in procs
+            threading.Thread(target=read, args=(os.dup(p.stdout.fileno()),), daemon=True)
+            for p in self.procs
         ]
+        own_cpus = os.sched_getaffinity(0)
+        processes.run_aside(aside)  # the watch below, too (this thread; restored after)
+        for p in self.procs:
+            p.stdout.close()
         for r in readers:
             r.start()
 
-        def stop(signum, _frame):
-            for p in procs:
-                if p.poll() is None:
-                    p.terminate()
+        def on_signal(signum, _frame):
             raise Terminated(signal.Signals(signum).name)
 
         # handlers can only be set from the main thread (tests call launch() from others)
         in_main = threading.current_thread() is threading.main_thread()
         signals = (signal.SIGTERM, signal.SIGINT)
-        old = {s: signal.signal(s, stop) for s in signals} if in_main else {}
+        old = {s: signal.signal(s, on_signal) for s in signals} if in_main else {}
         try:
-            return [p.wait() for p in procs]
+            self._watch()
+            return [p.wait() for p in self.procs]
+        except Terminated:
+            self.stop()
+            raise
         finally:
             for s, handler in old.items():
                 signal.signal(s, handler)
-            for p in procs:
+            # whatever the run left behind in its groups (a program's own children)
+            for p in self.procs:
                 if p.poll() is None:
                     p.kill()
+                processes.signal_group(p.pid, signal.SIGKILL)
+            reaper.kill()
+            reaper.wait()
+            os.sched_setaffinity(0, own_cpus)
             for r in readers:
                 r.join(timeout=10)
+
+    def _watch(self) -> None:
+        started = time.monotonic()
+        sessions = {p.pid for p in self.procs}
+        while any(p.poll() is None for p in self.procs):
+            time.sleep(WATCH_S)
+            if self.mem_limit_mb:
+                rss = processes.session_rss_mb(sessions)
+                self.peak_rss_mb = max(self.peak_rss_mb or 0.0, rss)
+                if rss > self.mem_limit_mb:
+                    self.limit_reason = (
+                        f"memory limit ({self.mem_limit_mb} MB) exceeded: the run's processes "
+                        f"held {rss:.0f} MB"
+                    )
+                    self.stop(signal.SIGKILL, 0)
+                    return
+            if self.time_limit_s and time.monotonic() - started > self.time_limit_s:
+                self.limit_reason = f"time limit ({self.time_limit_s / 60:g} min) exceeded"
+                self.log.note(f"[scalestudy: {self.limit_reason}: stopping the run]")
+                self.stop()
+                return
 
 
 def read_results(result_dir: Path) -> dict[int, dict]:
@@ -302,6 +386,9 @@ def assemble_record(
     rerun_token: str,
     reason: str | None,
     job: dict | None = None,
+    run_id: str | None = None,
+    overlapping: list[dict] | None = None,
+    peak_rss_mb: float | None = None,
 ) -> dict:
     """One record from the ranks' results; rank 0 speaks for the run."""
     head = results.get(0, {})
@@ -327,11 +414,22 @@ def assemble_record(
     environment["hosts"] = sorted(hosts)
     environment.update(git_commit())
     environment.update(slurm_job_times(job or {}))
+    usage = processes.combine_usage(
+        [
+            r["usage"] | {"host": r["environment"]["host"]}
+            for r in results.values()
+            if r.get("usage")
+        ]
+    )
+    if peak_rss_mb is not None:
+        usage["peak_rss_mb"] = peak_rss_mb
     return {
         "schema_version": SCHEMA_VERSION,
         "study": spec["study"],
         "point": spec["point"],
         "repeat": spec["repeat"],
+        "series": spec.get("series", ""),
+        "run_id": run_id or uuid.uuid4().hex,
         "workload": spec["workload"],
         "n": spec["n"],
         "params": spec["params"],
@@ -346,41 +444,100 @@ def assemble_record(
             "received": received,
             "mismatch": bool(mismatches),
             "mismatches": mismatches,
+            "usage": usage,
         },
         "environment": environment,
+        "overlaps": overlapping or [],
         "started_at": started_at,
         "finished_at": utc_now(),
         "rerun_token": rerun_token,
     }
 
 
-def launch(spec: dict, record_path: Path, rerun_token: str = "first") -> dict:
-    """Run one job of a point and write its record; returns the record."""
+@contextmanager
+def claimed(work: Path, record_path: Path):
+    """The run's work folder, claimed for this launcher alone (an flock that ends with
+    the process): a second launcher of the same run stops instead of mixing its files
+    into the first one's. Emptied before use; removed afterwards, also after a failure."""
+    work.mkdir(parents=True, exist_ok=True)
+    fd = os.open(work / ".claim", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+        os.close(fd)
+        raise RunClaimed(
+            f"{record_path}: another launcher is running this run ({holder or 'unknown'}); "
+            "let it finish, or stop it, before running this run again"
+        ) from None
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, since {utc_now()}".encode(), 0)
+        for entry in work.iterdir():
+            if entry.name != ".claim":
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        os.close(fd)
+
+
+def launch(
+    spec: dict,
+    record_path: Path,
+    rerun_token: str = "first",
+    log_path: Path | None = None,
+    log_limit_mb: float = 64,
+) -> dict:
+    """Run one job of a point and write its record; returns the record. Raises
+    RunClaimed when another launcher runs the same run, and OSError when the record
+    cannot be written (a full disk); the work folder is removed either way."""
     record_path = Path(record_path)
     work = record_path.parent / f".{record_path.stem}.work"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    spec_file = work / "spec.json"
-    spec_file.write_text(json.dumps(spec))
-    stderr_path = work / "stderr.txt"
-    job = slurm_job_info()
-    started_at = utc_now()
-    start = time.perf_counter()
-    codes = []
+    log = processes.CappedLog(log_path, int(log_limit_mb * 2**20))
+    local = not os.environ.get("SLURM_JOB_ID")
+    run_id = uuid.uuid4().hex
     try:
-        codes = run_processes(worker_processes(spec, spec_file, work, job=job), stderr_path)
-        reason = None
-    except Terminated as e:
-        reason = f"terminated by {e}: the job was cancelled or ran out of time"
-    except (OSError, RuntimeError) as e:
-        reason = f"could not start the workload: {e}"
-    wall_s = time.perf_counter() - start
-    stderr_text = stderr_path.read_text(errors="replace") if stderr_path.exists() else ""
-    results = read_results(work)
-    reason = reason or failure_reason(results, codes, stderr_text)
-    record = assemble_record(spec, results, codes, wall_s, started_at, rerun_token, reason, job)
-    write_json_atomic(record_path, record)
-    shutil.rmtree(work, ignore_errors=True)
+        with claimed(work, record_path), ExitStack() as held:
+            spec_file = work / "spec.json"
+            spec_file.write_text(json.dumps(spec))
+            job = slurm_job_info()
+            if local:
+                waiting = "[scalestudy: waiting for another timed run on this machine to end]"
+                held.enter_context(ledger.timed_run_lock(on_wait=lambda: log.note(waiting)))
+            hosts_ledger = ledger.Ledger()
+            cpus = sorted(os.sched_getaffinity(0))
+            run_name = f"{spec['study']}/{spec['point']}/rep{spec['repeat']}"
+            running = hosts_ledger.begin(run_id, run_name, cpus)
+            started = time.time()
+            started_at = utc_now()
+            start = time.perf_counter()
+            codes, supervisor = [], None
+            try:
+                supervisor = Supervisor(
+                    worker_processes(spec, spec_file, work, job=job),
+                    log,
+                    time_limit_s=spec["time_limit_min"] * 60 if local else None,
+                    mem_limit_mb=spec["requested"].get("mem_mb") if local else None,
+                )
+                codes = supervisor.run()
+                reason = supervisor.limit_reason
+            except Terminated as e:
+                reason = f"terminated by {e}: the job was cancelled or ran out of time"
+            except (OSError, RuntimeError) as e:
+                reason = f"could not start the workload: {e}"
+            wall_s = time.perf_counter() - start
+            during = hosts_ledger.finish(run_id, started)
+            results = read_results(work)
+            reason = reason or failure_reason(results, codes, log.recent_text())
+            record = assemble_record(
+                spec, results, codes, wall_s, started_at, rerun_token, reason, job,
+                run_id=run_id, overlapping=ledger.overlaps(cpus, running + during),
+                peak_rss_mb=supervisor.peak_rss_mb if supervisor else None,
+            )  # fmt: skip
+            write_json_atomic(record_path, record)
+    finally:
+        log.close()
     return record
 
 
@@ -389,13 +546,32 @@ def main(argv=None) -> int:
     parser.add_argument("--spec", required=True, help="the run's spec as JSON")
     parser.add_argument("--record", required=True, help="where the record is written")
     parser.add_argument("--rerun-token", default="first")
+    parser.add_argument("--log", help="the job's log: the run's output (capped) goes there")
+    parser.add_argument("--log-limit-mb", type=float, default=64, help="most output kept")
     args = parser.parse_args(argv)
-    record = launch(json.loads(args.spec), Path(args.record), args.rerun_token)
-    print(
+    # errors the record cannot hold go to our own stderr, which Snakemake shows
+    try:
+        record = launch(
+            json.loads(args.spec), Path(args.record), args.rerun_token, args.log, args.log_limit_mb
+        )
+    except (RunClaimed, OSError) as e:
+        message = f"scalestudy.launch: {e}"
+        print(message, file=sys.stderr)
+        try:
+            with open(args.log, "a") if args.log else open(os.devnull, "w") as f:
+                print(message, file=f)
+        except OSError:
+            pass
+        return 1
+    summary = (
         f"{record['study']}/{record['point']}/rep{record['repeat']}: {record['status']}"
         + (f" ({record['reason']})" if record["reason"] else "")
         + (f" in {record['wall_s']:.2f} s" if record["wall_s"] is not None else "")
     )
+    print(summary)
+    if args.log:
+        with open(args.log, "a") as f:
+            print(summary, file=f)
     return 0
 
 

@@ -2,7 +2,8 @@
 models, extrapolation, the recommendation and the comparison of series.
 
 Everything here is written to results/{study}/analysis.json, which the figures and
-the report read; the statistics themselves live in scalestudy.stats.
+the report read; the statistics themselves live in scalestudy.models (fits),
+scalestudy.recommendation (what N to ask for) and scalestudy.comparison (series).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from scalestudy import stats, verdict
+from scalestudy import comparison, models, verdict
 from scalestudy.analysis import TIME_COLUMNS
+from scalestudy.cost import Cost
+from scalestudy.recommendation import recommend
 from scalestudy.studies import base_n, base_series, series_study
 
 # Where a run happened, as far as it changes its speed. Runs of one series must agree
@@ -99,6 +102,8 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: dict) -> dict:
     usable = runs[(runs["status"] == "ok") & runs["point"].isin(eligible["point"])]
     if not keep_mismatched:
         usable = usable[~usable["mismatch"].astype(bool)]
+    if not study.get("include_shared", False) and "disturbed" in usable:
+        usable = usable[usable["disturbed"].astype(object).fillna("") == ""]
     mixed = provenance_differences(usable)
     result = {
         "series": summary["series"].iloc[0],
@@ -123,9 +128,9 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: dict) -> dict:
         # scaled speedup, and perfect weak scaling is Amdahl with s = 0
         times = times * base / n_obs
         result["fit_basis"] = "time per unit of work (weak scaling)"
-    fits = stats.fit_models(n_obs, times, base)
-    best = stats.select_model(fits)
-    weights = stats.aicc_weights(fits)
+    fits = models.fit_models(n_obs, times, base)
+    best = models.select_model(fits)
+    weights = models.aicc_weights(fits)
     result["fits"] = [fit_summary(f, weights.get(f.name)) for f in fits]
     if best is None:
         result["fit_note"] = "no model could be fitted: " + "; ".join(
@@ -133,7 +138,7 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: dict) -> dict:
         )
         return result
     result["selected"] = best.name
-    peak = stats.predicted_peak(best)
+    peak = models.predicted_peak(best)
     n_max = max(ns)
     top = max(n_max * EXTRAPOLATE_FACTOR, peak[0] * 1.3 if peak else 0)
     grid = np.unique(np.concatenate([np.linspace(min(ns), top, GRID_POINTS), ns]))
@@ -152,7 +157,7 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: dict) -> dict:
     return result
 
 
-def fit_summary(fit: stats.FitResult, weight: float | None) -> dict:
+def fit_summary(fit: models.FitResult, weight: float | None) -> dict:
     return {
         "name": fit.name,
         "formula": fit.formula,
@@ -170,9 +175,9 @@ def fit_summary(fit: stats.FitResult, weight: float | None) -> dict:
 
 
 def recommendation(summary: pd.DataFrame, study: dict) -> dict:
-    """What to ask for, from the measured points: see stats.recommend."""
+    """What to ask for, from the measured points: see scalestudy.recommendation.recommend."""
     options = study.get("recommend", {})
-    rec = stats.recommend(
+    rec = recommend(
         summary["n"].to_numpy(dtype=float),
         summary["speedup"].to_numpy(dtype=float),
         summary["n"].to_numpy(dtype=float),
@@ -202,7 +207,7 @@ def compare_all_series(runs: pd.DataFrame, study: dict) -> list[dict]:
 
     first = by_n(names[0])
     return [
-        {"a": names[0], "b": other} | stats.compare_series(first, by_n(other))
+        {"a": names[0], "b": other} | comparison.compare_series(first, by_n(other))
         for other in names[1:]
     ]
 
@@ -210,24 +215,33 @@ def compare_all_series(runs: pd.DataFrame, study: dict) -> list[dict]:
 def gpu_verdict_of(summary: pd.DataFrame, study: dict) -> dict | None:
     """Is the GPU worth it? For studies with CPU-thread series and GPU series: per
     problem size (the series' `verdict.size_param`), the GPU point against the CPU
-    points, in time and in SU per result (the study's time and cost weights)."""
+    points: which is faster in the study's `time`, and SU per result, the summary's `su`
+    (scalestudy.cost: each series' own weights, on its partition, on whole-job time).
+    A summary without `su` is priced here the same way: each series' cost on its
+    `wall_s` (its `time_s` where the study's time is the whole job)."""
     if not ((summary["gpus"] > 0).any() and (summary["gpus"] == 0).any()):
         return None
     size_param = study.get("verdict", {}).get("size_param")
+    whole_job = "wall_s" if "wall_s" in summary or study.get("time", "wall") != "wall" else "time_s"
     rows = []
-    for name, part in summary.groupby("series", sort=False):
-        params = series_study(study, base_series(name)).get("params", {})
-        size = params.get(size_param, "all") if size_param else "all"
-        for r in part.itertuples():
-            if np.isfinite(r.time_s):
-                rows.append({"series": "gpu" if r.gpus else "cpu", "name": name, "size": size,
-                             "n": r.n, "time_s": r.time_s, "cores": r.cores,
-                             "gpus": r.gpus})  # fmt: skip
-    cost = study.get("cost", {})
-    cpu, gpu = verdict.from_frame(
-        pd.DataFrame(rows), cost.get("core_weight", 1.0), cost.get("gpu_weight", 2.0)
-    )
     try:
+        for name, part in summary.groupby("series", sort=False):
+            params = series_study(study, base_series(name)).get("params", {})
+            size = params.get(size_param, "all") if size_param else "all"
+            if "su" in part:
+                su = part["su"].to_numpy(dtype=float)
+            elif whole_job in part:
+                su = Cost.of(study, name).su(part["cores"], part["gpus"], part[whole_job])
+                su = su.to_numpy(dtype=float)
+            else:
+                raise ValueError("the summary has no whole-job time to price SU per result")
+            for r, su_per_result in zip(part.itertuples(), su, strict=True):
+                if np.isfinite(r.time_s) and np.isfinite(su_per_result):
+                    rows.append({"series": "gpu" if r.gpus else "cpu", "name": name,
+                                 "size": size, "n": r.n, "time_s": r.time_s, "cores": r.cores,
+                                 "gpus": r.gpus, "su": su_per_result})  # fmt: skip
+        columns = ["series", "name", "size", "n", "time_s", "cores", "gpus", "su"]
+        cpu, gpu = verdict.from_frame(pd.DataFrame(rows, columns=columns))
         return verdict.gpu_verdict(cpu, gpu)
     except ValueError as e:
         return {"verdict": f"no verdict: {e}", "sizes": []}

@@ -118,3 +118,34 @@ def read_record(path: str | os.PathLike) -> dict:
     except OSError as e:
         raise RecordError(f"{path}: cannot read ({e.strerror})") from None
     return parse_record_text(text, str(path))
+
+
+def misplacement(record: dict, path: str | os.PathLike, series: str | None = None) -> str | None:
+    """Why a record does not belong where it lies (None: it does): its study, point and
+    repeat must be those its path names, and its series the one the config gives its
+    point. A record copied or moved by hand would otherwise count for another run."""
+    from scalestudy.paths import identity_from_path
+
+    expected = identity_from_path(path) or {}
+    if series is not None and "series" in record:
+        expected = expected | {"series": series}
+    wrong = [
+        f"{key} {record.get(key)!r} (its path says {value!r})"
+        for key, value in expected.items()
+        if record.get(key) != value
+    ]
+    if not wrong:
+        return None
+    return (
+        f"{path}: this record is not the run its path names: it holds " + ", ".join(wrong)
+        + ". Was it copied or moved by hand? The run is redone on the next invocation."
+    )
+
+
+def read_placed_record(path: str | os.PathLike, series: str | None = None) -> dict:
+    """read_record, and refuse a record that does not match its path."""
+    record = read_record(path)
+    problem = misplacement(record, path, series)
+    if problem:
+        raise RecordError(problem)
+    return record

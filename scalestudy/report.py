@@ -16,8 +16,9 @@ import jinja2
 import pandas as pd
 
 from scalestudy.analysis import TELEMETRY_FIELDS, charges, shared_machines, study_quality_metric
+from scalestudy.cost import cost_view
 from scalestudy.records import RecordError, read_record, write_text_atomic
-from scalestudy.studies import WORKLOADS
+from scalestudy.studies import workload_capabilities
 
 TEMPLATES = Path(__file__).with_name("templates")
 ENVIRONMENT_FIELDS = {
@@ -131,7 +132,10 @@ def distinct(runs: pd.DataFrame, column: str) -> str:
 
 
 def status_class(status: str) -> str:
-    if status.startswith(("failed", "allocation mismatch")) or "did not converge" in status:
+    if (
+        status.startswith(("failed", "allocation mismatch", "shared CPUs"))
+        or "did not converge" in status
+    ):
         return "bad"
     return "warn" if status != "ok" else "ok"
 
@@ -213,9 +217,10 @@ def study_context(
         "repeats": int(runs.groupby("n")["repeat"].nunique().max()) if len(runs) else 0,
         "time_kind": time_kind,
         "quality_metric": study_quality_metric(study, runs),
-        "distributed": WORKLOADS.get(study.get("workload"), {}).get("distributed", False),
+        "distributed": workload_capabilities(study.get("workload")).get("distributed", False),
         "tolerance": study.get("convergence", {}).get("tolerance", 0.1),
-        "cost": study.get("cost", {}),
+        # the weights every SU figure uses: the study's, its partitions', its series'
+        "cost": cost_view(study),
         "base": None
         if base_row is None
         else {
@@ -237,6 +242,13 @@ def study_context(
             {"point": m.point, "repeat": int(m.repeat), "what": m.mismatches}
             for m in mismatches.itertuples()
         ],
+        # runs whose CPUs others used, as aggregation found them (analysis.disturbed_reasons)
+        "disturbed": [
+            {"point": r.point, "repeat": int(r.repeat), "what": r.disturbed}
+            for r in runs.itertuples()
+            if isinstance(getattr(r, "disturbed", None), str) and r.disturbed
+        ],
+        "include_shared": study.get("include_shared", False),
         "profiles": list(profiles),
         "answers": [answer(p, study, summary) for p in predictions.get("series", [])],
         "models": [models_view(p) for p in predictions.get("series", [])],
@@ -245,7 +257,7 @@ def study_context(
             "columns": [label for _, label, _ in DDP_COLUMNS],
             "rows": ddp_rows(summary, study),
         }
-        if WORKLOADS.get(study.get("workload"), {}).get("distributed")
+        if workload_capabilities(study.get("workload")).get("distributed")
         else None,
         "framework": framework_share(summary),
         "include_unstable": study.get("include_unstable", False),

@@ -13,23 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 
+import workloads as registry
 from scalestudy.commandline import check_command_params
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 DATASETS = ("mnist", "fashion_mnist")
-# What each workload can do, known here without importing it (imports cost
-# seconds at DAG time): whether it runs several processes, which data it reads.
-# `steps`: calls ctx.step() after each training step, so the profiler can see steps.
-WORKLOADS = {
-    "mnist_cnn": {"distributed": False, "steps": True},
-    "spiral_mlp": {"distributed": True, "steps": True},
-    "lightning_autoencoder": {"distributed": True, "steps": True},
-    "command": {"distributed": True, "steps": False},
-    "linear_solve": {"distributed": False, "steps": False},
-    "gd_regression": {"distributed": False, "steps": False},
-    "cifar_cnn": {"distributed": False, "steps": False},
-    "data_formats": {"distributed": False, "steps": False},
-}
 
 
 class ConfigError(ValueError):
@@ -137,8 +125,53 @@ def base_n(study: dict, ns: list[int]) -> int:
     return study["scaling"].get("base", min(ns))
 
 
-def check_study(name: str, study: dict, workdir: Path, limits: dict | None = None) -> None:
-    """Checks the schema cannot express; raise ConfigError naming the key."""
+WorkloadError = registry.WorkloadError  # a workload module without a valid declaration
+
+
+def workloads_of(workdir: Path) -> dict[str, registry.Workload]:
+    """The workloads a workflow in `workdir` can run, read from their modules'
+    declarations without importing them (see workloads/__init__.py)."""
+    return registry.discover(registry.folder_for(workdir))
+
+
+def workload_capabilities(name: str | None, workdir: Path | None = None) -> dict:
+    """What workload `name` can do ({} for none, or one this workflow does not have):
+    distributed, steps, devices."""
+    if name is None:
+        return {}
+    known = workloads_of(Path.cwd() if workdir is None else workdir)
+    return known[name].capabilities if name in known else {}
+
+
+def find_workload(name: str, study: dict, known: dict) -> registry.Workload:
+    if study["workload"] not in known:
+        message = registry.unknown_message(study["workload"], known)
+        raise ConfigError(f"studies.{name}.workload: {message}")
+    return known[study["workload"]]
+
+
+def complete_params(name: str, study: dict, known: dict) -> None:
+    """Validate the study's params against its workload's schema and fill in the
+    defaults; each series' params overrides are validated merged into them."""
+    workload = find_workload(name, study, known)
+    try:
+        study["params"] = workload.complete(study.get("params", {}))
+    except registry.ParamsError as e:
+        raise ConfigError(f"studies.{name}.{e}") from None
+    for series, overrides in study.get("series", {}).items():
+        if "params" not in overrides:
+            continue
+        try:
+            workload.complete(study["params"] | overrides["params"])
+        except registry.ParamsError as e:
+            raise ConfigError(f"studies.{name}.series.{series}.{e}") from None
+
+
+def check_study(
+    name: str, study: dict, workdir: Path, limits: dict | None = None, known: dict | None = None
+) -> None:
+    """Checks the schema cannot express; raise ConfigError naming the key. `known`: the
+    workloads (default: those of the workflow in workdir)."""
     if not SAFE_NAME.match(name):
         raise ConfigError(f"studies.{name}: study names may only use letters, digits, '-' and '_'")
     if "measured" in study:
@@ -146,19 +179,14 @@ def check_study(name: str, study: dict, workdir: Path, limits: dict | None = Non
         if not path.is_file():
             raise ConfigError(f"studies.{name}.measured: no such file: {path}")
         return
-    unknown = {
-        f"series.{series}.params.{key}"
-        for series, overrides in study.get("series", {}).items()
-        for key in overrides.get("params", {})
-        if key not in study["params"]
-    }
-    if unknown and study["workload"] != "command":
-        raise ConfigError(f"studies.{name}.{sorted(unknown)[0]}: not a parameter of the workload")
+    workload = find_workload(name, study, workloads_of(workdir) if known is None else known)
     for series in series_names(study):
-        check_series(name, series_study(study, series), limits, series)
+        check_series(name, series_study(study, series), limits, series, workload)
 
 
-def check_series(name: str, study: dict, limits: dict | None, series: str) -> None:
+def check_series(
+    name: str, study: dict, limits: dict | None, series: str, workload: registry.Workload
+) -> None:
     scaling = study["scaling"]
     points = scaling["points"]
     if study["workload"] == "command":
@@ -166,8 +194,12 @@ def check_series(name: str, study: dict, limits: dict | None, series: str) -> No
             check_command_params(study["params"])
         except ValueError as e:
             raise ConfigError(f"studies.{name}.{e}") from None
-    distributed = WORKLOADS[study["workload"]]["distributed"]
-    if not distributed and (
+    if scaling["device"] not in workload.devices:
+        raise ConfigError(
+            f"studies.{name}.scaling.device: workload {workload.name} runs on "
+            f"{' or '.join(workload.devices)} only, not {scaling['device']}"
+        )
+    if not workload.distributed and (
         scaling["axis"] in ("devices", "nodes") or scaling["devices"] > 1 or scaling["nodes"] > 1
     ):
         raise ConfigError(
@@ -178,7 +210,7 @@ def check_series(name: str, study: dict, limits: dict | None, series: str) -> No
         check_limits(name, point_for(name, study, n, series), limits or {})
     profile = study.get("profile", {})
     if profile.get("enabled"):
-        if not WORKLOADS[study["workload"]]["steps"]:
+        if not workload.steps:
             raise ConfigError(
                 f"studies.{name}.profile: workload {study['workload']} has no training steps "
                 "the PyTorch profiler can see; profile your program with its own tools"
@@ -299,17 +331,22 @@ def profile_targets(config: dict) -> list[tuple[str, str]]:
 
 
 def normalise_config(config: dict, workdir: Path) -> dict:
-    """Copy a schema-validated config and check it. The validator inserts the very same
-    default object into every study, and deepcopy would keep that sharing: a JSON
-    round trip gives each study its own."""
+    """Copy a schema-validated config, validate every study's workload params against
+    that workload's own schema (filling in its defaults), and check it. The validator
+    inserts the very same default object into every study, and deepcopy would keep that
+    sharing: a JSON round trip gives each study its own."""
     config = json.loads(json.dumps(config))
+    known = workloads_of(workdir)
+    for name, study in config["studies"].items():
+        if "workload" in study:
+            complete_params(name, study, known)
     if config.get("only"):
         unknown = sorted(set(config["only"]) - set(config["studies"]))
         if unknown:
             raise ConfigError(f"only: no study named {', '.join(unknown)}")
         config["studies"] = {k: v for k, v in config["studies"].items() if k in config["only"]}
     for name, study in config["studies"].items():
-        check_study(name, study, workdir, config.get("partition_limits"))
+        check_study(name, study, workdir, config.get("partition_limits"), known)
     return config
 
 

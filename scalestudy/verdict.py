@@ -4,15 +4,17 @@ Inputs, per problem size (any orderable number: matrix size, samples, ...):
   cpu: {size: [(threads, time_s, su_per_result), ...]}   every CPU point measured
   gpu: {size: (time_s, su_per_result)}                    the GPU point
 `from_frame` builds both from a DataFrame with columns series ("cpu"/"gpu"),
-size, n (threads or GPUs), time_s, cores, gpus (several rows per point are
-repeats: their median time is used; with several GPU points at a size, the
-fastest is the GPU point).
+size, n (threads or GPUs), time_s, cores, gpus and su (or a cost to price them:
+several rows per point are repeats: their median is used; with several GPU points
+at a size, the fastest is the GPU point).
 
-SU per result = (core_weight x cores + gpu_weight x gpus) x hours per result,
-the same charging as the rest of the project (cost.core_weight and
-cost.gpu_weight, 1 and 2 by default). A "result" is whatever one timed run
-produces (one batch of solves, one training run): the sizes' times must be
-per result for the comparison to mean anything.
+Two figures, two bases, both stated in the report: `time_s` is the time the study's
+speedups use (its `time`: whole job, training only or steady epoch), which says
+which point is faster; SU per result are priced by scalestudy.cost on whole-job
+(wall) time per result, what the allocation is charged, as the summary's `su` is
+(its own series' weights and its partition's). A "result" is whatever one timed
+run produces (one batch of solves, one training run): the sizes' times must be per
+result for the comparison to mean anything.
 
 Two CPU points matter at each size: the fastest (the time to beat) and the
 cheapest in SU per result (the cost to beat; often the fewest threads, since
@@ -24,16 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-SECONDS_PER_HOUR = 3600.0
+from scalestudy.cost import SECONDS_PER_HOUR, Cost
 
 CpuPoints = Mapping[float, Sequence[tuple[int, float, float]]]
 GpuPoints = Mapping[float, tuple[float, float]]
-
-
-def su_per_result(
-    time_s: float, cores: int, gpus: int, core_weight: float = 1.0, gpu_weight: float = 2.0
-) -> float:
-    return (core_weight * cores + gpu_weight * gpus) * time_s / SECONDS_PER_HOUR
 
 
 def fastest(points: Sequence[tuple[int, float, float]]) -> tuple[int, float, float]:
@@ -85,12 +81,18 @@ def break_even(cpu_best_su: float, gpu_su_rate: float, cpu_time_s: float) -> flo
 
 def compare_size(size, cpu_points, gpu_point) -> dict:
     """The figures of one size. A point may carry its series' name as a last element
-    (CPU: (threads, time, su, name); GPU: (time, su, name)): the verdict names it."""
+    (CPU: (threads, time, su, name); GPU: (time, su, name)): the verdict names it.
+
+    The break-even speedup assumes the GPU's SU per result shrink with its time:
+    speedup x gpu_su / best_cpu_su, which is `break_even` when times and SU share one
+    basis, and stays right when the times are training times and the SU whole-job."""
     gpu_time, gpu_su = gpu_point[:2]
     fast, cheap = fastest(cpu_points), cheapest(cpu_points)
     fast_threads, fast_time, fast_su = fast[:3]
     cheap_threads, cheap_time, cheap_su = cheap[:3]
-    gpu_rate = gpu_su / gpu_time * SECONDS_PER_HOUR
+    if cheap_su <= 0 or gpu_su <= 0 or gpu_time <= 0:
+        raise ValueError("SU and times must be positive")
+    speedup = fast_time / gpu_time
     return {
         "size": size,
         "gpu_series": gpu_point[2] if len(gpu_point) > 2 else None,
@@ -104,9 +106,9 @@ def compare_size(size, cpu_points, gpu_point) -> dict:
         "best_cpu_threads": cheap_threads,
         "best_cpu_time_s": cheap_time,
         "best_cpu_su": cheap_su,
-        "speedup": fast_time / gpu_time,
+        "speedup": speedup,
         # speedup over the fastest CPU point that makes the GPU cost what the cheapest does
-        "break_even_speedup": break_even(cheap_su, gpu_rate, fast_time),
+        "break_even_speedup": speedup * gpu_su / cheap_su,
         "gpu_faster": gpu_time < fast_time,
         "gpu_cheaper": gpu_su <= cheap_su,
     }
@@ -179,12 +181,17 @@ def gpu_verdict(cpu: CpuPoints, gpu: GpuPoints, sustained: bool = True) -> dict:
     }
 
 
-def from_frame(df, core_weight: float = 1.0, gpu_weight: float = 2.0) -> tuple[dict, dict]:
+def from_frame(df, cost: Cost | None = None) -> tuple[dict, dict]:
     """(cpu, gpu) inputs of gpu_verdict from a DataFrame with columns series ("cpu" or
     "gpu"), size, n, time_s, cores, gpus, and optionally name (the study's series):
-    rows of one (series, name, size, n) are repeats and give their median time; points
-    of different names are kept apart (three input pipelines on one GPU are three GPU
-    points, not one), and each point carries its name."""
+    rows of one (series, name, size, n) are repeats and give their median; points of
+    different names are kept apart (three input pipelines on one GPU are three GPU
+    points, not one), and each point carries its name.
+
+    SU per result: the frame's `su` column (SU per run, already priced, e.g. the
+    summary's) where it has one, else `cost` prices whole-job time per result, the
+    `wall_s` column (`time_s` in a frame without one: its times are then whole-job
+    times) on the `partition` column's partition, if any."""
     missing = {"series", "size", "n", "time_s", "cores", "gpus"} - set(df.columns)
     if missing:
         raise ValueError(f"missing columns: {sorted(missing)}")
@@ -192,15 +199,26 @@ def from_frame(df, core_weight: float = 1.0, gpu_weight: float = 2.0) -> tuple[d
     if bad:
         raise ValueError(f"series must be 'cpu' or 'gpu', not {sorted(bad)}")
     df = df.assign(name=df["name"] if "name" in df else df["series"])
+    if "su" not in df:
+        if cost is None:
+            raise ValueError("SU per result need an `su` column or a cost to price them")
+        seconds = df["wall_s"] if "wall_s" in df else df["time_s"]
+        partitions = df["partition"] if "partition" in df else [None] * len(df)
+        df = df.assign(
+            su=[
+                cost.su(c, g, t, p)
+                for c, g, t, p in zip(df["cores"], df["gpus"], seconds, partitions, strict=True)
+            ]
+        )
     points = df.groupby(["series", "name", "size", "n"], as_index=False, sort=False).agg(
-        time_s=("time_s", "median"), cores=("cores", "first"), gpus=("gpus", "first")
+        time_s=("time_s", "median"), su=("su", "median")
     )
     cpu: dict = {}
     gpu: dict = {}
     for row in points.itertuples(index=False):
-        su = su_per_result(row.time_s, row.cores, row.gpus, core_weight, gpu_weight)
+        time_s, su = float(row.time_s), float(row.su)
         if row.series == "cpu":
-            cpu.setdefault(row.size, []).append((int(row.n), float(row.time_s), su, row.name))
-        elif row.size not in gpu or row.time_s < gpu[row.size][0]:
-            gpu[row.size] = (float(row.time_s), su, row.name)
+            cpu.setdefault(row.size, []).append((int(row.n), time_s, su, row.name))
+        elif row.size not in gpu or time_s < gpu[row.size][0]:
+            gpu[row.size] = (time_s, su, row.name)
     return cpu, gpu

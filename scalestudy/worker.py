@@ -24,6 +24,7 @@ from scalestudy.harness import (
     received_resources,
     threads_from_allocation,
 )
+from scalestudy.processes import CpuWatch, die_with_parent
 from scalestudy.profiling import maybe_profiled
 from scalestudy.records import finite_or_none, write_json_atomic
 from scalestudy.tracker import finish_tracker, start_tracker
@@ -97,12 +98,20 @@ def main(argv=None) -> int:
     parser.add_argument("--spec", required=True, help="JSON file with the run's spec")
     parser.add_argument("--result-dir", required=True, help="where rank K writes rankK.json")
     args = parser.parse_args(argv)
+    # die with the launcher (or srun's task launcher), so no rank outlives the run
+    die_with_parent()
     # local runs: the CPUs the launcher chose, before any library sizes its pools
     if os.environ.get("SCALESTUDY_CPUS"):
-        os.sched_setaffinity(0, {int(c) for c in os.environ["SCALESTUDY_CPUS"].split(",")})
+        own = {int(c) for c in os.environ["SCALESTUDY_CPUS"].split(",")}
+        # the launcher's other CPUs, where the harness may pass the output on
+        aside = os.sched_getaffinity(0) - own
+        os.environ["SCALESTUDY_HARNESS_CPUS"] = ",".join(map(str, sorted(aside)))
+        os.sched_setaffinity(0, own)
+    watch = CpuWatch()
     spec = json.loads(Path(args.spec).read_text())
     launch_time = float(os.environ.get("SCALESTUDY_LAUNCH_TIME", time.time()))
     result = run_workload(spec, launch_time)
+    result["usage"] = watch.stop()
     write_json_atomic(Path(args.result_dir) / f"rank{result['rank']}.json", result)
     return 0 if result["status"] == "ok" else 1
 

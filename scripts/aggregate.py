@@ -5,7 +5,12 @@ import json
 import logging
 import sys
 
-from scalestudy.analysis import runs_from_measured, runs_from_records, summarise
+from scalestudy.analysis import (
+    disturbed_reasons,
+    runs_from_measured,
+    runs_from_records,
+    summarise,
+)
 from scalestudy.predictions import split_by_provenance, study_predictions
 from scalestudy.records import RecordError, write_text_atomic
 from scalestudy.studies import series_of_points
@@ -15,8 +20,8 @@ def aggregate(study_name: str, study: dict, inputs: list[str], out: dict):
     if "measured" in study:
         runs = runs_from_measured(inputs[0], study_name, study)
     else:
-        runs = runs_from_records(inputs)
-        runs["series"] = runs["point"].map(series_of_points(study_name, study)).fillna("")
+        runs = runs_from_records(inputs, series_of_points(study_name, study))
+        runs["disturbed"] = disturbed_reasons(runs, study)
     runs = split_by_provenance(runs, study)
     summary = summarise(runs, study)
     predictions = study_predictions(summary, runs, study)

@@ -14,7 +14,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
-WORKFLOW_PARTS = ["Snakefile", "rules", "scripts", "config", "profiles"]
+# workloads: the workflow's own folder of them, as a checkout has (workloads.folder_for)
+WORKFLOW_PARTS = ["Snakefile", "rules", "scripts", "config", "profiles", "workloads"]
 
 
 def tiny_mnist_study(**overrides) -> dict:

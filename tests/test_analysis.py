@@ -124,7 +124,9 @@ def test_records_to_runs_table(tmp_path):
     paths = []
     for point, n, wall in [("t1", 1, 4.0), ("t2", 2, 2.5)]:
         path = tmp_path / f"{point}.json"
-        write_json_atomic(path, good_record(point=point, n=n, wall_s=wall))
+        write_json_atomic(
+            path, good_record(point=point, n=n, wall_s=wall, run_id=f"run-of-{point}")
+        )
         paths.append(path)
     runs = runs_from_records(paths)
     assert list(runs["wall_s"]) == [4.0, 2.5]

@@ -22,6 +22,7 @@ import pytest
 import torch
 
 from scalestudy import telemetry, verdict
+from scalestudy.cost import Cost
 from scalestudy.harness import Context
 from workloads import cifar_cnn, gd_regression, linear_solve
 
@@ -360,15 +361,16 @@ def test_gpu_telemetry_merges_metrics_on_cuda_only(tmp_path):
 # --- verdict ---------------------------------------------------------------------------
 
 SIZES = [64, 128, 256, 512]
+WEIGHTS_1_2 = Cost.from_config({"core_weight": 1, "gpu_weight": 2})
 
 
-def cpu_points(core_weight=1.0):
+def cpu_points():
     """Times growing as size^3 / threads^0.8 (imperfect scaling), 1, 2 and 4 threads."""
     points = {}
     for size in SIZES:
         base = (size / 64) ** 3 * 10.0
         points[size] = [
-            (t, base / t**0.8, verdict.su_per_result(base / t**0.8, t, 0, core_weight))
+            (t, base / t**0.8, WEIGHTS_1_2.su(t, 0, base / t**0.8))
             for t in (1, 2, 4)
         ]
     return points
@@ -376,7 +378,7 @@ def cpu_points(core_weight=1.0):
 
 def gpu_points(times, cores=1, gpus=1):
     return {
-        s: (t, verdict.su_per_result(t, cores, gpus)) for s, t in zip(SIZES, times, strict=True)
+        s: (t, WEIGHTS_1_2.su(cores, gpus, t)) for s, t in zip(SIZES, times, strict=True)
     }
 
 
@@ -448,12 +450,12 @@ def test_verdict_from_frame():
     for size, t in zip(SIZES, [30.0, 40.0, 60.0, 200.0], strict=True):
         rows.append(("gpu", size, 1, t, 1, 1))
     df = pd.DataFrame(rows, columns=["series", "size", "n", "time_s", "cores", "gpus"])
-    cpu, gpu = verdict.from_frame(df)
+    cpu, gpu = verdict.from_frame(df, WEIGHTS_1_2)
     assert cpu[256][0][1] == pytest.approx(cpu_points()[256][0][1])
     assert gpu[256] == (60.0, pytest.approx(0.05), "gpu")
     assert verdict.gpu_verdict(cpu, gpu)["worth_it_size"] == 256
     with pytest.raises(ValueError, match="missing columns"):
-        verdict.from_frame(df.drop(columns="gpus"))
+        verdict.from_frame(df.drop(columns="gpus"), WEIGHTS_1_2)
 
 
 def test_gpu_series_at_one_size_stay_apart_and_the_fastest_is_named():
@@ -462,7 +464,7 @@ def test_gpu_series_at_one_size_stay_apart_and_the_fastest_is_named():
     rows += [("gpu", name, 256, 8, t, 8, 1) for name, t in
              [("loader", 2.0), ("workers", 0.7), ("on_device", 0.1)]]  # fmt: skip
     df = pd.DataFrame(rows, columns=["series", "name", "size", "n", "time_s", "cores", "gpus"])
-    cpu, gpu = verdict.from_frame(df, 1, 16)
+    cpu, gpu = verdict.from_frame(df, Cost.from_config({"core_weight": 1, "gpu_weight": 16}))
     assert gpu[256][0] == 0.1 and gpu[256][2] == "on_device"
     out = verdict.gpu_verdict(cpu, gpu)
     assert out["sizes"][0]["gpu_series"] == "on_device"

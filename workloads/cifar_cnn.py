@@ -54,8 +54,92 @@ import torch.nn.functional as F
 from torch import nn
 
 from scalestudy.telemetry import gpu_telemetry
+from workloads import complete
 
-PLACEMENTS = ("loader", "host_memory", "device")
+WORKLOAD = {
+    "distributed": False,
+    "steps": False,
+    "devices": ["cpu", "gpu"],
+    "params": {
+        "properties": {
+            "batch_size": {
+                "description": "training batch size",
+                "type": "integer",
+                "minimum": 1,
+                "default": 64,
+            },
+            "num_workers": {
+                "description": "DataLoader worker processes (`placement: loader`); workers "
+                "plus torch threads must fit in the allocation",
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+            },
+            "prefetch_factor": {
+                "description": "batches in flight per worker (with `num_workers` > 0)",
+                "type": "integer",
+                "minimum": 1,
+                "default": 2,
+            },
+            "placement": {
+                "description": "`loader`, `host_memory` or `device` (above)",
+                "enum": ["loader", "host_memory", "device"],
+                "default": "loader",
+            },
+            "max_batches": {
+                "description": "training batches per epoch (0 = all)",
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+            },
+            "epochs": {
+                "description": "training epochs",
+                "type": "integer",
+                "minimum": 1,
+                "default": 1,
+            },
+            "seed": {
+                "description": "seed of weights and shuffling (the synthetic set is the same "
+                "whatever the seed)",
+                "type": "integer",
+                "default": 1,
+            },
+            "dataset": {
+                "description": "`cifar10` reads `data_dir/cifar10` (never downloads) and falls "
+                "back to the synthetic set without its files; `synthetic` always uses it",
+                "enum": ["cifar10", "synthetic"],
+                "default": "cifar10",
+            },
+            "synthetic_samples": {
+                "description": "images in the synthetic set",
+                "type": "integer",
+                "minimum": 1,
+                "default": 50000,
+            },
+            "lr": {
+                "description": "SGD learning rate",
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "default": 0.001,
+            },
+            "momentum": {
+                "description": "SGD momentum",
+                "type": "number",
+                "minimum": 0,
+                "default": 0.9,
+            },
+            "pin_memory": {
+                "description": "pinned host memory in the DataLoader on CUDA: the copy to the "
+                "device is then asynchronous, and what of it is still running when the step "
+                "starts is charged to compute",
+                "type": "boolean",
+                "default": False,
+            },
+        },
+    },
+}
+
+
 SYNTHETIC_SEED = 20240610  # fixed: the synthetic set is the same whatever the run's seed
 CLASSES = 10
 
@@ -276,30 +360,8 @@ def warm_up(model, optimizer_factory, batches, device) -> None:
     synchronize(device)
 
 
-def options(params: dict) -> dict:
-    p = {
-        "batch_size": 64,
-        "num_workers": 0,
-        "prefetch_factor": 2,
-        "placement": "loader",
-        "max_batches": 0,
-        "epochs": 1,
-        "seed": 1,
-        "dataset": "cifar10",
-        "synthetic_samples": 50000,
-        "lr": 0.001,
-        "momentum": 0.9,
-        "pin_memory": False,
-    } | params
-    if p["placement"] not in PLACEMENTS:
-        raise ValueError(f"placement must be one of {PLACEMENTS}, not {p['placement']!r}")
-    if p["dataset"] not in ("cifar10", "synthetic"):
-        raise ValueError(f"dataset must be cifar10 or synthetic, not {p['dataset']!r}")
-    return p
-
-
 def run(params: dict, ctx) -> None:
-    p = options(params)
+    p = complete(WORKLOAD, params)
     # workers exist only for the loader placement; the others slice tensors in-process
     workers = p["num_workers"] if p["placement"] == "loader" else 0
     threads = torch_threads(ctx.threads, workers)

@@ -17,6 +17,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 from scalestudy.commandline import (
@@ -25,9 +27,68 @@ from scalestudy.commandline import (
     metrics_from_output,
     substitute,
 )
+from scalestudy.processes import die_with_parent, pump_aside, widen_pipe
+
+WORKLOAD = {
+    "distributed": True,
+    "steps": False,
+    "devices": ["cpu", "gpu"],
+    "params": {
+        "required": ["command"],
+        "properties": {
+            "command": {
+                "description": "list of arguments, or one string; placeholders `{threads}`, "
+                "`{devices}` (processes per node), `{nodes}`, `{tasks}` (all processes), "
+                "`{gpus}`, `{n}`, `{rank}`, `{local_rank}`, `{study}`, `{point}`, "
+                "`{repeat}`, `{run_dir}` (a private folder, removed afterwards) and your own "
+                "from `values`; write `{{` and `}}` for literal braces. Unknown placeholders "
+                "are refused before any job runs",
+                "oneOf": [
+                    {"type": "string", "minLength": 1},
+                    {"type": "array", "minItems": 1, "items": {"type": ["string", "number"]}},
+                ],
+            },
+            "values": {
+                "description": "your own placeholders, e.g. `{label: resnet50}`",
+                "type": "object",
+                "additionalProperties": {"type": ["string", "number", "boolean"]},
+                "default": {},
+            },
+            "env": {
+                "description": "extra environment variables (placeholders allowed)",
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "default": {},
+            },
+            "workdir": {
+                "description": "where the command runs; unset: the workflow folder",
+                "type": "string",
+            },
+            "metrics_json": {
+                "description": "a file the command writes with one JSON object of "
+                '`name: number`, e.g. `"{run_dir}/metrics.json"`; a non-number fails the run',
+                "type": "string",
+            },
+            "metrics_regex": {
+                "description": "`name: pattern` with one group (or a group named `value`) "
+                "around a number in the output; the last match is the metric, and with "
+                "several matches `NAME_median` and `NAME_count` too. A pattern that never "
+                "matches fails the run with that reason",
+                "type": "object",
+                "additionalProperties": {"type": "string", "minLength": 1},
+                "default": {},
+            },
+            "samples": {
+                "description": "samples one run processes: gives samples/s and throughput",
+                "type": "number",
+                "exclusiveMinimum": 0,
+            },
+        },
+    },
+}
 
 # Output kept for the regexes: the tail, so a chatty command cannot exhaust memory.
-OUTPUT_KEEP_CHARS = 8_000_000
+OUTPUT_KEEP_CHARS = 8_000_000  # bytes of the tail
 
 
 def placeholder_values(params: dict, ctx, run_dir: Path) -> dict:
@@ -48,29 +109,59 @@ def placeholder_values(params: dict, ctx, run_dir: Path) -> dict:
     }
 
 
-def run_command(argv: list[str], env: dict, cwd: str | None) -> tuple[int, str]:
-    """Run without a shell; its output goes to the job log as written and is kept
-    for the metric patterns."""
+class OutputTail:
+    """Passes the program's output on to the job log and keeps its tail."""
+
+    def __init__(self, out, keep: int):
+        self.out, self.keep, self.tail = out, keep, bytearray()
+
+    def write(self, data: bytes) -> None:
+        self.out.write(data)
+        self.out.flush()
+        self.tail += data
+        if len(self.tail) > 2 * self.keep:
+            del self.tail[: len(self.tail) - self.keep]
+
+    def text(self) -> str:
+        return self.tail[-self.keep :].decode(errors="replace")
+
+
+def run_command(argv: list[str], env: dict, cwd: str | None) -> tuple[int, str, float]:
+    """Run without a shell; return its exit status, the tail of its output and its
+    run time (start to exit). Its output goes to the job log as it is written, through
+    a wide pipe read in blocks (scalestudy.processes.pump: a chatty program must not
+    wait for us); its tail is kept for the metric patterns and the failure message. It
+    dies with this process (parent-death signal) and stays in the run's process group,
+    so the launcher can stop all of it."""
+    start = time.perf_counter()
     try:
         proc = subprocess.Popen(
-            argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+            argv,
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent,  # noqa: PLW1509 - the worker runs no threads here
         )
     except FileNotFoundError:
         raise RuntimeError(f"command not found: {argv[0]!r}") from None
     except PermissionError:
         raise RuntimeError(f"command not executable: {argv[0]!r}") from None
-    kept: list[str] = []
-    size = 0
-    for raw in iter(proc.stdout.readline, b""):
-        sys.stderr.buffer.write(raw)
-        sys.stderr.flush()
-        line = raw.decode(errors="replace")
-        kept.append(line)
-        size += len(line)
-        while size > OUTPUT_KEEP_CHARS and len(kept) > 1:
-            size -= len(kept.pop(0))
+    ended = {}
+
+    def wait() -> None:
+        ended["code"] = proc.wait()
+        ended["at"] = time.perf_counter()  # the program's end, not the end of reading
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    widen_pipe(proc.stdout.fileno())
+    sink = OutputTail(sys.stderr.buffer, OUTPUT_KEEP_CHARS)
+    pump_aside(os.dup(proc.stdout.fileno()), sink)
     proc.stdout.close()
-    return proc.wait(), "".join(kept)
+    waiter.join()
+    return ended["code"], sink.text(), ended["at"] - start
 
 
 def run(params: dict, ctx) -> None:
@@ -82,7 +173,8 @@ def run(params: dict, ctx) -> None:
         env = dict(os.environ) | {k: substitute(v, values) for k, v in extra_env.items()}
         cwd = params.get("workdir")
         with ctx.phase("command", kind="epoch") as phase:
-            code, output = run_command(argv, env, cwd)
+            code, output, seconds = run_command(argv, env, cwd)
+        phase.seconds = seconds  # until the program ended, not until its output was read
         if code != 0:
             last = next((line for line in reversed(output.splitlines()) if line.strip()), "")
             raise RuntimeError(f"command exited with status {code}: {last.strip()[:300]}")

@@ -37,25 +37,61 @@ import os
 import sys
 
 from scalestudy.telemetry import gpu_telemetry
+from workloads import complete
+
+WORKLOAD = {
+    "distributed": False,
+    "steps": False,
+    "devices": ["cpu", "gpu"],
+    "params": {
+        "properties": {
+            "samples": {
+                "description": "rows of X",
+                "type": "integer",
+                "minimum": 1,
+                "default": 100000,
+            },
+            "variables": {
+                "description": "columns of X (weights to fit)",
+                "type": "integer",
+                "minimum": 1,
+                "default": 100,
+            },
+            "iterations": {
+                "description": "gradient-descent steps",
+                "type": "integer",
+                "minimum": 1,
+                "default": 100,
+            },
+            "lr": {
+                "description": "step size",
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "default": 0.1,
+            },
+            "seed": {
+                "description": "seed of X, the true weights and the noise",
+                "type": "integer",
+                "default": 1,
+            },
+            "backend": {
+                "description": "`jax`, `torch`, or `auto`: JAX when it is installed and "
+                "usable on the point's device, else torch",
+                "enum": ["auto", "jax", "torch"],
+                "default": "auto",
+            },
+            "torch_compile": {
+                "description": "torch backend: `torch.compile` one step; `false` (or a failed "
+                "compile) runs it eagerly",
+                "type": "boolean",
+                "default": True,
+            },
+        },
+    },
+}
+
 
 NOISE = 0.1
-
-
-def options(params: dict) -> dict:
-    p = {
-        "samples": 100000,
-        "variables": 100,
-        "iterations": 100,
-        "lr": 0.1,
-        "seed": 1,
-        "backend": "auto",
-        "torch_compile": True,
-    } | params
-    if p["backend"] not in ("auto", "jax", "torch"):
-        raise ValueError(f"backend must be auto, jax or torch, not {p['backend']!r}")
-    if min(p["samples"], p["variables"], p["iterations"]) < 1:
-        raise ValueError("samples, variables and iterations must be at least 1")
-    return p
 
 
 def jax_device(jax, device):
@@ -214,7 +250,7 @@ def check_ran_on(array, device) -> None:
 
 
 def run(params: dict, ctx) -> None:
-    p = options(params)
+    p = complete(WORKLOAD, params)
     backend, jax_target = choose_backend(p["backend"], ctx.device)
     result = run_jax(p, ctx, jax_target) if backend == "jax" else run_torch(p, ctx)
     ctx.metric("backend_jax", 1 if backend == "jax" else 0)

@@ -20,6 +20,84 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from scalestudy.harness import Phase
 
+WORKLOAD = {
+    "distributed": True,
+    "steps": True,
+    "devices": ["cpu", "gpu"],
+    "params": {
+        "properties": {
+            "dataset": {
+                "description": "`mnist` or `fashion_mnist`",
+                "enum": ["mnist", "fashion_mnist"],
+                "default": "fashion_mnist",
+            },
+            "epochs": {
+                "description": "training epochs",
+                "type": "integer",
+                "minimum": 1,
+                "default": 1,
+            },
+            "batch_size": {
+                "description": "batch per process (1 in the source)",
+                "type": "integer",
+                "minimum": 1,
+                "default": 1,
+            },
+            "global_batch_size": {
+                "description": "when > 0, the batch over all processes, split among them "
+                "(strong scaling)",
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+            },
+            "max_batches": {
+                "description": "training batches per epoch and process (0 = all)",
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+            },
+            "max_val_batches": {
+                "description": "validation batches (0 = all)",
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+            },
+            "train_size": {
+                "description": "of the 60,000 training images, those trained on",
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 59999,
+                "default": 55000,
+            },
+            "val_size": {
+                "description": "of the rest, those validated on",
+                "type": "integer",
+                "minimum": 1,
+                "default": 5000,
+            },
+            "lr": {
+                "description": "Adam learning rate",
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "default": 0.001,
+            },
+            "seed": {
+                "description": "seed of split, weights and shuffling",
+                "type": "integer",
+                "default": 1,
+            },
+            "reference_steps": {
+                "description": "after training, rank 0 times this many steps of the same "
+                "module in a plain PyTorch loop (not timed for speedups), so the report "
+                "shows the framework's share of a step (0 = skip)",
+                "type": "integer",
+                "minimum": 0,
+                "default": 200,
+            },
+        },
+    },
+}
+
 
 class LitAutoEncoder(pl.LightningModule):
     def __init__(self, lr: float = 1e-3):

@@ -39,6 +39,55 @@ from pathlib import Path
 import numpy as np
 
 from scalestudy.telemetry import gpu_telemetry
+from workloads import complete
+
+WORKLOAD = {
+    "distributed": False,
+    "steps": False,
+    "devices": ["cpu", "gpu"],
+    "params": {
+        "properties": {
+            "backend": {
+                "description": "`numpy` (LAPACK on the CPU threads), `torch` "
+                "(`torch.linalg.solve` on the point's device) or `cupy` (GPU only)",
+                "enum": ["numpy", "torch", "cupy"],
+                "default": "numpy",
+            },
+            "systems": {
+                "description": "independent systems per batch (N)",
+                "type": "integer",
+                "minimum": 1,
+                "default": 64,
+            },
+            "size": {
+                "description": "unknowns per system (M)",
+                "type": "integer",
+                "minimum": 1,
+                "default": 256,
+            },
+            "repeats_inner": {
+                "description": "timed solves per run; `solve_s` is their median",
+                "type": "integer",
+                "minimum": 1,
+                "default": 3,
+            },
+            "seed": {"description": "seed of the systems", "type": "integer", "default": 1},
+            "data_on_host": {
+                "description": "on a GPU, generate the systems on the host and time the copy "
+                "to the device (pageable memory) as a phase of its own; otherwise they are "
+                "generated on the device that solves them, so no copy is hidden anywhere",
+                "type": "boolean",
+                "default": False,
+            },
+            "dtype": {
+                "description": "`float32` or `float64`",
+                "enum": ["float32", "float64"],
+                "default": "float32",
+            },
+        },
+    },
+}
+
 
 BACKENDS = ("numpy", "torch", "cupy")
 RESIDUAL_LIMIT = 1e-3
@@ -201,23 +250,6 @@ def blas_threads() -> int | None:
 # --- the run -------------------------------------------------------------------------
 
 
-def options(params: dict) -> dict:
-    p = {
-        "backend": "numpy",
-        "systems": 64,
-        "size": 256,
-        "repeats_inner": 3,
-        "seed": 1,
-        "data_on_host": False,
-        "dtype": "float32",
-    } | params
-    if p["systems"] < 1 or p["size"] < 1 or p["repeats_inner"] < 1:
-        raise ValueError("systems, size and repeats_inner must be at least 1")
-    if p["dtype"] not in ("float32", "float64"):
-        raise ValueError(f"dtype must be float32 or float64, not {p['dtype']!r}")
-    return p
-
-
 def prepare_systems(backend, p: dict, ctx):
     """The systems where they are solved; the host-to-device copy timed when asked for."""
     if not (p["data_on_host"] and solves_on_gpu(backend)):
@@ -266,7 +298,7 @@ def check_threads(backend, ctx) -> None:
 
 
 def run(params: dict, ctx) -> None:
-    p = options(params)
+    p = complete(WORKLOAD, params)
     backend = make_backend(p["backend"], ctx, p["dtype"])
     check_threads(backend, ctx)
     a, b = prepare_systems(backend, p, ctx)

@@ -14,6 +14,70 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+WORKLOAD = {
+    "distributed": False,
+    "steps": True,
+    "devices": ["cpu", "gpu"],
+    "params": {
+        "properties": {
+            "dataset": {
+                "description": "`mnist` or `fashion_mnist` (same format and sizes)",
+                "enum": ["mnist", "fashion_mnist"],
+                "default": "fashion_mnist",
+            },
+            "epochs": {
+                "description": "training epochs",
+                "type": "integer",
+                "minimum": 1,
+                "default": 1,
+            },
+            "batch_size": {
+                "description": "training batch size",
+                "type": "integer",
+                "minimum": 1,
+                "default": 64,
+            },
+            "test_batch_size": {
+                "description": "evaluation batch size",
+                "type": "integer",
+                "minimum": 1,
+                "default": 1000,
+            },
+            "max_batches": {
+                "description": "training batches per epoch (0 = the whole training set); "
+                "a batch limit for quick studies",
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+            },
+            "max_test_batches": {
+                "description": "evaluation batches (0 = the whole test set)",
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+            },
+            "lr": {
+                "description": "Adadelta learning rate",
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "default": 1.0,
+            },
+            "gamma": {
+                "description": "StepLR decay per epoch",
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "default": 0.7,
+            },
+            "seed": {
+                "description": "seed of weights and shuffling",
+                "type": "integer",
+                "default": 1,
+            },
+        },
+    },
+}
+
+
 # per-channel mean and std of the training images
 NORMALISATION = {"mnist": (0.1307, 0.3081), "fashion_mnist": (0.2860, 0.3530)}
 

@@ -18,6 +18,78 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
+WORKLOAD = {
+    "distributed": True,
+    "steps": True,
+    "devices": ["cpu", "gpu"],
+    "params": {
+        "properties": {
+            "samples": {
+                "description": "points in the data set",
+                "type": "integer",
+                "minimum": 10,
+                "default": 10000,
+            },
+            "classes": {
+                "description": "spiral arms (one class each)",
+                "type": "integer",
+                "minimum": 2,
+                "default": 3,
+            },
+            "noise": {
+                "description": "angular noise of the arms",
+                "type": "number",
+                "minimum": 0,
+                "default": 0.2,
+            },
+            "val_fraction": {
+                "description": "share held out for validation",
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "exclusiveMaximum": 1,
+                "default": 0.2,
+            },
+            "hidden": {
+                "description": "hidden layer widths",
+                "type": "array",
+                "items": {"type": "integer", "minimum": 1},
+                "minItems": 1,
+                "default": [64, 32, 16],
+            },
+            "epochs": {
+                "description": "training epochs",
+                "type": "integer",
+                "minimum": 1,
+                "default": 5,
+            },
+            "batch_size": {
+                "description": "batch per process: kept when processes are added (weak scaling)",
+                "type": "integer",
+                "minimum": 1,
+                "default": 64,
+            },
+            "global_batch_size": {
+                "description": "when > 0, the batch over all processes, split among them "
+                "(strong scaling)",
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+            },
+            "lr": {
+                "description": "Adam learning rate",
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "default": 0.01,
+            },
+            "seed": {
+                "description": "seed of data, weights and shuffling",
+                "type": "integer",
+                "default": 1,
+            },
+        },
+    },
+}
+
 
 def spiral(samples: int, arms: int, noise: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """`samples` points on `arms` interleaved spiral arms, labelled by arm."""

@@ -3,7 +3,7 @@ staging to node-local scratch, time to the first batch, streaming rate.
 
 Samples: `images` random payloads of `image_bytes` bytes (default 3072: a raw
 32x32x3 uint8 image, so that nothing but I/O and parsing is measured) with
-labels 0-9, from `seed`. Formats and readers are scalestudy.formats's.
+labels 0-9, from `seed`. Formats and readers are those of formats.py beside this file.
 
 Phases
   write        (kind data, not a result) the data set in `format`, under
@@ -14,8 +14,8 @@ Phases
                folder (`scratch`, else $SLURM_TMPDIR, else $TMPDIR, else the system's
                temporary folder), and extract it when the format is tar and
                `extract_tar` is set. With `parallel_stagers` k > 1, k copies run at
-               once in k processes (scalestudy.formats.stage_parallel), like k jobs
-               staging on one node; metrics stage_s_median, stage_s_max, stagers.
+               once in k processes (formats.stage_parallel), like k jobs staging on
+               one node; metrics stage_s_median, stage_s_max, stagers.
                stage_s is the slowest copy's own time; the phase also includes
                starting the k processes. With `stage` false, the stream reads the
                source directly.
@@ -48,7 +48,7 @@ What this measures, by `cache` (metric cold_read: 0 warm, 1 cold):
         reads it from the page cache, and staging reads the source from there too
         unless another node wrote it. The stream rate is thus the reader's own cost.
   cold  the data set's files are evicted from the page cache (fsync, then
-        posix_fadvise DONTNEED on each file: scalestudy.formats.evict_from_page_cache,
+        posix_fadvise DONTNEED on each file: formats.evict_from_page_cache,
         no root needed) before staging and again before the first batch, so that
         staging and the stream read from the disk. The limits: only this data set's
         clean pages are dropped (the fsync cleans them first); other processes' pages,
@@ -72,39 +72,104 @@ from pathlib import Path
 
 import numpy as np
 
-from scalestudy import formats
 from scalestudy.telemetry import gpu_telemetry
+from workloads import complete
+from workloads.data_formats import formats
+
+WORKLOAD = {
+    "distributed": False,
+    "steps": False,
+    "devices": ["cpu", "gpu"],
+    "params": {
+        "properties": {
+            "format": {
+                "description": "`folder` (one file per sample, ImageFolder layout), `tar` "
+                "(that folder as one tar archive) or `shards` (a few tar files in WebDataset "
+                "layout)",
+                "enum": ["folder", "tar", "shards"],
+                "default": "shards",
+            },
+            "images": {
+                "description": "samples in the set",
+                "type": "integer",
+                "minimum": 1,
+                "default": 10000,
+            },
+            "image_bytes": {
+                "description": "raw payload per sample (3072 = 32×32×3 bytes)",
+                "type": "integer",
+                "minimum": 1,
+                "default": 3072,
+            },
+            "shards": {
+                "description": "shard files (`format: shards`)",
+                "type": "integer",
+                "minimum": 1,
+                "default": 4,
+            },
+            "batch_size": {
+                "description": "samples per batch",
+                "type": "integer",
+                "minimum": 1,
+                "default": 64,
+            },
+            "scratch": {
+                "description": "node-local scratch folder; `null` = `$SLURM_TMPDIR`, then "
+                "`$TMPDIR`, then the system's temporary folder",
+                "type": ["string", "null"],
+                "default": None,
+            },
+            "seed": {
+                "description": "seed of payloads and labels, and of the order with `shuffle`",
+                "type": "integer",
+                "default": 1,
+            },
+            "train": {
+                "description": "also train a tiny model on the stream, to split waiting from "
+                "computing",
+                "type": "boolean",
+                "default": False,
+            },
+            "parallel_stagers": {
+                "description": "staging copies run at once (separate processes)",
+                "type": "integer",
+                "minimum": 1,
+                "default": 1,
+            },
+            "stage": {
+                "description": "`false` = stream straight from the source, without staging",
+                "type": "boolean",
+                "default": True,
+            },
+            "extract_tar": {
+                "description": "`format: tar`: extract after staging and read it as a folder",
+                "type": "boolean",
+                "default": False,
+            },
+            "tar_reader": {
+                "description": "reader of a tar read as one archive: `tarfile` (Python's "
+                "tarfile in stream mode) or `fast` (the project's sequential parser)",
+                "enum": ["tarfile", "fast"],
+                "default": "fast",
+            },
+            "shuffle": {
+                "description": "read the folder (and an extracted tar) in random file order, "
+                "shards in random shard order; a tar read as one archive is always read in "
+                "order. Without it the folder is read class by class, its best case on disk",
+                "type": "boolean",
+                "default": False,
+            },
+            "cache": {
+                "description": "`warm` or `cold` (above)",
+                "enum": ["warm", "cold"],
+                "default": "warm",
+            },
+        },
+    },
+}
+
 
 CLASSES = 10
-CACHE_MODES = ("warm", "cold")
-
-
-def options(params: dict) -> dict:
-    p = {
-        "format": "shards",
-        "images": 10000,
-        "image_bytes": 3072,
-        "shards": 4,
-        "batch_size": 64,
-        "scratch": None,
-        "seed": 1,
-        "train": False,
-        "parallel_stagers": 1,
-        "stage": True,
-        "extract_tar": False,
-        "tar_reader": "fast",
-        "shuffle": False,
-        "cache": "warm",
-    } | params
-    if p["format"] not in formats.FORMATS:
-        raise ValueError(f"format must be one of {formats.FORMATS}, not {p['format']!r}")
-    if min(p["images"], p["image_bytes"], p["shards"], p["batch_size"]) < 1:
-        raise ValueError("images, image_bytes, shards and batch_size must be at least 1")
-    if p["parallel_stagers"] < 1:
-        raise ValueError("parallel_stagers must be at least 1")
-    if p["cache"] not in CACHE_MODES:
-        raise ValueError(f"cache must be one of {CACHE_MODES}, not {p['cache']!r}")
-    return p
 
 
 def samples(count: int, image_bytes: int, seed: int) -> tuple[list[bytes], list[int]]:
@@ -249,7 +314,7 @@ def evict(path: Path, ctx) -> int:
 
 
 def run(params: dict, ctx) -> None:
-    p = options(params)
+    p = complete(WORKLOAD, params)
     cold = p["cache"] == "cold"
     with ctx.phase("write", kind="data"):
         source = ensure_written(p, ctx.data_dir)

@@ -1,5 +1,8 @@
 """One image set in three storage formats: write, stage to node-local scratch, read back.
 
+The I/O of the data_formats workload (its run() is in __init__.py beside this file).
+It imports the standard library only: stage_parallel runs this file as a script.
+
 The payload of a sample is opaque bytes (the data-format workload uses raw
 uint8 pixels, 32x32x3 = 3072 bytes, like a CIFAR image, so that nothing is
 measured but I/O), and its label is a small integer. Keys are the sample's
@@ -409,7 +412,7 @@ def stage_parallel(
 ) -> list[float]:
     """k stagings of the same source at once, into scratch/stager<i>/; seconds of each.
 
-    Each staging runs in its own process, `python -m scalestudy.formats stage ...`:
+    Each staging runs in its own process, `python formats.py stage ...` (this file):
     k jobs staging on one node are k processes, and a folder copy is mostly Python
     work per file, which threads would serialise on the GIL. Plain subprocesses,
     not multiprocessing: spawn re-imports the caller's main module and fork copies
@@ -424,18 +427,16 @@ def stage_parallel(
     targets = [Path(scratch) / f"stager{i}" for i in range(k)]
     if k == 1:
         return [stage(source, targets[0], fmt, extract)]
-    package_root = str(Path(__file__).resolve().parents[1])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    # this file as a script: it needs the standard library only, and `-m` would first
+    # import the workload package around it (numpy, telemetry) in every stager
+    script = str(Path(__file__).resolve())
     procs = []
     try:
         for target in targets:
-            cmd = [sys.executable, "-m", "scalestudy.formats", "stage", str(source), str(target)]
-            cmd += [fmt] + (["--extract"] if extract else [])
+            cmd = [sys.executable, script, "stage", str(source), str(target), fmt]
+            cmd += ["--extract"] if extract else []
             procs.append(
-                subprocess.Popen(
-                    cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
-                )
+                subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             )
         for proc in procs:  # every child is ready when it has printed "ready"
             if proc.stdout.readline().strip() != "ready":

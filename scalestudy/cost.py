@@ -1,0 +1,142 @@
+"""Service units (SU): what an allocation is charged, priced in one place.
+
+    SU = (core_weight x cores + gpu_weight x GPUs) x hours of whole-job (wall) time
+
+The weights are a study's `cost`; a series' own `cost` overrides it key by key
+(studies.series_study), and a run on a Slurm partition listed under `cost.partitions`
+is priced at that partition's weights (a weight the partition does not give is the
+study's, or the series'). The default weights live in the config schema only
+($defs/cost): a validated config has them, and a cost dict that lacks one (a study
+written by hand in a test or a script) gets the schema's default, read from the schema.
+
+Time basis: every SU figure prices whole-job (wall) time, what the allocation is
+charged, whatever time the study's speedups use (`time: train` or `steady`). The
+summary's `su` (and so `relative_su`, the Pareto front and the deadline and budget
+picks), the study's charges and the GPU verdict's SU per result all come from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from scalestudy.studies import base_series, series_study
+
+SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schema" / "config.schema.yaml"
+SECONDS_PER_HOUR = 3600.0
+WEIGHTS = ("core_weight", "gpu_weight")
+# the one time basis of every SU figure, in the report's words
+BASIS = "hours of whole-job (wall) time"
+
+
+@cache
+def schema_defaults() -> dict[str, float]:
+    """The default weights, as the config schema gives them."""
+    schema = yaml.safe_load(SCHEMA_PATH.read_text())
+    properties = schema["$defs"]["cost"]["properties"]
+    return {key: properties[key]["default"] for key in WEIGHTS}
+
+
+def _weight(value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ValueError(f"{where}: a weight must be a number >= 0, not {value!r}")
+    return float(value)
+
+
+def _rate(weights: Mapping, fallback: Mapping, where: str) -> Rate:
+    """A Rate from `weights`, a weight it lacks taken from `fallback`."""
+    unknown = sorted(set(weights) - set(WEIGHTS))
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {', '.join(map(str, unknown))}")
+    return Rate(*(_weight(weights.get(k, fallback[k]), f"{where}.{k}") for k in WEIGHTS))
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+@dataclass(frozen=True)
+class Rate:
+    """SU per core-hour and per GPU-hour."""
+
+    core_weight: float
+    gpu_weight: float
+
+    def per_hour(self, cores, gpus):
+        """SU per hour of a job holding `cores` cores and `gpus` GPUs (numbers or arrays)."""
+        return self.core_weight * cores + self.gpu_weight * gpus
+
+    def text(self) -> str:
+        return f"{_number(self.core_weight)} × cores + {_number(self.gpu_weight)} × GPUs"
+
+
+@dataclass(frozen=True)
+class Cost:
+    """How a study (or one of its series) is charged: its weights and its partitions'."""
+
+    rate: Rate
+    partitions: tuple[tuple[str, Rate], ...] = ()
+
+    @classmethod
+    def from_config(cls, cost: Mapping | None) -> Cost:
+        """From a `cost` dict of the config (validated; a weight it lacks is the schema's
+        default). Unknown keys and negative weights are refused: a series' `cost` is
+        merged into the study's without the schema seeing it."""
+        cost = dict(cost or {})
+        partitions = cost.pop("partitions", None) or {}
+        rate = _rate(cost, schema_defaults(), "cost")
+        return cls(
+            rate,
+            tuple(
+                (str(name), _rate(own or {}, asdict(rate), f"cost.partitions.{name}"))
+                for name, own in partitions.items()
+            ),
+        )
+
+    @classmethod
+    def of(cls, study: Mapping, series: str = "") -> Cost:
+        """The cost of a study's series ("" = the study itself), its override applied; a
+        series split by provenance ("a [GPU model=x]") is priced as its series."""
+        return cls.from_config(series_study(study, base_series(series or "")).get("cost"))
+
+    def rate_on(self, partition=None) -> Rate:
+        """The weights of a run on `partition` (None, NaN or an unlisted name: the study's)."""
+        if isinstance(partition, str):
+            for name, rate in self.partitions:
+                if name == partition:
+                    return rate
+        return self.rate
+
+    def per_hour(self, cores, gpus, partition=None):
+        """SU per hour of whole-job time for (cores, gpus) on `partition`."""
+        return self.rate_on(partition).per_hour(cores, gpus)
+
+    def su(self, cores, gpus, seconds, partition=None):
+        """SU of a job of `seconds` whole-job (wall) time; NaN seconds give NaN."""
+        return self.per_hour(cores, gpus, partition) * seconds / SECONDS_PER_HOUR
+
+    def describe(self) -> list[tuple[str, str]]:
+        """(where, weights in words): the cost's own, then each partition's."""
+        rows = [("", self.rate.text())]
+        return rows + [(f"partition {name}", rate.text()) for name, rate in self.partitions]
+
+
+def cost_view(study: Mapping) -> dict:
+    """The weights a study's SU use, for the report: the study's, each partition's, and
+    each series' whose cost differs from the study's (with its partitions')."""
+    own = Cost.of(study)
+    rows = own.describe()
+    for name in study.get("series") or {}:
+        theirs = Cost.of(study, name)
+        if theirs != own:
+            for where, text in theirs.describe():
+                rows.append((f"series {name}, {where}" if where else f"series {name}", text))
+    return {
+        "rate": rows[0][1],
+        "others": [{"where": where, "rate": text} for where, text in rows[1:]],
+        "basis": BASIS,
+    }

@@ -1,0 +1,323 @@
+"""The run's processes: kept together, stopped together, measured, and heard without
+being held back.
+
+- Every process a launcher starts leads its own session (so its whole tree can be
+  signalled as one group) and dies with its parent (Linux's parent-death signal), so
+  no process of a run outlives the launcher, even after `kill -9`.
+- CPU use over a run comes from getrusage (the process and the children it waited
+  for) and /proc/stat (the busy time of the CPUs it may use): what other processes
+  took of those CPUs is their difference.
+- Output is read and written in blocks, never line by line, and kept bounded: the
+  job log keeps its head and its tail and says what it cut.
+
+Standard library only: this runs on compute nodes, before and around the workload.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import os
+import resource
+import signal
+import threading
+import time
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+F_SETPIPE_SZ = 1031
+# Pipes of 1 MB, read 1 MB at a time: a program writing many small lines then rarely
+# finds the pipe full or wakes its reader, and runs as fast as with its output sent to
+# /dev/null (benchmarks/command_output.py: 64 KB pipes read in 64 KB blocks were
+# 5.7x slower than /dev/null for 1 M unbuffered lines).
+PIPE_BYTES = BLOCK = 1 << 20
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """Ask Linux to send `sig` to this process when its parent ends (preexec_fn of a
+    child, or called by a process itself). A no-op where prctl is missing."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def start_alone() -> None:
+    """preexec_fn of a run's process: its own session and process group, and death
+    with its parent."""
+    os.setsid()
+    die_with_parent()
+
+
+# The reaper: a tiny process that outlives nothing but the launcher. When the launcher
+# ends without cleaning up (kill -9), Linux sends the reaper SIGTERM (its parent-death
+# signal) and it kills the run's process groups: a program's own background children,
+# which no parent-death signal reaches, die with the run too.
+REAPER = """
+import os, signal, sys
+groups = []
+def reap(*_):
+    for g in groups:
+        try:
+            os.killpg(g, signal.SIGKILL)
+        except OSError:
+            pass
+    os._exit(0)
+signal.signal(signal.SIGTERM, reap)
+if os.getppid() != int(os.environ["SCALESTUDY_LAUNCHER_PID"]):
+    reap()  # the launcher ended before the death signal was armed
+groups = [int(g) for g in sys.stdin.readline().split()]
+while True:
+    signal.pause()
+"""
+
+
+def start_reaper():
+    """Start the reaper (see REAPER) before the run's processes, so that its own
+    start-up does not fall in their run; tell it their groups with `reaper_watch`.
+    Kill it with SIGKILL when the run ended and the launcher cleaned up itself."""
+    import subprocess
+    import sys
+
+    return subprocess.Popen(
+        [sys.executable, "-S", "-c", REAPER],
+        env={"SCALESTUDY_LAUNCHER_PID": str(os.getpid())},
+        stdin=subprocess.PIPE,
+        preexec_fn=lambda: die_with_parent(signal.SIGTERM),  # noqa: PLW1509
+    )
+
+
+def reaper_watch(reaper, groups: list[int]) -> None:
+    reaper.stdin.write(" ".join(map(str, groups)).encode() + b"\n")
+    reaper.stdin.close()
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def session_rss_mb(sessions: set[int]) -> float:
+    """Resident memory of every process in these sessions, from /proc (one pass)."""
+    pages = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # fields after the command name (which may hold spaces): state is field 3
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if int(fields[3]) in sessions:  # field 6: session id
+            pages += int(fields[21])  # field 24: rss in pages
+    return pages * PAGE_MB
+
+
+def cpu_busy_ticks(cpus: set[int]) -> int:
+    """Busy clock ticks (all but idle and iowait) of these CPUs since boot."""
+    busy = 0
+    with open("/proc/stat", "rb") as f:
+        for line in f:
+            if not line.startswith(b"cpu") or line[3:4] == b" ":
+                continue
+            name, *values = line.split()
+            if int(name[3:]) in cpus:
+                user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, values[:8])
+                busy += user + nice + system + irq + softirq + steal
+    return busy
+
+
+class CpuWatch:
+    """CPU use of this process (and the children it waits for) against the busy time of
+    the CPUs it may use, from start() to stop()."""
+
+    def __init__(self):
+        self.cpus = set(os.sched_getaffinity(0))
+        self.t0 = time.monotonic()
+        self.own0 = self._own()
+        self.busy0 = self._busy()
+
+    @staticmethod
+    def _own() -> float:
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime - aside_cpu_s
+
+    def _busy(self) -> float | None:
+        try:
+            return cpu_busy_ticks(self.cpus) / CLOCK_TICKS
+        except (OSError, ValueError):
+            return None
+
+    def stop(self) -> dict:
+        busy = self._busy()
+        own = self._own() - self.own0
+        usage = {
+            "cpus": sorted(self.cpus),
+            "window_s": time.monotonic() - self.t0,
+            "cpu_time_s": own,
+            "busy_s": None if busy is None or self.busy0 is None else busy - self.busy0,
+        }
+        return usage
+
+
+def combine_usage(per_rank: list[dict]) -> dict:
+    """One run's CPU use from its ranks' watches. Ranks that watched the same CPUs of
+    one host (unpinned ranks) share their busy time: counted once, against the sum of
+    their own CPU time."""
+    if not per_rank:
+        return {}
+    groups: dict[tuple, dict] = {}
+    for u in per_rank:
+        key = (u.get("host"), tuple(u["cpus"]))
+        g = groups.setdefault(key, {"own": 0.0, "busy": u["busy_s"], "cpus": len(u["cpus"])})
+        g["own"] += u["cpu_time_s"]
+    window = max(u["window_s"] for u in per_rank)
+    own = sum(g["own"] for g in groups.values())
+    known = [g for g in groups.values() if g["busy"] is not None]
+    others = sum(max(0.0, g["busy"] - g["own"]) for g in known) if known else None
+    return {
+        "cpu_time_s": own,
+        "window_s": window,
+        "cores_used": own / window if window > 0 else None,
+        "cpus_watched": sum(g["cpus"] for g in groups.values()),
+        "others_cpu_s": others,
+        "others_cores": None if others is None or window <= 0 else others / window,
+    }
+
+
+class CappedLog:
+    """A log file that keeps at most `limit` bytes of a run's output: the first half as
+    it is written (live), then only the latest half, written at the end after a line
+    saying how much was cut. The last `recent` bytes are also kept in memory, for
+    reading Slurm's words on why a step ended."""
+
+    def __init__(self, path: str | Path | None, limit: int, recent: int = 1 << 18):
+        self.file = open(path, "ab") if path else None  # noqa: SIM115 - closed in close()
+        self.head_left = limit - limit // 2
+        self.tail_limit = limit // 2
+        self.tail = bytearray()
+        self.cut = 0
+        self.recent = bytearray()
+        self.recent_limit = recent
+        self.limit = limit
+        self.lock = threading.Lock()  # one reader thread per process writes here
+
+    def write(self, data: bytes) -> None:
+        with self.lock:
+            self._write(data)
+
+    def _write(self, data: bytes) -> None:
+        self.recent += data
+        if len(self.recent) > 2 * self.recent_limit:
+            del self.recent[: len(self.recent) - self.recent_limit]
+        if self.file is None:
+            return
+        if self.head_left > 0:
+            head = data[: self.head_left]
+            self.file.write(head)
+            self.file.flush()
+            self.head_left -= len(head)
+            data = data[len(head) :]
+            if self.head_left == 0 and data:
+                self.file.write(
+                    f"\n[scalestudy: this log keeps {self.limit / 2**20:g} MB of the run's "
+                    "output: its first half above, its last half at the end]\n".encode()
+                )
+                self.file.flush()
+        if data:
+            self.tail += data
+            if len(self.tail) > 2 * self.tail_limit:
+                drop = len(self.tail) - self.tail_limit
+                self.cut += drop
+                del self.tail[:drop]
+
+    def note(self, text: str) -> None:
+        """A line of the launcher's own (never cut)."""
+        with self.lock:
+            if self.file is not None:
+                self.file.write(text.encode() + b"\n")
+                self.file.flush()
+
+    def recent_text(self) -> str:
+        return self.recent[-self.recent_limit :].decode(errors="replace")
+
+    def close(self) -> None:
+        if self.file is None:
+            return
+        drop = max(0, len(self.tail) - self.tail_limit)
+        self.cut += drop
+        if self.cut:
+            self.file.write(f"\n[scalestudy: {self.cut} bytes of output cut here]\n".encode())
+        self.file.write(self.tail[drop:])
+        self.file.close()
+        self.file = None
+
+
+def widen_pipe(fd: int) -> None:
+    """Give a pipe PIPE_BYTES of buffer (Linux; the system's limit may refuse it)."""
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_BYTES)
+
+
+# After a short read the reader naps, so that a program printing line by line fills the
+# pipe instead of waking its reader (a context switch, on the program's own CPU when
+# they share it) for every line: 2.6x the /dev/null time without the nap, 1.28x with it (5 ms).
+NAP_S = 0.005
+
+
+# CPU time the harness spent on CPUs outside the run's own (pump_aside); the run's
+# CPU use (CpuWatch) leaves it out.
+aside_cpu_s = 0.0
+
+
+def run_aside(cpus: set[int]) -> bool:
+    """Move the calling thread (only it) to these CPUs, outside the run's own; False
+    when there are none or the system refuses (a Slurm job's cgroup)."""
+    if not cpus:
+        return False
+    try:
+        os.sched_setaffinity(0, cpus)
+    except OSError:
+        return False
+    return True
+
+
+def pump_aside(fd: int, sink) -> None:
+    """pump() in a thread that runs beside the run's CPUs where it may (local runs: the
+    launcher's CPUs the run was not pinned to, SCALESTUDY_HARNESS_CPUS), so that
+    passing a chatty program's output on never takes the program's own CPU: 1.5x the
+    /dev/null time for 1 M buffered lines when the copy shared its CPU."""
+
+    def run() -> None:
+        global aside_cpu_s
+        cpus = os.environ.get("SCALESTUDY_HARNESS_CPUS", "")
+        aside = run_aside({int(c) for c in cpus.split(",") if c})
+        start = resource.getrusage(resource.RUSAGE_THREAD)
+        try:
+            pump(fd, sink)
+        finally:
+            if aside:
+                end = resource.getrusage(resource.RUSAGE_THREAD)
+                aside_cpu_s += end.ru_utime + end.ru_stime - start.ru_utime - start.ru_stime
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join()
+
+
+def pump(fd: int, sink) -> None:
+    """Copy a pipe to `sink.write` in blocks until it closes, then close it."""
+    try:
+        while data := os.read(fd, BLOCK):
+            sink.write(data)
+            if len(data) < BLOCK // 4:
+                time.sleep(NAP_S)
+    finally:
+        os.close(fd)

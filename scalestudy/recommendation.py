@@ -1,0 +1,149 @@
+"""What N to ask for, from the measured points: the N up to which every step pays
+(marginal speedup per resource unit at least a threshold), the cheapest point that
+meets a deadline, the fastest within a budget, and the Pareto front of time against
+cost.
+
+Decision choices, and why:
+
+* The walk up in N stops at the first step whose marginal gain falls below the
+  threshold: later gains would need paying for that poor step first.
+* Failed points (non-finite speedup) are skipped, not treated as zero: the step runs
+  from the last good point to the next good one.
+* Costs default to units x time (resource-seconds, what an allocation is charged).
+  Among the points that meet a deadline the cheapest wins (a tie: the faster), within
+  a budget the fastest (a tie: the cheaper); then the smaller N.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+
+def _py(x):
+    """Plain Python number, int when integral (N values read better as 6 than 6.0)."""
+    x = float(x)
+    return int(x) if x.is_integer() else x
+
+
+def _pick(candidates: np.ndarray, first: np.ndarray, second: np.ndarray, ns: np.ndarray):
+    """Index among `candidates` minimising `first`, then `second`, then N."""
+    order = np.lexsort((ns[candidates], second[candidates], first[candidates]))
+    return int(candidates[order[0]])
+
+
+def recommend(
+    ns,
+    speedups,
+    units,
+    threshold: float = 0.1,
+    times=None,
+    costs=None,
+    deadline_s: float | None = None,
+    budget: float | None = None,
+) -> dict:
+    """What N to ask for.
+
+    (a) worth_n: walking up from the smallest N, a step to the next measured point is
+    worth it while its marginal gain d(speedup)/d(units) >= threshold; the walk stops at
+    the first step below (later gains would need paying for that poor step first).
+    Points with a non-finite speedup (failed) are skipped: the step goes from the last
+    good point to the next good one; they are listed in "skipped_n". "steps" lists the
+    marginal gain of every step between good points, "stopped_at" the first one below
+    threshold (None if none). Units must not fall as N rises; a step that adds no units
+    has marginal +inf if it gains speed.
+    (b) cheapest_meeting_deadline: among points with time <= deadline_s, the lowest cost
+    (then the faster); fastest_within_budget: among points with cost <= budget, the
+    fastest (then the cheaper). Costs default to units x times (resource-seconds, what
+    an allocation is charged). None with a note saying why, when not asked or nothing
+    qualifies."""
+    ns = np.asarray(ns, dtype=float).ravel()
+    speedups = np.asarray(speedups, dtype=float).ravel()
+    units = np.asarray(units, dtype=float).ravel()
+    if not ns.size == speedups.size == units.size:
+        raise ValueError("ns, speedups and units must have the same length")
+    order = np.argsort(ns, kind="stable")
+    good = np.isfinite(speedups[order]) & np.isfinite(units[order])
+    valid, skipped = order[good], order[~good]
+    steps, stopped, worth = [], None, (_py(ns[valid[0]]) if valid.size else None)
+    for i, j in itertools.pairwise(valid):
+        d_units, d_speed = units[j] - units[i], speedups[j] - speedups[i]
+        if d_units < 0:
+            raise ValueError(f"units fall from N={_py(ns[i])} to N={_py(ns[j])}")
+        if d_units == 0:
+            marginal = math.inf if d_speed > 0 else (0.0 if d_speed == 0 else -math.inf)
+        else:
+            marginal = float(d_speed / d_units)
+        step = (_py(ns[i]), _py(ns[j]), marginal)
+        steps.append(step)
+        if stopped is None:
+            if marginal >= threshold:
+                worth = step[1]
+            else:
+                stopped = step
+    result = {
+        "worth_n": worth,
+        "steps": steps,
+        "stopped_at": stopped,
+        "threshold": threshold,
+        "skipped_n": [_py(ns[i]) for i in skipped],
+        "cheapest_meeting_deadline": None,
+        "deadline_note": "no deadline given",
+        "fastest_within_budget": None,
+        "budget_note": "no budget given",
+    }
+    if deadline_s is None and budget is None:
+        return result
+    if times is None:
+        note = "needs the times of the points"
+        result["deadline_note"] = note if deadline_s is not None else result["deadline_note"]
+        result["budget_note"] = note if budget is not None else result["budget_note"]
+        return result
+    t = np.asarray(times, dtype=float).ravel()
+    c = units * t if costs is None else np.asarray(costs, dtype=float).ravel()
+    basis = "units x time" if costs is None else "given costs"
+    usable = np.isfinite(t) & np.isfinite(c)
+    if deadline_s is not None:
+        meet = np.flatnonzero(usable & (t <= deadline_s))
+        if meet.size:
+            best = _pick(meet, c, t, ns)
+            result["cheapest_meeting_deadline"] = _py(ns[best])
+            result["deadline_note"] = f"cost {c[best]:.4g} ({basis}), time {t[best]:.4g} s"
+        elif usable.any():
+            fast = _pick(np.flatnonzero(usable), t, c, ns)
+            result["deadline_note"] = (
+                f"no point finishes within {deadline_s:g} s "
+                f"(fastest: {t[fast]:.4g} s at N={_py(ns[fast])})"
+            )
+        else:
+            result["deadline_note"] = "no point has both a time and a cost"
+    if budget is not None:
+        within = np.flatnonzero(usable & (c <= budget))
+        if within.size:
+            best = _pick(within, t, c, ns)
+            result["fastest_within_budget"] = _py(ns[best])
+            result["budget_note"] = f"time {t[best]:.4g} s, cost {c[best]:.4g} ({basis})"
+        elif usable.any():
+            cheap = _pick(np.flatnonzero(usable), c, t, ns)
+            result["budget_note"] = (
+                f"no point costs at most {budget:g} "
+                f"(cheapest: {c[cheap]:.4g} at N={_py(ns[cheap])}, {basis})"
+            )
+        else:
+            result["budget_note"] = "no point has both a time and a cost"
+    return result
+
+
+def pareto_front(times, costs) -> np.ndarray:
+    """True for points that no other point dominates (as fast or faster and as cheap or
+    cheaper, strictly better in one). Points with a non-finite time or cost: False."""
+    t = np.asarray(times, dtype=float).ravel()
+    c = np.asarray(costs, dtype=float).ravel()
+    finite = np.isfinite(t) & np.isfinite(c)
+    # [i, j]: point j is at least as good as point i in both, and better in one
+    weakly = (t[None, :] <= t[:, None]) & (c[None, :] <= c[:, None])
+    strictly = (t[None, :] < t[:, None]) | (c[None, :] < c[:, None])
+    dominated = np.any(weakly & strictly & finite[None, :], axis=1)
+    return finite & ~dominated

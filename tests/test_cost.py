@@ -1,0 +1,214 @@
+"""SU in one place (scalestudy.cost): series overrides and partition weights reach every
+SU figure, the summary's `su` and the GPU verdict's included, on one time basis."""
+
+import pandas as pd
+import pytest
+import yaml
+
+from scalestudy import verdict
+from scalestudy.analysis import charges, summarise
+from scalestudy.cost import SCHEMA_PATH, Cost, Rate, cost_view
+from scalestudy.predictions import gpu_verdict_of, study_predictions
+
+CPU_TIMES = {1: 100.0, 2: 60.0}  # CPU threads -> whole-job seconds per result
+GPU_TIME = 10.0  # 1 core + 1 GPU
+
+
+def run(series, n, wall, cores, gpus, repeat=1, partition=None):
+    return {"study": "s", "series": series, "point": f"{series}-t{n}", "n": n,
+            "repeat": repeat, "status": "ok", "reason": None, "wall_s": wall,
+            "elapsed_s": wall, "train_s": wall / 2, "mismatch": False, "mismatches": "",
+            "cores": cores, "gpus": gpus, "partition": partition}  # fmt: skip
+
+
+def cpu_gpu_runs(gpu_partition=None) -> pd.DataFrame:
+    """A CPU-thread series at 1 and 2 threads and a GPU series, three repeats each."""
+    rows = []
+    for k in (1, 2, 3):
+        rows += [run("cpu", n, t, n, 0, k) for n, t in CPU_TIMES.items()]
+        rows.append(run("gpu", 1, GPU_TIME, 1, 1, k, gpu_partition))
+    return pd.DataFrame(rows)
+
+
+def study(gpu_series=None, cost=None, **more) -> dict:
+    """As the schema leaves it: the study's cost has both weights and partitions."""
+    return {
+        "scaling": {},
+        "series": {"cpu": {}, "gpu": gpu_series or {}},
+        "cost": {"core_weight": 1, "gpu_weight": 2, "partitions": {}} | (cost or {}),
+    } | more
+
+
+def by_series(summary: pd.DataFrame) -> dict:
+    return {(r["series"], int(r["n"])): r for _, r in summary.iterrows()}
+
+
+# --- the issue's case --------------------------------------------------------------
+
+
+def test_a_series_cost_override_reaches_the_gpu_verdict():
+    """Issue 11: a GPU series with `cost: {gpu_weight: 50}` was called worth it at
+    (1 + 2) x 10 s = 0.0083 SU per result, the study's weights; its own weights make
+    it (1 + 50) x 10 s = 0.142 SU, dearer than 1 CPU thread for 100 s (0.0278 SU)."""
+    s = study(gpu_series={"cost": {"gpu_weight": 50}})
+    summary = summarise(cpu_gpu_runs(), s)
+    result = study_predictions(summary, cpu_gpu_runs(), s)["gpu_verdict"]
+    assert not result["worth_it"] and result["worth_it_size"] is None
+    (row,) = result["sizes"]
+    assert row["gpu_su"] == pytest.approx((1 + 50) * GPU_TIME / 3600)
+    assert row["best_cpu_su"] == pytest.approx(1 * 100 / 3600)
+    assert row["gpu_faster"] and not row["gpu_cheaper"]
+    assert (
+        "not cheaper" in result["verdict"] and "SU per result 0.142 vs 0.0278" in result["verdict"]
+    )
+    assert not result["verdict"].startswith("GPU worth it")
+
+
+def test_a_hand_made_summary_without_su_is_priced_with_the_series_cost():
+    """A summary without `su` (as in the workflow test's) is priced by each series' own
+    cost on its whole-job time: the override counts there too."""
+    rows = [{"series": "cpu", "n": n, "time_s": t, "cores": n, "gpus": 0}
+            for n, t in CPU_TIMES.items()]  # fmt: skip
+    rows.append({"series": "gpu", "n": 1, "time_s": GPU_TIME, "cores": 1, "gpus": 1})
+    result = gpu_verdict_of(pd.DataFrame(rows), study(gpu_series={"cost": {"gpu_weight": 50}}))
+    assert not result["worth_it"]
+    assert result["sizes"][0]["gpu_su"] == pytest.approx(51 * GPU_TIME / 3600)
+    # without the override the same GPU point is worth it (3 SU/h x 10 s = 0.0083 SU)
+    cheap = gpu_verdict_of(pd.DataFrame(rows), study())
+    assert cheap["worth_it"] and cheap["sizes"][0]["gpu_su"] == pytest.approx(3 * 10 / 3600)
+
+
+def test_partition_weights_reach_the_verdict():
+    """The GPU runs on partition `gpu`, charged 10 per core-hour: (10 + 2) x 10 s =
+    0.0333 SU per result, dearer than 1 CPU thread for 100 s."""
+    s = study(cost={"partitions": {"gpu": {"core_weight": 10}}})
+    runs = cpu_gpu_runs(gpu_partition="gpu")
+    result = gpu_verdict_of(summarise(runs, s), s)
+    assert result["sizes"][0]["gpu_su"] == pytest.approx((10 + 2) * GPU_TIME / 3600)
+    assert not result["worth_it"]
+    # the same runs on another partition are priced at the study's weights: worth it
+    elsewhere = cpu_gpu_runs(gpu_partition="other")
+    assert gpu_verdict_of(summarise(elsewhere, s), s)["worth_it"]
+
+
+def test_verdict_su_and_summary_su_agree_on_whole_job_time():
+    """One basis: with `time: train` the verdict compares training times (half the
+    whole job here), but its SU per result are the summary's, on whole-job time."""
+    s = study(gpu_series={"cost": {"gpu_weight": 50}}, time="train")
+    summary = summarise(cpu_gpu_runs(), s)
+    points = by_series(summary)
+    (row,) = gpu_verdict_of(summary, s)["sizes"]
+    assert row["gpu_time_s"] == pytest.approx(GPU_TIME / 2)  # the study's time
+    assert row["gpu_su"] == pytest.approx(points[("gpu", 1)]["su"])
+    assert row["gpu_su"] == pytest.approx(51 * GPU_TIME / 3600)  # whole job, not training
+    cheapest = points[("cpu", row["best_cpu_threads"])]
+    assert row["best_cpu_su"] == pytest.approx(cheapest["su"])
+    fastest = points[("cpu", row["fastest_cpu_threads"])]
+    assert row["fastest_cpu_su"] == pytest.approx(fastest["su"])
+    # break-even: the speedup at which the GPU's SU per result would equal the cheapest's
+    assert row["break_even_speedup"] == pytest.approx(
+        row["speedup"] * row["gpu_su"] / cheapest["su"]
+    )
+
+
+# --- every SU figure from the one cost object ----------------------------------------
+
+
+def test_summary_su_relative_su_and_charges_use_the_series_cost():
+    s = study(gpu_series={"cost": {"gpu_weight": 50}})
+    runs = cpu_gpu_runs()
+    points = by_series(summarise(runs, s))
+    assert points[("gpu", 1)]["su"] == pytest.approx(51 * GPU_TIME / 3600)
+    assert points[("gpu", 1)]["relative_su"] == pytest.approx(1.0)
+    assert points[("cpu", 2)]["relative_su"] == pytest.approx(2 * 60 / 100)
+    # every run counts in the charges, each at its series' weights
+    cpu_su = 3 * sum(n * t for n, t in CPU_TIMES.items()) / 3600
+    gpu_su = 3 * 51 * GPU_TIME / 3600
+    assert charges(runs, s)["su"] == pytest.approx(cpu_su + gpu_su)
+    assert charges(runs, s)["gpu_hours"] == pytest.approx(3 * GPU_TIME / 3600)
+
+
+def test_charges_price_each_run_on_its_partition():
+    s = study(cost={"partitions": {"gpu": {"gpu_weight": 8}}})
+    runs = cpu_gpu_runs(gpu_partition="gpu")
+    cpu_su = 3 * sum(n * t for n, t in CPU_TIMES.items()) / 3600
+    assert charges(runs, s)["su"] == pytest.approx(cpu_su + 3 * (1 + 8) * GPU_TIME / 3600)
+
+
+def test_defaults_come_from_the_schema():
+    schema = yaml.safe_load(SCHEMA_PATH.read_text())["$defs"]["cost"]["properties"]
+    defaults = Rate(schema["core_weight"]["default"], schema["gpu_weight"]["default"])
+    assert Cost.from_config({}).rate == defaults
+    assert Cost.from_config(None).rate == defaults
+    assert Cost.of({"scaling": {}}).rate == defaults
+    assert Cost.from_config({"gpu_weight": 7}).rate == Rate(defaults.core_weight, 7)
+
+
+def test_cost_object_prices_per_hour_and_per_duration():
+    cost = Cost.from_config(
+        {"core_weight": 1, "gpu_weight": 2, "partitions": {"big": {"core_weight": 3}, "x": {}}}
+    )
+    assert cost.per_hour(4, 1) == 6
+    assert cost.per_hour(4, 1, "big") == 3 * 4 + 2  # the partition's own core weight
+    assert cost.per_hour(4, 1, "x") == 6  # a partition giving no weight: the study's
+    assert cost.per_hour(4, 1, "unlisted") == cost.per_hour(4, 1, float("nan")) == 6
+    assert cost.su(4, 1, 1800) == pytest.approx(3.0)
+    assert cost.su(4, 1, 1800, "big") == pytest.approx(7.0)
+
+
+def test_series_override_and_provenance_split_series():
+    s = study(
+        gpu_series={"cost": {"gpu_weight": 50}}, cost={"partitions": {"p": {"core_weight": 4}}}
+    )
+    gpu = Cost.of(s, "gpu")
+    assert gpu.rate == Rate(1, 50)
+    # the study's partition keeps its core weight, the series' GPU weight fills the rest
+    assert gpu.rate_on("p") == Rate(4, 50)
+    assert Cost.of(s, "gpu [GPU model=A100]") == gpu
+    assert Cost.of(s, "cpu") == Cost.of(s) == Cost.of(s, "")
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"gpu_weigth": 50}, "unknown key"),
+        ({"gpu_weight": -1}, ">= 0"),
+        ({"core_weight": "1"}, ">= 0"),
+        ({"partitions": {"p": {"cores": 1}}}, "cost.partitions.p: unknown key"),
+    ],
+)
+def test_bad_cost_is_refused(bad, message):
+    with pytest.raises(ValueError, match=message):
+        Cost.from_config(bad)
+
+
+def test_from_frame_needs_su_or_a_cost():
+    df = pd.DataFrame(
+        [("cpu", 1, 1, 100.0, 1, 0), ("gpu", 1, 1, 10.0, 1, 1)],
+        columns=["series", "size", "n", "time_s", "cores", "gpus"],
+    )
+    with pytest.raises(ValueError, match="su"):
+        verdict.from_frame(df)
+    cpu, gpu = verdict.from_frame(df.assign(su=[0.5, 0.25]))
+    assert cpu[1][0][2] == 0.5 and gpu[1][1] == 0.25
+    # priced by a cost: whole-job seconds (`wall_s` where the frame has it)
+    cost = Cost.from_config({"core_weight": 1, "gpu_weight": 2})
+    _, gpu = verdict.from_frame(df.assign(wall_s=[200.0, 20.0]), cost)
+    assert gpu[1][:2] == (10.0, pytest.approx(3 * 20 / 3600))
+
+
+def test_report_shows_the_weights_used():
+    s = study(
+        gpu_series={"cost": {"gpu_weight": 50}},
+        cost={"partitions": {"fat": {"core_weight": 1.5}}},
+    )
+    view = cost_view(s)
+    assert view["rate"] == "1 × cores + 2 × GPUs"
+    assert "whole-job" in view["basis"]
+    others = {o["where"]: o["rate"] for o in view["others"]}
+    assert others == {
+        "partition fat": "1.5 × cores + 2 × GPUs",
+        "series gpu": "1 × cores + 50 × GPUs",
+        "series gpu, partition fat": "1.5 × cores + 50 × GPUs",
+    }
+    assert cost_view({"scaling": {}, "cost": {"core_weight": 1, "gpu_weight": 2}})["others"] == []

@@ -1,0 +1,445 @@
+"""Nothing wrong reaches the report: record identity, local limits, bounded output, clean
+kills, overlaps across studies, shared CPUs, and errors that reach the user."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+
+from scalestudy import launch as launch_module
+from scalestudy import ledger as ledger_module
+from scalestudy import studies as st
+from scalestudy.analysis import (
+    disturbed_reasons,
+    runs_from_measured,
+    runs_from_records,
+    summarise,
+)
+from scalestudy.launch import launch
+from scalestudy.processes import CappedLog
+from scalestudy.records import RecordError, write_json_atomic
+from tests.conftest import REPO
+from tests.test_records import good_record
+from tests.test_studies import validated
+
+PY = sys.executable
+
+
+def command_spec(tmp_path, command, threads=1, **study):
+    config = {
+        "studies": {
+            "own": {
+                "workload": "command",
+                "params": {"command": command},
+                "scaling": {"axis": "threads", "points": [threads]},
+                "repeats": 1,
+            }
+            | study
+        }
+    }
+    spec = st.run_spec("own", validated(config)["studies"]["own"], threads, 1)
+    spec["data_dir"] = str(tmp_path)
+    return spec
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+def place(root: Path, study: str, point: str, repeat: int, **fields) -> Path:
+    path = root / "results" / study / "runs" / point / f"rep{repeat}.json"
+    minute = f"{repeat:02d}"  # runs of one point one after the other
+    times = {
+        "started_at": f"2026-01-01T00:{minute}:00.000+00:00",
+        "finished_at": f"2026-01-01T00:{minute}:02.500+00:00",
+    }
+    record = good_record(study=study, point=point, repeat=repeat, series="", **times | fields)
+    record.setdefault("run_id", uuid.uuid4().hex)
+    write_json_atomic(path, record)
+    return path
+
+
+# ------------------------------------------------------------ a record matches its place
+
+
+def test_a_record_copied_over_another_is_refused_naming_the_file(tmp_path):
+    t1 = place(tmp_path, "s", "t1", 1, n=1)
+    t2 = place(tmp_path, "s", "t2", 2, n=2, wall_s=1.0)
+    shutil.copy(t2, t1)  # the fault probe's case: t2's run now also counts for t1
+    with pytest.raises(RecordError) as info:
+        runs_from_records([t1, t2], {"t1": "", "t2": ""})
+    message = str(info.value)
+    assert str(t1) in message and "point 't2' (its path says 't1')" in message
+    assert "repeat 2 (its path says 1)" in message
+
+
+def test_a_record_of_another_study_or_series_is_refused(tmp_path):
+    other = place(tmp_path, "s", "t1", 1)
+    record = json.loads(other.read_text()) | {"study": "elsewhere"}
+    write_json_atomic(other, record)
+    with pytest.raises(RecordError, match="study 'elsewhere' \\(its path says 's'\\)"):
+        runs_from_records([other], {"t1": ""})
+    write_json_atomic(other, record | {"study": "s", "series": "fast"})
+    with pytest.raises(RecordError, match="series 'fast' \\(its path says ''\\)"):
+        runs_from_records([other], {"t1": ""})
+
+
+def test_the_same_run_in_two_files_is_refused_naming_both(tmp_path):
+    first = place(tmp_path, "s", "t1", 1, run_id="run-0123456789")
+    second = place(tmp_path, "s", "t1", 2, run_id="run-0123456789")
+    with pytest.raises(RecordError) as info:
+        runs_from_records([first, second], {"t1": ""})
+    assert str(first) in str(info.value) and str(second) in str(info.value)
+
+
+def test_a_repeated_run_in_a_measured_csv_is_refused_naming_the_lines(tmp_path):
+    csv = tmp_path / "times.csv"
+    csv.write_text("N,time_s,repeat\n1,10,1\n2,6,1\n1,11,1\n")
+    study = {"scaling": {"axis": "threads", "threads": 1, "devices": 1, "nodes": 1}}
+    with pytest.raises(RecordError, match=r"lines 2, 4 are the same run \(N=1, repeat=1\)"):
+        runs_from_measured(csv, "m", study)
+
+
+def test_an_ok_record_without_a_time_does_not_count_as_a_repeat(tmp_path):
+    paths = [place(tmp_path, "s", "t1", 1), place(tmp_path, "s", "t1", 2, wall_s=None)]
+    runs = runs_from_records(paths, {"t1": ""})
+    summary = summarise(runs, {"scaling": {}})
+    assert summary.loc[0, "repeats"] == 2 and summary.loc[0, "repeats_ok"] == 1
+    assert "the record says ok but holds no time" in summary.loc[0, "status"]
+
+
+# ------------------------------------------------------------ limits hold locally
+
+
+def test_a_local_run_is_stopped_at_its_time_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(launch_module, "GRACE_S", 1.0)
+    # a program that ignores SIGTERM: the group gets SIGKILL after the grace period
+    stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+    spec = command_spec(tmp_path, [PY, "-c", stubborn])
+    spec["time_limit_min"] = 0.05  # 3 s
+    start = time.monotonic()
+    record = launch(spec, tmp_path / "rep1.json", log_path=tmp_path / "rep1.log")
+    assert time.monotonic() - start < 20
+    assert record["status"] == "failed"
+    assert record["reason"] == "time limit (0.05 min) exceeded"
+    assert "stopping the run" in (tmp_path / "rep1.log").read_text()
+
+
+def test_a_local_run_is_stopped_at_its_memory_limit(tmp_path):
+    hungry = (
+        "import time; x = bytearray(400 * 2**20); x[::4096] = b'1' * len(x[::4096]); time.sleep(30)"
+    )
+    spec = command_spec(tmp_path, [PY, "-c", hungry], resources={"mem_mb": 200})
+    record = launch(spec, tmp_path / "rep1.json")
+    assert record["status"] == "failed"
+    assert record["reason"].startswith("memory limit (200 MB) exceeded")
+    assert record["wall_s"] < 25
+
+
+# ------------------------------------------------------------ output
+
+
+def test_a_chatty_program_ends_in_bounded_time_with_a_capped_log(tmp_path):
+    lines = 1_000_000
+    chatty = f"import sys\nfor i in range({lines}): sys.stdout.write('line %d of output\\n' % i)"
+    spec = command_spec(tmp_path, [PY, "-c", chatty])
+    spec["params"]["metrics_regex"] = {"last": r"line (\d+) of output"}
+    log = tmp_path / "rep1.log"
+    start = time.monotonic()
+    record = launch(spec, tmp_path / "rep1.json", log_path=log, log_limit_mb=1)
+    elapsed = time.monotonic() - start
+    assert record["status"] == "ok", record["reason"]
+    assert elapsed < 60, f"1 M lines took {elapsed:.1f} s"
+    assert record["metrics"]["last"] == lines - 1  # the tail was kept for the patterns
+    text = log.read_text()
+    assert log.stat().st_size < 1.1 * 2**20
+    assert text.startswith("line 0 of output") and f"line {lines - 1} of output" in text
+    assert "bytes of output cut here" in text
+
+
+def test_capped_log_keeps_head_and_tail(tmp_path):
+    log = CappedLog(tmp_path / "log", limit=100)
+    for i in range(1000):
+        log.write(f"{i:04d}\n".encode())
+    log.close()
+    text = (tmp_path / "log").read_text()
+    assert text.startswith("0000\n0001\n") and text.endswith("0998\n0999\n")
+    assert "bytes of output cut here" in text
+    assert len(text.encode()) < 400
+
+
+# ------------------------------------------------------------ kills leave no orphans
+
+
+def marker_sleep() -> str:
+    return f"{300 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 10**6:06d}"
+
+
+def alive(marker: str) -> list[psutil.Process]:
+    """The live `sleep MARKER` processes."""
+    return [
+        p
+        for p in psutil.process_iter(["cmdline", "status"])
+        if p.info["cmdline"] == ["sleep", marker] and p.info["status"] != psutil.STATUS_ZOMBIE
+    ]
+
+
+def launcher_cli(spec: dict, record: Path, log: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [PY, "-m", "scalestudy.launch", "--spec", json.dumps(spec), "--record", str(record),
+         "--log", str(log)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def wait_for(marker: str, count: int = 1, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while len(alive(marker)) < count:
+        assert time.monotonic() < deadline, f"{marker} never started"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("victim", ["launcher", "worker"])
+def test_no_process_of_a_run_survives_a_kill(tmp_path, victim):
+    marker = marker_sleep()
+    # the program leaves a background child of its own, which no death signal reaches
+    command = ["sh", "-c", f"sleep {marker} & sleep {marker}"]
+    spec = command_spec(tmp_path, command)
+    launcher = launcher_cli(spec, tmp_path / "rep1.json", tmp_path / "rep1.log")
+    wait_for(marker, count=2)
+    if victim == "launcher":
+        launcher.kill()
+    else:
+        worker = next(
+            c
+            for c in psutil.Process(launcher.pid).children()
+            if "scalestudy.worker" in " ".join(c.cmdline())
+        )
+        worker.kill()
+    deadline = time.monotonic() + 10
+    while alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert alive(marker) == []
+    launcher.kill()
+    launcher.wait(30)
+
+
+def test_a_second_launcher_of_the_same_run_stops_with_a_clear_message(tmp_path):
+    marker = marker_sleep()
+    spec = command_spec(tmp_path, ["sh", "-c", f"sleep {marker}; sleep 1"])
+    record = tmp_path / "runs" / "t1" / "rep1.json"
+    first = launcher_cli(spec, record, tmp_path / "first.log")
+    wait_for(marker)
+    second = launcher_cli(spec, record, tmp_path / "second.log")
+    _, err = second.communicate(timeout=60)
+    assert second.returncode == 1
+    assert "another launcher is running this run" in err and f"pid {first.pid}" in err
+    for p in alive(marker):
+        p.kill()  # let the first run finish now
+    first.communicate(timeout=60)
+    assert json.loads(record.read_text())["status"] == "ok"
+    assert not (record.parent / ".rep1.work").exists()
+
+
+def test_two_local_launches_never_time_at_once(tmp_path):
+    specs = [command_spec(tmp_path, [PY, "-c", "import time; time.sleep(1.5)"]) for _ in "ab"]
+    specs[1]["study"] = "other"
+    procs = [
+        launcher_cli(s, tmp_path / f"{s['study']}" / "rep1.json", tmp_path / f"{s['study']}.log")
+        for s in specs
+    ]
+    for p in procs:
+        p.communicate(timeout=60)
+    records = [json.loads((tmp_path / s["study"] / "rep1.json").read_text()) for s in specs]
+    spans = sorted((pd.Timestamp(r["started_at"]), pd.Timestamp(r["finished_at"])) for r in records)
+    assert spans[0][1] <= spans[1][0], "the second run timed while the first was timing"
+    logs = (tmp_path / "own.log").read_text() + (tmp_path / "other.log").read_text()
+    assert "waiting for another timed run on this machine" in logs
+
+
+def test_the_host_ledger_sees_overlaps_across_studies_both_ways(tmp_path):
+    ledger = ledger_module.Ledger(tmp_path / "ledger.jsonl", host="node1")
+    a_start = time.time()
+    assert ledger.begin("run-a", "study1/t1/rep1", [0, 1]) == []
+    b_start = time.time()
+    running = ledger.begin("run-b", "study2/t2/rep1", [1])
+    assert [e["run"] for e in running] == ["study1/t1/rep1"]  # a still runs: b sees it
+    assert ledger.finish("run-b", b_start) == []
+    during = ledger.finish("run-a", a_start)
+    assert [e["run"] for e in during] == ["study2/t2/rep1"]  # b started while a ran
+    assert ledger_module.overlaps([0, 1], during) == [
+        {"run": "study2/t2/rep1", "run_id": "run-b", "same_cpus": True}
+    ]
+    # a later run sees neither: both ended
+    later = time.time()
+    assert ledger.begin("run-c", "study3/t1/rep1", [0]) == []
+    assert ledger.finish("run-c", later) == []
+    # another host's runs are not ours
+    assert ledger_module.Ledger(ledger.path, host="node2").begin("run-d", "x", [0]) == []
+
+
+def test_overlaps_from_the_ledger_mark_runs_and_keep_same_cpu_ones_out(tmp_path):
+    other = {"run": "elsewhere/t1/rep1", "run_id": "run-x", "same_cpus": True}
+    apart = {"run": "elsewhere/t2/rep1", "run_id": "run-y", "same_cpus": False}
+    paths = [
+        place(tmp_path, "s", "t1", 1, overlaps=[other]),
+        place(tmp_path, "s", "t1", 2, overlaps=[apart]),
+        place(tmp_path, "s", "t1", 3),
+    ]
+    runs = runs_from_records(paths, {"t1": ""})
+    assert runs["overlapped"].tolist() == [True, True, False]
+    reasons = disturbed_reasons(runs, validated_study())
+    assert reasons.tolist()[1:] == ["", ""]
+    assert reasons[0] == "ran on the same CPUs at the same time as elsewhere/t1/rep1"
+
+
+def validated_study(**extra) -> dict:
+    config = {
+        "studies": {
+            "s": {
+                "workload": "command",
+                "params": {"command": "true"},
+                "scaling": {"axis": "threads", "points": [1, 2]},
+            }
+            | extra
+        }
+    }
+    return validated(config)["studies"]["s"]
+
+
+# ------------------------------------------------------------ shared CPUs
+
+
+BUSY = (
+    "import multiprocessing as mp, sys, time\n"
+    "def spin(until):\n"
+    "    while time.time() < until: pass\n"
+    "until = time.time() + 3\n"
+    "ps = [mp.Process(target=spin, args=(until,)) for _ in range(int(sys.argv[1]))]\n"
+    "[p.start() for p in ps]; [p.join() for p in ps]\n"
+)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
+def test_a_run_whose_cpus_another_program_used_is_flagged_and_left_out(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    study = validated_study()
+
+    def run(repeat: int, competitor: bool) -> dict:
+        spec = command_spec(tmp_path, [PY, "-c", BUSY, "{threads}"], threads=2)
+        spec["repeat"] = repeat
+        rival = None
+        if competitor:
+            rival = subprocess.Popen(
+                [PY, "-c", f"import os, time\nos.sched_setaffinity(0, {set(cpus)})\n"
+                 "end = time.time() + 30\nwhile time.time() < end: pass"]
+            )  # fmt: skip
+            time.sleep(0.3)
+        try:
+            return launch(spec, tmp_path / "runs" / "t2" / f"rep{repeat}.json")
+        finally:
+            if rival:
+                rival.kill()
+                rival.wait()
+
+    quiet, shared = run(1, competitor=False), run(2, competitor=True)
+    usage = shared["resources"]["usage"]
+    assert usage["cpus_watched"] == 2 and usage["others_cores"] > 0.4, usage
+    assert quiet["resources"]["usage"]["cores_used"] > 1.5, quiet["resources"]["usage"]
+    assert quiet["resources"]["usage"]["others_cores"] < 0.2, quiet["resources"]["usage"]
+
+    runs = runs_from_records(sorted((tmp_path / "runs").rglob("rep*.json")))
+    runs["disturbed"] = disturbed_reasons(runs, study)
+    flagged = runs.set_index("repeat")["disturbed"]
+    assert flagged[1] == ""
+    assert re.fullmatch(r"other processes used [0-9.]+ cores of its 2 CPUs during this run "
+                        r"\(tolerance 10%\)", flagged[2])  # fmt: skip
+    summary = summarise(runs, study)
+    assert summary.loc[0, "status"].startswith("shared CPUs: rep2: other processes used")
+    assert summary.loc[0, "status"].endswith("(left out of speedups)")
+    # only the quiet run measures the point
+    assert summary.loc[0, "time_s"] == pytest.approx(runs.set_index("repeat").loc[1, "wall_s"])
+
+
+# ------------------------------------------------------------ errors reach the user
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs as root")
+def test_a_full_disk_cleans_up_and_says_so_on_stderr(tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        filler = f"open({str(disk / 'filler')!r}, 'wb').write(b'x' * 2**20)"
+        spec = command_spec(tmp_path, [PY, "-c", filler])
+        launcher = launcher_cli(spec, disk / "runs" / "t1" / "rep1.json", tmp_path / "rep1.log")
+        _, err = launcher.communicate(timeout=120)
+        assert launcher.returncode == 1
+        assert "No space left on device" in err
+        assert "No space left on device" in (tmp_path / "rep1.log").read_text()
+        assert not list((disk / "runs" / "t1").glob(".rep1.work"))
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+
+
+def test_signal_handling_still_records_a_terminated_run(tmp_path):
+    spec = command_spec(tmp_path, ["sleep", "30"])
+    launcher = launcher_cli(spec, tmp_path / "rep1.json", tmp_path / "rep1.log")
+    deadline = time.monotonic() + 30
+    while not alive("30") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    launcher.send_signal(signal.SIGTERM)
+    launcher.communicate(timeout=60)
+    record = json.loads((tmp_path / "rep1.json").read_text())
+    assert record["status"] == "failed" and record["reason"].startswith("terminated by SIGTERM")
+
+
+def test_a_thread_can_still_call_launch(tmp_path):
+    spec = command_spec(tmp_path, ["true"])
+    result = {}
+    t = threading.Thread(target=lambda: result.update(r=launch(spec, tmp_path / "rep1.json")))
+    t.start()
+    t.join(60)
+    assert result["r"]["status"] == "ok"
+
+
+def test_the_report_shows_shared_runs_in_red_with_the_reason(tmp_path):
+    from scalestudy.predictions import study_predictions
+    from scalestudy.report import study_context
+
+    quiet = {"cpu_time_s": 2.0, "window_s": 2.0, "cores_used": 1.0, "cpus_watched": 1,
+             "others_cpu_s": 0.0, "others_cores": 0.0}  # fmt: skip
+    busy = quiet | {"others_cpu_s": 1.8, "others_cores": 0.9}
+    paths = [
+        place(tmp_path, "s", point, k, n=n, resources=good_record()["resources"] | {"usage": use})
+        for point, n in (("t1", 1), ("t2", 2))
+        for k, use in ((1, quiet), (2, busy if point == "t2" else quiet))
+    ]
+    study = validated_study()
+    runs = runs_from_records(paths, {"t1": "", "t2": ""})
+    runs["disturbed"] = disturbed_reasons(runs, study)
+    summary = summarise(runs, study)
+    context = study_context(
+        "s", study, summary, runs, {}, [], study_predictions(summary, runs, study)
+    )
+    t2 = context["rows"][1]
+    assert t2["status_class"] == "bad"
+    assert t2["cells"][-1].startswith("shared CPUs: rep2: other processes used 0.9 cores of its 1")
+    assert context["disturbed"] == [
+        {"point": "t2", "repeat": 2,
+         "what": "other processes used 0.9 cores of its 1 CPUs during this run (tolerance 10%)"}
+    ]  # fmt: skip

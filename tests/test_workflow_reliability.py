@@ -1,0 +1,94 @@
+"""Faults a careful user provokes, through the real workflow: records moved, corrupted or
+deleted by hand, a run past its time limit, a point bigger than the machine."""
+
+import json
+import os
+import shutil
+import sys
+
+import pandas as pd
+import pytest
+
+from tests.test_workflow import planned_runs
+
+PY = sys.executable
+# a run whose time follows its N, and that hangs at N = 4
+PROGRAM = "import sys, time; n = int(sys.argv[1]); time.sleep(600 if n == 4 else 0.6 / n)"
+
+
+def command_study(points, **extra) -> dict:
+    return {
+        "workload": "command",
+        "params": {"command": [PY, "-c", PROGRAM, "{n}"]},
+        "scaling": {"axis": "threads", "points": points},
+        "repeats": 2,
+        "include_shared": True,  # other tests may run beside this one; not under test here
+    } | extra
+
+
+def summary(workflow) -> pd.DataFrame:
+    return pd.read_csv(workflow.root / "results" / "c" / "summary.csv").set_index("point")
+
+
+@pytest.mark.slow
+def test_moved_corrupted_and_deleted_records_are_redone_every_time(workflow):
+    workflow.write_config({"studies": {"c": command_study([1, 2])}})
+    workflow.snakemake("--profile", "profiles/local")
+    runs = workflow.root / "results" / "c" / "runs"
+    before = summary(workflow)
+    assert before.loc["t1", "repeats_ok"] == 2 and before.loc["t2", "repeats_ok"] == 2
+
+    # a record copied over another: the run is redone, not counted twice
+    shutil.copy(runs / "t2" / "rep2.json", runs / "t1" / "rep1.json")
+    dry = workflow.snakemake("--profile", "profiles/local", "-n")
+    assert planned_runs(dry) == {("c", "t1", "1")}
+    assert "is not the run its path names" in dry.output
+    workflow.snakemake("--profile", "profiles/local")
+    after = summary(workflow)
+    assert after.loc["t1", "repeats_ok"] == 2 and after.loc["t2", "repeats_ok"] == 2
+    assert json.loads((runs / "t1" / "rep1.json").read_text())["point"] == "t1"
+
+    # corrupted twice: redone both times
+    for _ in range(2):
+        (runs / "t2" / "rep1.json").write_text('{"truncated": ')
+        assert planned_runs(workflow.snakemake("--profile", "profiles/local", "-n")) == {
+            ("c", "t2", "1")
+        }
+        workflow.snakemake("--profile", "profiles/local")
+        assert json.loads((runs / "t2" / "rep1.json").read_text())["status"] == "ok"
+
+    # deleted: the run and the study's aggregation run again
+    (runs / "t1" / "rep2.json").unlink()
+    dry = workflow.snakemake("--profile", "profiles/local", "-n")
+    assert planned_runs(dry) == {("c", "t1", "2")} and "aggregate_study" in dry.output
+    workflow.snakemake("--profile", "profiles/local")
+    assert (runs / "t1" / "rep2.json").is_file()
+    assert summary(workflow).loc["t1", "repeats_ok"] == 2
+
+
+@pytest.mark.slow
+def test_a_local_run_past_its_time_limit_is_stopped_and_the_rest_reach_the_report(workflow):
+    study = command_study([1, 4], repeats=1, resources={"runtime": 1}, oversubscribe=True)
+    workflow.write_config({"studies": {"c": study}})
+    workflow.snakemake("--profile", "profiles/local", timeout=400)
+    record = json.loads((workflow.root / "results/c/runs/t4/rep1.json").read_text())
+    assert record["status"] == "failed" and record["reason"] == "time limit (1 min) exceeded"
+    assert 60 <= record["wall_s"] < 90
+    table = summary(workflow)
+    assert table.loc["t1", "status"] == "ok"
+    assert table.loc["t4", "status"] == "failed: time limit (1 min) exceeded"
+    html = (workflow.root / "results" / "report.html").read_text()
+    assert "time limit (1 min) exceeded" in html
+
+
+def test_a_point_bigger_than_the_machine_is_refused_before_any_job(workflow):
+    cpus = len(os.sched_getaffinity(0))
+    workflow.write_config({"studies": {"c": command_study([1, 2 * cpus])}})
+    proc = workflow.snakemake("--profile", "profiles/local", check=False)
+    assert proc.returncode != 0
+    assert f"studies.c: point t{2 * cpus} needs {2 * cpus} CPUs" in proc.output
+    assert "oversubscribe: true" in proc.output
+    assert not (workflow.root / "results").exists()
+    # a dry run plans it (the executor may yet be Slurm's); opting in runs it, flagged
+    dry = workflow.snakemake("--profile", "profiles/local", "-n")
+    assert ("c", f"t{2 * cpus}", "1") in planned_runs(dry)
