@@ -137,7 +137,8 @@ def misplacement(record: dict, path: str | os.PathLike, series: str | None = Non
     if not wrong:
         return None
     return (
-        f"{path}: this record is not the run its path names: it holds " + ", ".join(wrong)
+        f"{path}: this record is not the run its path names: it holds "
+        + ", ".join(wrong)
         + ". Was it copied or moved by hand? The run is redone on the next invocation."
     )
 

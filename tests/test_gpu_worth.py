@@ -369,17 +369,12 @@ def cpu_points():
     points = {}
     for size in SIZES:
         base = (size / 64) ** 3 * 10.0
-        points[size] = [
-            (t, base / t**0.8, WEIGHTS_1_2.su(t, 0, base / t**0.8))
-            for t in (1, 2, 4)
-        ]
+        points[size] = [(t, base / t**0.8, WEIGHTS_1_2.su(t, 0, base / t**0.8)) for t in (1, 2, 4)]
     return points
 
 
 def gpu_points(times, cores=1, gpus=1):
-    return {
-        s: (t, WEIGHTS_1_2.su(cores, gpus, t)) for s, t in zip(SIZES, times, strict=True)
-    }
+    return {s: (t, WEIGHTS_1_2.su(cores, gpus, t)) for s, t in zip(SIZES, times, strict=True)}
 
 
 def test_crossover_at_the_right_size():

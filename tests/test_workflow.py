@@ -137,7 +137,7 @@ def test_missing_data_stops_with_instructions(workflow):
     study = tiny_mnist_study()
     study["params"]["dataset"] = "mnist"
     workflow.write_config({"data_sources": {"mnist": ["/nonexistent"]}, "studies": {"s": study}})
-    proc = workflow.snakemake("--cores", "1", check=False, timeout=300)
+    proc = workflow.snakemake("--cores", "2", check=False, timeout=300)
     assert proc.returncode != 0
     assert "MNIST is not available" in proc.output
     assert "data_sources.mnist" in proc.output
