@@ -7,7 +7,7 @@ PYTHON ?= python3
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: report test lint setup clean
+.PHONY: report test lint setup clean slurm-profile
 
 report: setup
 	$(VENV)/bin/snakemake --profile profiles/local
@@ -34,3 +34,16 @@ $(STAMP): requirements.txt pyproject.toml .ci/system-packages
 
 clean:
 	rm -rf results logs .snakemake
+
+# `snakemake --profile slurm`, as users type it: Snakemake looks for a profile named
+# slurm in the current folder, then in the user's Snakemake config folder, where
+# this links profiles/slurm (a slurm profile there that is not this link is left alone).
+SNAKEMAKE_PROFILES ?= $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/snakemake
+slurm-profile:
+	@mkdir -p "$(SNAKEMAKE_PROFILES)"
+	@target="$(SNAKEMAKE_PROFILES)/slurm"; \
+	if [ -e "$$target" ] && [ ! -L "$$target" ]; then \
+		echo "$$target exists and is not a link: left alone (move it away first)"; exit 1; \
+	fi; \
+	ln -sfn "$(CURDIR)/profiles/slurm" "$$target"; \
+	echo "linked $$target -> $(CURDIR)/profiles/slurm: 'snakemake --profile slurm' now uses it"
