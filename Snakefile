@@ -1,6 +1,10 @@
 from snakemake.utils import min_version
 
+from scalestudy.studies import stop_on_unreadable_config
+
 min_version("9.0")
+# Snakemake's own message for a broken config file names neither the file nor the line.
+stop_on_unreadable_config("config/config.yaml")
 
 
 configfile: "config/config.yaml"

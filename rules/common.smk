@@ -6,22 +6,20 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
-from snakemake.utils import validate
 
 from scalestudy import studies as st
 from scalestudy import FIGURES, paths
 from scalestudy.records import RecordError, misplacement, read_record
 
-# Validate first: nothing below may see a config the schema has not accepted.
+# Validate first: nothing below may see a config the schema has not accepted. Every
+# problem is listed at once, and printed without a traceback (st.stop).
+CONFIG_SCHEMA = Path(workflow.basedir) / "config" / "schema" / "config.schema.yaml"
 try:
-    validate(config, schema="../config/schema/config.schema.yaml")
-    CONFIG = st.normalise_config(config, Path.cwd())
-except WorkflowError as e:
-    raise WorkflowError(st.describe_validation_error(e)) from None
+    CONFIG = st.checked_config(config, CONFIG_SCHEMA, Path.cwd())
 except st.ConfigError as e:
-    raise WorkflowError(f"config key {e}") from None
+    st.stop(st.config_error_text(e.problems))
 except st.WorkloadError as e:  # a workload module's declaration, not the config
-    raise WorkflowError(str(e)) from None
+    st.stop(str(e))
 
 
 STUDIES = CONFIG["studies"]
@@ -208,7 +206,7 @@ def check_local_cpus():
         and not STUDIES[study]["oversubscribe"]
     ]
     if refused:
-        raise WorkflowError(
+        st.stop(
             "; ".join(refused)
             + f", and this machine lets the workflow use {limit} (usable CPUs {usable}, "
             f"--cores {cores}). Run such points on Slurm (--profile profiles/slurm), "

@@ -9,8 +9,10 @@ with SU = (core_weight x cores + gpu_weight x GPUs) x hours of whole-job time
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import statistics
 from pathlib import Path
 
 import numpy as np
@@ -21,223 +23,145 @@ from scalestudy.cost import Cost
 from scalestudy.records import RecordError, read_placed_record
 from scalestudy.studies import base_n, base_series, point_for, series_study
 
-TELEMETRY_FIELDS = (
-    "gpu_util_mean_pct",
-    "gpu_util_peak_pct",
-    "gpu_mem_peak_mb",
-    "wait_fraction",
-    "stage_s",
-    "stage_s_median",
-    "stagers",
-    "dataset_mb",
-    "time_to_first_batch_s",
-)
-USAGE_FIELDS = ("cpu_time_s", "cores_used", "cpus_watched", "others_cores", "window_s")
-RECEIVED_FIELDS = ("cpus_usable", "threads_given", "torch_threads", "gpus_visible", "mem_limit_mb")
 SERIES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
-RUN_COLUMNS = [
-    "study",
-    "point",
-    "n",
-    "repeat",
-    "status",
-    "reason",
-    "wall_s",
-    "train_s",
-    "startup_s",
-    "data_s",
-    "eval_s",
-    "other_s",
-    "epochs",
-    "samples_per_s",
-    "final_loss",
-    "test_loss",
-    "test_accuracy",
-    "peak_rss_mb",
-    "mismatch",
-    "mismatches",
-    "threads",
-    "cores",
-    "gpus",
-    "nodes",
-    "host",
-    "hosts",
-    "cpu_model",
-    "python",
-    "torch",
-    "cuda",
-    "gpu_models",
-    "workflow_commit",
-    "slurm_job_id",
-    "slurm_nodelist",
-    "started_at",
-    "finished_at",
-    "overlapped",
-    "elapsed_s",
-    "queue_wait_s",
-    "slurm_submit_time",
-    "slurm_start_time",
-    "boot_id",
-    "val_loss",
-    "val_accuracy",
-    "per_process_batch",
-    "world_size",
-    "series",
-    "samples",
-    "warmup_s",
-    "steady_epoch_s",
-    "step_time_median_s",
-    "plain_step_time_median_s",
-    "partition",
-    *RECEIVED_FIELDS,
-    *TELEMETRY_FIELDS,
-    *USAGE_FIELDS,
-    "run_id",
-    "overlaps",
-    "overlaps_same_cpus",
-    "disturbed",
-]
-
-SUMMARY_COLUMNS = [
-    "study",
-    "series",
-    "point",
-    "n",
-    "is_base",
-    "repeats",
-    "repeats_ok",
-    "time_s",
-    "time_ci_lo",
-    "time_ci_hi",
-    "time_min_s",
-    "time_max_s",
-    "cv",
-    "unstable",
-    "unstable_reason",
-    "wall_s",
-    "train_s",
-    "warmup_s",
-    "steady_epoch_s",
-    "time_per_epoch_s",
-    "speedup",
-    "speedup_ci_lo",
-    "speedup_ci_hi",
-    "efficiency",
-    "efficiency_ci_lo",
-    "efficiency_ci_hi",
-    "karp_flatt",
-    "su",
-    "relative_su",
-    "pareto",
-    "samples_per_s",
-    "throughput",
-    "test_accuracy",
-    "val_loss",
-    "val_accuracy",
-    "step_time_median_s",
-    "plain_step_time_median_s",
-    "cores",
-    "gpus",
-    "nodes",
-    "world_size",
-    "global_batch",
-    "job_ids",
-    "quality",
-    "converged",
-    "status",
-]
+# The parts of a record whose fields become columns of the runs table, each under its
+# own name (nested objects as name_key, lists joined by commas). A name is claimed by
+# the derived columns first, then by these parts in this order; a field whose name is
+# taken gets its part's prefix instead (received.nodes -> received_nodes, usage.peak_rss_mb
+# -> usage_peak_rss_mb, a metric called `samples` -> metric_samples).
+PARTS = {
+    "received": (("resources", "received"), "received_"),
+    "metrics": (("metrics",), "metric_"),
+    "usage": (("resources", "usage"), "usage_"),
+    "environment": (("environment",), "env_"),
+}
+# The runs table's column naming the columns that hold the run's metrics (a JSON list):
+# the summary takes their medians and the report shows them, from runs.csv too.
+METRIC_NAMES = "metric_names"
 # The times a study's speedups can use (config key `time`).
 TIME_COLUMNS = {"wall": "wall_s", "train": "train_s", "steady": "steady_epoch_s"}
+PHASE_KINDS = ("startup", "data", "epoch", "eval")
 
 
 def phase_seconds(phases: list[dict], kind: str) -> float:
     return float(sum(p["seconds"] for p in phases if p["kind"] == kind))
 
 
-def record_row(record: dict) -> dict:
-    """Flatten one record into a row of the runs table."""
+def derived_columns(record: dict) -> dict:
+    """The runs table's own columns: each written here once, because it takes a rule
+    rather than a copy of a field (every other field of the record is flattened as it is,
+    see record_row)."""
     phases = record["phases"]
     req = record["resources"]["requested"]
-    received = record["resources"]["received"]
     env = record["environment"]
-    metrics = record["metrics"]
-    usage = record["resources"].get("usage") or {}
     overlaps = record.get("overlaps", [])
-    status, reason = record["status"], record["reason"]
-    if status == "ok" and record["wall_s"] is None:
+    status, reason, wall = record["status"], record["reason"], record["wall_s"]
+    if status == "ok" and wall is None:
         # a run with no time measured nothing, whatever its status says
         status, reason = "failed", "the record says ok but holds no time"
     ok = status == "ok"
-    kinds = {k: phase_seconds(phases, k) for k in ("startup", "data", "epoch", "eval")}
+    # seconds per kind of phase; none at all where the run timed no phase (a time
+    # measured elsewhere, a run that died before its first phase)
+    kinds = {k: phase_seconds(phases, k) if phases else None for k in PHASE_KINDS}
     epochs = [p["seconds"] for p in phases if p["kind"] == "epoch"]
-    # the first epoch pays for warm-up (allocator, caches, lazy init); the rest is steady
-    steady = float(np.median(epochs[1:])) if ok and len(epochs) > 1 else None
-    wall = record["wall_s"]
-    other = None if wall is None else max(0.0, wall - sum(kinds.values()))
     return {
         "study": record["study"],
+        "series": "",  # the series its point belongs to: runs_from_records
         "point": record["point"],
         "n": record["n"],
         "repeat": record["repeat"],
+        "run_id": record.get("run_id"),
         "status": status,
         "reason": reason,
         "wall_s": wall if ok else None,
-        "train_s": kinds["epoch"] if ok and kinds["epoch"] > 0 else None,
+        "elapsed_s": wall,  # charged whether or not the run succeeded
+        "train_s": kinds["epoch"] if ok and kinds["epoch"] else None,
         "startup_s": kinds["startup"],
         "data_s": kinds["data"],
         "eval_s": kinds["eval"],
-        "other_s": other,
-        "epochs": sum(1 for p in phases if p["kind"] == "epoch"),
-        "samples_per_s": metrics.get("samples_per_s"),
-        "final_loss": metrics.get("final_loss"),
-        "test_loss": metrics.get("test_loss"),
-        "test_accuracy": metrics.get("test_accuracy"),
-        "peak_rss_mb": metrics.get("peak_rss_mb"),
-        "mismatch": record["resources"]["mismatch"],
-        "mismatches": "; ".join(record["resources"]["mismatches"]),
+        "other_s": None if wall is None else max(0.0, wall - sum(filter(None, kinds.values()))),
+        "epochs": len(epochs),
+        "samples": sum(p.get("samples") or 0 for p in phases if p["kind"] == "epoch") or None,
+        # the first epoch pays for warm-up (allocator, caches, lazy init); the rest is steady
+        "warmup_s": epochs[0] if ok and len(epochs) > 1 else None,
+        "steady_epoch_s": statistics.median(epochs[1:]) if ok and len(epochs) > 1 else None,
+        # what the point asked for (what it received is in the received part)
         "threads": req["threads"],
         "cores": req["threads"] * req["tasks_per_node"] * req["nodes"],
         "gpus": req["gpus_per_node"] * req["nodes"],
         "nodes": req["nodes"],
-        "host": env.get("host"),
-        "hosts": ",".join(env.get("hosts", [])),
-        "cpu_model": env.get("cpu_model"),
-        "python": env.get("python"),
-        "torch": env.get("torch"),
-        "cuda": env.get("cuda"),
-        "gpu_models": ",".join(env.get("gpu_models", [])),
-        "workflow_commit": env.get("workflow_commit"),
-        "slurm_job_id": env.get("slurm_job_id"),
-        "slurm_nodelist": env.get("slurm_nodelist"),
+        "mismatch": record["resources"]["mismatch"],
+        "mismatches": "; ".join(record["resources"]["mismatches"]),
         "started_at": record["started_at"],
         "finished_at": record["finished_at"],
-        "elapsed_s": wall,  # charged whether or not the run succeeded
         "queue_wait_s": queue_wait(env),
-        "slurm_submit_time": env.get("slurm_submit_time"),
-        "slurm_start_time": env.get("slurm_start_time"),
-        "boot_id": env.get("boot_id"),
-        "val_loss": metrics.get("val_loss"),
-        "val_accuracy": metrics.get("val_accuracy"),
-        "per_process_batch": metrics.get("per_process_batch"),
-        "world_size": record["resources"]["received"].get("world_size"),
-        "series": "",
-        "samples": sum(p.get("samples") or 0 for p in phases if p["kind"] == "epoch") or None,
-        "warmup_s": epochs[0] if ok and len(epochs) > 1 else None,
-        "steady_epoch_s": steady,
-        "step_time_median_s": metrics.get("step_time_median_s"),
-        "plain_step_time_median_s": metrics.get("plain_step_time_median_s"),
         "partition": env.get("slurm_partition"),
-        # GPU telemetry (NVML) and data waiting: absent, not zero, where not measured
-        **{k: metrics.get(k) for k in TELEMETRY_FIELDS},
-        # what the run got, as seen from inside it
-        **{k: received.get(k) for k in RECEIVED_FIELDS},
-        # what it used of it, and what other processes took of its CPUs
-        **{k: usage.get(k) for k in USAGE_FIELDS},
-        "run_id": record.get("run_id"),
+        # other timed runs on its host at the same time, from the host's ledger (and,
+        # within the study, by host and time: runs_table)
         "overlaps": "; ".join(o["run"] for o in overlaps),
         # an overlap on CPUs we cannot compare counts as on the same ones
         "overlaps_same_cpus": any(o.get("same_cpus") is not False for o in overlaps),
+        "overlapped": bool(overlaps),
+        "disturbed": None,  # why others disturbed the run, if they did: disturbed_reasons
     }
+
+
+def flat_fields(part: dict | None) -> dict:
+    """A record part as scalar columns: nested objects as name_key, lists joined by commas."""
+    fields = {}
+    for key, value in (part or {}).items():
+        if isinstance(value, dict):
+            fields.update({f"{key}_{k}": v for k, v in flat_fields(value).items()})
+        elif isinstance(value, list):
+            fields[key] = ",".join(str(v) for v in value)
+        else:
+            fields[key] = value
+    return fields
+
+
+def record_row(record: dict) -> dict:
+    """One record as a row of the runs table: the derived columns, then every field of
+    its metrics, received resources, usage and environment (PARTS)."""
+    row = derived_columns(record)
+    taken = set(row) | {METRIC_NAMES}
+    parts = {}
+    for name, (path, prefix) in PARTS.items():
+        part = record
+        for key in path:
+            part = (part or {}).get(key)
+        parts[name] = {}
+        for field, value in flat_fields(part).items():
+            column = field
+            while column in taken:
+                column = prefix + column
+            taken.add(column)
+            parts[name][column] = value
+    row[METRIC_NAMES] = json.dumps(list(parts["metrics"]))
+    for name in ("metrics", "received", "usage", "environment"):  # as runs.csv shows them
+        row.update(parts[name])
+    return row
+
+
+def metric_columns(runs: pd.DataFrame) -> list[str]:
+    """The columns of a runs table that hold the workloads' metrics, in order of first
+    appearance (none for a table without METRIC_NAMES, such as times measured elsewhere)."""
+    if METRIC_NAMES not in runs:
+        return []
+    names: dict[str, None] = {}
+    for text in runs[METRIC_NAMES].dropna().unique():
+        try:
+            names.update(dict.fromkeys(json.loads(text)))
+        except (TypeError, ValueError):
+            continue
+    return [name for name in names if name in runs]
+
+
+def runs_table(rows: list[dict]) -> pd.DataFrame:
+    """Rows of record_row as the runs table, with the runs of one study on one host at
+    the same time marked as overlapped."""
+    runs = pd.DataFrame(rows)
+    runs["overlapped"] = runs["overlapped"].astype(bool) | mark_overlaps(runs)
+    return runs
 
 
 def queue_wait(env: dict) -> float | None:
@@ -273,8 +197,12 @@ def charges(runs: pd.DataFrame, study: dict) -> dict:
 def shared_machines(runs: pd.DataFrame) -> list[str]:
     """Host names that are one physical machine (same boot id): their timings are
     not those of separate nodes."""
+    if "boot_id" not in runs:
+        return []
+    none = pd.Series(None, index=runs.index, dtype=object)
+    hosts_of, host_of = runs.get("hosts", none), runs.get("host", none)
     by_boot: dict[str, set[str]] = {}
-    for boot, hosts, host in zip(runs["boot_id"], runs["hosts"], runs["host"], strict=True):
+    for boot, hosts, host in zip(runs["boot_id"], hosts_of, host_of, strict=True):
         if not isinstance(boot, str):
             continue
         names = hosts if isinstance(hosts, str) and hosts else host
@@ -287,7 +215,7 @@ def mark_overlaps(runs: pd.DataFrame) -> pd.Series:
     """True for runs that shared a host with another run of the study at the same time
     (their timings disturbed each other)."""
     overlapped = pd.Series(False, index=runs.index)
-    if runs.empty or runs["started_at"].isna().all():
+    if runs.empty or "host" not in runs or runs["started_at"].isna().all():
         return overlapped
     start = pd.to_datetime(runs["started_at"], utc=True)
     end = pd.to_datetime(runs["finished_at"], utc=True)
@@ -320,11 +248,9 @@ def runs_from_records(
             )
         seen[run] = path
         rows.append(record_row(record) | {"series": series or ""})
-    runs = pd.DataFrame(rows, columns=RUN_COLUMNS)
-    # within the study by host and time, and across every study and invocation from
-    # the host's ledger of timed runs (scalestudy.ledger)
-    runs["overlapped"] = mark_overlaps(runs) | runs["overlaps"].fillna("").ne("")
-    return runs
+    if not rows:
+        raise RecordError("no records to aggregate")
+    return runs_table(rows)
 
 
 def run_key(record: dict) -> str:
@@ -380,27 +306,30 @@ def runs_from_measured(csv_path: str | Path, study_name: str, study: dict) -> pd
         if series and not SERIES_NAME.match(series):
             raise RecordError(f"{csv_path}: series {series!r}: use letters, digits and '_'")
         point = point_for(study_name, study, int(r.N), series)
-        rows.append(
-            {
-                "series": series,
-                "study": study_name,
-                "point": point.label,
-                "n": point.n,
-                "repeat": int(r.repeat),
-                "status": "ok",
-                "reason": None,
-                "wall_s": float(r.time_s),
-                "elapsed_s": float(r.time_s),
-                "mismatch": False,
-                "mismatches": "",
-                "threads": point.threads,
-                "cores": point.cores,
-                "gpus": point.gpus,
-                "nodes": point.nodes,
-                "overlapped": False,
-            }
-        )
-    return pd.DataFrame(rows, columns=RUN_COLUMNS)
+        # a run that timed nothing but its whole, on what its point asks for
+        requested = {
+            "threads": point.threads,
+            "tasks_per_node": point.tasks_per_node,
+            "nodes": point.nodes,
+            "gpus_per_node": point.gpus_per_node,
+        }
+        record = {
+            "study": study_name,
+            "point": point.label,
+            "n": point.n,
+            "repeat": int(r.repeat),
+            "status": "ok",
+            "reason": None,
+            "wall_s": float(r.time_s),
+            "phases": [],
+            "metrics": {},
+            "resources": {"requested": requested, "mismatch": False, "mismatches": []},
+            "environment": {},
+            "started_at": None,
+            "finished_at": None,
+        }
+        rows.append(record_row(record) | {"series": series})
+    return runs_table(rows)
 
 
 def disturbed_reasons(runs: pd.DataFrame, study: dict) -> pd.Series:
@@ -496,15 +425,6 @@ def check_convergence(summary: pd.DataFrame, study: dict, base: int, runs: pd.Da
         )
 
 
-# Columns that hold numbers (CSV round trips and missing records can leave text or
-# None in them); converted once per study, not once per point and column.
-NUMERIC_COLUMNS = [
-    "wall_s", "train_s", "epochs", "samples", "samples_per_s", "test_accuracy", "val_loss",
-    "val_accuracy", "warmup_s", "steady_epoch_s", "step_time_median_s",
-    "plain_step_time_median_s", "world_size", "per_process_batch",
-]  # fmt: skip
-
-
 def numeric(frame: pd.DataFrame, column: str) -> pd.Series:
     if column not in frame:
         return pd.Series(dtype=float)
@@ -514,7 +434,10 @@ def numeric(frame: pd.DataFrame, column: str) -> pd.Series:
 def median_or_nan(frame: pd.DataFrame, column: str) -> float:
     if column not in frame or frame.empty:
         return math.nan
-    values = frame[column].to_numpy(dtype=float)
+    try:
+        values = frame[column].to_numpy(dtype=float)
+    except (TypeError, ValueError):  # text in a column of numbers (a CSV edited by hand)
+        values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
     values = values[np.isfinite(values)]
     return float(np.median(values)) if values.size else math.nan
 
@@ -522,8 +445,9 @@ def median_or_nan(frame: pd.DataFrame, column: str) -> float:
 def point_row(
     group: pd.DataFrame, study: dict, time_col: str, base: int, quality_metric: str | None
 ) -> tuple[dict, np.ndarray]:
-    """One point's summary row (without the ratios to the base case), and the times
-    its speedup uses."""
+    """One point's summary row: its own columns, each written here once (without the
+    ratios to the base case, summarise_series, and the medians of the workload's metrics,
+    metric_medians), and the times its speedup uses."""
     keep_mismatched = study.get("include_mismatched", False)
     keep_disturbed = study.get("include_shared", False)
     ok = group[group["status"] == "ok"]
@@ -566,14 +490,8 @@ def point_row(
         # charged for the whole job, whatever time the speedup uses; `study` is the
         # series' own view (summarise), so its cost override is in study["cost"]
         "su": Cost.of(study).su(first["cores"], first["gpus"], wall, partition),
-        "samples_per_s": median_or_nan(ok, "samples_per_s"),
         # the source's throughput: samples x epochs / time, over the whole job
         "throughput": samples / wall if samples and wall else math.nan,
-        "test_accuracy": median_or_nan(ok, "test_accuracy"),
-        "val_loss": median_or_nan(ok, "val_loss"),
-        "val_accuracy": median_or_nan(ok, "val_accuracy"),
-        "step_time_median_s": median_or_nan(ok, "step_time_median_s"),
-        "plain_step_time_median_s": median_or_nan(ok, "plain_step_time_median_s"),
         "global_batch": global_batch(ok),
         "job_ids": " ".join(jobs),
         "quality": median_of(ok, quality_metric),
@@ -604,24 +522,21 @@ def summarise_series(runs: pd.DataFrame, study: dict, time_col: str) -> pd.DataF
     of the point and of the base case independently (ratios of runs are never averaged)."""
     ns = sorted(int(n) for n in runs["n"].unique())
     base = base_n(study, ns)
-    runs = runs.assign(
-        **{c: pd.to_numeric(runs[c], errors="coerce") for c in NUMERIC_COLUMNS if c in runs}
-    )
     # one metric for the whole series: points must be compared on the same figure
     quality_metric = study_quality_metric(study, runs)
     rows, times = [], {}
     for n, group in runs.groupby("n", sort=True):
         row, times[int(n)] = point_row(group, study, time_col, base, quality_metric)
         rows.append(row)
-    summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    summary = pd.DataFrame(rows)
     base_row = summary[summary["is_base"]]
     if base_row.empty:
         raise ValueError(f"base case N={base} has no runs")
     su_base = base_row["su"].iloc[0]
-    for i, r in summary.iterrows():
-        s, s_lo, s_hi = intervals.ratio_ci(times[base], times[r["n"]], seed=int(r["n"]))
-        summary.loc[i, ["speedup", "speedup_ci_lo", "speedup_ci_hi"]] = [s, s_lo, s_hi]
-    ratio = summary[["speedup", "speedup_ci_lo", "speedup_ci_hi"]].to_numpy()
+    ratio = np.array(
+        [intervals.ratio_ci(times[base], times[n], seed=n) for n in map(int, summary["n"])],
+        dtype=float,
+    )
     if study["scaling"].get("kind", "strong") == "weak":
         # the problem grows with N: efficiency is t_base / t_N itself, and the speedup
         # is Gustafson's scaled speedup, (N / N_base) x t_base / t_N
@@ -638,17 +553,29 @@ def summarise_series(runs: pd.DataFrame, study: dict, time_col: str) -> pd.DataF
         summary.loc[~summary["is_base"] & summary["status"].str.startswith("ok"), "status"] += (
             "; no speedup: the base case failed"
         )
-    return summary
+    summary["status"] = summary.pop("status")  # last of the point's own columns
+    return summary.join(metric_medians(runs, list(summary)), on="n")
+
+
+def metric_medians(runs: pd.DataFrame, taken: list[str]) -> pd.DataFrame:
+    """Per N, the median over the successful runs of every metric the workload reported
+    (what is not a number counts as missing), each under its column's name in the runs
+    table, or with the prefix metric_ where the summary has a column of that name."""
+    metrics = metric_columns(runs)
+    ok = runs.loc[runs["status"] == "ok", ["n", *metrics]]
+    values = ok[metrics].apply(pd.to_numeric, errors="coerce").astype(float)
+    medians = values.groupby(ok["n"].astype(int)).median()
+    return medians.rename(columns={c: f"metric_{c}" for c in metrics if c in taken})
 
 
 def summarise(runs: pd.DataFrame, study: dict) -> pd.DataFrame:
     """One row per point of each series: times, speedup, efficiency and cost."""
     if runs.empty:
-        return pd.DataFrame(columns=SUMMARY_COLUMNS)
+        raise ValueError("no runs to summarise")
     time_col = TIME_COLUMNS[study.get("time", "wall")]
     runs = runs.assign(series=runs["series"].fillna("") if "series" in runs else "")
     parts = [
         summarise_series(group, series_study(study, base_series(name)), time_col)
         for name, group in runs.groupby("series", sort=False)
     ]
-    return pd.concat(parts, ignore_index=True)[SUMMARY_COLUMNS]
+    return pd.concat(parts, ignore_index=True)

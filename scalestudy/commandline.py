@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shlex
 import string
+from pathlib import Path
 
 # Values of the point every command may use.
 POINT_PLACEHOLDERS = {
@@ -64,20 +66,33 @@ def substitute(text: str, values: dict) -> str:
     return "".join(parts)
 
 
-def check_command_params(params: dict) -> None:
-    """Raise ValueError naming the key for what the schema cannot check."""
+def check_command_params(params: dict, workflow_dir: str | os.PathLike | None = None) -> None:
+    """Raise ValueError naming the key for what the schema cannot check (one line per
+    problem found)."""
+    problems = command_params_problems(params, workflow_dir)
+    if problems:
+        raise ValueError("\n".join(problems))
+
+
+def command_params_problems(
+    params: dict, workflow_dir: str | os.PathLike | None = None
+) -> list[str]:
+    """Every problem the schema cannot see, each naming its key. With `workflow_dir`
+    (where the command runs when it has no workdir) a workdir must be a folder."""
+    problems = []
     values = params.get("values", {})
     clash = sorted(set(values) & set(POINT_PLACEHOLDERS))
     if clash:
-        raise ValueError(f"params.values: {clash} are the point's own placeholders")
+        problems.append(f"params.values: {clash} are the point's own placeholders")
     known = set(POINT_PLACEHOLDERS) | set(values)
     try:
         argv = command_argv(params["command"])
     except ValueError as e:  # shlex: unbalanced quotes
-        raise ValueError(f"params.command: cannot split it into arguments ({e})") from None
-    if not argv:
-        raise ValueError("params.command: empty")
-    templated = [("params.command", a) for a in argv]
+        problems.append(f"params.command: cannot split it into arguments ({e})")
+        argv = None
+    if argv == []:
+        problems.append("params.command: empty")
+    templated = [("params.command", a) for a in argv or []]
     templated += [(f"params.env.{k}", v) for k, v in params.get("env", {}).items()]
     if params.get("metrics_json"):
         templated.append(("params.metrics_json", params["metrics_json"]))
@@ -85,9 +100,10 @@ def check_command_params(params: dict) -> None:
         try:
             unknown = sorted(set(placeholders_in(text)) - known)
         except ValueError as e:
-            raise ValueError(f"{key}: {e}") from None
+            problems.append(f"{key}: {e}")
+            continue
         if unknown:
-            raise ValueError(
+            problems.append(
                 f"{key}: unknown placeholder(s) {unknown}; known: {sorted(known)} "
                 "(add your own under params.values)"
             )
@@ -95,14 +111,29 @@ def check_command_params(params: dict) -> None:
         try:
             compiled = re.compile(pattern, re.MULTILINE)
         except re.error as e:
-            raise ValueError(
-                f"params.metrics_regex.{name}: not a regular expression ({e})"
-            ) from None
+            problems.append(f"params.metrics_regex.{name}: not a regular expression ({e})")
+            continue
         if compiled.groups != 1 and "value" not in compiled.groupindex:
-            raise ValueError(
+            problems.append(
                 f"params.metrics_regex.{name}: needs exactly one group, or a group named "
                 "'value', around the number"
             )
+    if params.get("workdir") is not None and workflow_dir is not None:
+        problems += workdir_problems(params["workdir"], Path(workflow_dir))
+    return problems
+
+
+def workdir_problems(workdir: str, workflow_dir: Path) -> list[str]:
+    """A command's workdir must be a folder; a relative one is relative to the workflow
+    folder, where the command runs (no placeholder or ~ is expanded in it)."""
+    path = Path(workdir)
+    path = path if path.is_absolute() else workflow_dir / path
+    if not path.exists():
+        hint = " (~ is not expanded)" if workdir.startswith("~") else ""
+        return [f"params.workdir: no such folder: {path}{hint}"]
+    if not path.is_dir():
+        return [f"params.workdir: not a folder: {path}"]
+    return []
 
 
 def as_number(name: str, value) -> float:

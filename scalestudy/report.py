@@ -15,63 +15,120 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from scalestudy.analysis import TELEMETRY_FIELDS, charges, shared_machines, study_quality_metric
+from scalestudy.analysis import charges, metric_columns, shared_machines, study_quality_metric
 from scalestudy.cost import cost_view
 from scalestudy.records import RecordError, read_record, write_text_atomic
 from scalestudy.studies import workload_capabilities
 
 TEMPLATES = Path(__file__).with_name("templates")
-ENVIRONMENT_FIELDS = {
-    "host": "host(s)",
-    "cpu_model": "CPU",
-    "gpu_models": "GPU",
-    "python": "Python",
-    "torch": "PyTorch",
-    "cuda": "CUDA (build)",
-    "workflow_commit": "workflow commit",
-    "slurm_job_id": "Slurm job ids",
-    "slurm_nodelist": "Slurm node lists",
+# Every column the report shows, declared once: its label and its format (one precision
+# per column). The report's tables pick columns from here by name; a metric a workload
+# reports that is not here is shown under its own name with DEFAULT_FORMAT.
+COLUMNS = {
+    # the results table
+    "series": ("series", "{}"),
+    "point": ("point", "{}"),
+    "n": ("N", "{}"),
+    "repeats_ok": ("runs ok", "{}"),
+    "time_s": ("time (s, median [95 % CI])", "{:.4g}"),
+    "cv": ("CV", "{:.1%}"),
+    "speedup": ("speedup [95 % CI]", "{:.2f}"),
+    "efficiency": ("efficiency [95 % CI]", "{:.0%}"),
+    "karp_flatt": ("Karp-Flatt e", "{:.3f}"),
+    "warmup_s": ("warm-up epoch (s)", "{:.4g}"),
+    "steady_epoch_s": ("steady epoch (s)", "{:.4g}"),
+    "relative_su": ("relative SU", "{:.2f}"),
+    "samples_per_s": ("samples/s", "{:.0f}"),
+    "global_batch": ("global batch", "{:.0f}"),
+    "quality": ("quality", "{:.4g}"),
+    "fit": ("in model fit", "{}"),
+    "status": ("status", "{}"),
+    # the source's table of distributed training
+    "job_ids": ("job id(s)", "{}"),
+    "config": ("configuration", "{}"),
+    "world_size": ("processes (GPUs / devices)", "{:.0f}"),
+    "nodes": ("nodes", "{}"),
+    "wall_s": ("time (s)", "{:.4g}"),
+    "time_per_epoch_s": ("time / epoch (s)", "{:.4g}"),
+    "val_loss": ("val loss", "{:.4g}"),
+    "val_accuracy": ("val accuracy", "{:.2%}"),
+    "band": ("interpretation", "{}"),
+    "throughput": ("throughput (samples/s)", "{:.4g}"),
+    # data loading and GPU use (medians over a point's runs)
+    "stage_s": ("staging to scratch (slowest copy)", "{:.3g} s"),
+    "stagers": ("copies at once", "{:.0f}"),
+    "time_to_first_batch_s": ("time to first batch", "{:.3g} s"),
+    "wait_fraction": ("time waiting for data", "{:.0%}"),
+    "gpu_util_mean_pct": ("GPU utilisation (mean)", "{:.0f} %"),
+    "gpu_util_peak_pct": ("GPU utilisation (peak)", "{:.0f} %"),
+    "gpu_mem_peak_mb": ("GPU memory (peak)", "{:.0f} MB"),
+    # the framework's share of a step
+    "step_time_median_s": ("step time, Lightning (s)", "{:.4g}"),
+    "plain_step_time_median_s": ("step time, plain PyTorch (s)", "{:.4g}"),
+    # what the runs received, and where they ran (distinct values over the runs)
+    "cpus_usable": ("usable CPUs", "{}"),
+    "threads_given": ("threads given", "{}"),
+    "torch_threads": ("torch threads", "{}"),
+    "gpus_visible": ("GPUs visible", "{}"),
+    "mem_limit_mb": ("memory limit (MB)", "{}"),
+    "hosts": ("hosts", "{}"),
+    "host": ("host(s)", "{}"),
+    "cpu_model": ("CPU", "{}"),
+    "gpu_models": ("GPU", "{}"),
+    "python": ("Python", "{}"),
+    "torch": ("PyTorch", "{}"),
+    "cuda": ("CUDA (build)", "{}"),
+    "workflow_commit": ("workflow commit", "{}"),
+    "slurm_job_id": ("Slurm job ids", "{}"),
+    "slurm_nodelist": ("Slurm node lists", "{}"),
 }
-TABLE_COLUMNS = [
-    ("series", "series", "{}"),
-    ("point", "point", "{}"),
-    ("n", "N", "{}"),
-    ("repeats_ok", "runs ok", "{}"),
-    ("time_s", "time (s, median [95 % CI])", "{:.4g}"),
-    ("cv", "CV", "{:.1%}"),
-    ("speedup", "speedup [95 % CI]", "{:.2f}"),
-    ("efficiency", "efficiency [95 % CI]", "{:.0%}"),
-    ("karp_flatt", "Karp-Flatt e", "{:.3f}"),
-    ("warmup_s", "warm-up epoch (s)", "{:.4g}"),
-    ("steady_epoch_s", "steady epoch (s)", "{:.4g}"),
-    ("relative_su", "relative SU", "{:.2f}"),
-    ("samples_per_s", "samples/s", "{:.0f}"),
-    ("global_batch", "global batch", "{:.0f}"),
-    ("quality", "quality", "{:.4g}"),
-    ("fit", "in model fit", "{}"),
-    ("status", "status", "{}"),
-]
+DEFAULT_FORMAT = "{:.4g}"
+# The columns of each part of the report, in their order.
+RESULTS = [
+    "series", "point", "n", "repeats_ok", "time_s", "cv", "speedup", "efficiency", "karp_flatt",
+    "warmup_s", "steady_epoch_s", "relative_su", "samples_per_s", "global_batch", "quality",
+    "fit", "status",
+]  # fmt: skip
+# the table of the source documents, for studies of distributed training
+DDP = [
+    "job_ids", "config", "world_size", "nodes", "wall_s", "time_per_epoch_s", "val_loss",
+    "val_accuracy", "speedup", "efficiency", "band", "throughput",
+]  # fmt: skip
+# the telemetry table's cells (the template's names for them) and their columns
+TELEMETRY = {
+    "stage": "stage_s",
+    "stagers": "stagers",
+    "first_batch": "time_to_first_batch_s",
+    "wait": "wait_fraction",
+    "util": "gpu_util_mean_pct",
+    "util_peak": "gpu_util_peak_pct",
+    "mem": "gpu_mem_peak_mb",
+}
+FRAMEWORK = ["step_time_median_s", "plain_step_time_median_s"]
+RECEIVED = [
+    "cpus_usable", "threads_given", "torch_threads", "gpus_visible", "mem_limit_mb", "world_size",
+    "hosts",
+]  # fmt: skip
+ENVIRONMENT = [
+    "host", "cpu_model", "gpu_models", "python", "torch", "cuda", "workflow_commit",
+    "slurm_job_id", "slurm_nodelist",
+]  # fmt: skip
+
+
+def label(column: str) -> str:
+    return COLUMNS.get(column, (column, DEFAULT_FORMAT))[0]
+
+
+def pattern(column: str) -> str:
+    return COLUMNS.get(column, (column, DEFAULT_FORMAT))[1]
+
+
 # Columns shown with their confidence interval: column -> (lo, hi) columns.
 WITH_CI = {
     "time_s": ("time_ci_lo", "time_ci_hi"),
     "speedup": ("speedup_ci_lo", "speedup_ci_hi"),
     "efficiency": ("efficiency_ci_lo", "efficiency_ci_hi"),
 }
-# The table of the source documents, for studies of distributed training.
-DDP_COLUMNS = [
-    ("job_ids", "job id(s)", "{}"),
-    ("config", "configuration", "{}"),
-    ("world_size", "GPUs / devices", "{:.0f}"),
-    ("nodes", "nodes", "{}"),
-    ("wall_s", "time (s)", "{:.4g}"),
-    ("time_per_epoch_s", "time / epoch (s)", "{:.4g}"),
-    ("val_loss", "val loss", "{:.4g}"),
-    ("val_accuracy", "val accuracy", "{:.2%}"),
-    ("speedup", "speedup", "{:.2f}"),
-    ("efficiency", "efficiency", "{:.0%}"),
-    ("band", "interpretation", "{}"),
-    ("throughput", "throughput (samples/s)", "{:.4g}"),
-]
 
 
 def efficiency_band(efficiency: float) -> str:
@@ -85,12 +142,14 @@ def efficiency_band(efficiency: float) -> str:
     return "poor (< 75 %): look for a bottleneck"
 
 
-def cell(row, column: str, pattern: str) -> str:
-    text = fmt(row.get(column), pattern)
+def cell(row, column: str) -> str:
+    """A column's value in its declared format, with its confidence interval if it has one."""
+    form = pattern(column)
+    text = fmt(row.get(column), form)
     if column in WITH_CI and text != "–":
         lo, hi = (row.get(c) for c in WITH_CI[column])
         if not any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (lo, hi)):
-            text += f" [{fmt(lo, pattern)}, {fmt(hi, pattern)}]"
+            text += f" [{fmt(lo, form)}, {fmt(hi, form)}]"
     return text
 
 
@@ -99,10 +158,10 @@ def ddp_rows(summary: pd.DataFrame, study: dict) -> list[list[str]]:
     for _, r in summary.iterrows():
         r = r.to_dict()
         per_node = int(r["world_size"] / r["nodes"]) if r["nodes"] and r["world_size"] > 0 else 0
-        batch = fmt(r["global_batch"], "{:.0f}")
+        batch = cell(r, "global_batch")
         r["config"] = f"{per_node} process(es)/node × {r['nodes']} node(s), global batch {batch}"
         r["band"] = efficiency_band(r["efficiency"])
-        rows.append([cell(r, c, p) for c, _, p in DDP_COLUMNS])
+        rows.append([cell(r, c) for c in DDP])
     return rows
 
 
@@ -180,9 +239,9 @@ def study_context(
     # no series column without series, no warm-up columns for one-epoch runs
     columns = [
         c
-        for c in TABLE_COLUMNS
-        if (c[0] != "series" or has_series)
-        and (c[0] not in ("warmup_s", "steady_epoch_s") or summary[c[0]].notna().any())
+        for c in RESULTS
+        if (c != "series" or has_series)
+        and (c not in ("warmup_s", "steady_epoch_s") or summary[c].notna().any())
     ]
     excluded = {
         (p["series"], point): reason
@@ -199,12 +258,18 @@ def study_context(
         r["fit"] = f"no: {reason}" if reason else ("yes" if fitted.get(series) else "–")
         rows.append(
             {
-                "cells": [cell(r, col, pattern) for col, _, pattern in columns],
+                "cells": [cell(r, c) for c in columns],
                 "status_class": status_class(str(r["status"])),
                 "is_base": bool(r["is_base"]),
                 "unstable": bool(r["unstable"]),
             }
         )
+    distributed = workload_capabilities(study.get("workload")).get("distributed", False)
+    telemetry = telemetry_view(runs)
+    framework = framework_share(summary)
+    # every metric the runs reported that no other part of the report shows
+    shown = {*columns, *(DDP if distributed else ()), *(TELEMETRY.values() if telemetry else ())}
+    shown |= set(FRAMEWORK) if framework else set()
     failures = runs[runs["status"] != "ok"][["point", "repeat", "reason"]]
     mismatches = runs[(runs["status"] == "ok") & runs["mismatch"].astype(bool)]
     return {
@@ -217,7 +282,7 @@ def study_context(
         "repeats": int(runs.groupby("n")["repeat"].nunique().max()) if len(runs) else 0,
         "time_kind": time_kind,
         "quality_metric": study_quality_metric(study, runs),
-        "distributed": workload_capabilities(study.get("workload")).get("distributed", False),
+        "distributed": distributed,
         "tolerance": study.get("convergence", {}).get("tolerance", 0.1),
         # the weights every SU figure uses: the study's, its partitions', its series'
         "cost": cost_view(study),
@@ -228,8 +293,9 @@ def study_context(
             "n": int(base_row["n"]),
             "time": fmt(base_row["time_s"], "{:.4g}"),
         },
-        "columns": [label for _, label, _ in columns],
+        "columns": [label(c) for c in columns],
         "rows": rows,
+        "metrics": metrics_view(summary, runs, shown, has_series),
         # times measured elsewhere have no phases to show
         "figures": {
             k: data_uri(v) for k, v in figures.items() if k != "phases" or "measured" not in study
@@ -253,42 +319,22 @@ def study_context(
         "answers": [answer(p, study, summary) for p in predictions.get("series", [])],
         "models": [models_view(p) for p in predictions.get("series", [])],
         "comparisons": [comparison_view(c) for c in predictions.get("comparisons", [])],
-        "ddp": {
-            "columns": [label for _, label, _ in DDP_COLUMNS],
-            "rows": ddp_rows(summary, study),
-        }
-        if workload_capabilities(study.get("workload")).get("distributed")
+        "ddp": {"columns": [label(c) for c in DDP], "rows": ddp_rows(summary, study)}
+        if distributed
         else None,
-        "framework": framework_share(summary),
+        "framework": framework,
         "include_unstable": study.get("include_unstable", False),
         "unstable": int(summary["unstable"].fillna(False).astype(bool).sum()),
         "profile_steps": study.get("profile", {}).get("steps"),
         "overlapped": int(runs["overlapped"].fillna(False).astype(bool).sum()),
         "shared_machines": shared_machines(runs),
         "charges": {k: fmt(v, "{:.4f}") for k, v in charges(runs, study).items()},
-        "scheduler": [
-            {
-                "point": r.point,
-                "repeat": int(r.repeat),
-                "job": r.slurm_job_id,
-                "nodes": r.slurm_nodelist if isinstance(r.slurm_nodelist, str) else "",
-                "submitted": r.slurm_submit_time,
-                "queue_wait": fmt(r.queue_wait_s, "{:.1f}"),
-                "run": fmt(r.elapsed_s, "{:.1f}"),
-                "status": r.status,
-            }
-            for r in runs.itertuples()
-            if isinstance(r.slurm_job_id, str | int | float) and not pd.isna(r.slurm_job_id)
-        ],
+        "scheduler": scheduler_view(runs),
         "received": received_view(runs),
         "gpu_verdict": predictions.get("gpu_verdict"),
-        "telemetry": telemetry_view(runs),
+        "telemetry": telemetry,
         "staging": staging_view(runs),
-        "environment": [
-            (label, distinct(runs, col))
-            for col, label in ENVIRONMENT_FIELDS.items()
-            if distinct(runs, col)
-        ],
+        "environment": [(label(c), distinct(runs, c)) for c in ENVIRONMENT if distinct(runs, c)],
     }
 
 
@@ -444,7 +490,7 @@ def comparison_view(c: dict) -> dict:
 def framework_share(summary: pd.DataFrame) -> dict | None:
     """Lightning's step against the same step in a plain PyTorch loop (base case)."""
     base = summary[summary["is_base"]]
-    if base.empty:
+    if base.empty or not all(c in base for c in FRAMEWORK):
         return None
     lightning = base["step_time_median_s"].iloc[0]
     plain = base["plain_step_time_median_s"].iloc[0]
@@ -472,24 +518,11 @@ def received_view(runs: pd.DataFrame) -> list[dict]:
                 "asked": f"{first['threads']} thread(s) × {int(first['cores'] / first['threads'])}"
                 f" process(es), {first['gpus']} GPU(s), {first['nodes']} node(s)",
                 "got": "; ".join(
-                    f"{label} {distinct(group, column)}"
-                    for column, label in RECEIVED_LABELS.items()
-                    if distinct(group, column)
+                    f"{label(c)} {distinct(group, c)}" for c in RECEIVED if distinct(group, c)
                 ),
             }
         )
     return view
-
-
-RECEIVED_LABELS = {
-    "cpus_usable": "usable CPUs",
-    "threads_given": "threads given",
-    "torch_threads": "torch threads",
-    "gpus_visible": "GPUs visible",
-    "mem_limit_mb": "memory limit (MB)",
-    "world_size": "processes",
-    "hosts": "hosts",
-}
 
 
 def staging_view(runs: pd.DataFrame) -> dict | None:
@@ -546,22 +579,51 @@ def staging_view(runs: pd.DataFrame) -> dict | None:
 def telemetry_view(runs: pd.DataFrame) -> list[dict]:
     """Per point, median GPU utilisation and memory, and the share of time spent waiting
     for data, where the runs measured them."""
-    columns = list(TELEMETRY_FIELDS)
-    if not any(c in runs and runs[c].notna().any() for c in columns):
+    columns = [c for c in TELEMETRY.values() if c in runs]
+    if not any(runs[c].notna().any() for c in columns):
         return []
-    view = []
-    for point, group in runs[runs["status"] == "ok"].groupby("point", sort=False):
-        medians = {c: pd.to_numeric(group.get(c), errors="coerce").median() for c in columns}
-        view.append(
-            {
-                "point": point,
-                "util": fmt(medians["gpu_util_mean_pct"], "{:.0f} %"),
-                "util_peak": fmt(medians["gpu_util_peak_pct"], "{:.0f} %"),
-                "mem": fmt(medians["gpu_mem_peak_mb"], "{:.0f} MB"),
-                "wait": fmt(medians["wait_fraction"], "{:.0%}"),
-                "stage": fmt(medians["stage_s"], "{:.3g} s"),
-                "stagers": fmt(medians["stagers"], "{:.0f}"),
-                "first_batch": fmt(medians["time_to_first_batch_s"], "{:.3g} s"),
-            }
-        )
-    return view
+    ok = runs[runs["status"] == "ok"]
+    medians = ok[columns].apply(pd.to_numeric, errors="coerce").groupby(ok["point"], sort=False)
+    return [
+        {"point": point} | {key: cell(row, column) for key, column in TELEMETRY.items()}
+        for point, row in medians.median().iterrows()
+    ]
+
+
+def metrics_view(
+    summary: pd.DataFrame, runs: pd.DataFrame, shown: set[str], has_series: bool
+) -> dict | None:
+    """Per point, the median of every metric the runs reported that the report shows
+    nowhere else (each under its own name, in its declared format or DEFAULT_FORMAT)."""
+    columns = []
+    for name in metric_columns(runs):
+        # where the summary has a column of the metric's name, its median is metric_NAME
+        column = f"metric_{name}" if f"metric_{name}" in summary else name
+        if column in summary and column not in shown and summary[column].notna().any():
+            columns.append(column)
+    if not columns:
+        return None
+    keys = ["series", "point"] if has_series else ["point"]
+    return {
+        "columns": [label(c) for c in keys] + [label(c) for c in columns],
+        "rows": [[cell(r, c) for c in keys + columns] for r in summary.to_dict("records")],
+    }
+
+
+def scheduler_view(runs: pd.DataFrame) -> list[dict]:
+    """Each Slurm job of the study: queue wait and run time."""
+    if "slurm_job_id" not in runs:
+        return []
+    return [
+        {
+            "point": r["point"],
+            "repeat": int(r["repeat"]),
+            "job": r["slurm_job_id"],
+            "nodes": r.get("slurm_nodelist") if isinstance(r.get("slurm_nodelist"), str) else "",
+            "submitted": r.get("slurm_submit_time"),
+            "queue_wait": fmt(r["queue_wait_s"], "{:.1f}"),
+            "run": fmt(r["elapsed_s"], "{:.1f}"),
+            "status": r["status"],
+        }
+        for r in runs[runs["slurm_job_id"].notna()].to_dict("records")
+    ]

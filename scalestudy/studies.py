@@ -6,6 +6,7 @@ rules/common.smk calls it, and so do the tests.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import asdict, dataclass
@@ -14,14 +15,19 @@ from pathlib import Path
 import pandas as pd
 
 import workloads as registry
-from scalestudy.commandline import check_command_params
+from scalestudy.commandline import command_params_problems
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 DATASETS = ("mnist", "fashion_mnist")
 
 
 class ConfigError(ValueError):
-    """A config value that the schema accepts but the workflow cannot use."""
+    """Config values that the schema refuses, or accepts but the workflow cannot use.
+    `problems` lists every one found, each naming its key; str() gives one a line."""
+
+    def __init__(self, *problems: str):
+        self.problems = list(dict.fromkeys(problems))
+        super().__init__("\n".join(self.problems))
 
 
 @dataclass(frozen=True)
@@ -150,81 +156,123 @@ def find_workload(name: str, study: dict, known: dict) -> registry.Workload:
     return known[study["workload"]]
 
 
-def complete_params(name: str, study: dict, known: dict) -> None:
+def params_problems(name: str, study: dict, known: dict) -> list[str]:
     """Validate the study's params against its workload's schema and fill in the
-    defaults; each series' params overrides are validated merged into them."""
-    workload = find_workload(name, study, known)
+    defaults; each series' params overrides are validated merged into them. Every
+    problem found, each naming its key."""
+    try:
+        workload = find_workload(name, study, known)
+    except ConfigError as e:
+        return e.problems
     try:
         study["params"] = workload.complete(study.get("params", {}))
     except registry.ParamsError as e:
-        raise ConfigError(f"studies.{name}.{e}") from None
+        return [f"studies.{name}.{line}" for line in e.lines]
+    problems = []
     for series, overrides in study.get("series", {}).items():
         if "params" not in overrides:
             continue
         try:
             workload.complete(study["params"] | overrides["params"])
         except registry.ParamsError as e:
-            raise ConfigError(f"studies.{name}.series.{series}.{e}") from None
+            problems += [f"studies.{name}.series.{series}.{line}" for line in e.lines]
+    return problems
+
+
+def complete_params(name: str, study: dict, known: dict) -> None:
+    """params_problems, raising ConfigError with them."""
+    problems = params_problems(name, study, known)
+    if problems:
+        raise ConfigError(*problems)
+
+
+def study_problems(
+    name: str,
+    study: dict,
+    workdir: Path,
+    limits: dict | None = None,
+    known: dict | None = None,
+    params_ok: bool = True,
+) -> list[str]:
+    """Every problem the schema cannot see, each naming its key. `known`: the workloads
+    (default: those of the workflow in workdir); `params_ok`: False when the study's
+    params failed their schema (their own checks are then skipped)."""
+    if not SAFE_NAME.match(name):
+        return [
+            f"studies.{name}: study names may only use letters, digits, '-' and '_', "
+            "starting with a letter or digit"
+        ]
+    if "measured" in study:
+        path = workdir / study["measured"]
+        return [] if path.is_file() else [f"studies.{name}.measured: no such file: {path}"]
+    try:
+        workload = find_workload(name, study, workloads_of(workdir) if known is None else known)
+    except ConfigError as e:
+        return e.problems
+    problems = []
+    for series in series_names(study):
+        problems += series_problems(
+            name, series_study(study, series), limits, series, workload, workdir, params_ok
+        )
+    return list(dict.fromkeys(problems))
 
 
 def check_study(
     name: str, study: dict, workdir: Path, limits: dict | None = None, known: dict | None = None
 ) -> None:
-    """Checks the schema cannot express; raise ConfigError naming the key. `known`: the
-    workloads (default: those of the workflow in workdir)."""
-    if not SAFE_NAME.match(name):
-        raise ConfigError(f"studies.{name}: study names may only use letters, digits, '-' and '_'")
-    if "measured" in study:
-        path = workdir / study["measured"]
-        if not path.is_file():
-            raise ConfigError(f"studies.{name}.measured: no such file: {path}")
-        return
-    workload = find_workload(name, study, workloads_of(workdir) if known is None else known)
-    for series in series_names(study):
-        check_series(name, series_study(study, series), limits, series, workload)
+    """study_problems, raising ConfigError with them."""
+    problems = study_problems(name, study, workdir, limits, known)
+    if problems:
+        raise ConfigError(*problems)
 
 
-def check_series(
-    name: str, study: dict, limits: dict | None, series: str, workload: registry.Workload
-) -> None:
+def series_problems(
+    name: str,
+    study: dict,
+    limits: dict | None,
+    series: str,
+    workload: registry.Workload,
+    workdir: Path | None = None,
+    params_ok: bool = True,
+) -> list[str]:
     scaling = study["scaling"]
     points = scaling["points"]
-    if study["workload"] == "command":
-        try:
-            check_command_params(study["params"])
-        except ValueError as e:
-            raise ConfigError(f"studies.{name}.{e}") from None
+    problems = []
+    if study["workload"] == "command" and params_ok:
+        problems += [
+            f"studies.{name}.{p}" for p in command_params_problems(study["params"], workdir)
+        ]
     if scaling["device"] not in workload.devices:
-        raise ConfigError(
+        problems.append(
             f"studies.{name}.scaling.device: workload {workload.name} runs on "
             f"{' or '.join(workload.devices)} only, not {scaling['device']}"
         )
     if not workload.distributed and (
         scaling["axis"] in ("devices", "nodes") or scaling["devices"] > 1 or scaling["nodes"] > 1
     ):
-        raise ConfigError(
+        problems.append(
             f"studies.{name}.scaling: workload {study['workload']} runs one process; "
             "scale it over threads (axis: threads, devices: 1, nodes: 1)"
         )
-    for n in points:
-        check_limits(name, point_for(name, study, n, series), limits or {})
+    problems += limit_problems(name, [point_for(name, study, n, series) for n in points], limits)
     profile = study.get("profile", {})
     if profile.get("enabled"):
         if not workload.steps:
-            raise ConfigError(
+            problems.append(
                 f"studies.{name}.profile: workload {study['workload']} has no training steps "
                 "the PyTorch profiler can see; profile your program with its own tools"
             )
-        if profile.get("point", base_n(study, points)) not in points:
-            raise ConfigError(
+        elif "point" in profile and profile["point"] not in points:
+            problems.append(
                 f"studies.{name}.profile.point: {profile['point']} is not one of the points "
                 f"{sorted(points)}"
             )
     base = scaling.get("base")
     if base is not None and base not in points:
-        raise ConfigError(
+        problems.append(
             f"studies.{name}.scaling.base: {base} is not one of the points {sorted(points)}"
         )
+    return problems
 
 
 # Slack between the job's time limit and its run's: room to start the step and
@@ -272,20 +320,37 @@ def slurm_resources(point: Point, study: dict) -> dict:
     return res
 
 
+# What a partition limit bounds: partition_limits key -> (words, a point's need).
+LIMITS = {
+    "cpus_per_node": ("CPUs per node", lambda p: p.threads * p.tasks_per_node),
+    "gpus_per_node": ("GPUs per node", lambda p: p.gpus_per_node),
+    "nodes": ("nodes", lambda p: p.nodes),
+}
+
+
+def limit_problems(name: str, points: list[Point], limits: dict | None) -> list[str]:
+    """The points the partition cannot hold, found before any job is submitted: for
+    each limit, the first point beyond it (and how many more are)."""
+    problems = []
+    for key, (what, need) in LIMITS.items():
+        limit = (limits or {}).get(key)
+        beyond = [p for p in points if limit is not None and need(p) > limit]
+        if beyond:
+            message = (
+                f"studies.{name}: point {beyond[0].label} needs {need(beyond[0])} {what}, "
+                f"the partition has {limit} (partition_limits.{key})"
+            )
+            if len(beyond) > 1:
+                message += f"; {len(beyond) - 1} more point(s) need more too"
+            problems.append(message)
+    return problems
+
+
 def check_limits(name: str, point: Point, limits: dict) -> None:
     """Refuse a point the partition cannot hold, before any job is submitted."""
-    checks = [
-        ("cpus_per_node", point.threads * point.tasks_per_node, "CPUs per node"),
-        ("gpus_per_node", point.gpus_per_node, "GPUs per node"),
-        ("nodes", point.nodes, "nodes"),
-    ]
-    for key, need, what in checks:
-        limit = limits.get(key)
-        if limit is not None and need > limit:
-            raise ConfigError(
-                f"studies.{name}: point {point.label} needs {need} {what}, the partition has "
-                f"{limit} (partition_limits.{key})"
-            )
+    problems = limit_problems(name, [point], limits)
+    if problems:
+        raise ConfigError(*problems)
 
 
 def dataset_of(study: dict) -> str | None:
@@ -332,21 +397,29 @@ def profile_targets(config: dict) -> list[tuple[str, str]]:
 
 def normalise_config(config: dict, workdir: Path) -> dict:
     """Copy a schema-validated config, validate every study's workload params against
-    that workload's own schema (filling in its defaults), and check it. The validator
+    that workload's own schema (filling in its defaults), and check it: ConfigError
+    lists every problem found, each naming its key. The validator
     inserts the very same default object into every study, and deepcopy would keep that
     sharing: a JSON round trip gives each study its own."""
     config = json.loads(json.dumps(config))
     known = workloads_of(workdir)
+    problems, unusable = [], set()  # studies whose params are not completed
     for name, study in config["studies"].items():
         if "workload" in study:
-            complete_params(name, study, known)
+            found = params_problems(name, study, known)
+            problems += found
+            unusable |= {name} if found else set()
     if config.get("only"):
-        unknown = sorted(set(config["only"]) - set(config["studies"]))
-        if unknown:
-            raise ConfigError(f"only: no study named {', '.join(unknown)}")
+        for unknown in sorted(set(config["only"]) - set(config["studies"])):
+            near = registry.suggestion(unknown, config["studies"])
+            guess = f"; did you mean `{near}`?" if near else ""
+            problems.append(f"only: no study named {unknown}{guess}")
         config["studies"] = {k: v for k, v in config["studies"].items() if k in config["only"]}
     for name, study in config["studies"].items():
-        check_study(name, study, workdir, config.get("partition_limits"), known)
+        limits = config.get("partition_limits")
+        problems += study_problems(name, study, workdir, limits, known, name not in unusable)
+    if problems:
+        raise ConfigError(*problems)
     return config
 
 
@@ -376,10 +449,27 @@ def runs_table(config: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["study", "point", "repeat"])
 
 
+def names_under(path: list[str]) -> str:
+    """What the names (keys) under a config path are, for messages."""
+    return {"studies": "study names", "series": "series names"}.get(
+        path[-1] if path else "", f"names under {'.'.join(path) or 'the top level'}"
+    )
+
+
+def schema_problem(error) -> list[tuple[list[str], str]]:
+    """One jsonschema error of the config as (key path, message in words), one per bad
+    key; the error's own path is kept (its document position orders the messages)."""
+    return registry.describe_error(error, names_of=names_under)
+
+
+def config_key(path: list[str], message: str) -> str:
+    return f"config key {'.'.join(path) or '(top level)'}: {message}"
+
+
 def describe_validation_error(error: BaseException) -> str:
-    """Turn jsonschema's error into one line that names the bad key's path."""
+    """Turn jsonschema's error into lines, one per bad key, each naming its path."""
     try:
-        from jsonschema.exceptions import ValidationError, best_match
+        from jsonschema.exceptions import ValidationError
     except ImportError:  # pragma: no cover - jsonschema ships with snakemake
         return str(error)
     # snakemake.utils.validate raises WorkflowError from inside `except ValidationError`
@@ -388,7 +478,159 @@ def describe_validation_error(error: BaseException) -> str:
         err = err.__cause__ or err.__context__
     if err is None:
         return str(error)
-    if err.context:
-        err = best_match(err.context)
-    path = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-    return f"config key {path}: {err.message}"
+    return "\n".join(config_key(path, message) for path, message in schema_problem(err))
+
+
+def document_order(config, path: list[str]) -> list[int]:
+    """Where a key path is in the config, to list problems in the order of the file."""
+    position, node = [], config
+    for part in path:
+        keys = list(node) if isinstance(node, dict) else None
+        if keys is not None and part in node:
+            position.append(keys.index(part))
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            position.append(int(part))
+            node = node[int(part)]
+        else:
+            position.append(len(node) if isinstance(node, dict | list) else 0)
+            break
+    return position
+
+
+def schema_problems(config: dict, schema: dict) -> list[tuple[list[str], str]]:
+    """Every error of the config against the schema (not only the first, as
+    snakemake.utils.validate raises), as (key path, message), in the order of the file."""
+    from jsonschema import Draft202012Validator
+
+    found = []
+    for error in Draft202012Validator(schema).iter_errors(config):
+        found += schema_problem(error)
+    found.sort(key=lambda problem: document_order(config, problem[0]))
+    return list({config_key(*p): p for p in found}.values())
+
+
+def without_schema_problems(config: dict, paths: list[list[str]]) -> dict | None:
+    """The config less the studies and top-level keys that the schema refused, for the
+    checks of normalise_config to look at the rest; None when nothing is left to check."""
+    bad_top = {path[0] for path in paths if path and path[0] != "studies"}
+    bad_studies = {path[1] for path in paths if len(path) > 1 and path[0] == "studies"}
+    if any(not path or path == ["studies"] for path in paths):
+        return None
+    if not isinstance(config.get("studies"), dict):
+        return None
+    rest = {k: copy.deepcopy(v) for k, v in config.items() if k not in bad_top}
+    rest["studies"] = {k: v for k, v in rest["studies"].items() if k not in bad_studies}
+    if "only" in rest:
+        if rest["only"] and set(rest["only"]) <= bad_studies:
+            return None  # only the refused studies were asked for
+        rest["only"] = [name for name in rest["only"] if name not in bad_studies]
+    return rest if rest["studies"] else None
+
+
+def checked_config(config: dict, schema_path: str | Path, workdir: Path) -> dict:
+    """The config validated against the schema (which fills in its defaults, in
+    `config` itself, as snakemake.utils.validate does) and by normalise_config.
+    ConfigError lists every problem found, schema ones first, each as
+    `config key PATH: ...`; a study the schema refused is not checked further."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    try:
+        validate(config, schema=str(schema_path))
+    except WorkflowError as e:
+        import yaml
+
+        schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+        found = schema_problems(json.loads(json.dumps(config)), schema)
+        if not found:  # pragma: no cover - the two validators disagree
+            raise ConfigError(describe_validation_error(e)) from None
+        problems = [config_key(*problem) for problem in found]
+        rest = without_schema_problems(config, [path for path, _ in found])
+        if rest is not None:
+            try:
+                validate(rest, schema=str(schema_path))
+                normalise_config(rest, workdir)
+            except ConfigError as more:
+                problems += [f"config key {p}" for p in more.problems]
+            except WorkflowError:  # pragma: no cover - the rest is valid by construction
+                pass
+        raise ConfigError(*problems) from None
+    try:
+        return normalise_config(config, workdir)
+    except ConfigError as e:
+        raise ConfigError(*(f"config key {p}" for p in e.problems)) from None
+
+
+def config_error_text(problems: list[str]) -> str:
+    """What the workflow prints for a config it refuses: every problem, one a line."""
+    count = f"{len(problems)} problems" if len(problems) > 1 else "a problem"
+    lines = "\n".join(f"  {p}" for p in problems)
+    return f"The config has {count}; no job was run:\n{lines}"
+
+
+def yaml_problem(path: str | Path) -> str | None:
+    """Why a config file is no JSON or YAML, as FILE:LINE:COLUMN: what, with the line and
+    a caret under the place, or holds no keys; None when it reads (or is absent:
+    Snakemake says so). It reads the file as Snakemake does (JSON first, then YAML with
+    yaml.FullLoader), whose own message names neither the file nor the place."""
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as e:
+        return f"{path}: cannot read the config file ({e})"
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    try:
+        if data is None:
+            data = yaml.load(text, Loader=yaml.FullLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        what = e.problem or e.context or "syntax error"
+        if e.context and e.problem and e.context_mark is not None:
+            where = e.context_mark
+            what += f" ({e.context} at line {where.line + 1}, column {where.column + 1})"
+        if mark is None:  # pragma: no cover - PyYAML marks its syntax errors
+            return f"{path}: not valid YAML: {what}"
+        lines = text.splitlines()
+        shown = lines[mark.line] if mark.line < len(lines) else ""
+        return (
+            f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {what}\n"
+            f"    {shown}\n    {' ' * mark.column}^"
+        )
+    except yaml.YAMLError as e:  # pragma: no cover - an error without a place
+        return f"{path}: not valid YAML: {e}"
+    if not isinstance(data, dict):
+        what = "nothing" if data is None else f"a {type(data).__name__}"
+        return f"{path}: must hold keys and their values (studies: ...), not {what}"
+    return None
+
+
+def stop(message: str) -> None:
+    """Print `message` as Snakemake prints errors, and end the run with status 1.
+
+    Raising from a Snakefile would print the message under `WorkflowError in file
+    ..., line N:` and over a traceback line (`File ".../common.smk", line N`): Snakemake
+    adds both to every exception whose traceback passes through a Snakefile
+    (snakemake.exceptions.format_exception_to_string). Config errors are the user's,
+    not the code's, so only the message is printed."""
+    import sys
+
+    from snakemake.logging import logger
+
+    logger.error(message)
+    sys.exit(1)
+
+
+def stop_on_unreadable_config(*paths: str | Path) -> None:
+    """Stop before Snakemake loads a config file that is no JSON or YAML, naming its
+    file, line and column (Snakemake's own message names none of them)."""
+    problems = [p for p in map(yaml_problem, paths) if p]
+    if problems:
+        stop("\n".join(problems))

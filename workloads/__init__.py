@@ -64,12 +64,15 @@ class WorkloadError(ValueError):
 
 
 class ParamsError(ValueError):
-    """Parameters that the workload's schema refuses. `path` is the bad key's path
-    inside params ("" for params as a whole)."""
+    """Parameters that the workload's schema refuses. `path` is the (first) bad key's
+    path inside params ("" for params as a whole); `errors` lists every (path, message),
+    and str() gives one line each."""
 
-    def __init__(self, path: str, message: str):
+    def __init__(self, path: str, message: str, more: list[tuple[str, str]] = ()):
         self.path, self.message = path, message
-        super().__init__(f"params{'.' + path if path else ''}: {message}")
+        self.errors = [(path, message), *more]
+        self.lines = [f"params{'.' + p if p else ''}: {m}" for p, m in self.errors]
+        super().__init__("\n".join(self.lines))
 
 
 @dataclass(frozen=True)
@@ -216,7 +219,9 @@ def find(name: str, folder: str | os.PathLike | None = None) -> Workload:
 
 def unknown_message(name, known: dict, folder=None) -> str:
     where = f" (modules of {folder})" if folder else ""
-    return f"unknown workload {name!r}; the workloads are {', '.join(sorted(known))}{where}"
+    near = suggestion(name, known)
+    guess = f"; did you mean `{near}`?" if near else ""
+    return f"unknown workload {name!r}; the workloads are {', '.join(sorted(known))}{where}{guess}"
 
 
 # --- parameters -----------------------------------------------------------------------
@@ -243,37 +248,142 @@ def _validator(schema_json: str):
     return extended(schema)
 
 
+def suggestion(name: str, known) -> str | None:
+    """The known name nearest to a misspelt one, if any is near enough."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _class_in_words(body: str) -> list[str] | None:
+    """The characters of a regex class body (`A-Za-z0-9_-`) as words, or None."""
+    words = []
+    for chars, word in (("A-Za-z", "letters"), ("a-z", "lower-case letters"), ("0-9", "digits")):
+        if chars in body:
+            words.append(word)
+            body = body.replace(chars, "", 1)
+    if "A-Z" in body:
+        return None
+    if "-" in body.strip("-") or "\\" in body or "^" in body or "[" in body:
+        return None  # another range, an escape, a negation: say it as the regex
+    return words + [f"'{c}'" for c in body]
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def pattern_in_words(pattern: str) -> str:
+    """A name pattern as words: `^[A-Za-z0-9][A-Za-z0-9_-]*$` is "only letters, digits,
+    '_' and '-', starting with a letter or digit"; one it cannot read stays a regex."""
+    import re
+
+    match = re.fullmatch(r"\^(?:\[([^]]+)\])?\[([^]]+)\]([*+])\$", pattern)
+    if match:
+        first = _class_in_words(match[1]) if match[1] else []
+        rest = _class_in_words(match[2])
+        if first is not None and rest is not None:
+            words = f"only {_and(rest)}"
+            if first:
+                singular = [w.removesuffix("s") if w[0] != "'" else w for w in first]
+                words += f", starting with a {' or '.join(singular)}"
+            return words
+    return f"text matching the regular expression {pattern}"
+
+
+def describe_error(error, names_of=None, listing: str | None = None) -> list[tuple[list[str], str]]:
+    """One jsonschema error as (key path, message in words) pairs, one per bad key: an
+    unknown key is named in the path and the nearest known one suggested, a name or
+    value that does not match a pattern is told what may be in it. `names_of(path)`
+    says what the names under `path` are ("study names"); `listing`, when given, lists
+    the known keys of the top level ("the parameters are ...")."""
+    from jsonschema.exceptions import best_match
+
+    err = error
+    while err.context:  # oneOf/anyOf: say which alternative came closest
+        alternatives = one_of_keys(err)
+        if alternatives:
+            return [([str(p) for p in err.absolute_path], alternatives)]
+        err = best_match(err.context)
+    path = [str(p) for p in err.absolute_path]
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = err.schema.get("properties", {})
+        extra = [k for k in err.instance if k not in allowed]
+        if allowed and extra:
+            found = []
+            for key in extra:
+                message = f"Additional properties are not allowed ({key!r} was unexpected)"
+                near = suggestion(key, allowed)
+                names = ", ".join(sorted(allowed))
+                if listing and not path:
+                    tail = f"({listing} {names})"
+                    message += f"; did you mean `{near}`? {tail}" if near else f"; {tail[1:-1]}"
+                elif near:
+                    message += f"; did you mean `{near}`?"
+                else:
+                    message += f"; the keys here are {names}"
+                found.append(([*path, str(key)], message))
+            return found
+    schema_path = list(err.relative_schema_path)
+    if len(schema_path) > 1 and schema_path[-2] == "propertyNames":
+        what = names_of(path) if names_of else "names here"
+        path.append(str(err.instance))
+        if err.validator == "pattern":
+            rule = pattern_in_words(err.validator_value)
+            return [(path, f"{err.instance!r} does not match the rule for {what}: {rule}")]
+        return [(path, f"{what}: {err.message}")]
+    if err.validator == "pattern":
+        rule = pattern_in_words(err.validator_value)
+        return [(path, f"{err.instance!r} does not match the rule for this value: {rule}")]
+    return [(path, err.message)]
+
+
+def one_of_keys(error) -> str | None:
+    """For `oneOf` of alternatives that each require a key (`workload` or `measured`):
+    which one to give, in words; None for any other oneOf."""
+    alternatives = error.validator_value if error.validator == "oneOf" else None
+    if not alternatives or not isinstance(error.instance, dict):
+        return None
+    keys = []
+    for alternative in alternatives:
+        if not isinstance(alternative, dict) or not set(alternative) <= {"required", "not"}:
+            return None
+        keys += alternative.get("required", [])
+    choice = " or ".join(f"`{k}`" for k in keys)
+    present = [k for k in keys if k in error.instance]
+    if len(present) > 1:
+        return f"give {choice}, not both"
+    return f"needs {choice}" if not present else None
+
+
+def params_errors(errors) -> list[tuple[str, str]]:
+    """Every error of `errors` as (path inside params, message), one per bad key; the
+    path of an unknown key names that key."""
+    found = []
+    for err in errors:
+        for path, message in describe_error(err, listing="the parameters are"):
+            found.append((".".join(path), message))
+    return list(dict.fromkeys(found))
+
+
 def first_error(errors):
     """jsonschema's most relevant error of `errors` as (path inside params, message);
     the path of an unknown key names that key."""
     from jsonschema.exceptions import best_match
 
     err = best_match(errors)
-    if err is None:
-        return None
-    while err.context:  # oneOf/anyOf: say which alternative came closest
-        err = best_match(err.context)
-    path = [str(p) for p in err.absolute_path]
-    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-        allowed = err.schema.get("properties", {})
-        extra = sorted(k for k in err.instance if k not in allowed)
-        if extra:
-            path.append(str(extra[0]))
-            if allowed and not path[:-1]:
-                return ".".join(path), (
-                    f"{err.message}; the parameters are {', '.join(sorted(allowed))}"
-                )
-    return ".".join(path), err.message
+    return None if err is None else params_errors([err])[0]
 
 
 def validate_params(schema: dict, params: dict) -> dict:
     """A copy of params, validated against `schema` and completed with its defaults;
-    ParamsError names the first bad key."""
+    ParamsError names every bad key."""
     instance = copy.deepcopy(params)
     validator = _validator(json.dumps(schema))
-    error = first_error(validator.iter_errors(instance))
-    if error is not None:
-        raise ParamsError(*error)
+    errors = params_errors(validator.iter_errors(instance))
+    if errors:
+        raise ParamsError(*errors[0], more=errors[1:])
     return instance
 
 
