@@ -7,7 +7,7 @@ PYTHON ?= python3
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: report test lint setup clean slurm-profile
+.PHONY: report test lint setup clean slurm-profile redo
 
 report: setup
 	$(VENV)/bin/snakemake --profile profiles/local
@@ -34,6 +34,13 @@ $(STAMP): requirements.txt pyproject.toml .ci/system-packages
 
 clean:
 	rm -rf results logs .snakemake
+
+# Run again, keeping what was measured: `make redo STUDY=s [POINT=t2 [REPEAT=1]]`
+# moves those records to results/STUDY/discarded/ (nothing is deleted); the next
+# `make report` runs them again and re-aggregates the study.
+redo:
+	@test -n "$(STUDY)" || { echo "usage: make redo STUDY=name [POINT=t2 [REPEAT=1]]"; exit 2; }
+	$(VENV)/bin/python -m scalestudy.redo "$(STUDY)" $(POINT) $(REPEAT)
 
 # `snakemake --profile slurm`, as users type it: Snakemake looks for a profile named
 # slurm in the current folder, then in the user's Snakemake config folder, where

@@ -18,7 +18,7 @@ COMPUTE = {
 # head-node analysis and the report
 HEAD = {
     "analysis", "predictions", "intervals", "models", "comparison", "recommendation", "cost",
-    "verdict", "plots", "report", "studies",
+    "verdict", "plots", "report", "studies", "redo",
 }  # fmt: skip
 HEAVY = {"pandas", "scipy", "matplotlib", "seaborn", "jinja2", "numpy", "yaml"}
 

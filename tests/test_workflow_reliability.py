@@ -4,6 +4,7 @@ deleted by hand, a run past its time limit, a point bigger than the machine."""
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 import pandas as pd
@@ -64,6 +65,15 @@ def test_moved_corrupted_and_deleted_records_are_redone_every_time(workflow):
     workflow.snakemake("--profile", "profiles/local")
     assert (runs / "t1" / "rep2.json").is_file()
     assert summary(workflow).loc["t1", "repeats_ok"] == 2
+
+    # redoing a point keeps what was measured: its records are moved aside, not deleted
+    redo = subprocess.run(
+        [PY, "-m", "scalestudy.redo", "c", "t2"], cwd=workflow.root, capture_output=True, text=True
+    )
+    assert redo.returncode == 0 and "moved 2 record(s)" in redo.stdout, redo.stderr
+    assert len(list((workflow.root / "results/c/discarded").rglob("t2/rep*.json"))) == 2
+    dry = workflow.snakemake("--profile", "profiles/local", "-n")
+    assert planned_runs(dry) == {("c", "t2", "1"), ("c", "t2", "2")}
 
 
 @pytest.mark.slow
