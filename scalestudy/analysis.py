@@ -5,6 +5,13 @@ Vocabulary: the *base case* is the point that speedups are relative to;
 averaged); `efficiency = speedup x N_base / N`; `relative_su = SU_N / SU_base`
 with SU = (core_weight x cores + gpu_weight x GPUs) x hours of whole-job time
 (what the allocation is charged, also when speedups use training time only).
+
+Columns: a run's row (runs.csv) is its derived columns, each written once in
+derived_columns (status rules, phase sums, the requested layout, overlaps), then every
+field of its metrics, received resources, usage and environment under its own name
+(record_row, PARTS): a metric a workload reports needs no edit here to arrive. A point's
+row (summary.csv) is its own columns (point_row, summarise_series), then the median over
+its successful runs of every metric its runs reported (metric_medians).
 """
 
 from __future__ import annotations
@@ -180,7 +187,11 @@ def charges(runs: pd.DataFrame, study: dict) -> dict:
     seconds = pd.to_numeric(runs["elapsed_s"], errors="coerce").fillna(0).to_numpy()
     cores = runs["cores"].to_numpy(dtype=float)
     gpus = runs["gpus"].to_numpy(dtype=float)
-    names = runs["series"].fillna("").astype(str) if "series" in runs else [""] * len(runs)
+    names = (
+        runs["series"].astype(object).fillna("").astype(str)
+        if "series" in runs
+        else [""] * len(runs)
+    )
     partitions = runs["partition"] if "partition" in runs else [None] * len(runs)
     costs = {name: Cost.of(study, name) for name in set(names)}
     su = [
@@ -573,7 +584,7 @@ def summarise(runs: pd.DataFrame, study: dict) -> pd.DataFrame:
     if runs.empty:
         raise ValueError("no runs to summarise")
     time_col = TIME_COLUMNS[study.get("time", "wall")]
-    runs = runs.assign(series=runs["series"].fillna("") if "series" in runs else "")
+    runs = runs.assign(series=runs["series"].astype(object).fillna("") if "series" in runs else "")
     parts = [
         summarise_series(group, series_study(study, base_series(name)), time_col)
         for name, group in runs.groupby("series", sort=False)

@@ -235,7 +235,7 @@ def study_context(
     base = summary[summary["is_base"]]
     base_row = base.iloc[0] if len(base) else None
     time_kind = study.get("time", "wall")
-    has_series = bool(summary["series"].fillna("").astype(str).str.len().any())
+    has_series = bool(summary["series"].astype(object).fillna("").astype(str).str.len().any())
     # no series column without series, no warm-up columns for one-epoch runs
     columns = [
         c
@@ -291,7 +291,7 @@ def study_context(
         else {
             "point": base_row["point"],
             "n": int(base_row["n"]),
-            "time": fmt(base_row["time_s"], "{:.4g}"),
+            "time": fmt(base_row["time_s"], pattern("time_s")),
         },
         "columns": [label(c) for c in columns],
         "rows": rows,
@@ -364,7 +364,7 @@ def answer(pred: dict, study: dict, summary: pd.DataFrame) -> dict:
     rec = pred["recommendation"]
     axis = study["scaling"]["axis"]
     unit = "GPUs" if axis == "devices" and study["scaling"]["device"] == "gpu" else AXIS_UNITS[axis]
-    rows = summary[summary["series"].fillna("") == pred["series"]].set_index("n")
+    rows = summary[summary["series"].astype(object).fillna("") == pred["series"]].set_index("n")
     worth = rec["worth_n"]
     lines = []
     if worth is None:

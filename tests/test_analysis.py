@@ -201,9 +201,7 @@ def test_every_field_of_a_record_reaches_the_runs_table():
 
     record = good_record()
     row = record_row(record)
-    fields = (
-        record["metrics"] | record["resources"]["received"] | record["environment"]
-    )  # fmt: skip
+    fields = record["metrics"] | record["resources"]["received"] | record["environment"]
     assert {k: row[k] for k in fields} == fields
 
 
