@@ -70,6 +70,7 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--unbuffered", action="store_true", help="one write per line")
+    parser.add_argument("--log-limit-mb", type=float, default=64, help="the log's cap")
     args = parser.parse_args()
     os.environ.pop("PYTHONUNBUFFERED", None)
     if args.unbuffered:
@@ -83,6 +84,7 @@ def main() -> None:
                     spec(args.lines, mode, f"{shm}/out.txt"),
                     Path(tmp) / mode / f"rep{k + 1}.json",
                     log_path=Path(tmp) / f"{mode}{k}.log",
+                    log_limit_mb=args.log_limit_mb,
                 )
                 times[mode].append(command_seconds(record))
     for mode, ts in times.items():
