@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import uuid
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -229,14 +229,21 @@ class Supervisor:
     memory limit (local runs: Slurm enforces its own) or when the launcher is told to
     stop; and leave no process of theirs behind."""
 
-    def __init__(self, commands, log, time_limit_s=None, mem_limit_mb=None):
-        self.commands = commands
+    def __init__(self, log, time_limit_s=None, mem_limit_mb=None):
         self.log = log
         self.time_limit_s = time_limit_s
         self.mem_limit_mb = mem_limit_mb
         self.procs: list[subprocess.Popen] = []
         self.limit_reason: str | None = None
         self.peak_rss_mb: float | None = None
+        # started here, before the run's clock, so that its start-up is not timed
+        self.reaper = processes.start_reaper()
+
+    def close(self) -> None:
+        """End the reaper: the launcher has cleaned up after the run itself."""
+        if self.reaper.poll() is None:
+            self.reaper.kill()
+        self.reaper.wait()
 
     def stop(self, sig=signal.SIGTERM, grace_s: float | None = None) -> None:
         """Signal every process group; SIGKILL what is left after the grace period."""
@@ -248,54 +255,46 @@ class Supervisor:
         for p in self.procs:
             processes.signal_group(p.pid, signal.SIGKILL)
 
-    def run(self) -> list[int]:
-        reaper = processes.start_reaper()
-        for cmd, env in self.commands:
-            self.procs.append(
-                subprocess.Popen(
-                    cmd,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    preexec_fn=processes.start_alone,  # noqa: PLW1509 - no threads yet
-                )
-            )
-        for p in self.procs:
-            processes.widen_pipe(p.stdout.fileno())
-        processes.reaper_watch(reaper, [p.pid for p in self.procs])
-        # the launcher's CPUs that no rank was pinned to: its readers run there
-        pinned_cpus = {
-            int(c)
-            for _, env in self.commands
-            for c in env.get("SCALESTUDY_CPUS", "").split(",")
-            if c
-        }
+    def run(self, commands) -> list[int]:
+        own_cpus = os.sched_getaffinity(0)
+        # the launcher's CPUs that no rank was pinned to: its readers and watch run there
+        pinned = ",".join(env.get("SCALESTUDY_CPUS", "") for _, env in commands)
+        pinned_cpus = {int(c) for c in pinned.split(",") if c}
         aside = os.sched_getaffinity(0) - pinned_cpus if pinned_cpus else set()
 
         def read(fd: int) -> None:
             processes.run_aside(aside)
             processes.pump(fd, self.log)
 
-        readers = [
-            threading.Thread(target=read, args=(os.dup(p.stdout.fileno()),), daemon=True)
-            for p in self.procs
-        ]
-        own_cpus = os.sched_getaffinity(0)
-        processes.run_aside(aside)  # the watch below, too (this thread; restored after)
-        for p in self.procs:
-            p.stdout.close()
-        for r in readers:
-            r.start()
-
         def on_signal(signum, _frame):
             raise Terminated(signal.Signals(signum).name)
 
-        # handlers can only be set from the main thread (tests call launch() from others)
-        in_main = threading.current_thread() is threading.main_thread()
-        signals = (signal.SIGTERM, signal.SIGINT)
-        old = {s: signal.signal(s, on_signal) for s in signals} if in_main else {}
+        readers, old = [], {}
         try:
+            for cmd, env in commands:
+                self.procs.append(
+                    subprocess.Popen(
+                        cmd,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                        preexec_fn=processes.start_alone,  # noqa: PLW1509 - no threads yet
+                    )
+                )
+            processes.reaper_watch(self.reaper, [p.pid for p in self.procs])
+            for p in self.procs:
+                processes.widen_pipe(p.stdout.fileno())
+                readers.append(
+                    threading.Thread(target=read, args=(os.dup(p.stdout.fileno()),), daemon=True)
+                )
+                p.stdout.close()
+            processes.run_aside(aside)  # this thread only; restored below
+            for r in readers:
+                r.start()
+            # handlers can only be set from the main thread (tests call launch() from others)
+            if threading.current_thread() is threading.main_thread():
+                old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
             self._watch()
             return [p.wait() for p in self.procs]
         except Terminated:
@@ -309,8 +308,6 @@ class Supervisor:
                 if p.poll() is None:
                     p.kill()
                 processes.signal_group(p.pid, signal.SIGKILL)
-            reaper.kill()
-            reaper.wait()
             os.sched_setaffinity(0, own_cpus)
             for r in readers:
                 r.join(timeout=10)
@@ -509,18 +506,23 @@ def launch(
             cpus = sorted(os.sched_getaffinity(0))
             run_name = f"{spec['study']}/{spec['point']}/rep{spec['repeat']}"
             running = hosts_ledger.begin(run_id, run_name, cpus)
+            supervisor = held.enter_context(
+                closing(
+                    Supervisor(
+                        log,
+                        time_limit_s=spec["time_limit_min"] * 60
+                        if local and spec.get("time_limit_min")
+                        else None,
+                        mem_limit_mb=spec["requested"].get("mem_mb") if local else None,
+                    )
+                )
+            )
             started = time.time()
             started_at = utc_now()
             start = time.perf_counter()
-            codes, supervisor = [], None
+            codes = []
             try:
-                supervisor = Supervisor(
-                    worker_processes(spec, spec_file, work, job=job),
-                    log,
-                    time_limit_s=spec["time_limit_min"] * 60 if local else None,
-                    mem_limit_mb=spec["requested"].get("mem_mb") if local else None,
-                )
-                codes = supervisor.run()
+                codes = supervisor.run(worker_processes(spec, spec_file, work, job=job))
                 reason = supervisor.limit_reason
             except Terminated as e:
                 reason = f"terminated by {e}: the job was cancelled or ran out of time"
@@ -533,7 +535,7 @@ def launch(
             record = assemble_record(
                 spec, results, codes, wall_s, started_at, rerun_token, reason, job,
                 run_id=run_id, overlapping=ledger.overlaps(cpus, running + during),
-                peak_rss_mb=supervisor.peak_rss_mb if supervisor else None,
+                peak_rss_mb=supervisor.peak_rss_mb,
             )  # fmt: skip
             write_json_atomic(record_path, record)
     finally:
