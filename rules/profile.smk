@@ -10,4 +10,3 @@ use rule run_point as profile_point with:
         spec=get_profile_spec,
         rerun_token="profile",
         python=PYTHON,
-        log_limit_mb=CONFIG["log_limit_mb"],

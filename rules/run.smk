@@ -1,3 +1,4 @@
+# Locally, a point bigger than the machine is refused before any job runs.
 onstart:
     check_local_cpus()
 
@@ -27,15 +28,16 @@ rule run_point:
         runtime=job_resource("runtime"),
         # profiles/local allows one at a time, so timed runs do not share cores
         timed_runs=1,
+        # a resource, not a param: changing the log's cap must not rerun what was measured
+        log_limit_mb=CONFIG["log_limit_mb"],
     params:
         spec=get_run_spec,
         rerun_token=get_rerun_token,
         # the interpreter Snakemake runs on, so jobs see the same environment
         python=PYTHON,
-        log_limit_mb=CONFIG["log_limit_mb"],
     # The launcher writes the run's output to the log itself (capped); its own errors
     # (a full disk, a second launcher of the run) reach Snakemake's output too.
     shell:
         "{params.python:q} -m scalestudy.launch --spec {params.spec:q} "
         "--record {output.record:q} --rerun-token {params.rerun_token:q} "
-        "--log {log:q} --log-limit-mb {params.log_limit_mb}"
+        "--log {log:q} --log-limit-mb {resources.log_limit_mb}"

@@ -219,8 +219,10 @@ class RunClaimed(RuntimeError):
 
 # After SIGTERM, a run's processes get this long to end before SIGKILL.
 GRACE_S = 10.0
-# How often the launcher looks at the clock and, locally, at the run's memory.
+# How often the launcher looks at the clock and, locally, at the run's memory (Slurm
+# samples memory every 30 s by default).
 WATCH_S = 0.5
+MEMORY_WATCH_S = 5.0
 
 
 class Supervisor:
@@ -313,12 +315,13 @@ class Supervisor:
                 r.join(timeout=10)
 
     def _watch(self) -> None:
-        started = time.monotonic()
-        sessions = {p.pid for p in self.procs}
+        started = last_memory = time.monotonic()
+        roots = [p.pid for p in self.procs]
         while any(p.poll() is None for p in self.procs):
             time.sleep(WATCH_S)
-            if self.mem_limit_mb:
-                rss = processes.session_rss_mb(sessions)
+            if self.mem_limit_mb and time.monotonic() - last_memory >= MEMORY_WATCH_S:
+                last_memory = time.monotonic()
+                rss = processes.tree_rss_mb(roots)
                 self.peak_rss_mb = max(self.peak_rss_mb or 0.0, rss)
                 if rss > self.mem_limit_mb:
                     self.limit_reason = (
