@@ -8,10 +8,20 @@ or moved by hand) is refused.
 from __future__ import annotations
 
 import re
+import string
 from pathlib import Path
 
 RECORD = "results/{study}/runs/{point}/rep{repeat}.json"
-_RECORD_PATH = re.compile(r"(?:^|/)results/([^/]+)/runs/([^/]+)/rep([1-9][0-9]*)\.json$")
+# RECORD read backwards: each placeholder becomes a named group
+_GROUPS = {"study": "[^/]+", "point": "[^/]+", "repeat": "[1-9][0-9]*"}
+_RECORD_PATH = re.compile(
+    "(?:^|/)"
+    + "".join(
+        re.escape(literal) + (f"(?P<{name}>{_GROUPS[name]})" if name else "")
+        for literal, name, _, _ in string.Formatter().parse(RECORD)
+    )
+    + "$"
+)
 
 
 def record_path(study: str, point: str, repeat: int) -> str:
@@ -24,4 +34,4 @@ def identity_from_path(path: str | Path) -> dict | None:
     match = _RECORD_PATH.search(Path(path).as_posix())
     if not match:
         return None
-    return {"study": match[1], "point": match[2], "repeat": int(match[3])}
+    return match.groupdict() | {"repeat": int(match["repeat"])}

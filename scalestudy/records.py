@@ -15,6 +15,8 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from scalestudy.paths import identity_from_path
+
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("schemas") / "record.schema.json"
 
@@ -124,8 +126,6 @@ def misplacement(record: dict, path: str | os.PathLike, series: str | None = Non
     """Why a record does not belong where it lies (None: it does): its study, point and
     repeat must be those its path names, and its series the one the config gives its
     point. A record copied or moved by hand would otherwise count for another run."""
-    from scalestudy.paths import identity_from_path
-
     expected = identity_from_path(path) or {}
     if series is not None and "series" in record:
         expected = expected | {"series": series}
