@@ -1,8 +1,8 @@
 """How long the statistics of whole studies take: per point the median CI, the speedup
 CI against the base point and the instability flags; per study the three model fits
 with bootstrap uncertainty, model selection and the recommendation. Synthetic times
-(USL curves, lognormal noise, one planted slow run per study) are made beforehand and
-not timed.
+(USL curves, i.e. fixed_work_overhead's F + W/N + c·N, lognormal noise, one planted
+slow run per study) are made beforehand and not timed.
 Run: .venv/bin/python -m benchmarks.fit_speed [--studies 50 --points 10 --repeats 20]
 """
 

@@ -15,9 +15,10 @@ numbers). What the package uses is marked *.
                      with one sample per N (its bootstrap distribution of the N means)
   permutation        comparison's null distribution* vs scipy.stats.permutation_test
                      (exact: 4 + 4 runs; random: 20 + 20 runs, 5000 splits)
-  USL fit            the vectorised Gauss-Newton/NNLS fit of the bootstrap replicates*
+  model fit          the vectorised Gauss-Newton/NNLS fit of the bootstrap replicates*
                      vs a scipy.optimize.least_squares call per replicate (started at the
-                     fit of the medians, its default tolerances)
+                     fit of the medians, its default tolerances); fixed_work_overhead,
+                     three parameters, on the study's USL curve
 
 One study here is --points N x --repeats runs, as in benchmarks/fit_speed.py.
 Run: .venv/bin/python -m benchmarks.stats_scipy [--points 10 --repeats 20 --rounds 5]
@@ -215,7 +216,8 @@ def main() -> None:
             diff,
         )
 
-    X = models._design("usl", distinct)
+    # the times are a USL curve, which is a fixed_work_overhead curve (models' docstring)
+    X = models._design("fixed_work_overhead", distinct)
     weight = counts.astype(float)
     start = models._fit_log_batch(X, weight, mean_log[None])[0][0]
     ours = models._fit_log_batch(X, weight, scipy_draws)[1]
@@ -224,7 +226,7 @@ def main() -> None:
     )
     # difference in loss: least_squares stops at its default tolerances (a little higher)
     pair(
-        f"USL fit x {args.boot}",
+        f"model fit x {args.boot}",
         lambda: models._fit_log_batch(X, weight, scipy_draws),
         "least_squares loop",
         lambda: least_squares_loop(X, weight, scipy_draws, start),

@@ -1,19 +1,31 @@
-"""Scaling models fitted to a study's times: Amdahl, fixed work plus overhead and the
-Universal Scalability Law, with bootstrap uncertainty, AICc model selection and the
-predicted peak. Pure functions on numpy arrays; every random draw comes from
-``np.random.default_rng(seed)``.
+"""Scaling models fitted to a study's times: Amdahl, fixed work plus a per-unit overhead
+and fixed work plus a tree-communication term, with bootstrap uncertainty, AICc model
+selection and the predicted peak. Pure functions on numpy arrays; every random draw
+comes from ``np.random.default_rng(seed)``.
 
 Statistical choices, and why:
 
+* The candidates are different families, so that AICc chooses between explanations and
+  not between spellings of one curve:
+  amdahl               t = T·(s + (1−s)/N): a serial part, the rest divides perfectly;
+  fixed_work_overhead  t = F + W/N + c·N: an overhead growing with every unit (a ring
+                       all-reduce's latency term, contention, per-process start-up);
+  log_comm             t = F + W/N + c·log2(N): an overhead growing with the depth of a
+                       tree (tree all-reduce, broadcast, a reduction across nodes).
+  The two three-parameter families share only Amdahl's curves (c = 0): 1, 1/N, N and
+  log2(N) are linearly independent functions, so on enough distinct N neither
+  reproduces the other's curves. The Universal Scalability Law is no separate
+  candidate: it spans the curves a + b/N + c·N, so wherever it fits with F >= 0 it is
+  fixed_work_overhead under other names (the two tied to 13 digits of AICc on real
+  data and split the Akaike weight); only its F < 0 part (kappa > sigma) is left out.
+  fixed_work_overhead reports the USL reading of its fit as well:
+  sigma = (F + c)/t(1), kappa = c/t(1), with t(1) = F + W + c.
 * Models are fitted in log space, sum of (log t - log model)^2: errors are relative (the
   times at large N are small and would otherwise not count), and with log-symmetric
   noise the curve goes through the medians. All three models are linear in the time
   domain with non-negative coefficients, t = X(N) @ theta, theta >= 0, so the fit is a
   Gauss-Newton iteration whose steps are exact non-negative least-squares problems,
   vectorised over all bootstrap replicates at once (no optimiser call per replicate).
-* Note: USL and fixed_work_overhead span the same curves t = a + b/N + c*N whenever
-  sigma >= kappa (F = T*(sigma - kappa)); they then fit equally well and only their
-  parameters read differently. USL is the wider family (it also allows F < 0).
 * Models are ranked by AICc (Akaike's criterion with the small-sample correction; the
   error variance counts as a parameter): it trades fit against parameters and needs no
   nesting. A difference below about 2 means the data do not really tell the models apart.
@@ -23,6 +35,10 @@ Statistical choices, and why:
   (one sample per N); every replicate is then refitted in the one vectorised batch.
   The fitter is hand-written: ~100x faster than a scipy.optimize.least_squares call per
   replicate (benchmarks/stats_scipy.py).
+* Speedups are t_base / t(N). By default t_base is the model's own t(N_base); pass the
+  measured base time (`t_base=`) to draw predictions against the same base case as the
+  measured speedups: the model's t(N_base) is not the measured median there, and a
+  curve against its own base is shifted off the measured points by that ratio.
 * Bands: `FitResult.band` gives, by default, a *prediction* band: where the speedup of
   one new run at N would fall (bootstrap parameter sets combined with resampled
   residuals). A *confidence* band (prediction=False) covers only the fitted curve.
@@ -39,14 +55,14 @@ from scipy.stats import bootstrap
 
 from scalestudy.intervals import LEVEL, _tails
 
-MODEL_NAMES = ("amdahl", "fixed_work_overhead", "usl")
+MODEL_NAMES = ("amdahl", "fixed_work_overhead", "log_comm")
 _FORMULAS = {
     "amdahl": "t(N) = T·(s + (1−s)/N)",
-    "fixed_work_overhead": "t(N) = F + W/N + c·N",
-    "usl": "t(N) = T·(1 + σ·(N−1) + κ·N·(N−1))/N",
+    "fixed_work_overhead": "t(N) = F + W/N + c·N (as USL: σ = (F+c)/t(1), κ = c/t(1))",
+    "log_comm": "t(N) = F + W/N + c·log₂N",
 }
-# Ties in AICc closer than this are numerically the same fit (e.g. USL and
-# fixed_work_overhead on the same curve).
+# Ties in AICc closer than this are numerically the same fit (e.g. both three-parameter
+# families with c = 0, which is Amdahl's curve).
 _AICC_TIE = 1e-6
 _NOISE_DRAWS = 20  # residuals drawn per bootstrap parameter set for prediction bands
 
@@ -62,8 +78,8 @@ def _design(name: str, n) -> np.ndarray:
         cols = (one, 1 / n)
     elif name == "fixed_work_overhead":  # theta = (F, W, c)
         cols = (one, 1 / n, n)
-    elif name == "usl":  # theta = (T*sigma, T*(1-sigma), T*kappa)
-        cols = (one, 1 / n, n - 1)
+    elif name == "log_comm":  # theta = (F, W, c); log2(1) = 0: no communication at N = 1
+        cols = (one, 1 / n, np.log2(n))
     else:
         raise ValueError(f"unknown model {name!r}; known: {MODEL_NAMES}")
     return np.stack(cols, axis=-1)
@@ -72,12 +88,16 @@ def _design(name: str, n) -> np.ndarray:
 def _named_params(name: str, theta: np.ndarray) -> dict[str, np.ndarray]:
     theta = np.asarray(theta, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        if name == "fixed_work_overhead":
-            return {"F": theta[..., 0], "W": theta[..., 1], "c": theta[..., 2]}
-        total = theta[..., 0] + theta[..., 1]
         if name == "amdahl":
+            total = theta[..., 0] + theta[..., 1]
             return {"T": total, "s": theta[..., 0] / total}
-        return {"T": total, "sigma": theta[..., 0] / total, "kappa": theta[..., 2] / total}
+        params = {"F": theta[..., 0], "W": theta[..., 1], "c": theta[..., 2]}
+        if name == "fixed_work_overhead":
+            # the same fit read as the USL, t(N) = t(1)·(1 + σ(N−1) + κN(N−1))/N, for
+            # readers who know that form; no separate USL candidate (module docstring)
+            t1 = theta[..., 0] + theta[..., 1] + theta[..., 2]
+            params |= {"sigma": (theta[..., 0] + theta[..., 2]) / t1, "kappa": theta[..., 2] / t1}
+        return params
 
 
 _SUPPORTS = {
@@ -216,26 +236,41 @@ class FitResult:
             return np.full(np.shape(n), np.nan)
         return _design(self.name, n) @ self.theta
 
-    def predict_speedup(self, n, n_base: float | None = None) -> np.ndarray:
-        """Fitted speedup t(n_base)/t(n); n_base defaults to the study's base."""
-        n_base = self.n_base if n_base is None else n_base
-        return self.predict_time(n_base) / self.predict_time(n)
+    def predict_speedup(
+        self, n, n_base: float | None = None, t_base: float | None = None
+    ) -> np.ndarray:
+        """Fitted speedup t_base/t(n). t_base: the base time the speedups are against,
+        e.g. the measured median at the base N (as the measured speedups); default the
+        model's own t(n_base), n_base defaulting to the study's base."""
+        if t_base is None:
+            n_base = self.n_base if n_base is None else n_base
+            t_base = self.predict_time(n_base)
+        return t_base / self.predict_time(n)
 
     def band(
-        self, n, n_base: float | None = None, level: float = LEVEL, prediction: bool = True
+        self,
+        n,
+        n_base: float | None = None,
+        level: float = LEVEL,
+        prediction: bool = True,
+        t_base: float | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(lo, hi) of the speedup t(n_base)/t(n) over the bootstrap parameter sets.
+        """(lo, hi) of the speedup t_base/t(n) over the bootstrap parameter sets.
         prediction=True (default): a prediction band for the speedup that one new run at
-        n would show against the fitted base time (each set is combined with resampled
-        residuals of the fit). prediction=False: confidence band of the fitted curve only."""
+        n would show (each set is combined with resampled residuals of the fit).
+        prediction=False: confidence band of the fitted curve only. t_base as in
+        predict_speedup: by default each set's own t(n_base); a given t_base (the
+        measured base median) is a fixed number, so the band then holds the uncertainty
+        of t(n) and of a run around it, not that of the base median."""
         shape = np.shape(n)
         if not self.ok or self.boot_theta is None or len(self.boot_theta) == 0:
             return np.full(shape, np.nan), np.full(shape, np.nan)
-        n_base = self.n_base if n_base is None else n_base
         n = np.atleast_1d(np.asarray(n, dtype=float))
         with np.errstate(divide="ignore", invalid="ignore"):
             t_n = self.boot_theta @ _design(self.name, n).T
-            t_base = self.boot_theta @ _design(self.name, [n_base]).T
+            if t_base is None:
+                n_base = self.n_base if n_base is None else n_base
+                t_base = self.boot_theta @ _design(self.name, [n_base]).T
             log_speedup = np.log(t_base) - np.log(t_n)
         if prediction:  # (sets x draws) x points
             log_speedup = log_speedup[:, None, :] - self.boot_noise[:, :, None]
@@ -384,7 +419,7 @@ def _fit_one(name, runs: _Runs, n_base, boot_mean_log, n_boot, rng) -> FitResult
 def fit_models(
     ns, times, n_base: float, n_boot: int = 300, seed: int = 0, models=MODEL_NAMES
 ) -> list[FitResult]:
-    """Fit amdahl, fixed_work_overhead and usl to times t(N) in log space (see the module
+    """Fit amdahl, fixed_work_overhead and log_comm to times t(N) in log space (see the module
     docstring). `ns` and `times` hold one entry per run, repeats included; non-finite or
     non-positive times are dropped. Uncertainty: when every N has at least 2 runs, the
     bootstrap redraws runs within each N (the same replicates for every model);
@@ -419,7 +454,7 @@ def fit_models(
 
 def select_model(fits: list[FitResult]) -> FitResult | None:
     """The ok fit with the lowest AICc; None when no fit is ok (or none has a finite
-    AICc). Ties (same curve, e.g. USL and fixed_work_overhead when sigma >= kappa) go to
+    AICc). Ties (same curve, e.g. both three-parameter families with c = 0) go to
     fewer parameters, then to the earlier fit in `fits`. AICc differences below ~2 are
     weak evidence: see `aicc_weights`."""
     candidates = [f for f in fits if f.ok and np.isfinite(f.aicc)]
@@ -441,20 +476,25 @@ def aicc_weights(fits: list[FitResult]) -> dict[str, float]:
     return {name: w / total for name, w in raw.items()}
 
 
-def predicted_peak(fit: FitResult, n_max_search: float = 4096) -> tuple[float, float] | None:
-    """(N*, speedup at N*) where the fitted speedup (against fit.n_base) peaks: USL
-    N* = sqrt((1 - sigma)/kappa), fixed_work_overhead N* = sqrt(W/c). None when the
-    fitted speedup is monotone on [1, n_max_search]: Amdahl always, the others when the
-    overhead term is zero or N* lies outside that range. N* is not rounded."""
+def predicted_peak(
+    fit: FitResult, n_max_search: float = 4096, t_base: float | None = None
+) -> tuple[float, float] | None:
+    """(N*, speedup at N*) where the fitted time is least, so the speedup peaks:
+    fixed_work_overhead N* = sqrt(W/c), log_comm N* = W·ln2/c (where -W/N² + c/(N ln2)
+    vanishes). None when the fitted time falls on all of [1, n_max_search]: Amdahl
+    always, the others when c = 0 or N* lies outside that range. N* is not rounded and
+    does not depend on the base; the speedup there is against t_base, as in
+    FitResult.predict_speedup (pass the measured base time to state it against the
+    measured base case)."""
     if not fit.ok:
         return None
     p = fit.params
-    if fit.name == "usl" and p["kappa"] > 0:
-        n_star = math.sqrt(max(1.0 - p["sigma"], 0.0) / p["kappa"])
-    elif fit.name == "fixed_work_overhead" and p["c"] > 0:
+    if fit.name == "fixed_work_overhead" and p["c"] > 0:
         n_star = math.sqrt(p["W"] / p["c"])
+    elif fit.name == "log_comm" and p["c"] > 0:
+        n_star = p["W"] * math.log(2) / p["c"]
     else:
         return None
     if not 1.0 <= n_star <= n_max_search:
         return None
-    return n_star, float(fit.predict_speedup(n_star))
+    return n_star, float(fit.predict_speedup(n_star, t_base=t_base))

@@ -11,8 +11,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from scalestudy import FIGURES  # noqa: E402
 
@@ -34,8 +36,38 @@ def _axes(title: str, xlabel: str, ylabel: str):
     return fig, ax
 
 
-def _ticks(ax, ns):
-    ax.set_xticks(list(ns))
+def extrapolated_ticks(ns, top: float) -> list[float]:
+    """Round N beyond the largest measured N, up to `top` (the farthest N a prediction
+    is drawn at): without them the extrapolated region has no readable x axis. Measured
+    N that double go on doubling (16, 32, 64); others continue in steps of 1, 2, 5, 10,
+    20, ... no finer than the last measured step and at most about 5 ticks."""
+    ns = sorted({float(n) for n in ns if pd.notna(n)})
+    if not ns or not top > ns[-1]:
+        return []
+    last = ns[-1]
+    gap = last - ns[-2] if len(ns) > 1 else 1.0
+    if len(ns) > 1 and last >= 2 * ns[-2]:
+        ticks, n = [], last * 2
+        while n <= top * (1 + 1e-9):
+            ticks.append(n)
+            n *= 2
+        if ticks:
+            return ticks
+    wanted = max(gap, (top - last) / 5)
+    steps = (m * 10**e for e in range(12) for m in (1, 2, 5))
+    step = next((s for s in steps if s >= wanted), wanted)
+    first = (last // step + 1) * step
+    return [float(v) for v in np.arange(first, top * (1 + 1e-9), step)]
+
+
+def _ticks(ax, ns, top: float | None = None):
+    """x ticks at the measured N (and, up to `top`, at extrapolated_ticks), as plain
+    numbers: no offset or scientific notation on an axis of unit counts."""
+    ticks = [float(n) for n in ns if pd.notna(n)]
+    if top is not None:
+        ticks += extrapolated_ticks(ticks, top)
+    ax.set_xticks(sorted(set(ticks)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x:g}"))
     ax.grid(True, alpha=0.3)
 
 
@@ -98,8 +130,12 @@ def speedup_figure(summary: pd.DataFrame, predictions: dict, xlabel: str):
             hi = pd.Series(curve["band_hi"], dtype=float)
             inside = n <= curve["measured_max_n"]
             model = fits[name]["selected"]
+            # the curve is against the measured base median, as the measured speedups
+            # (scalestudy.predictions); older analyses, or a base without a time, used
+            # the model's own t(base): say so on the figure
+            against = "" if curve.get("base_source") == "measured" else ", vs its own t(base)"
             ax.plot(n[inside], s[inside], "-", color=colour, alpha=0.5, lw=1,
-                    label=f"model: {model}{suffix}")  # fmt: skip
+                    label=f"model: {model}{suffix}{against}")  # fmt: skip
             ax.plot(n[~inside], s[~inside], ":", color=colour, alpha=0.8, lw=1.5)
             ax.fill_between(n, lo, hi, color=colour, alpha=0.10, lw=0,
                             label=f"95 % prediction band{suffix}")  # fmt: skip
@@ -113,7 +149,7 @@ def speedup_figure(summary: pd.DataFrame, predictions: dict, xlabel: str):
     ax.plot(ideal_n, ideal_n / base_n, "--", color="grey", lw=1, label="ideal (N / N_base)")
     ymax = summary["speedup_ci_hi"].fillna(summary["speedup"]).max()
     ax.set_ylim(0, max(1.2, float(ymax) * 1.35 if pd.notna(ymax) else 1.2))
-    _ticks(ax, summary["n"])
+    _ticks(ax, summary["n"], top=top_n)
     ax.legend(fontsize=7)
     return fig
 

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from scalestudy import models
 from scalestudy.analysis import charges, runs_from_measured, summarise
 from scalestudy.predictions import split_by_provenance, study_predictions
 from scalestudy.studies import point_for, points_table, run_spec, series_of_points
@@ -35,7 +36,7 @@ def test_rtx_table_recommends_6_and_predicts_a_peak_beyond_it():
     series = pred["series"][0]
     assert series["recommendation"]["worth_n"] == 6
     assert series["recommendation"]["stopped_at"][:2] == [6, 7]
-    assert series["selected"] in {"amdahl", "fixed_work_overhead", "usl"}
+    assert series["selected"] in {"amdahl", "fixed_work_overhead", "log_comm"}
     assert all(f["ok"] for f in series["fits"])
     assert series["peak"]["beyond_measured"] and series["peak"]["n"] > 10
     curve = series["curve"]
@@ -43,6 +44,97 @@ def test_rtx_table_recommends_6_and_predicts_a_peak_beyond_it():
     # the prediction band widens beyond the measured range
     width = np.array(curve["band_hi"]) - np.array(curve["band_lo"])
     assert width[-1] > width[np.searchsorted(curve["n"], 10)]
+
+
+def test_rtx_peak_is_stated_against_the_measured_base_time():
+    # the model's own t(1) is 179 s, the measured base 171 s: against the model's base the
+    # curve lay above every measured point and the peak read 3.76; against 171 s, 3.59
+    runs = runs_from_measured(REPO / RTX_STUDY["measured"], "rtx", RTX_STUDY)
+    _, pred = analyse(runs, RTX_STUDY)
+    series = pred["series"][0]
+    assert series["prediction_base"]["source"] == "measured"
+    assert series["prediction_base"]["time_s"] == 171
+    assert series["prediction_base"]["model_s"] > 175
+    assert series["peak"]["speedup"] == pytest.approx(3.59, abs=0.01)
+
+
+def test_speedup_figure_has_x_ticks_over_the_extrapolated_range():
+    import matplotlib.pyplot as plt
+
+    from scalestudy.plots import extrapolated_ticks, speedup_figure
+
+    runs = runs_from_measured(REPO / RTX_STUDY["measured"], "rtx", RTX_STUDY)
+    summary, pred = analyse(runs, RTX_STUDY)
+    fig = speedup_figure(summary, pred, "N")
+    ax = fig.axes[0]
+    # measured N = 1..10, predictions drawn to 2 x 10 = 20
+    assert list(ax.get_xticks()) == [*range(1, 11), 12, 14, 16, 18, 20]
+    assert ax.xaxis.get_major_formatter()(20.0, 0) == "20"
+    plt.close(fig)
+    assert extrapolated_ticks([1, 2, 4, 8, 16], 40) == [32]  # doubling goes on doubling
+    assert extrapolated_ticks([10, 20, 30], 60) == [40, 50, 60]
+    assert extrapolated_ticks([1, 2, 4], 4) == []
+
+
+def selected_time(series, n):
+    """The selected model's fitted time at n, from the parameters in analysis.json."""
+    fit = next(f for f in series["fits"] if f["name"] == series["selected"])
+    p = fit["params"]
+    theta = [p["T"] * p["s"], p["T"] * (1 - p["s"])] if "s" in p else [p["F"], p["W"], p["c"]]
+    return models._design(series["selected"], np.asarray(n, dtype=float)) @ np.array(theta)
+
+
+def test_predicted_speedups_are_against_the_measured_base_case():
+    # The base runs are 8 % slower than the curve through the other points, so the
+    # fitted t(1) is below the measured base median: the predicted curve, band and peak
+    # must still be against the measured median, like the measured speedups.
+    rng = np.random.default_rng(5)
+    ns = (1, 2, 3, 4, 6, 8, 12, 16)
+    times = {n: list((5 + 100 / n + 0.4 * n) * rng.lognormal(0, 0.01, 5)) for n in ns}
+    times[1] = [t * 1.08 for t in times[1]]
+    summary, pred = analyse(synthetic_runs(times).assign(series=""), {"scaling": {}})
+    series = pred["series"][0]
+    t_base = summary.loc[summary["is_base"], "time_s"].iloc[0]
+    base = series["prediction_base"]
+    assert base == pytest.approx(
+        {
+            "n": 1,
+            "time_s": t_base,
+            "source": "measured",
+            "measured_s": t_base,
+            "model_s": float(selected_time(series, 1)),
+        }  # fmt: skip
+    )
+    assert base["model_s"] < 0.98 * t_base
+    curve = series["curve"]
+    assert curve["base_source"] == "measured" and curve["base_time_s"] == t_base
+    n = np.array(curve["n"])
+    speedup = np.array(curve["speedup"])
+    assert speedup == pytest.approx(t_base / selected_time(series, n), rel=1e-9)
+    assert speedup[0] > 1.02  # at the base N: the measured median over the model's t(1)
+    assert np.all(np.array(curve["band_lo"]) < speedup)
+    assert np.all(speedup < np.array(curve["band_hi"]))
+    # Each family holds every multiple of its curves, so the log-space residuals of the
+    # fit sum to zero: against the measured base the curve is centred on the measured
+    # speedups (against its own t(1) it lay 3 % below them on average)
+    measured = summary.set_index("n")["speedup"]
+    log_ratio = [np.log(speedup[n == m][0] / measured[m]) for m in ns]
+    assert abs(np.mean(log_ratio)) < 0.005
+    peak = series["peak"]
+    assert peak["base_source"] == "measured"
+    assert peak["speedup"] == pytest.approx(t_base / selected_time(series, peak["n"]), rel=1e-9)
+
+
+def test_amdahl_bound_is_against_the_measured_base_case():
+    # base N = 2: the speedup t(2)/t(N) tends to t(2)/(T·s) = 0.55/0.1, not 1/s
+    summary, pred = analyse(amdahl_runs(serial=0.1, ns=(1, 2, 4, 8, 16)), {"scaling": {"base": 2}})
+    series = pred["series"][0]
+    amdahl = next(f for f in series["fits"] if f["name"] == "amdahl")
+    assert series["selected"] == "amdahl"
+    t_base = summary.loc[summary["n"] == 2, "time_s"].iloc[0]
+    serial = amdahl["params"]["T"] * amdahl["params"]["s"]
+    assert series["bound"] == pytest.approx(t_base / serial)
+    assert series["bound"] == pytest.approx(5.5, rel=0.1)
 
 
 def test_fits_recover_amdahl_and_intervals_are_reported():
