@@ -22,10 +22,11 @@ except st.WorkloadError as e:  # a workload module's declaration, not the config
     st.stop(str(e))
 
 
-STUDIES = CONFIG["studies"]
-POINTS = st.points_table(CONFIG).set_index(["study", "point"], drop=False)
-RUNS = st.runs_table(CONFIG)
-PROFILES = st.profile_targets(CONFIG)
+# The study model (scalestudy.model): every study as the validated config gives it.
+STUDIES = st.study_models(CONFIG)
+POINTS = st.points_table(STUDIES).set_index(["study", "point"], drop=False)
+RUNS = st.runs_table(STUDIES)
+PROFILES = st.profile_targets(STUDIES)
 DATA_DIR = CONFIG["data_dir"]
 PYTHON = sys.executable
 # Outputs are recomputed when the code that makes them changes.
@@ -40,10 +41,16 @@ CODE = {
         str(PACKAGE / "recommendation.py"),
         str(PACKAGE / "cost.py"),
         str(PACKAGE / "records.py"),
+        str(PACKAGE / "model.py"),
+        str(PACKAGE / "findings.py"),
         str(PACKAGE / "schemas/record.schema.json"),
     ],
     "plots": [str(PACKAGE / "plots.py")],
-    "report": [str(PACKAGE / "report.py"), str(PACKAGE / "templates/report.html.j2")],
+    "report": [
+        str(PACKAGE / "views.py"),
+        str(PACKAGE / "rendering.py"),
+        str(PACKAGE / "templates/report.html.j2"),
+    ],
 }
 
 
@@ -76,15 +83,14 @@ def get_threads(wildcards):
 
 def get_point_study(wildcards):
     """The study as the point's series sees it (its overrides merged in)."""
-    return st.series_study(STUDIES[wildcards.study], get_point(wildcards)["series"])
+    return STUDIES[wildcards.study].for_series(get_point(wildcards)["series"])
 
 
 def get_job_resources(wildcards):
     """What the point's job asks the scheduler for (see st.slurm_resources)."""
     row = get_point(wildcards)
     study = STUDIES[wildcards.study]
-    point = st.point_for(wildcards.study, study, int(row["n"]), row["series"])
-    return st.slurm_resources(point, get_point_study(wildcards))
+    return st.slurm_resources(st.point_for(study, int(row["n"]), row["series"]), study)
 
 
 def job_resource(name):
@@ -106,7 +112,7 @@ def get_run_spec(wildcards):
     study = STUDIES[wildcards.study]
     point = get_point(wildcards)
     repeat = int(getattr(wildcards, "repeat", 1))  # a profiling job has no repeats
-    spec = st.run_spec(wildcards.study, study, int(point["n"]), repeat, point["series"])
+    spec = st.run_spec(study, int(point["n"]), repeat, point["series"])
     spec["data_dir"] = DATA_DIR
     spec["series"] = point["series"]
     return json.dumps(spec, sort_keys=True)
@@ -116,7 +122,7 @@ def get_profile_spec(wildcards):
     """The run spec of a profiling job: one extra run of the point, traced."""
     spec = json.loads(get_run_spec(wildcards))
     spec["profile"] = {
-        "steps": STUDIES[wildcards.study]["profile"]["steps"],
+        "steps": STUDIES[wildcards.study].profile.steps,
         "trace": f"results/{wildcards.study}/profile/{wildcards.point}.trace.json",
     }
     return json.dumps(spec, sort_keys=True)
@@ -145,14 +151,15 @@ def get_rerun_token(wildcards):
 
 def get_study_records(wildcards):
     study = STUDIES[wildcards.study]
-    if "measured" in study:
-        return [study["measured"]]
+    if study.measured is not None:
+        return [study.measured]
     runs = RUNS[RUNS["study"] == wildcards.study]
     return [paths.record_path(r.study, r.point, r.repeat) for r in runs.itertuples()]
 
 
 def get_study_config(wildcards):
-    return STUDIES[wildcards.study]
+    """The study's validated config; the script builds the study model from it."""
+    return CONFIG["studies"][wildcards.study]
 
 
 def get_data_sources(wildcards):
@@ -164,7 +171,7 @@ def get_dataset_root(wildcards):
 
 
 def get_scaling_axis(wildcards):
-    return STUDIES[wildcards.study]["scaling"]["axis"]
+    return STUDIES[wildcards.study].scaling.axis
 
 
 def get_figures_dir(wildcards):
@@ -203,7 +210,7 @@ def check_local_cpus():
         f"studies.{study}: point {point} needs {POINTS.loc[(study, point), 'cores']} CPUs"
         for study, point in sorted(needed)
         if POINTS.loc[(study, point), "cores"] > limit
-        and not STUDIES[study]["oversubscribe"]
+        and not STUDIES[study].oversubscribe
     ]
     if refused:
         st.stop(

@@ -27,8 +27,9 @@ import pandas as pd
 
 from scalestudy import intervals, recommendation
 from scalestudy.cost import Cost
+from scalestudy.model import Study
 from scalestudy.records import RecordError, read_placed_record
-from scalestudy.studies import base_n, base_series, point_for, series_study
+from scalestudy.studies import point_for
 
 SERIES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 # The parts of a record whose fields become columns of the runs table, each under its
@@ -181,7 +182,7 @@ def queue_wait(env: dict) -> float | None:
     return max(0.0, (start - submit).total_seconds())
 
 
-def charges(runs: pd.DataFrame, study: dict) -> dict:
+def charges(runs: pd.DataFrame, study: Study) -> dict:
     """What the study's runs were charged: every run counts, failed ones too, each at
     its whole-job time, priced by its series' cost on its partition (scalestudy.cost)."""
     seconds = pd.to_numeric(runs["elapsed_s"], errors="coerce").fillna(0).to_numpy()
@@ -272,7 +273,7 @@ def run_key(record: dict) -> str:
     return f"{env.get('host')}@{record['started_at']}-{record['finished_at']}"
 
 
-def runs_from_measured(csv_path: str | Path, study_name: str, study: dict) -> pd.DataFrame:
+def runs_from_measured(csv_path: str | Path, study: Study) -> pd.DataFrame:
     """A CSV of times measured by hand (N,time_s[,repeat]) as a runs table."""
     csv_path = Path(csv_path)
     try:
@@ -316,7 +317,7 @@ def runs_from_measured(csv_path: str | Path, study_name: str, study: dict) -> pd
         series = str(r.series) if "series" in table else ""
         if series and not SERIES_NAME.match(series):
             raise RecordError(f"{csv_path}: series {series!r}: use letters, digits and '_'")
-        point = point_for(study_name, study, int(r.N), series)
+        point = point_for(study, int(r.N), series)
         # a run that timed nothing but its whole, on what its point asks for
         requested = {
             "threads": point.threads,
@@ -325,7 +326,7 @@ def runs_from_measured(csv_path: str | Path, study_name: str, study: dict) -> pd
             "gpus_per_node": point.gpus_per_node,
         }
         record = {
-            "study": study_name,
+            "study": study.name,
             "point": point.label,
             "n": point.n,
             "repeat": int(r.repeat),
@@ -343,13 +344,13 @@ def runs_from_measured(csv_path: str | Path, study_name: str, study: dict) -> pd
     return runs_table(rows)
 
 
-def disturbed_reasons(runs: pd.DataFrame, study: dict) -> pd.Series:
+def disturbed_reasons(runs: pd.DataFrame, study: Study) -> pd.Series:
     """Why each run's conditions were broken ("" where they were not): other processes
     took more than the study's `shared_tolerance` of the CPUs the run could use, or
     another timed run (any study, any invocation) ran on the same CPUs at the same time."""
     reasons = pd.Series("", index=runs.index, dtype=object)
-    tolerance = study.get("shared_tolerance")
-    if "others_cores" in runs and tolerance is not None:
+    tolerance = study.shared_tolerance
+    if "others_cores" in runs:
         others = pd.to_numeric(runs["others_cores"], errors="coerce")
         cpus = pd.to_numeric(runs["cpus_watched"], errors="coerce")
         for i in runs.index[(others > tolerance * cpus) & (runs["status"] == "ok")]:
@@ -390,10 +391,10 @@ def point_status(
 QUALITY_METRICS = ("val_loss", "test_loss", "val_accuracy", "test_accuracy", "final_loss")
 
 
-def study_quality_metric(study: dict, runs: pd.DataFrame) -> str | None:
+def study_quality_metric(study: Study, runs: pd.DataFrame) -> str | None:
     """The figure that says how well a run learned: the configured one, else the
     first of QUALITY_METRICS that the runs report."""
-    wanted = study.get("convergence", {}).get("metric")
+    wanted = study.convergence.metric
     if wanted:
         return wanted
     for metric in QUALITY_METRICS:
@@ -417,11 +418,11 @@ def global_batch(ok: pd.DataFrame) -> float:
     return float((per * world.fillna(1)).median()) if per.notna().any() else math.nan
 
 
-def check_convergence(summary: pd.DataFrame, study: dict, base: int, runs: pd.DataFrame) -> None:
+def check_convergence(summary: pd.DataFrame, study: Study, base: int, runs: pd.DataFrame) -> None:
     """Flag points whose quality differs from the base case's by more than the
     tolerance (relative): a faster run that learned less is not a speedup."""
     metric = study_quality_metric(study, runs)
-    tolerance = study.get("convergence", {}).get("tolerance", 0.1)
+    tolerance = study.convergence.tolerance
     reference = summary.loc[summary["n"] == base, "quality"]
     if metric is None or reference.empty or math.isnan(reference.iloc[0]):
         summary["converged"] = pd.NA
@@ -454,13 +455,13 @@ def median_or_nan(frame: pd.DataFrame, column: str) -> float:
 
 
 def point_row(
-    group: pd.DataFrame, study: dict, time_col: str, base: int, quality_metric: str | None
+    group: pd.DataFrame, study: Study, time_col: str, base: int, quality_metric: str | None
 ) -> tuple[dict, np.ndarray]:
     """One point's summary row: its own columns, each written here once (without the
     ratios to the base case, summarise_series, and the medians of the workload's metrics,
     metric_medians), and the times its speedup uses."""
-    keep_mismatched = study.get("include_mismatched", False)
-    keep_disturbed = study.get("include_shared", False)
+    keep_mismatched = study.include_mismatched
+    keep_disturbed = study.include_shared
     ok = group[group["status"] == "ok"]
     # a run that did not get what its point asked for, or whose CPUs others used,
     # does not measure that point
@@ -499,7 +500,7 @@ def point_row(
         "steady_epoch_s": median_or_nan(ok, "steady_epoch_s"),
         "time_per_epoch_s": train / epochs if epochs and epochs > 0 else math.nan,
         # charged for the whole job, whatever time the speedup uses; `study` is the
-        # series' own view (summarise), so its cost override is in study["cost"]
+        # series' own view (summarise), so its cost override is in study.cost
         "su": Cost.of(study).su(first["cores"], first["gpus"], wall, partition),
         # the source's throughput: samples x epochs / time, over the whole job
         "throughput": samples / wall if samples and wall else math.nan,
@@ -527,12 +528,12 @@ def distinct_text(frame: pd.DataFrame, column: str) -> list[str]:
     return values
 
 
-def summarise_series(runs: pd.DataFrame, study: dict, time_col: str) -> pd.DataFrame:
+def summarise_series(runs: pd.DataFrame, study: Study, time_col: str) -> pd.DataFrame:
     """One series' points: times with CIs, and speedup, efficiency and cost against the
     series' base case. Speedup is the ratio of medians; its CI resamples the repeats
     of the point and of the base case independently (ratios of runs are never averaged)."""
     ns = sorted(int(n) for n in runs["n"].unique())
-    base = base_n(study, ns)
+    base = study.base_n(ns)
     # one metric for the whole series: points must be compared on the same figure
     quality_metric = study_quality_metric(study, runs)
     rows, times = [], {}
@@ -548,7 +549,7 @@ def summarise_series(runs: pd.DataFrame, study: dict, time_col: str) -> pd.DataF
         [intervals.ratio_ci(times[base], times[n], seed=n) for n in map(int, summary["n"])],
         dtype=float,
     )
-    if study["scaling"].get("kind", "strong") == "weak":
+    if study.scaling.kind == "weak":
         # the problem grows with N: efficiency is t_base / t_N itself, and the speedup
         # is Gustafson's scaled speedup, (N / N_base) x t_base / t_N
         efficiency, speedup = ratio, ratio * (summary["n"].to_numpy() / base)[:, None]
@@ -579,14 +580,14 @@ def metric_medians(runs: pd.DataFrame, taken: list[str]) -> pd.DataFrame:
     return medians.rename(columns={c: f"metric_{c}" for c in metrics if c in taken})
 
 
-def summarise(runs: pd.DataFrame, study: dict) -> pd.DataFrame:
+def summarise(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
     """One row per point of each series: times, speedup, efficiency and cost."""
     if runs.empty:
         raise ValueError("no runs to summarise")
-    time_col = TIME_COLUMNS[study.get("time", "wall")]
+    time_col = TIME_COLUMNS[study.time]
     runs = runs.assign(series=runs["series"].astype(object).fillna("") if "series" in runs else "")
     parts = [
-        summarise_series(group, series_study(study, base_series(name)), time_col)
+        summarise_series(group, study.for_series(name), time_col)
         for name, group in runs.groupby("series", sort=False)
     ]
     return pd.concat(parts, ignore_index=True)

@@ -3,11 +3,10 @@
     SU = (core_weight x cores + gpu_weight x GPUs) x hours of whole-job (wall) time
 
 The weights are a study's `cost`; a series' own `cost` overrides it key by key
-(studies.series_study), and a run on a Slurm partition listed under `cost.partitions`
+(Study.for_series), and a run on a Slurm partition listed under `cost.partitions`
 is priced at that partition's weights (a weight the partition does not give is the
 study's, or the series'). The default weights live in the config schema only
-($defs/cost): a validated config has them, and a cost dict that lacks one (a study
-written by hand in a test or a script) gets the schema's default, read from the schema.
+($defs/cost): a validated config, and so the study model, has them.
 
 Time basis: every SU figure prices whole-job (wall) time, what the allocation is
 charged, whatever time the study's speedups use (`time: train` or `steady`). The
@@ -19,26 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from functools import cache
-from pathlib import Path
 
-import yaml
+from scalestudy.model import Study
 
-from scalestudy.studies import base_series, series_study
-
-SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schema" / "config.schema.yaml"
 SECONDS_PER_HOUR = 3600.0
 WEIGHTS = ("core_weight", "gpu_weight")
 # the one time basis of every SU figure, in the report's words
 BASIS = "hours of whole-job (wall) time"
-
-
-@cache
-def schema_defaults() -> dict[str, float]:
-    """The default weights, as the config schema gives them."""
-    schema = yaml.safe_load(SCHEMA_PATH.read_text())
-    properties = schema["$defs"]["cost"]["properties"]
-    return {key: properties[key]["default"] for key in WEIGHTS}
 
 
 def _weight(value, where: str) -> float:
@@ -52,7 +38,9 @@ def _rate(weights: Mapping, fallback: Mapping, where: str) -> Rate:
     unknown = sorted(set(weights) - set(WEIGHTS))
     if unknown:
         raise ValueError(f"{where}: unknown key(s) {', '.join(map(str, unknown))}")
-    return Rate(*(_weight(weights.get(k, fallback[k]), f"{where}.{k}") for k in WEIGHTS))
+    return Rate(
+        *(_weight(weights[k] if k in weights else fallback[k], f"{where}.{k}") for k in WEIGHTS)
+    )
 
 
 def _number(value: float) -> str:
@@ -82,13 +70,12 @@ class Cost:
     partitions: tuple[tuple[str, Rate], ...] = ()
 
     @classmethod
-    def from_config(cls, cost: Mapping | None) -> Cost:
-        """From a `cost` dict of the config (validated; a weight it lacks is the schema's
-        default). Unknown keys and negative weights are refused: a series' `cost` is
-        merged into the study's without the schema seeing it."""
-        cost = dict(cost or {})
-        partitions = cost.pop("partitions", None) or {}
-        rate = _rate(cost, schema_defaults(), "cost")
+    def from_config(cls, cost: Mapping) -> Cost:
+        """From a study's validated `cost` (Study.cost: both weights, and partitions).
+        Unknown keys and negative weights are refused all the same."""
+        cost = dict(cost)
+        partitions = cost.pop("partitions")
+        rate = _rate(cost, {}, "cost")
         return cls(
             rate,
             tuple(
@@ -98,10 +85,10 @@ class Cost:
         )
 
     @classmethod
-    def of(cls, study: Mapping, series: str = "") -> Cost:
+    def of(cls, study: Study, series: str = "") -> Cost:
         """The cost of a study's series ("" = the study itself), its override applied; a
         series split by provenance ("a [GPU model=x]") is priced as its series."""
-        return cls.from_config(series_study(study, base_series(series or "")).get("cost"))
+        return cls.from_config(study.for_series(series or "").cost)
 
     def rate_on(self, partition=None) -> Rate:
         """The weights of a run on `partition` (None, NaN or an unlisted name: the study's)."""
@@ -125,12 +112,12 @@ class Cost:
         return rows + [(f"partition {name}", rate.text()) for name, rate in self.partitions]
 
 
-def cost_view(study: Mapping) -> dict:
+def cost_view(study: Study) -> dict:
     """The weights a study's SU use, for the report: the study's, each partition's, and
     each series' whose cost differs from the study's (with its partitions')."""
     own = Cost.of(study)
     rows = own.describe()
-    for name in study.get("series") or {}:
+    for name in study.series or {}:
         theirs = Cost.of(study, name)
         if theirs != own:
             for where, text in theirs.describe():

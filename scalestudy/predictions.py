@@ -16,8 +16,8 @@ import pandas as pd
 from scalestudy import comparison, models, verdict
 from scalestudy.analysis import TIME_COLUMNS
 from scalestudy.cost import Cost
+from scalestudy.model import Study
 from scalestudy.recommendation import recommend
-from scalestudy.studies import base_n, base_series, series_study
 
 # Where a run happened, as far as it changes its speed. Runs of one series must agree
 # on all of them before their times enter one fit.
@@ -61,10 +61,10 @@ def provenance_differences(runs: pd.DataFrame) -> dict[str, list[str]]:
     return differing
 
 
-def split_by_provenance(runs: pd.DataFrame, study: dict) -> pd.DataFrame:
+def split_by_provenance(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
     """With `provenance: split`, give each combination of differing fields its own
     series (e.g. "a [GPU model=A100]"); otherwise leave the runs as they are."""
-    if study.get("provenance", "refuse") != "split" or runs.empty:
+    if study.provenance != "split" or runs.empty:
         return runs
     runs = runs.copy()
     for series, group in runs.groupby("series", sort=False):
@@ -77,32 +77,32 @@ def split_by_provenance(runs: pd.DataFrame, study: dict) -> pd.DataFrame:
     return runs
 
 
-def exclusion_reason(row: pd.Series, study: dict) -> str | None:
+def exclusion_reason(row: pd.Series, study: Study) -> str | None:
     """Why a point stays out of the fits (None: it enters them)."""
     if not np.isfinite(row["time_s"]):
         status = str(row["status"])
         return status if not status.startswith("ok") else "no usable time"
-    if row["unstable"] and not study.get("include_unstable", False):
+    if row["unstable"] and not study.include_unstable:
         return f"unstable: {row['unstable_reason']}"
     return None
 
 
-def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: dict) -> dict:
+def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
     """Validity gates, fits, extrapolation and the recommendation of one series."""
-    time_col = TIME_COLUMNS[study.get("time", "wall")]
+    time_col = TIME_COLUMNS[study.time]
     ns = sorted(int(n) for n in summary["n"])
-    base = base_n(study, ns)
+    base = study.base_n(ns)
     excluded = {}
     for _, row in summary.iterrows():
         reason = exclusion_reason(row, study)
         if reason:
             excluded[row["point"]] = reason
     eligible = summary[~summary["point"].isin(list(excluded))]
-    keep_mismatched = study.get("include_mismatched", False)
+    keep_mismatched = study.include_mismatched
     usable = runs[(runs["status"] == "ok") & runs["point"].isin(eligible["point"])]
     if not keep_mismatched:
         usable = usable[~usable["mismatch"].astype(bool)]
-    if not study.get("include_shared", False) and "disturbed" in usable:
+    if not study.include_shared and "disturbed" in usable:
         usable = usable[usable["disturbed"].astype(object).fillna("") == ""]
     mixed = provenance_differences(usable)
     result = {
@@ -123,7 +123,7 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: dict) -> dict:
         return result
     times = pd.to_numeric(usable[time_col], errors="coerce").to_numpy()
     n_obs = usable["n"].to_numpy(dtype=float)
-    if study["scaling"].get("kind", "strong") == "weak":
+    if study.scaling.kind == "weak":
         # fit time per unit of work, t_N x N_base / N: the models then describe the
         # scaled speedup, and perfect weak scaling is Amdahl with s = 0
         times = times * base / n_obs
@@ -138,22 +138,48 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: dict) -> dict:
         )
         return result
     result["selected"] = best.name
-    peak = models.predicted_peak(best)
+    # Predicted speedups are against the measured base median, as the summary's measured
+    # speedups are (the model's own t(base) differs: the curve would sit off every
+    # measured point by that ratio); the model's base only when the base has no time.
+    measured_base = summary.loc[summary["n"] == base, "time_s"].astype(float)
+    model_base = float(best.predict_time(base))
+    if len(measured_base) and np.isfinite(measured_base.iloc[0]) and measured_base.iloc[0] > 0:
+        t_base, source = float(measured_base.iloc[0]), "measured"
+    else:
+        t_base, source = model_base, "model"
+    result["prediction_base"] = {
+        "n": base,
+        "time_s": t_base,
+        "source": source,  # whose base time the predicted speedups use
+        "measured_s": float(measured_base.iloc[0]) if len(measured_base) else math.nan,
+        "model_s": model_base,
+    }
+    peak = models.predicted_peak(best, t_base=t_base)
     n_max = max(ns)
     top = max(n_max * EXTRAPOLATE_FACTOR, peak[0] * 1.3 if peak else 0)
     grid = np.unique(np.concatenate([np.linspace(min(ns), top, GRID_POINTS), ns]))
-    lo, hi = best.band(grid)
+    lo, hi = best.band(grid, t_base=t_base)
     result["curve"] = {
         "n": grid,
-        "speedup": best.predict_speedup(grid),
+        "speedup": best.predict_speedup(grid, t_base=t_base),
         "band_lo": lo,
         "band_hi": hi,
         "measured_max_n": n_max,
+        "base_time_s": t_base,
+        "base_source": source,
     }
     if peak:
-        result["peak"] = {"n": peak[0], "speedup": peak[1], "beyond_measured": peak[0] > n_max}
+        result["peak"] = {
+            "n": peak[0],
+            "speedup": peak[1],
+            "beyond_measured": peak[0] > n_max,
+            "base_source": source,
+        }
     if best.name == "amdahl":
-        result["bound"] = 1 / best.params["s"] if best.params["s"] > 0 else None
+        # as N grows t(N) falls to the serial time T·s: the bound is t_base / (T·s)
+        # (1/s only against the model's own t(1))
+        serial = best.params["T"] * best.params["s"]
+        result["bound"] = t_base / serial if serial > 0 else None
     return result
 
 
@@ -174,25 +200,25 @@ def fit_summary(fit: models.FitResult, weight: float | None) -> dict:
     }
 
 
-def recommendation(summary: pd.DataFrame, study: dict) -> dict:
+def recommendation(summary: pd.DataFrame, study: Study) -> dict:
     """What to ask for, from the measured points: see scalestudy.recommendation.recommend."""
-    options = study.get("recommend", {})
+    options = study.recommend
     rec = recommend(
         summary["n"].to_numpy(dtype=float),
         summary["speedup"].to_numpy(dtype=float),
         summary["n"].to_numpy(dtype=float),
-        threshold=options.get("min_marginal_speedup", 0.1),
+        threshold=options.min_marginal_speedup,
         times=summary["wall_s"].to_numpy(dtype=float),
         costs=summary["su"].to_numpy(dtype=float),
-        deadline_s=options.get("deadline_s"),
-        budget=options.get("budget_su"),
+        deadline_s=options.deadline_s,
+        budget=options.budget_su,
     )
     return rec
 
 
-def compare_all_series(runs: pd.DataFrame, study: dict) -> list[dict]:
+def compare_all_series(runs: pd.DataFrame, study: Study) -> list[dict]:
     """Each series against the first: do their times differ at the N both measured?"""
-    time_col = TIME_COLUMNS[study.get("time", "wall")]
+    time_col = TIME_COLUMNS[study.time]
     ok = runs[runs["status"] == "ok"]
     names = list(dict.fromkeys(runs["series"]))
     if len(names) < 2:
@@ -212,7 +238,7 @@ def compare_all_series(runs: pd.DataFrame, study: dict) -> list[dict]:
     ]
 
 
-def gpu_verdict_of(summary: pd.DataFrame, study: dict) -> dict | None:
+def gpu_verdict_of(summary: pd.DataFrame, study: Study) -> dict | None:
     """Is the GPU worth it? For studies with CPU-thread series and GPU series: per
     problem size (the series' `verdict.size_param`), the GPU point against the CPU
     points: which is faster in the study's `time`, and SU per result, the summary's `su`
@@ -221,12 +247,12 @@ def gpu_verdict_of(summary: pd.DataFrame, study: dict) -> dict | None:
     `wall_s` (its `time_s` where the study's time is the whole job)."""
     if not ((summary["gpus"] > 0).any() and (summary["gpus"] == 0).any()):
         return None
-    size_param = study.get("verdict", {}).get("size_param")
-    whole_job = "wall_s" if "wall_s" in summary or study.get("time", "wall") != "wall" else "time_s"
+    size_param = study.verdict.size_param
+    whole_job = "wall_s" if "wall_s" in summary or study.time != "wall" else "time_s"
     rows = []
     try:
         for name, part in summary.groupby("series", sort=False):
-            params = series_study(study, base_series(name)).get("params", {})
+            params = study.for_series(name).params
             size = params.get(size_param, "all") if size_param else "all"
             if "su" in part:
                 su = part["su"].to_numpy(dtype=float)
@@ -247,12 +273,11 @@ def gpu_verdict_of(summary: pd.DataFrame, study: dict) -> dict | None:
         return {"verdict": f"no verdict: {e}", "sizes": []}
 
 
-def study_predictions(summary: pd.DataFrame, runs: pd.DataFrame, study: dict) -> dict:
+def study_predictions(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
     """All of a study's predictions, as plain JSON values."""
     series = []
     for name, part in summary.groupby("series", sort=False):
-        own = series_study(study, base_series(name))
-        series.append(fit_series(part, runs[runs["series"] == name], own))
+        series.append(fit_series(part, runs[runs["series"] == name], study.for_series(name)))
     return jsonable(
         {
             "series": series,

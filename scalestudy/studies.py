@@ -16,6 +16,7 @@ import pandas as pd
 
 import workloads as registry
 from scalestudy.commandline import command_params_problems
+from scalestudy.model import Study
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 DATASETS = ("mnist", "fashion_mnist")
@@ -73,49 +74,25 @@ def point_label(axis: str, n: int, device: str, nodes: int) -> str:
     return f"n{n}"
 
 
-def series_names(study: dict) -> list[str]:
-    """The study's series ("" when it has none)."""
-    return list(study.get("series", {})) or [""]
-
-
-def series_study(study: dict, series: str) -> dict:
-    """The study as one of its series sees it: the series' params, scaling, resources
-    and cost override the study's, key by key."""
-    overrides = study.get("series", {}).get(series)
-    if not overrides:
-        return study
-    merged = {k: v for k, v in study.items() if k != "series"}
-    for key in ("params", "scaling", "resources", "cost"):
-        if key in overrides:
-            merged[key] = study.get(key, {}) | overrides[key]
-    return merged
-
-
-def base_series(name: str) -> str:
-    """The configured series of a series that was split by provenance ("a [GPU=x]")."""
-    return name.split("[", 1)[0].strip()
-
-
-def series_of_points(study_name: str, study: dict) -> dict[str, str]:
+def series_of_points(study: Study) -> dict[str, str]:
     """Point label -> series, for every point of the study."""
     return {
-        point_for(study_name, study, n, series).label: series
-        for series in series_names(study)
-        for n in series_study(study, series)["scaling"].get("points", [])
+        point_for(study, n, series).label: series
+        for series in study.series_names
+        for n in study.for_series(series).scaling.points or ()
     }
 
 
-def point_for(study_name: str, study: dict, n: int, series: str = "") -> Point:
-    study = series_study(study, series)
-    scaling = study["scaling"]
-    axis = scaling["axis"]
-    threads = n if axis == "threads" else scaling["threads"]
-    devices = n if axis == "devices" else scaling["devices"]
-    nodes = n if axis == "nodes" else scaling["nodes"]
-    gpus = devices if scaling["device"] == "gpu" else 0
-    label = point_label(axis, n, scaling["device"], nodes)
+def point_for(study: Study, n: int, series: str = "") -> Point:
+    scaling = study.for_series(series).scaling
+    axis = scaling.axis
+    threads = n if axis == "threads" else scaling.threads
+    devices = n if axis == "devices" else scaling.devices
+    nodes = n if axis == "nodes" else scaling.nodes
+    gpus = devices if scaling.device == "gpu" else 0
+    label = point_label(axis, n, scaling.device, nodes)
     return Point(
-        study=study_name,
+        study=study.name,
         label=f"{series}-{label}" if series else label,
         n=n,
         series=series,
@@ -124,11 +101,6 @@ def point_for(study_name: str, study: dict, n: int, series: str = "") -> Point:
         nodes=nodes,
         gpus_per_node=gpus,
     )
-
-
-def base_n(study: dict, ns: list[int]) -> int:
-    """The base case N: the configured one, else the smallest N."""
-    return study["scaling"].get("base", min(ns))
 
 
 WorkloadError = registry.WorkloadError  # a workload module without a valid declaration
@@ -149,11 +121,10 @@ def workload_capabilities(name: str | None, workdir: Path | None = None) -> dict
     return known[name].capabilities if name in known else {}
 
 
-def find_workload(name: str, study: dict, known: dict) -> registry.Workload:
-    if study["workload"] not in known:
-        message = registry.unknown_message(study["workload"], known)
-        raise ConfigError(f"studies.{name}.workload: {message}")
-    return known[study["workload"]]
+def find_workload(name: str, workload: str, known: dict) -> registry.Workload:
+    if workload not in known:
+        raise ConfigError(f"studies.{name}.workload: {registry.unknown_message(workload, known)}")
+    return known[workload]
 
 
 def params_problems(name: str, study: dict, known: dict) -> list[str]:
@@ -161,11 +132,11 @@ def params_problems(name: str, study: dict, known: dict) -> list[str]:
     defaults; each series' params overrides are validated merged into them. Every
     problem found, each naming its key."""
     try:
-        workload = find_workload(name, study, known)
+        workload = find_workload(name, study["workload"], known)
     except ConfigError as e:
         return e.problems
     try:
-        study["params"] = workload.complete(study.get("params", {}))
+        study["params"] = workload.complete(study["params"])
     except registry.ParamsError as e:
         return [f"studies.{name}.{line}" for line in e.lines]
     problems = []
@@ -187,8 +158,7 @@ def complete_params(name: str, study: dict, known: dict) -> None:
 
 
 def study_problems(
-    name: str,
-    study: dict,
+    study: Study,
     workdir: Path,
     limits: dict | None = None,
     known: dict | None = None,
@@ -197,80 +167,61 @@ def study_problems(
     """Every problem the schema cannot see, each naming its key. `known`: the workloads
     (default: those of the workflow in workdir); `params_ok`: False when the study's
     params failed their schema (their own checks are then skipped)."""
-    if not SAFE_NAME.match(name):
-        return [
-            f"studies.{name}: study names may only use letters, digits, '-' and '_', "
-            "starting with a letter or digit"
-        ]
-    if "measured" in study:
-        path = workdir / study["measured"]
-        return [] if path.is_file() else [f"studies.{name}.measured: no such file: {path}"]
+    if study.measured is not None:
+        path = workdir / study.measured
+        return [] if path.is_file() else [f"studies.{study.name}.measured: no such file: {path}"]
     try:
-        workload = find_workload(name, study, workloads_of(workdir) if known is None else known)
+        known = workloads_of(workdir) if known is None else known
+        workload = find_workload(study.name, study.workload, known)
     except ConfigError as e:
         return e.problems
     problems = []
-    for series in series_names(study):
-        problems += series_problems(
-            name, series_study(study, series), limits, series, workload, workdir, params_ok
-        )
+    for series in study.series_names:
+        problems += series_problems(study, limits, series, workload, workdir, params_ok)
     return list(dict.fromkeys(problems))
 
 
-def check_study(
-    name: str, study: dict, workdir: Path, limits: dict | None = None, known: dict | None = None
-) -> None:
-    """study_problems, raising ConfigError with them."""
-    problems = study_problems(name, study, workdir, limits, known)
-    if problems:
-        raise ConfigError(*problems)
-
-
 def series_problems(
-    name: str,
-    study: dict,
+    whole: Study,
     limits: dict | None,
     series: str,
     workload: registry.Workload,
     workdir: Path | None = None,
     params_ok: bool = True,
 ) -> list[str]:
-    scaling = study["scaling"]
-    points = scaling["points"]
+    study = whole.for_series(series)
+    name, scaling, points = study.name, study.scaling, study.scaling.points
     problems = []
-    if study["workload"] == "command" and params_ok:
-        problems += [
-            f"studies.{name}.{p}" for p in command_params_problems(study["params"], workdir)
-        ]
-    if scaling["device"] not in workload.devices:
+    if study.workload == "command" and params_ok:
+        problems += [f"studies.{name}.{p}" for p in command_params_problems(study.params, workdir)]
+    if scaling.device not in workload.devices:
         problems.append(
             f"studies.{name}.scaling.device: workload {workload.name} runs on "
-            f"{' or '.join(workload.devices)} only, not {scaling['device']}"
+            f"{' or '.join(workload.devices)} only, not {scaling.device}"
         )
     if not workload.distributed and (
-        scaling["axis"] in ("devices", "nodes") or scaling["devices"] > 1 or scaling["nodes"] > 1
+        scaling.axis in ("devices", "nodes") or scaling.devices > 1 or scaling.nodes > 1
     ):
         problems.append(
-            f"studies.{name}.scaling: workload {study['workload']} runs one process; "
+            f"studies.{name}.scaling: workload {study.workload} runs one process; "
             "scale it over threads (axis: threads, devices: 1, nodes: 1)"
         )
-    problems += limit_problems(name, [point_for(name, study, n, series) for n in points], limits)
-    profile = study.get("profile", {})
-    if profile.get("enabled"):
+    problems += limit_problems(name, [point_for(whole, n, series) for n in points], limits)
+    profile = study.profile
+    if profile.enabled:
         if not workload.steps:
             problems.append(
-                f"studies.{name}.profile: workload {study['workload']} has no training steps "
+                f"studies.{name}.profile: workload {study.workload} has no training steps "
                 "the PyTorch profiler can see; profile your program with its own tools"
             )
-        elif "point" in profile and profile["point"] not in points:
+        elif profile.point is not None and profile.point not in points:
             problems.append(
-                f"studies.{name}.profile.point: {profile['point']} is not one of the points "
+                f"studies.{name}.profile.point: {profile.point} is not one of the points "
                 f"{sorted(points)}"
             )
-    base = scaling.get("base")
-    if base is not None and base not in points:
+    if scaling.base is not None and scaling.base not in points:
         problems.append(
-            f"studies.{name}.scaling.base: {base} is not one of the points {sorted(points)}"
+            f"studies.{name}.scaling.base: {scaling.base} is not one of the points {sorted(points)}"
         )
     return problems
 
@@ -284,7 +235,7 @@ TIME_SLACK_MIN = 2
 JOB_MEM_OVERHEAD_MB = 512
 
 
-def slurm_resources(point: Point, study: dict) -> dict:
+def slurm_resources(point: Point, study: Study) -> dict:
     """Snakemake resources of a point's job, as the Slurm executor plugin reads them.
 
     Threads become cpus_per_task (and the rule's threads, which Snakemake exports as
@@ -294,11 +245,12 @@ def slurm_resources(point: Point, study: dict) -> dict:
     gives mpi="" so the plugin submits it as a plain job but runs the rule in the
     batch step, where the launcher's own srun step gets the cores.
     """
+    resources = study.for_series(point.series).resources
     res = {
         "cpus_per_task": point.threads,
         "nodes": point.nodes,
-        "mem_mb": study["resources"]["mem_mb"] + JOB_MEM_OVERHEAD_MB,
-        "runtime": study["resources"]["runtime"] + TIME_SLACK_MIN,
+        "mem_mb": resources.mem_mb + JOB_MEM_OVERHEAD_MB,
+        "runtime": resources.runtime + TIME_SLACK_MIN,
         "mpi": "srun" if point.world_size > 1 else "",
         "tasks": None,
         "tasks_per_node": None,
@@ -309,7 +261,7 @@ def slurm_resources(point: Point, study: dict) -> dict:
     if point.gpus:
         res["gpu"] = point.gpus
         res["tasks_per_gpu"] = 1
-        res["gpu_model"] = study["resources"].get("gpu_model")
+        res["gpu_model"] = resources.gpu_model
     if point.world_size > 1:
         if point.tasks_per_node > 1:
             res["tasks_per_node"] = point.tasks_per_node
@@ -353,46 +305,50 @@ def check_limits(name: str, point: Point, limits: dict) -> None:
         raise ConfigError(*problems)
 
 
-def dataset_of(study: dict) -> str | None:
+def dataset_of(study: Study) -> str | None:
     """The prepared data set a study's runs read, if any."""
-    dataset = study.get("params", {}).get("dataset")
+    dataset = study.params.get("dataset")
     return dataset if dataset in DATASETS else None
 
 
-def run_spec(study_name: str, study: dict, n: int, repeat: int, series: str = "") -> dict:
+def run_spec(study: Study, n: int, repeat: int, series: str = "") -> dict:
     """What the launcher needs to run one job of a point."""
-    point = point_for(study_name, study, n, series)
-    study = series_study(study, series)
+    point = point_for(study, n, series)
+    own = study.for_series(series)
     return {
-        "study": study_name,
+        "study": study.name,
         "point": point.label,
         "repeat": repeat,
-        "workload": study["workload"],
+        "workload": own.workload,
         "n": n,
-        "params": study["params"],
+        "params": own.params,
         "requested": {
             "threads": point.threads,
             "tasks_per_node": point.tasks_per_node,
             "nodes": point.nodes,
             "gpus_per_node": point.gpus_per_node,
-            "mem_mb": study["resources"]["mem_mb"],
+            "mem_mb": own.resources.mem_mb,
         },
-        "time_limit_min": study["resources"]["runtime"],
+        "time_limit_min": own.resources.runtime,
     }
 
 
-def profile_targets(config: dict) -> list[tuple[str, str]]:
+def profile_targets(studies: dict[str, Study]) -> list[tuple[str, str]]:
     """(study, point label) of every point a study asked to profile."""
     targets = []
-    for name, study in config["studies"].items():
-        profile = study.get("profile", {})
-        if "workload" in study and profile.get("enabled"):
+    for name, study in studies.items():
+        if study.workload is not None and study.profile.enabled:
             # the first series' point: profiling is about the code, not the series
-            series = series_names(study)[0]
-            points = series_study(study, series)["scaling"]["points"]
-            n = profile.get("point", base_n(study, points))
-            targets.append((name, point_for(name, study, n, series).label))
+            series = study.series_names[0]
+            points = study.for_series(series).scaling.points
+            n = study.profile.point if study.profile.point is not None else study.base_n(points)
+            targets.append((name, point_for(study, n, series).label))
     return targets
+
+
+def study_models(config: dict) -> dict[str, Study]:
+    """Every study of a checked config (normalise_config) as the study model."""
+    return {name: Study.from_config(name, study) for name, study in config["studies"].items()}
 
 
 def normalise_config(config: dict, workdir: Path) -> dict:
@@ -415,36 +371,42 @@ def normalise_config(config: dict, workdir: Path) -> dict:
             guess = f"; did you mean `{near}`?" if near else ""
             problems.append(f"only: no study named {unknown}{guess}")
         config["studies"] = {k: v for k, v in config["studies"].items() if k in config["only"]}
+    limits = config["partition_limits"]
     for name, study in config["studies"].items():
-        limits = config.get("partition_limits")
-        problems += study_problems(name, study, workdir, limits, known, name not in unusable)
+        if not SAFE_NAME.match(name):
+            problems.append(
+                f"studies.{name}: study names may only use letters, digits, '-' and '_', "
+                "starting with a letter or digit"
+            )
+            continue
+        model = Study.from_config(name, study)
+        problems += study_problems(model, workdir, limits, known, name not in unusable)
     if problems:
         raise ConfigError(*problems)
     return config
 
 
-def points_table(config: dict) -> pd.DataFrame:
+def points_table(studies: dict[str, Study]) -> pd.DataFrame:
     """One row per (study, point) of every study that runs jobs."""
     rows = []
-    for name, study in config["studies"].items():
-        if "workload" not in study:
+    for study in studies.values():
+        if study.workload is None:
             continue
-        for series in series_names(study):
-            for n in sorted(series_study(study, series)["scaling"]["points"]):
-                point = point_for(name, study, n, series)
-                rows.append(point.as_dict() | {"workload": study["workload"]})
+        for series in study.series_names:
+            for n in sorted(study.for_series(series).scaling.points):
+                point = point_for(study, n, series)
+                rows.append(point.as_dict() | {"workload": study.workload})
     columns = list(Point.__dataclass_fields__) + ["cores", "gpus", "world_size", "workload"]
     return pd.DataFrame(rows, columns=columns).rename(columns={"label": "point"})
 
 
-def runs_table(config: dict) -> pd.DataFrame:
+def runs_table(studies: dict[str, Study]) -> pd.DataFrame:
     """One row per job: (study, point, repeat)."""
-    points = points_table(config)
-    repeats = {name: s["repeats"] for name, s in config["studies"].items()}
+    points = points_table(studies)
     rows = [
         {"study": p.study, "point": p.point, "repeat": k}
         for p in points.itertuples()
-        for k in range(1, repeats[p.study] + 1)
+        for k in range(1, studies[p.study].repeats + 1)
     ]
     return pd.DataFrame(rows, columns=["study", "point", "repeat"])
 

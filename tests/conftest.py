@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import subprocess
@@ -15,7 +16,47 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
 # workloads: the workflow's own folder of them, as a checkout has (workloads.folder_for)
+SCHEMA = REPO / "config" / "schema" / "config.schema.yaml"
 WORKFLOW_PARTS = ["Snakefile", "rules", "scripts", "config", "profiles", "workloads"]
+
+
+def checked_study(study: dict, name: str = "s", workdir: Path = REPO):
+    """One study as the workflow sees it: checked against the config schema (which
+    fills in every default) and the workload's own, then as the study model."""
+    from scalestudy import studies as st
+
+    config = st.checked_config({"studies": {name: copy.deepcopy(study)}}, SCHEMA, workdir)
+    return st.study_models(config)[name]
+
+
+def _resolved(schema: dict, root: dict) -> dict:
+    while "$ref" in schema:
+        node = root
+        for part in schema["$ref"].removeprefix("#/").split("/"):
+            node = node[part]
+        schema = node | {k: v for k, v in schema.items() if k != "$ref"}
+    return schema
+
+
+def _with_defaults(value: dict, schema: dict, root: dict) -> dict:
+    value = dict(value)
+    for key, sub in _resolved(schema, root).get("properties", {}).items():
+        sub = _resolved(sub, root)
+        if key not in value and "default" in sub:
+            value[key] = copy.deepcopy(sub["default"])
+        if isinstance(value.get(key), dict) and "properties" in sub:
+            value[key] = _with_defaults(value[key], sub, root)
+    return value
+
+
+def study_model(study: dict, name: str = "s"):
+    """A study of a unit test as the study model: the keys it gives, and the schema's
+    defaults for the rest, read from the schema (never written here). Unlike
+    checked_study it needs no workload or measured file: for analysis on made tables."""
+    from scalestudy.model import Study
+
+    root = yaml.safe_load(SCHEMA.read_text())
+    return Study.from_config(name, _with_defaults(study, root["$defs"]["study"], root))
 
 
 def tiny_mnist_study(**overrides) -> dict:

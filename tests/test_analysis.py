@@ -12,7 +12,7 @@ from scalestudy.analysis import (
     summarise,
 )
 from scalestudy.records import RecordError, write_json_atomic
-from tests.conftest import REPO
+from tests.conftest import REPO, study_model
 from tests.test_records import good_record
 
 RTX_STUDY = {
@@ -25,8 +25,9 @@ PUBLISHED_RELATIVE_SU = [1.00, 1.26, 1.39, 1.50, 1.67, 1.82, 2.09, 2.29, 2.58, 2
 
 
 def test_rtx2080ti_table_from_the_brief():
-    runs = runs_from_measured(REPO / RTX_STUDY["measured"], "rtx", RTX_STUDY)
-    summary = summarise(runs, RTX_STUDY)
+    rtx = study_model(RTX_STUDY, "rtx")
+    runs = runs_from_measured(REPO / RTX_STUDY["measured"], rtx)
+    summary = summarise(runs, rtx)
     assert list(summary["point"]) == [f"g{n}" for n in range(1, 11)]
     assert list(summary["speedup"].round(2)) == PUBLISHED_SPEEDUP
     assert list(summary["relative_su"].round(2)) == PUBLISHED_RELATIVE_SU
@@ -67,7 +68,7 @@ def synthetic_runs(times: dict[int, list[float]], status=None) -> pd.DataFrame:
 
 def test_speedup_is_a_ratio_of_medians_never_a_mean_of_ratios():
     runs = synthetic_runs({1: [10, 12, 30], 4: [2, 4, 9]})
-    s = summarise(runs, {"scaling": {}}).set_index("n")
+    s = summarise(runs, study_model({})).set_index("n")
     assert s.loc[4, "speedup"] == pytest.approx(12 / 4)
     assert s.loc[4, "efficiency"] == pytest.approx(3 / 4)
     assert s.loc[4, "time_min_s"] == 2 and s.loc[4, "time_max_s"] == 9
@@ -76,7 +77,7 @@ def test_speedup_is_a_ratio_of_medians_never_a_mean_of_ratios():
 
 def test_base_case_and_time_choice():
     runs = synthetic_runs({1: [8], 2: [5], 4: [4]})
-    s = summarise(runs, {"scaling": {"base": 2}, "time": "train"}).set_index("n")
+    s = summarise(runs, study_model({"scaling": {"base": 2}, "time": "train"})).set_index("n")
     assert s.loc[2, "is_base"] and s.loc[2, "speedup"] == 1
     assert s.loc[4, "speedup"] == pytest.approx(2.5 / 2)
     assert s.loc[4, "efficiency"] == pytest.approx(1.25 * 2 / 4)
@@ -92,7 +93,7 @@ def test_failed_point_is_kept_with_its_reason():
             (2, 2): ("failed", "CUDA error"),
         },
     )
-    s = summarise(runs, {"scaling": {}}).set_index("n")
+    s = summarise(runs, study_model({})).set_index("n")
     assert s.loc[4, "status"] == "failed: killed by SIGKILL"
     assert pd.isna(s.loc[4, "speedup"]) and s.loc[4, "repeats_ok"] == 0
     assert s.loc[2, "status"] == "ok (1 of 2 runs failed: CUDA error)"
@@ -101,7 +102,7 @@ def test_failed_point_is_kept_with_its_reason():
 
 def test_failed_base_case_is_said():
     runs = synthetic_runs({1: [10], 2: [6]}, status={(1, 1): ("failed", "boom")})
-    s = summarise(runs, {"scaling": {}}).set_index("n")
+    s = summarise(runs, study_model({})).set_index("n")
     assert s.loc[1, "status"] == "failed: boom"
     assert "base case failed" in s.loc[2, "status"] and pd.isna(s.loc[2, "speedup"])
 
@@ -110,12 +111,12 @@ def test_mismatched_runs_are_flagged_and_left_out_unless_the_study_opts_in():
     runs = synthetic_runs({1: [10], 2: [6, 5]})
     mismatched = (runs["n"] == 2) & (runs["repeat"] == 2)
     runs.loc[mismatched, ["mismatch", "mismatches"]] = [True, "threads: asked for 2, given 1"]
-    s = summarise(runs, {"scaling": {}}).set_index("n")
+    s = summarise(runs, study_model({})).set_index("n")
     assert s.loc[2, "status"] == (
         "allocation mismatch: threads: asked for 2, given 1 (left out of speedups)"
     )
     assert s.loc[2, "time_s"] == 6 and s.loc[2, "speedup"] == pytest.approx(10 / 6)
-    s = summarise(runs, {"scaling": {}, "include_mismatched": True}).set_index("n")
+    s = summarise(runs, study_model({"include_mismatched": True})).set_index("n")
     assert s.loc[2, "status"] == "allocation mismatch: threads: asked for 2, given 1"
     assert s.loc[2, "time_s"] == 5.5
 
@@ -159,7 +160,7 @@ def test_bad_measured_csv_names_file_and_line(tmp_path, text, expected):
     path.write_text(text)
     with pytest.raises(RecordError, match=f"{path}"):
         try:
-            runs_from_measured(path, "m", RTX_STUDY)
+            runs_from_measured(path, study_model(RTX_STUDY, "m"))
         except RecordError as e:
             assert expected in str(e)
             raise
@@ -168,8 +169,8 @@ def test_bad_measured_csv_names_file_and_line(tmp_path, text, expected):
 def test_measured_csv_with_repeats(tmp_path):
     path = tmp_path / "times.csv"
     path.write_text("N,time_s,repeat\n1,10,1\n1,12,2\n2,6,1\n2,7,2\n")
-    runs = runs_from_measured(path, "m", RTX_STUDY)
-    s = summarise(runs, RTX_STUDY).set_index("n")
+    runs = runs_from_measured(path, study_model(RTX_STUDY, "m"))
+    s = summarise(runs, study_model(RTX_STUDY, "m")).set_index("n")
     assert s.loc[2, "speedup"] == pytest.approx(11 / 6.5)
     assert s.loc[1, "repeats"] == 2
 
@@ -208,7 +209,9 @@ def test_every_field_of_a_record_reaches_the_runs_table():
 def test_a_point_that_learned_less_is_flagged():
     runs = synthetic_runs({1: [10, 10], 2: [6, 6], 4: [3, 3]})
     runs["val_loss"] = runs["n"].map({1: 0.40, 2: 0.41, 4: 0.60})
-    s = summarise(runs, {"scaling": {}, "convergence": {"tolerance": 0.05}}).set_index("n")
+    s = summarise(runs, study_model({"convergence": {"tolerance": 0.05}})).set_index(
+        "n"
+    )
     assert list(s["converged"]) == [True, True, False]
     assert s.loc[4, "status"] == (
         "ok; did not converge like the base case: val_loss 0.6 vs 0.4 (tolerance 5%)"
@@ -220,7 +223,7 @@ def test_convergence_metric_can_be_chosen():
     runs = synthetic_runs({1: [10], 2: [6]})
     runs["val_loss"] = [0.4, 0.9]
     runs["test_accuracy"] = [0.90, 0.89]
-    s = summarise(runs, {"scaling": {}, "convergence": {"metric": "test_accuracy"}})
+    s = summarise(runs, study_model({"convergence": {"metric": "test_accuracy"}}))
     assert s["converged"].tolist() == [True, True]
 
 
@@ -228,5 +231,5 @@ def test_quality_is_compared_on_one_metric_across_points():
     runs = synthetic_runs({1: [10, 10], 2: [6, 6]})
     runs["val_loss"] = [0.5, 0.5, None, None]  # the second point reports no val_loss
     runs["final_loss"] = [9.0, 9.0, 0.5, 0.5]
-    s = summarise(runs, {"scaling": {}}).set_index("n")
+    s = summarise(runs, study_model({})).set_index("n")
     assert s.loc[1, "quality"] == 0.5 and pd.isna(s.loc[2, "quality"])

@@ -7,7 +7,7 @@ import pytest
 
 from scalestudy import studies as st
 from scalestudy.launch import launch
-from tests.test_studies import config_error, validated
+from tests.test_studies import config_error, model
 
 PY = sys.executable
 # Every shell metacharacter we could think of, and placeholder-looking text.
@@ -24,8 +24,8 @@ def command_study(processes: int = 1, **params) -> dict:
 
 
 def run_command_point(tmp_path, processes: int = 1, **params) -> dict:
-    study = validated({"studies": {"own": command_study(processes, **params)}})["studies"]["own"]
-    spec = st.run_spec("own", study, processes, 1)
+    study = model({"studies": {"own": command_study(processes, **params)}}, "own")
+    spec = st.run_spec(study, processes, 1)
     spec["data_dir"] = str(tmp_path)
     return launch(spec, tmp_path / "rep1.json")
 

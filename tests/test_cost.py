@@ -7,8 +7,9 @@ import yaml
 
 from scalestudy import verdict
 from scalestudy.analysis import charges, summarise
-from scalestudy.cost import SCHEMA_PATH, Cost, Rate, cost_view
+from scalestudy.cost import Cost, Rate, cost_view
 from scalestudy.predictions import gpu_verdict_of, study_predictions
+from tests.conftest import SCHEMA, study_model
 
 CPU_TIMES = {1: 100.0, 2: 60.0}  # CPU threads -> whole-job seconds per result
 GPU_TIME = 10.0  # 1 core + 1 GPU
@@ -30,13 +31,9 @@ def cpu_gpu_runs(gpu_partition=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def study(gpu_series=None, cost=None, **more) -> dict:
-    """As the schema leaves it: the study's cost has both weights and partitions."""
-    return {
-        "scaling": {},
-        "series": {"cpu": {}, "gpu": gpu_series or {}},
-        "cost": {"core_weight": 1, "gpu_weight": 2, "partitions": {}} | (cost or {}),
-    } | more
+def study(gpu_series=None, cost=None, **more):
+    """A CPU and a GPU series; the weights the schema's defaults (1 and 2) unless set."""
+    return study_model({"series": {"cpu": {}, "gpu": gpu_series or {}}, "cost": cost or {}} | more)
 
 
 def by_series(summary: pd.DataFrame) -> dict:
@@ -136,18 +133,17 @@ def test_charges_price_each_run_on_its_partition():
 
 
 def test_defaults_come_from_the_schema():
-    schema = yaml.safe_load(SCHEMA_PATH.read_text())["$defs"]["cost"]["properties"]
+    schema = yaml.safe_load(SCHEMA.read_text())["$defs"]["cost"]["properties"]
     defaults = Rate(schema["core_weight"]["default"], schema["gpu_weight"]["default"])
-    assert Cost.from_config({}).rate == defaults
-    assert Cost.from_config(None).rate == defaults
-    assert Cost.of({"scaling": {}}).rate == defaults
-    assert Cost.from_config({"gpu_weight": 7}).rate == Rate(defaults.core_weight, 7)
+    assert Cost.of(study_model({})).rate == defaults
+    assert Cost.of(study_model({"cost": {"gpu_weight": 7}})).rate == Rate(defaults.core_weight, 7)
+    # a cost the schema has not completed is refused, not completed here
+    with pytest.raises(KeyError):
+        Cost.from_config({"gpu_weight": 7})
 
 
 def test_cost_object_prices_per_hour_and_per_duration():
-    cost = Cost.from_config(
-        {"core_weight": 1, "gpu_weight": 2, "partitions": {"big": {"core_weight": 3}, "x": {}}}
-    )
+    cost = Cost.of(study_model({"cost": {"partitions": {"big": {"core_weight": 3}, "x": {}}}}))
     assert cost.per_hour(4, 1) == 6
     assert cost.per_hour(4, 1, "big") == 3 * 4 + 2  # the partition's own core weight
     assert cost.per_hour(4, 1, "x") == 6  # a partition giving no weight: the study's
@@ -179,7 +175,7 @@ def test_series_override_and_provenance_split_series():
 )
 def test_bad_cost_is_refused(bad, message):
     with pytest.raises(ValueError, match=message):
-        Cost.from_config(bad)
+        Cost.from_config({"core_weight": 1, "gpu_weight": 2, "partitions": {}} | bad)
 
 
 def test_from_frame_needs_su_or_a_cost():
@@ -192,7 +188,7 @@ def test_from_frame_needs_su_or_a_cost():
     cpu, gpu = verdict.from_frame(df.assign(su=[0.5, 0.25]))
     assert cpu[1][0][2] == 0.5 and gpu[1][1] == 0.25
     # priced by a cost: whole-job seconds (`wall_s` where the frame has it)
-    cost = Cost.from_config({"core_weight": 1, "gpu_weight": 2})
+    cost = Cost.of(study_model({}))
     _, gpu = verdict.from_frame(df.assign(wall_s=[200.0, 20.0]), cost)
     assert gpu[1][:2] == (10.0, pytest.approx(3 * 20 / 3600))
 
@@ -211,4 +207,4 @@ def test_report_shows_the_weights_used():
         "series gpu": "1 × cores + 50 × GPUs",
         "series gpu, partition fat": "1.5 × cores + 50 × GPUs",
     }
-    assert cost_view({"scaling": {}, "cost": {"core_weight": 1, "gpu_weight": 2}})["others"] == []
+    assert cost_view(study_model({}))["others"] == []

@@ -6,7 +6,7 @@ from scalestudy import studies as st
 from scalestudy.harness import allocation_mismatches
 from scalestudy.launch import launch
 from tests.test_data import fashion_root  # noqa: F401  (session fixture)
-from tests.test_studies import validated
+from tests.test_studies import model
 
 
 def spec(workload: str, processes: int, data_dir: str = "data", **params) -> dict:
@@ -15,8 +15,7 @@ def spec(workload: str, processes: int, data_dir: str = "data", **params) -> dic
         "params": params,
         "scaling": {"axis": "devices", "points": [processes]},
     }
-    study = validated({"studies": {"s": study}})["studies"]["s"]
-    spec = st.run_spec("s", study, processes, 1)
+    spec = st.run_spec(model({"studies": {"s": study}}), processes, 1)
     spec["data_dir"] = data_dir
     return spec
 

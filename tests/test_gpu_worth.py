@@ -361,7 +361,7 @@ def test_gpu_telemetry_merges_metrics_on_cuda_only(tmp_path):
 # --- verdict ---------------------------------------------------------------------------
 
 SIZES = [64, 128, 256, 512]
-WEIGHTS_1_2 = Cost.from_config({"core_weight": 1, "gpu_weight": 2})
+WEIGHTS_1_2 = Cost.from_config({"core_weight": 1, "gpu_weight": 2, "partitions": {}})
 
 
 def cpu_points():
@@ -459,7 +459,9 @@ def test_gpu_series_at_one_size_stay_apart_and_the_fastest_is_named():
     rows += [("gpu", name, 256, 8, t, 8, 1) for name, t in
              [("loader", 2.0), ("workers", 0.7), ("on_device", 0.1)]]  # fmt: skip
     df = pd.DataFrame(rows, columns=["series", "name", "size", "n", "time_s", "cores", "gpus"])
-    cpu, gpu = verdict.from_frame(df, Cost.from_config({"core_weight": 1, "gpu_weight": 16}))
+    cpu, gpu = verdict.from_frame(
+        df, Cost.from_config({"core_weight": 1, "gpu_weight": 16, "partitions": {}})
+    )
     assert gpu[256][0] == 0.1 and gpu[256][2] == "on_device"
     out = verdict.gpu_verdict(cpu, gpu)
     assert out["sizes"][0]["gpu_series"] == "on_device"

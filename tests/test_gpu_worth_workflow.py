@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from scalestudy.predictions import gpu_verdict_of
+from tests.conftest import study_model
 
 
 def tiny_studies() -> dict:
@@ -95,13 +96,15 @@ def verdict_summary(gpu_times: dict[int, float]) -> pd.DataFrame:
 
 
 def test_verdict_finds_the_crossover_size_and_prices_it():
-    study = {
-        "series": {
-            f"{p}{s}": {"params": {"size": s}} for s in (64, 256, 1024) for p in ("m", "gpu")
-        },
-        "verdict": {"size_param": "size"},
-        "cost": {"core_weight": 1, "gpu_weight": 2},
-    }
+    study = study_model(
+        {
+            "series": {
+                f"{p}{s}": {"params": {"size": s}} for s in (64, 256, 1024) for p in ("m", "gpu")
+            },
+            "verdict": {"size_param": "size"},
+            "cost": {"core_weight": 1, "gpu_weight": 2},
+        }
+    )
     result = gpu_verdict_of(verdict_summary({64: 5.0, 256: 4.0, 1024: 20.0}), study)
     assert result["crossover_size"] == 256 and result["worth_it_size"] == 256
     row = {r["size"]: r for r in result["sizes"]}[256]

@@ -11,14 +11,13 @@ from scalestudy.launch import launch, local_cpu_sets
 from scalestudy.records import read_record
 from tests.conftest import tiny_mnist_study
 from tests.test_data import fashion_root  # noqa: F401  (session fixture)
-from tests.test_studies import validated
+from tests.test_studies import model
 
 
 def spec_for(data_dir, n=1, **params):
     study = tiny_mnist_study()
     study["params"] |= params
-    study = validated({"studies": {"s": study}})["studies"]["s"]
-    spec = st.run_spec("s", study, n, 1)
+    spec = st.run_spec(model({"studies": {"s": study}}), n, 1)
     spec["data_dir"] = str(data_dir)
     return spec
 

@@ -7,8 +7,8 @@ import pytest
 from scalestudy import models
 from scalestudy.analysis import charges, runs_from_measured, summarise
 from scalestudy.predictions import split_by_provenance, study_predictions
-from scalestudy.studies import point_for, points_table, run_spec, series_of_points
-from tests.conftest import REPO, tiny_mnist_study
+from scalestudy.studies import point_for, points_table, run_spec, series_of_points, study_models
+from tests.conftest import REPO, study_model, tiny_mnist_study
 from tests.test_analysis import RTX_STUDY, synthetic_runs
 from tests.test_studies import config_error, validated
 
@@ -24,14 +24,17 @@ def amdahl_runs(serial=0.1, ns=(1, 2, 4, 8), repeats=4, noise=0.02, seed=1, **co
     return runs
 
 
-def analyse(runs, study):
+def analyse(runs, study: dict):
+    """Aggregate made runs as the workflow would, for `study` (a test's keys; the rest
+    the schema's defaults)."""
+    study = study_model(study, "rtx" if "measured" in study else "s")
     runs = split_by_provenance(runs, study)
     summary = summarise(runs, study)
     return summary, study_predictions(summary, runs, study)
 
 
 def test_rtx_table_recommends_6_and_predicts_a_peak_beyond_it():
-    runs = runs_from_measured(REPO / RTX_STUDY["measured"], "rtx", RTX_STUDY)
+    runs = runs_from_measured(REPO / RTX_STUDY["measured"], study_model(RTX_STUDY, "rtx"))
     summary, pred = analyse(runs, RTX_STUDY)
     series = pred["series"][0]
     assert series["recommendation"]["worth_n"] == 6
@@ -49,7 +52,7 @@ def test_rtx_table_recommends_6_and_predicts_a_peak_beyond_it():
 def test_rtx_peak_is_stated_against_the_measured_base_time():
     # the model's own t(1) is 179 s, the measured base 171 s: against the model's base the
     # curve lay above every measured point and the peak read 3.76; against 171 s, 3.59
-    runs = runs_from_measured(REPO / RTX_STUDY["measured"], "rtx", RTX_STUDY)
+    runs = runs_from_measured(REPO / RTX_STUDY["measured"], study_model(RTX_STUDY, "rtx"))
     _, pred = analyse(runs, RTX_STUDY)
     series = pred["series"][0]
     assert series["prediction_base"]["source"] == "measured"
@@ -63,7 +66,7 @@ def test_speedup_figure_has_x_ticks_over_the_extrapolated_range():
 
     from scalestudy.plots import extrapolated_ticks, speedup_figure
 
-    runs = runs_from_measured(REPO / RTX_STUDY["measured"], "rtx", RTX_STUDY)
+    runs = runs_from_measured(REPO / RTX_STUDY["measured"], study_model(RTX_STUDY, "rtx"))
     summary, pred = analyse(runs, RTX_STUDY)
     fig = speedup_figure(summary, pred, "N")
     ax = fig.axes[0]
@@ -198,7 +201,7 @@ def test_two_series_are_compared_and_a_real_difference_is_significant():
 def test_partition_weights_price_runs_by_where_they_ran():
     runs = synthetic_runs({1: [3600.0]})
     runs["elapsed_s"], runs["partition"] = 3600.0, "gpu"
-    study = {"scaling": {}, "cost": {"core_weight": 1, "partitions": {"gpu": {"core_weight": 3}}}}
+    study = study_model({"cost": {"core_weight": 1, "partitions": {"gpu": {"core_weight": 3}}}})
     assert charges(runs, study)["su"] == 3
     assert summarise(runs, study)["su"].iloc[0] == 3
 
@@ -210,14 +213,14 @@ def test_series_in_config_become_labelled_points_with_their_overrides():
         "b128": {"params": {"batch_size": 128}},
     }
     config = validated({"studies": {"s": study}})
-    points = points_table(config)
+    points = points_table(study_models(config))
     assert list(points["point"]) == ["b32-t1", "b32-t2", "b128-t1", "b128-t2"]
-    s = config["studies"]["s"]
-    assert run_spec("s", s, 2, 1, "b128")["params"]["batch_size"] == 128
-    assert run_spec("s", s, 2, 1, "b32")["point"] == "b32-t2"
-    assert series_of_points("s", s) == {"b32-t1": "b32", "b32-t2": "b32",
+    s = study_models(config)["s"]
+    assert run_spec(s, 2, 1, "b128")["params"]["batch_size"] == 128
+    assert run_spec(s, 2, 1, "b32")["point"] == "b32-t2"
+    assert series_of_points(s) == {"b32-t1": "b32", "b32-t2": "b32",
                                         "b128-t1": "b128", "b128-t2": "b128"}  # fmt: skip
-    assert point_for("s", s, 1, "b128").series == "b128"
+    assert point_for(s, 1, "b128").series == "b128"
 
 
 def test_a_series_with_an_unknown_parameter_is_named():

@@ -29,7 +29,7 @@ from scalestudy.analysis import (
 from scalestudy.launch import launch
 from scalestudy.processes import CappedLog
 from scalestudy.records import RecordError, write_json_atomic
-from tests.conftest import REPO
+from tests.conftest import REPO, study_model
 from tests.test_records import good_record
 from tests.test_studies import validated
 
@@ -48,7 +48,7 @@ def command_spec(tmp_path, command, threads=1, **study):
             | study
         }
     }
-    spec = st.run_spec("own", validated(config)["studies"]["own"], threads, 1)
+    spec = st.run_spec(st.study_models(validated(config))["own"], threads, 1)
     spec["data_dir"] = str(tmp_path)
     return spec
 
@@ -109,13 +109,13 @@ def test_a_repeated_run_in_a_measured_csv_is_refused_naming_the_lines(tmp_path):
     csv.write_text("N,time_s,repeat\n1,10,1\n2,6,1\n1,11,1\n")
     study = {"scaling": {"axis": "threads", "threads": 1, "devices": 1, "nodes": 1}}
     with pytest.raises(RecordError, match=r"lines 2, 4 are the same run \(N=1, repeat=1\)"):
-        runs_from_measured(csv, "m", study)
+        runs_from_measured(csv, study_model(study, "m"))
 
 
 def test_an_ok_record_without_a_time_does_not_count_as_a_repeat(tmp_path):
     paths = [place(tmp_path, "s", "t1", 1), place(tmp_path, "s", "t1", 2, wall_s=None)]
     runs = runs_from_records(paths, {"t1": ""})
-    summary = summarise(runs, {"scaling": {}})
+    summary = summarise(runs, study_model({}))
     assert summary.loc[0, "repeats"] == 2 and summary.loc[0, "repeats_ok"] == 1
     assert "the record says ok but holds no time" in summary.loc[0, "status"]
 
@@ -305,7 +305,7 @@ def test_overlaps_from_the_ledger_mark_runs_and_keep_same_cpu_ones_out(tmp_path)
     assert reasons[0] == "ran on the same CPUs at the same time as elsewhere/t1/rep1"
 
 
-def validated_study(**extra) -> dict:
+def validated_study(**extra):
     config = {
         "studies": {
             "s": {
@@ -316,7 +316,7 @@ def validated_study(**extra) -> dict:
             | extra
         }
     }
-    return validated(config)["studies"]["s"]
+    return st.study_models(validated(config))["s"]
 
 
 # ------------------------------------------------------------ shared CPUs
@@ -433,9 +433,7 @@ def test_the_report_shows_shared_runs_in_red_with_the_reason(tmp_path):
     runs = runs_from_records(paths, {"t1": "", "t2": ""})
     runs["disturbed"] = disturbed_reasons(runs, study)
     summary = summarise(runs, study)
-    context = study_context(
-        "s", study, summary, runs, {}, [], study_predictions(summary, runs, study)
-    )
+    context = study_context(study, summary, runs, {}, [], study_predictions(summary, runs, study))
     t2 = context["rows"][1]
     assert t2["status_class"] == "bad"
     assert t2["cells"][-1].startswith("shared CPUs: rep2: other processes used 0.9 cores of its 1")

@@ -5,7 +5,7 @@ from snakemake_executor_plugin_slurm.submit_string import get_submit_command
 from snakemake_executor_plugin_slurm.utils import set_gres_string
 
 from scalestudy import studies as st
-from tests.test_studies import validated
+from tests.test_studies import model, validated
 
 
 class Resources(dict):
@@ -29,8 +29,8 @@ class Job:
 
 def sbatch_line(scaling: dict, n: int, **resources) -> str:
     study = {"workload": "spiral_mlp", "scaling": scaling, "resources": resources}
-    study = validated({"studies": {"s": study}})["studies"]["s"]
-    job = Job(st.slurm_resources(st.point_for("s", study, n), study))
+    study = model({"studies": {"s": study}})
+    job = Job(st.slurm_resources(st.point_for(study, n), study))
     params = {
         "run_uuid": "job",
         "slurm_logfile": "log",

@@ -7,7 +7,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from scalestudy import studies as st
-from tests.conftest import REPO, tiny_mnist_study
+from tests.conftest import REPO, study_model, tiny_mnist_study
 
 SCHEMA = str(REPO / "config" / "schema" / "config.schema.yaml")
 
@@ -16,6 +16,11 @@ def validated(config: dict) -> dict:
     config = copy.deepcopy(config)
     validate(config, schema=SCHEMA)
     return st.normalise_config(config, REPO)
+
+
+def model(config: dict, name: str = "s"):
+    """Study `name` of a config, validated, as the study model."""
+    return st.study_models(validated(config))[name]
 
 
 def config_error(config: dict) -> str:
@@ -90,35 +95,35 @@ def test_point_labels_and_resources():
     study = {
         "scaling": {"axis": "devices", "threads": 4, "devices": 1, "nodes": 2, "device": "gpu"}
     }
-    p = st.point_for("s", study, 4)
+    p = st.point_for(study_model(study), 4)
     assert (p.label, p.threads, p.tasks_per_node, p.nodes, p.gpus_per_node) == ("g4-n2", 4, 4, 2, 4)
     assert (p.cores, p.gpus, p.world_size) == (32, 8, 8)
     study["scaling"].update(axis="threads", nodes=1, devices=1, device="cpu")
-    p = st.point_for("s", study, 8)
+    p = st.point_for(study_model(study), 8)
     assert (p.label, p.cores, p.gpus, p.world_size) == ("t8", 8, 0, 1)
     study["scaling"].update(axis="nodes", devices=2)
-    assert st.point_for("s", study, 3).label == "n3"
+    assert st.point_for(study_model(study), 3).label == "n3"
 
 
 def test_tables_expand_points_and_repeats():
     config = validated({"studies": {"s": tiny_mnist_study(repeats=3)}})
-    points = st.points_table(config)
+    points = st.points_table(st.study_models(config))
     assert list(points["point"]) == ["t1", "t2"]
-    runs = st.runs_table(config)
+    runs = st.runs_table(st.study_models(config))
     assert len(runs) == 6 and set(runs["repeat"]) == {1, 2, 3}
 
 
 def test_base_case_defaults_to_smallest_point():
     study = tiny_mnist_study()
     study["scaling"]["points"] = [4, 2, 8]
-    assert st.base_n(study, [4, 2, 8]) == 2
+    assert study_model(study).base_n([4, 2, 8]) == 2
     study["scaling"]["base"] = 4
-    assert st.base_n(study, [4, 2, 8]) == 4
+    assert study_model(study).base_n([4, 2, 8]) == 4
 
 
 def test_run_spec_carries_the_request():
     config = validated({"studies": {"s": tiny_mnist_study()}})
-    spec = st.run_spec("s", config["studies"]["s"], 2, 1)
+    spec = st.run_spec(st.study_models(config)["s"], 2, 1)
     assert spec["point"] == "t2" and spec["requested"]["threads"] == 2
     assert spec["requested"]["mem_mb"] == 2000
 
@@ -127,6 +132,6 @@ def test_only_keeps_the_named_studies_and_refuses_unknown_names():
     studies = {"a": tiny_mnist_study(), "b": tiny_mnist_study()}
     config = validated({"studies": studies, "only": ["b"]})
     assert list(config["studies"]) == ["b"]
-    assert set(st.points_table(config)["study"]) == {"b"}
+    assert set(st.points_table(st.study_models(config))["study"]) == {"b"}
     assert list(validated({"studies": studies})["studies"]) == ["a", "b"]  # empty = all
     assert "only: no study named c" in config_error({"studies": studies, "only": ["b", "c"]})

@@ -16,7 +16,7 @@ from snakemake.utils import validate
 
 import workloads
 from scalestudy import studies as st
-from tests.conftest import REPO
+from tests.conftest import REPO, study_model
 from tests.test_studies import SCHEMA, config_error, validated
 
 BUILT_IN = {
@@ -216,8 +216,8 @@ def test_study_params_are_validated_with_the_workloads_schema():
     s = validated({"studies": {"s": study}})["studies"]["s"]
     assert s["params"]["batch_size"] == 32 and s["params"]["placement"] == "loader"
     assert s["series"]["big"]["params"] == {"batch_size": 256}  # overrides stay overrides
-    assert st.run_spec("s", s, 1, 1, "big")["params"]["batch_size"] == 256
-    assert st.run_spec("s", s, 1, 1, "big")["params"]["momentum"] == 0.9
+    assert st.run_spec(study_model(s), 1, 1, "big")["params"]["batch_size"] == 256
+    assert st.run_spec(study_model(s), 1, 1, "big")["params"]["momentum"] == 0.9
 
     def error(**change) -> str:
         bad = json.loads(json.dumps(study))

@@ -1,0 +1,169 @@
+"""The study model: one study of a validated config as frozen dataclasses.
+
+The config schema (config/schema/config.schema.yaml) is the only place a default is
+written: snakemake.utils.validate fills them in, and the workloads' own schemas fill
+in their params (scalestudy.studies.checked_config does both). `Study.from_config`
+then reads every key as given. A field that the schema gives a default is read with
+`data[key]` (a missing key means the config was not validated, an error); a field
+typed `... | None` has no default in the schema and None means "not set". Nothing
+after this point re-applies a default: tests/test_study_model.py fails if one of the
+schema's defaults is written again as a fallback in code.
+
+Code that reads a study takes a `Study` (or one series' view of it, `for_series`).
+Shared by the head node (analysis, report) and rules/common.smk; standard library only.
+"""
+
+from __future__ import annotations
+
+import copy
+import types
+import typing
+from dataclasses import dataclass, fields, is_dataclass, replace
+from typing import Any
+
+SCHEMA_FILE = "config/schema/config.schema.yaml"  # relative to the workflow's folder
+
+
+class StudyModelError(KeyError):
+    """A study dict that lacks a key its schema would have filled in: it was not
+    validated (scalestudy.studies.checked_config)."""
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def _build(cls, data: dict, where: str):
+    """An instance of dataclass `cls` from `data`, field by field, recursively."""
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for f in fields(cls):
+        if not f.init:
+            continue
+        hint = hints[f.name]
+        optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and type(
+            None
+        ) in typing.get_args(hint)
+        inner = next((a for a in typing.get_args(hint) if a is not type(None)), hint)
+        if f.name not in data:
+            if not optional:
+                raise StudyModelError(
+                    f"{where}.{f.name} is missing: build studies from a validated config "
+                    "(scalestudy.studies.checked_config fills in the schema's defaults)"
+                )
+            values[f.name] = None
+            continue
+        value = data[f.name]
+        if is_dataclass(inner) and isinstance(value, dict):
+            value = _build(inner, value, f"{where}.{f.name}")
+        elif isinstance(value, list):
+            value = tuple(value)
+        values[f.name] = copy.deepcopy(value)
+    return cls(**values)
+
+
+@dataclass(frozen=True)
+class Scaling:
+    axis: str  # threads | devices | nodes: what varies across points
+    points: tuple[int, ...] | None  # None for a study of published times
+    base: int | None  # None: the smallest N
+    kind: str  # strong | weak
+    threads: int
+    devices: int
+    nodes: int
+    device: str  # cpu | gpu
+
+
+@dataclass(frozen=True)
+class Resources:
+    mem_mb: int
+    runtime: int  # minutes
+    gpu_model: str | None
+
+
+@dataclass(frozen=True)
+class Convergence:
+    metric: str | None  # None: the first quality metric the runs report
+    tolerance: float
+
+
+@dataclass(frozen=True)
+class Recommend:
+    min_marginal_speedup: float
+    deadline_s: float | None
+    budget_su: float | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    size_param: str | None
+
+
+@dataclass(frozen=True)
+class Profile:
+    enabled: bool
+    point: int | None  # None: the base case
+    steps: int
+
+
+@dataclass(frozen=True)
+class Study:
+    """One study, every key as the validated config gives it."""
+
+    name: str
+    description: str
+    workload: str | None  # None for a study of published times (`measured`)
+    measured: str | None
+    params: dict[str, Any]
+    scaling: Scaling
+    repeats: int
+    time: str  # wall | train | steady
+    convergence: Convergence
+    include_mismatched: bool
+    series: dict[str, dict] | None  # name -> overrides, as configured
+    provenance: str  # refuse | split
+    include_unstable: bool
+    shared_tolerance: float
+    include_shared: bool
+    oversubscribe: bool
+    recommend: Recommend
+    verdict: Verdict
+    profile: Profile
+    resources: Resources
+    cost: dict[str, Any]  # weights and partitions: priced by scalestudy.cost.Cost
+
+    @classmethod
+    def from_config(cls, name: str, data: dict) -> Study:
+        """The study `name` from its validated config dict."""
+        return _build(cls, {"name": name} | data, f"studies.{name}")
+
+    @property
+    def series_names(self) -> list[str]:
+        """The study's series ("" when it has none)."""
+        return list(self.series or {}) or [""]
+
+    def for_series(self, series: str) -> Study:
+        """The study as one of its series sees it: the series' params, scaling,
+        resources and cost override the study's, key by key. A series split by
+        provenance ("a [GPU model=x]") sees its configured series'."""
+        overrides = (self.series or {}).get(base_series(series))
+        if not overrides:
+            return self
+        changes: dict[str, Any] = {"series": None}
+        if "params" in overrides:
+            changes["params"] = self.params | overrides["params"]
+        if "cost" in overrides:
+            changes["cost"] = self.cost | overrides["cost"]
+        for key in ("scaling", "resources"):
+            if key in overrides:
+                own = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides[key].items()}
+                changes[key] = replace(getattr(self, key), **own)
+        return replace(self, **copy.deepcopy(changes))
+
+    def base_n(self, ns) -> int:
+        """The base case N: the configured one, else the smallest N."""
+        return self.scaling.base if self.scaling.base is not None else min(ns)
+
+
+def base_series(name: str) -> str:
+    """The configured series of a series that was split by provenance ("a [GPU=x]")."""
+    return name.split("[", 1)[0].strip()
