@@ -487,14 +487,17 @@ def launch(
     record_path: Path,
     rerun_token: str = "first",
     log_path: Path | None = None,
-    log_limit_mb: float = 64,
+    log_limit_mb: float | None = None,
 ) -> dict:
     """Run one job of a point and write its record; returns the record. Raises
     RunClaimed when another launcher runs the same run, and OSError when the record
-    cannot be written (a full disk); the work folder is removed either way."""
+    cannot be written (a full disk); the work folder is removed either way. The log
+    keeps at most `log_limit_mb` of output (the rule passes the config's log_limit_mb;
+    None keeps all of it)."""
     record_path = Path(record_path)
     work = record_path.parent / f".{record_path.stem}.work"
-    log = processes.CappedLog(log_path, int(log_limit_mb * 2**20))
+    limit = sys.maxsize if log_limit_mb is None else int(log_limit_mb * 2**20)
+    log = processes.CappedLog(log_path, limit)
     local = not os.environ.get("SLURM_JOB_ID")
     run_id = uuid.uuid4().hex
     try:
@@ -552,7 +555,9 @@ def main(argv=None) -> int:
     parser.add_argument("--record", required=True, help="where the record is written")
     parser.add_argument("--rerun-token", default="first")
     parser.add_argument("--log", help="the job's log: the run's output (capped) goes there")
-    parser.add_argument("--log-limit-mb", type=float, default=64, help="most output kept")
+    parser.add_argument(
+        "--log-limit-mb", type=float, help="most output kept (config log_limit_mb; unset: all)"
+    )
     args = parser.parse_args(argv)
     # errors the record cannot hold go to our own stderr, which Snakemake shows
     try:
