@@ -17,6 +17,7 @@ include: "rules/profile.smk"
 include: "rules/aggregate.smk"
 include: "rules/plot.smk"
 include: "rules/report.smk"
+include: "rules/plan.smk"
 
 
 rule all:

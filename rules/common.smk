@@ -4,11 +4,13 @@ import re
 import sys
 from pathlib import Path
 
+import pandas as pd
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from scalestudy import studies as st
 from scalestudy import FIGURES, paths
+from scalestudy.plan import budget_problem, study_plan
 from scalestudy.records import RecordError, misplacement, read_record
 
 # Validate first: nothing below may see a config the schema has not accepted. Every
@@ -220,3 +222,59 @@ def check_local_cpus():
             "remove them, or set oversubscribe: true in the study to run them anyway, "
             "flagged as allocation mismatches."
         )
+
+
+def earlier_results(study):
+    """A study's runs table and analysis from an earlier invocation (None for each
+    that does not exist yet): what scalestudy.plan prices its jobs from."""
+    runs_path = Path(paths.RUNS_TABLE.format(study=study))
+    analysis_path = Path(paths.ANALYSIS.format(study=study))
+    try:
+        runs = pd.read_csv(runs_path) if runs_path.exists() else None
+        analysis = (
+            json.loads(analysis_path.read_text()) if analysis_path.exists() else None
+        )
+    except (OSError, ValueError) as e:
+        logger.warning(f"{e}: the plan of study {study} ignores its earlier results.")
+        return None, None
+    return runs, analysis
+
+
+def finished_runs(study):
+    """(point, repeat) of a study's runs whose records say ok: they will not run again."""
+    finished = set()
+    for run in RUNS[RUNS["study"] == study].itertuples():
+        path = Path(paths.record_path(run.study, run.point, run.repeat))
+        try:
+            if path.exists() and read_record(path)["status"] == "ok":
+                finished.add((run.point, run.repeat))
+        except RecordError:
+            pass
+    return finished
+
+
+def study_plans(names):
+    """The plan (scalestudy.plan) of each named study that runs jobs."""
+    return [
+        study_plan(STUDIES[name], *earlier_results(name), finished_runs(name))
+        for name in names
+        if STUDIES[name].workload is not None
+    ]
+
+
+def get_plans(wildcards):
+    return study_plans(STUDIES)
+
+
+def check_budgets():
+    """Refuse (before any job runs) a study whose jobs are about to run while its
+    plan is estimated above its budget_su."""
+    running = {
+        job.wildcards.study
+        for job in workflow.dag.needrun_jobs()
+        if job.rule.name in ("run_point", "profile_point")
+    }
+    budgeted = [name for name in sorted(running) if STUDIES[name].budget_su is not None]
+    problems = [budget_problem(p) for p in study_plans(budgeted)]
+    if any(problems):
+        st.stop("\n".join(p for p in problems if p))

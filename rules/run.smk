@@ -1,6 +1,8 @@
-# Locally, a point bigger than the machine is refused before any job runs.
+# Before any job runs: locally, a point bigger than the machine is refused, and
+# anywhere a study whose estimated cost is above its budget_su.
 onstart:
     check_local_cpus()
+    check_budgets()
 
 
 # One job per (study, point, repeat). The launcher starts the workload

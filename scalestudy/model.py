@@ -125,6 +125,7 @@ class Study:
     shared_tolerance: float
     include_shared: bool
     oversubscribe: bool
+    budget_su: float | None  # most SU the whole study may cost
     recommend: Recommend
     verdict: Verdict
     profile: Profile

@@ -12,6 +12,9 @@ import string
 from pathlib import Path
 
 RECORD = "results/{study}/runs/{point}/rep{repeat}.json"
+# what aggregation makes of a study's records (rules/aggregate.smk)
+RUNS_TABLE = "results/{study}/runs.csv"
+ANALYSIS = "results/{study}/analysis.json"
 # RECORD read backwards: each placeholder becomes a named group
 _GROUPS = {"study": "[^/]+", "point": "[^/]+", "repeat": "[1-9][0-9]*"}
 _RECORD_PATH = re.compile(

@@ -1,0 +1,134 @@
+"""The price of a study before it runs (scalestudy.plan, `snakemake results/plan.html`),
+and its budget refused before any job."""
+
+import json
+import sys
+
+import pandas as pd
+import pytest
+
+from scalestudy.plan import LIMIT, MEASURED, MODEL, budget_problem, study_plan
+from tests.conftest import study_model
+
+PY = sys.executable
+
+
+def study(**extra):
+    return study_model(
+        {"scaling": {"axis": "threads", "points": [1, 2, 4]}, "repeats": 3} | extra, "c"
+    )
+
+
+def by_point(plan: dict) -> dict:
+    return {r["label"]: r for r in plan["rows"]}
+
+
+def test_without_earlier_runs_every_job_is_priced_at_its_time_limit():
+    plan = study(resources={"runtime": 10}, cost={"core_weight": 2})
+    rows = by_point(plan := study_plan(plan))
+    assert [r["basis"] for r in rows.values()] == [LIMIT] * 3
+    # 4 cores x 2 SU per core-hour x 10 min
+    assert rows["t4"]["su_per_job"] == pytest.approx(4 * 2 * 10 / 60)
+    assert rows["t4"]["su"] == pytest.approx(3 * 4 * 2 * 10 / 60)
+    assert plan["totals"]["jobs"] == 9 and plan["totals"]["upper_bound"]
+    assert plan["totals"]["su"] == pytest.approx(3 * (1 + 2 + 4) * 2 * 10 / 60)
+    assert plan["totals"]["seconds_to_run"] == 9 * 600
+
+
+def test_earlier_runs_price_their_points_and_the_model_the_others():
+    runs = pd.DataFrame(
+        {"point": ["t1", "t1", "t1", "t2", "t2"], "status": ["ok", "ok", "failed", "ok", "ok"],
+         "wall_s": [100.0, 110.0, None, 60.0, 70.0]}
+    )  # fmt: skip
+    # the fitted model's curve: speedup 1, 1.6, 2.5 at N = 1, 2, 4 against 105 s
+    analysis = {
+        "series": [
+            {"series": "", "curve": {"n": [1, 2, 4, 8], "speedup": [1, 1.6, 2.5, 3.0],
+                                     "base_time_s": 105.0}}
+        ]
+    }  # fmt: skip
+    plan = study_plan(study(), runs, analysis, finished={("t1", 1), ("t1", 2)})
+    rows = by_point(plan)
+    assert (rows["t1"]["basis"], rows["t1"]["seconds"], rows["t1"]["earlier_runs"]) == (
+        MEASURED, 105.0, 2
+    )  # fmt: skip
+    assert rows["t2"]["seconds"] == 65.0
+    assert rows["t4"]["basis"] == MODEL and rows["t4"]["seconds"] == pytest.approx(105 / 2.5)
+    assert rows["t1"]["done"] == 2 and rows["t1"]["to_run"] == 1
+    assert plan["totals"]["done"] == 2 and plan["totals"]["to_run"] == 7
+    assert not plan["totals"]["upper_bound"]
+    assert rows["t1"]["su_to_run"] == pytest.approx(105 / 3600)
+
+
+def test_the_model_is_not_used_outside_its_curve_or_on_another_time_basis():
+    analysis = {"series": [{"series": "", "curve": {"n": [1, 2], "speedup": [1, 1.5],
+                                                   "base_time_s": 10.0}}]}  # fmt: skip
+    assert by_point(study_plan(study(), None, analysis))["t4"]["basis"] == LIMIT
+    trained = study(time="train")
+    assert by_point(study_plan(trained, None, analysis))["t2"]["basis"] == LIMIT
+
+
+def test_series_are_priced_on_their_own_weights():
+    plan = study_plan(
+        study(series={"a": {}, "g": {"scaling": {"device": "gpu", "axis": "devices",
+                                                 "points": [1]}, "cost": {"gpu_weight": 50}}},
+              resources={"runtime": 60})
+    )  # fmt: skip
+    rows = by_point(plan)
+    assert rows["g-g1"]["su_per_job"] == pytest.approx(1 + 50)
+    assert rows["a-t2"]["su_per_job"] == pytest.approx(2)
+
+
+def test_a_plan_over_its_budget_is_refused_naming_the_numbers():
+    plan = study_plan(study(budget_su=1, resources={"runtime": 10}))
+    assert plan["over_budget"]
+    message = budget_problem(plan)
+    assert message.startswith("studies.c.budget_su: the plan is estimated at 3.5 SU (9 jobs)")
+    assert "above the budget of 1 SU" in message and "time limit, an upper bound" in message
+    assert budget_problem(study_plan(study(budget_su=100))) is None
+
+
+# ------------------------------------------------------------- through the workflow
+PROGRAM = "import sys, time; time.sleep(0.4 / int(sys.argv[1]))"
+
+
+def command_study(**extra) -> dict:
+    return {
+        "workload": "command",
+        "params": {"command": [PY, "-c", PROGRAM, "{n}"]},
+        "scaling": {"axis": "threads", "points": [1, 2]},
+        "repeats": 2,
+        "resources": {"runtime": 5},
+        "include_shared": True,  # other tests may run beside this one; not under test here
+    } | extra
+
+
+@pytest.mark.slow
+def test_the_plan_target_runs_nothing_and_prices_from_earlier_runs(workflow):
+    workflow.write_config({"studies": {"c": command_study()}})
+    workflow.snakemake("results/plan.html", "--cores", "1")
+    assert not (workflow.root / "results" / "c").exists()  # no job ran
+    html = (workflow.root / "results" / "plan.html").read_text()
+    assert "4 jobs, about 0.5 SU in all" in html and "upper bound: the 5-min time limit" in html
+    # after the study ran, its points are priced from their runs, and nothing is left
+    workflow.snakemake("--profile", "profiles/local", "results/c/summary.csv")
+    workflow.snakemake("results/plan.html", "--cores", "1")
+    html = (workflow.root / "results" / "plan.html").read_text()
+    assert "median of 2 earlier runs" in html and "upper bound" not in html
+    assert "4 have run already; the 0 left cost about 0 SU" in html
+    runs = pd.read_csv(workflow.root / "results" / "c" / "runs.csv")
+    assert json.loads((workflow.root / "results" / "c" / "analysis.json").read_text())
+    assert len(runs) == 4
+
+
+@pytest.mark.slow
+def test_a_study_over_its_budget_is_refused_before_any_job(workflow):
+    workflow.write_config({"studies": {"c": command_study(budget_su=0.1)}})
+    proc = workflow.snakemake("--profile", "profiles/local", check=False)
+    assert proc.returncode != 0
+    assert "studies.c.budget_su: the plan is estimated at 0.5 SU (4 jobs)" in proc.output
+    assert "above the budget of 0.1 SU" in proc.output
+    assert not (workflow.root / "results" / "c").exists()
+    # the plan itself still shows why
+    workflow.snakemake("results/plan.html", "--cores", "1")
+    assert "Over the study" in (workflow.root / "results" / "plan.html").read_text()
