@@ -7,10 +7,14 @@ PYTHON ?= python3
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: report test lint setup clean slurm-profile redo
+.PHONY: report test lint setup clean slurm-profile redo plan
 
 report: setup
 	$(VENV)/bin/snakemake --profile profiles/local
+
+# What every study would cost, before anything runs -> results/plan.html
+plan: setup
+	$(VENV)/bin/snakemake --profile profiles/local results/plan.html
 
 test: setup
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
