@@ -3,9 +3,11 @@
 Writes 10,000 schema-valid records (50 studies x 10 points x 20 repeats, times
 from a USL curve with 5 % noise), then times, in one run:
   aggregate: read and validate every record, summarise, fit the three models
-             with bootstrap uncertainty, recommend (goal: < 10 s for all 50);
+             with bootstrap uncertainty, recommend, and the report's findings
+             (goal: < 10 s for all 50; the findings' share is printed apart);
   figures:   the six figures of every study (reported, no goal);
-  report:    render the one HTML report; its size (goal: < 15 MB) and the time
+  report:    the views of analysis.json and summary.csv, and the one HTML report
+             rendered from them; its size (goal: < 15 MB) and the time
              headless Chromium takes to load it (goal: < 5 s).
 Run: .venv/bin/python -m benchmarks.report_scale [--studies 50 --points 10 --repeats 20]
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -21,9 +24,12 @@ from pathlib import Path
 import numpy as np
 
 from scalestudy.analysis import runs_from_records, summarise
+from scalestudy.findings import study_findings
 from scalestudy.predictions import split_by_provenance, study_predictions
 from scalestudy.records import write_json_atomic
-from scalestudy.report import study_context, write_report
+from scalestudy.rendering import write_report
+from scalestudy.views import study_view
+from tests.conftest import study_model
 
 RECORD = {
     "schema_version": 1,
@@ -83,19 +89,29 @@ def main() -> None:
     parser.add_argument("--no-browser", action="store_true")
     args = parser.parse_args()
     scaling = {"axis": "threads", "device": "cpu", "threads": 1, "devices": 1, "nodes": 1}
-    study = {"scaling": scaling, "time": "train", "cost": {"core_weight": 1, "gpu_weight": 2}}
+    config = {"scaling": scaling, "time": "train", "cost": {"core_weight": 1, "gpu_weight": 2}}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         paths = write_records(root / "records", args.studies, args.points, args.repeats)
         total = sum(len(p) for p in paths.values())
         start = time.perf_counter()
-        analysed = {}
+        analysed, findings_s = {}, 0.0
         for name, files in paths.items():
+            study = study_model(config | {"description": name}, name)
             runs = split_by_provenance(runs_from_records(files), study)
             runs["series"] = ""
             summary = summarise(runs, study)
-            analysed[name] = (summary, runs, study_predictions(summary, runs, study))
+            predictions = study_predictions(summary, runs, study)
+            found = time.perf_counter()
+            predictions["findings"] = study_findings(study, summary, runs, predictions)
+            findings_s += time.perf_counter() - found
+            analysed[name] = (summary, runs, predictions)
         aggregate_s = time.perf_counter() - start
+        # the report reads analysis.json as aggregation wrote it
+        analysed = {
+            name: (summary, runs, json.loads(json.dumps(p, allow_nan=False)))
+            for name, (summary, runs, p) in analysed.items()
+        }
         from scalestudy.plots import write_figures
 
         start = time.perf_counter()
@@ -106,18 +122,16 @@ def main() -> None:
             figures[name] = {f.stem: f for f in out.glob("*.svg")}
         figures_s = time.perf_counter() - start
         start = time.perf_counter()
-        contexts = [
-            study_context(name, study | {"description": name}, s, r, figures[name], (), p)
-            for name, (s, r, p) in analysed.items()
-        ]
+        views = [study_view(p, s, figures[name]) for name, (s, _, p) in analysed.items()]
         html = root / "report.html"
-        write_report(html, "benchmark", contexts)
+        write_report(html, "benchmark", views)
         report_s = time.perf_counter() - start
         size_mb = html.stat().st_size / 2**20
         print(f"{total} records, {args.studies} studies")
-        print(f"  aggregate + fit + recommend: {aggregate_s:.2f} s  (goal < 10 s)")
+        print(f"  aggregate + fit + recommend: {aggregate_s:.2f} s  (goal < 10 s), "
+              f"of which findings {findings_s:.2f} s")  # fmt: skip
         print(f"  figures ({args.studies} x 6):        {figures_s:.2f} s")
-        print(f"  render report:               {report_s:.2f} s")
+        print(f"  views + render report:       {report_s:.2f} s")
         print(f"  report size:                 {size_mb:.2f} MB  (goal < 15 MB)")
         if not args.no_browser:
             from tests.browser import open_report

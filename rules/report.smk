@@ -8,7 +8,6 @@ rule report:
         "logs/report.log",
     localrule: True
     params:
-        studies=STUDIES,
         title=CONFIG["report"]["title"],
     script:
         "../scripts/report.py"

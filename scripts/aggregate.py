@@ -1,5 +1,6 @@
 """Snakemake entry: records (or a measured CSV) -> runs.csv, summary.csv and
-analysis.json (fits, predictions, recommendation) of one study."""
+analysis.json (fits, predictions, recommendation, and under "findings" every other
+number the report shows: scalestudy.findings) of one study."""
 
 import json
 import logging
@@ -11,20 +12,23 @@ from scalestudy.analysis import (
     runs_from_records,
     summarise,
 )
+from scalestudy.findings import study_findings
+from scalestudy.model import Study
 from scalestudy.predictions import split_by_provenance, study_predictions
 from scalestudy.records import RecordError, write_text_atomic
 from scalestudy.studies import series_of_points
 
 
-def aggregate(study_name: str, study: dict, inputs: list[str], out: dict):
-    if "measured" in study:
-        runs = runs_from_measured(inputs[0], study_name, study)
+def aggregate(study: Study, inputs: list[str], out: dict):
+    if study.measured is not None:
+        runs = runs_from_measured(inputs[0], study)
     else:
-        runs = runs_from_records(inputs, series_of_points(study_name, study))
+        runs = runs_from_records(inputs, series_of_points(study))
         runs["disturbed"] = disturbed_reasons(runs, study)
     runs = split_by_provenance(runs, study)
     summary = summarise(runs, study)
     predictions = study_predictions(summary, runs, study)
+    predictions["findings"] = study_findings(study, summary, runs, predictions)
     write_text_atomic(out["runs"], runs.to_csv(index=False))
     write_text_atomic(out["summary"], summary.to_csv(index=False))
     write_text_atomic(out["analysis"], json.dumps(predictions, indent=1, allow_nan=False))
@@ -34,9 +38,8 @@ def aggregate(study_name: str, study: dict, inputs: list[str], out: dict):
 def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
     try:
-        summary = aggregate(
-            smk.wildcards.study, smk.params.study, list(smk.input.records), dict(smk.output)
-        )
+        study = Study.from_config(smk.wildcards.study, smk.params.study)
+        summary = aggregate(study, list(smk.input.records), dict(smk.output))
     except RecordError as e:
         logging.error("%s", e)
         sys.exit(f"aggregate_study: refusing to aggregate: {e}")

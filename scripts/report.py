@@ -1,4 +1,5 @@
-"""Snakemake entry: results/report.html from every study's tables and figures."""
+"""Snakemake entry: results/report.html from every study's analysis.json, summary.csv,
+figures and profiling runs, as the rule declares them (nothing else is read)."""
 
 import json
 import logging
@@ -6,31 +7,35 @@ from pathlib import Path
 
 import pandas as pd
 
-from scalestudy import FIGURES
-from scalestudy.report import profile_links, study_context, write_report
+from scalestudy.rendering import write_report
+from scalestudy.views import profile_links, study_view
 
 
-def build(studies: dict, results: Path, title: str, out: Path, profiles=()) -> None:
-    contexts = []
-    for name, study in studies.items():
-        summary = pd.read_csv(results / name / "summary.csv")
-        runs = pd.read_csv(results / name / "runs.csv")
-        figures = {f: results / name / "figures" / f"{f}.svg" for f in FIGURES}
-        traces = profile_links([Path(p) for p in profiles if Path(p).parts[-3] == name], out)
-        predictions = json.loads((results / name / "analysis.json").read_text())
-        contexts.append(study_context(name, study, summary, runs, figures, traces, predictions))
-    write_report(out, title, contexts)
+def of_study(files, folder: Path, depth: int) -> list[Path]:
+    """The declared files that lie `depth` folders below a study's folder."""
+    return [Path(f) for f in files if Path(f).parents[depth] == folder]
+
+
+def build(inputs, title: str, out: Path) -> None:
+    """The report of the studies whose analyses `inputs.analyses` lists, in its order;
+    each study's other inputs are the declared ones in its folder."""
+    views = []
+    for analysis in map(Path, inputs.analyses):
+        folder = analysis.parent
+        (summary,) = of_study(inputs.summaries, folder, 0)
+        figures = {f.stem: f for f in of_study(inputs.figures, folder, 1)}
+        traces = profile_links(of_study(inputs.profiles, folder, 1), out)
+        found = json.loads(analysis.read_text())
+        try:
+            views.append(study_view(found, pd.read_csv(summary), figures, traces))
+        except ValueError as e:
+            raise SystemExit(f"report: {analysis}: {e}") from None
+    write_report(out, title, views)
 
 
 def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
-    build(
-        smk.params.studies,
-        Path("results"),
-        smk.params.title,
-        Path(smk.output.html),
-        smk.input.profiles,
-    )
+    build(smk.input, smk.params.title, Path(smk.output.html))
     logging.info("wrote %s", smk.output.html)
 
 

@@ -1,6 +1,7 @@
 """The package's layers: code that runs on compute nodes (launcher, worker, harness and
 what they use) never imports the head-node analysis or the report, so a job's start-up
-stays light and a change to the analysis never changes what a run measures."""
+stays light and a change to the analysis never changes what a run measures. The report
+imports no analysis: it formats what aggregation computed (analysis.json)."""
 
 import ast
 import subprocess
@@ -18,7 +19,14 @@ COMPUTE = {
 # head-node analysis and the report
 HEAD = {
     "analysis", "predictions", "intervals", "models", "comparison", "recommendation", "cost",
-    "verdict", "plots", "report", "studies", "redo",
+    "verdict", "plots", "studies", "redo", "model", "plan", "findings", "views", "rendering",
+}  # fmt: skip
+# the report: views of analysis.json and summary.csv, and their rendering
+REPORT = {"views", "rendering"}
+# what computes: none of it may reach the report
+ANALYSIS = {
+    "analysis", "predictions", "intervals", "models", "comparison", "recommendation", "cost",
+    "verdict", "findings", "studies",
 }  # fmt: skip
 HEAVY = {"pandas", "scipy", "matplotlib", "seaborn", "jinja2", "numpy", "yaml"}
 
@@ -56,6 +64,34 @@ def test_starting_a_run_loads_no_analysis_library():
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
         f"{sorted(HEAVY)!r} or m.split('.')[-1] in {sorted(HEAD)!r})\n"
         "print(','.join(loaded))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.strip() == ""
+
+
+def package_imports(path: Path) -> set[str]:
+    """The package's modules a file imports, directly or through other modules of it."""
+    seen, todo = set(), [path]
+    while todo:
+        for module in imported_modules(todo.pop()):
+            parts = module.split(".")
+            if parts[0] == "scalestudy" and len(parts) == 2 and parts[1] not in seen:
+                seen.add(parts[1])
+                if (PACKAGE / f"{parts[1]}.py").is_file():
+                    todo.append(PACKAGE / f"{parts[1]}.py")
+    return seen
+
+
+def test_the_report_imports_no_analysis():
+    for path in [*(PACKAGE / f"{name}.py" for name in REPORT), REPO / "scripts" / "report.py"]:
+        analysis = package_imports(path) & ANALYSIS
+        assert not analysis, f"{path.relative_to(REPO)} imports {sorted(analysis)}"
+    code = (
+        "import sys, scalestudy.views, scalestudy.rendering\n"
+        f"print(','.join(sorted(m for m in sys.modules if m.split('.')[-1] in {sorted(ANALYSIS)!r}"
+        " and m.startswith('scalestudy'))))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True

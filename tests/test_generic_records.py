@@ -2,6 +2,7 @@
 runs.csv, its median per point summary.csv, and the report, with no other edit."""
 
 import io
+import json
 import uuid
 
 import pandas as pd
@@ -15,17 +16,21 @@ from scalestudy.analysis import (
     runs_table,
     summarise,
 )
+from scalestudy.findings import study_findings
 from scalestudy.records import write_json_atomic
-from scalestudy.report import study_context
-from tests.conftest import REPO
+from scalestudy.views import study_view
+from tests.conftest import REPO, study_model
 from tests.test_analysis import RTX_STUDY
 from tests.test_records import good_record
 
-STUDY = {
-    "workload": "command",
-    "params": {"command": "xz -T{threads} data", "metrics_regex": {"compression_ratio": "x"}},
-    "scaling": {"axis": "threads", "device": "cpu", "threads": 1, "devices": 1, "nodes": 1},
-}
+STUDY = study_model(
+    {
+        "workload": "command",
+        "params": {"command": "xz -T{threads} data", "metrics_regex": {"compression_ratio": "x"}},
+        "scaling": {"axis": "threads", "device": "cpu", "threads": 1, "devices": 1, "nodes": 1},
+    },
+    "xz",
+)
 
 
 def record(point: str, n: int, repeat: int, metrics: dict, **fields) -> dict:
@@ -45,6 +50,14 @@ def place(root, r: dict):
 def round_trip(frame: pd.DataFrame) -> pd.DataFrame:
     """As the report reads it: through runs.csv or summary.csv."""
     return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
+
+
+def report_view(summary: pd.DataFrame, runs: pd.DataFrame) -> dict:
+    """The report's view of the study as the workflow makes it: the findings in
+    analysis.json at aggregation, summary.csv read back by the report."""
+    analysis = {"series": [], "findings": study_findings(STUDY, summary, runs, {})}
+    analysis = json.loads(json.dumps(analysis, allow_nan=False))
+    return study_view(analysis, round_trip(summary), {})
 
 
 SPEED = {"samples_per_s": 64.0}  # a metric the results table shows
@@ -70,10 +83,9 @@ def test_a_new_metric_reaches_runs_summary_and_report(tmp_path):
     assert summary.loc["t1", "compression_ratio"] == pytest.approx(3.2)
     assert summary.loc["t2", "compression_ratio"] == pytest.approx(2.9)
 
-    # the report, from the CSV files as the workflow writes them
-    runs_csv, summary_csv = round_trip(runs), round_trip(summary.reset_index())
-    assert runs_csv["compression_ratio"].tolist() == [3.0, 3.4, 3.2, 2.8, 3.0, 99.0]
-    context = study_context("xz", STUDY, summary_csv, runs_csv, {}, [], {})
+    # the report, from the files as the workflow writes them
+    assert round_trip(runs)["compression_ratio"].tolist() == [3.0, 3.4, 3.2, 2.8, 3.0, 99.0]
+    context = report_view(summary.reset_index(), runs)
     metrics = context["metrics"]
     column = metrics["columns"].index("compression_ratio")
     assert metrics["columns"][0] == "point"
@@ -100,7 +112,7 @@ def test_a_missing_or_non_numeric_metric_does_not_break_aggregation(tmp_path):
     assert summary.loc["t2", "speed"] == 20.0 and pd.isna(summary.loc["t1", "label_only"])
     assert list(summary["status"]) == ["ok", "ok", "ok"]
 
-    context = study_context("xz", STUDY, round_trip(summary.reset_index()), runs, {}, [], {})
+    context = report_view(summary.reset_index(), runs)
     columns = context["metrics"]["columns"]
     # a metric with no number at any point has nothing to show
     assert "compression_ratio" in columns and "speed" in columns
@@ -112,7 +124,7 @@ def test_records_without_any_metric_leave_no_metrics_part(tmp_path):
     runs = runs_from_records(paths)
     summary = summarise(runs, STUDY)
     assert summary["speedup"].notna().all()
-    assert study_context("xz", STUDY, summary, runs, {}, [], {})["metrics"] is None
+    assert report_view(summary, runs)["metrics"] is None
 
 
 def test_a_field_named_like_a_derived_column_keeps_both(tmp_path):
@@ -135,7 +147,7 @@ def test_a_field_named_like_a_derived_column_keeps_both(tmp_path):
 
 
 def test_times_measured_elsewhere_have_the_same_derived_columns(tmp_path):
-    measured = runs_from_measured(REPO / RTX_STUDY["measured"], "rtx", RTX_STUDY)
+    measured = runs_from_measured(REPO / RTX_STUDY["measured"], study_model(RTX_STUDY, "rtx"))
     from_record = runs_from_records([place(tmp_path, record("t1", 1, 1, {}))])
     assert measured["metric_names"].tolist() == ["[]"] * len(measured)
     assert set(derived_columns(good_record())) <= set(measured) & set(from_record)

@@ -1,13 +1,18 @@
 """A report of 50 studies stays small and opens quickly in real Chromium."""
 
+import json
+
 import pytest
 
 from benchmarks.report_scale import write_records
 from scalestudy.analysis import runs_from_records, summarise
+from scalestudy.findings import study_findings
 from scalestudy.plots import write_figures
 from scalestudy.predictions import study_predictions
-from scalestudy.report import study_context, write_report
+from scalestudy.rendering import write_report
+from scalestudy.views import study_view
 from tests.browser import open_report
+from tests.conftest import study_model
 from tests.test_workflow import needs_chromium
 
 STUDY = {
@@ -21,17 +26,20 @@ STUDY = {
 @needs_chromium
 def test_fifty_study_report_is_under_15_mb_and_opens_in_5_s(tmp_path):
     paths = write_records(tmp_path / "records", studies=50, points=8, repeats=3)
-    contexts, figures = [], None
+    views, figures = [], None
     for name, files in paths.items():
+        study = study_model(STUDY, name)
         runs = runs_from_records(files).assign(series="")
-        summary = summarise(runs, STUDY)
-        predictions = study_predictions(summary, runs, STUDY)
+        summary = summarise(runs, study)
+        analysis = study_predictions(summary, runs, study)
         if figures is None:  # real figures of one study, shown for every study
-            write_figures(summary, runs, "threads", tmp_path / "fig", predictions)
+            write_figures(summary, runs, "threads", tmp_path / "fig", analysis)
             figures = {f.stem: f for f in (tmp_path / "fig").glob("*.svg")}
-        contexts.append(study_context(name, STUDY, summary, runs, figures, (), predictions))
+        analysis["findings"] = study_findings(study, summary, runs, analysis)
+        analysis = json.loads(json.dumps(analysis, allow_nan=False))  # as analysis.json
+        views.append(study_view(analysis, summary, figures))
     html = tmp_path / "report.html"
-    write_report(html, "fifty studies", contexts)
+    write_report(html, "fifty studies", views)
     assert html.stat().st_size < 15 * 2**20
     page = open_report(html)
     assert page["console"] == [] and len(page["studies"]) == 50

@@ -1,0 +1,300 @@
+"""Every number the report shows beyond summary.csv and the predictions, computed once at
+aggregation and written to analysis.json under "findings" (scripts/aggregate.py).
+
+The report formats these and computes nothing; the study facts it states (title,
+scaling, cost model) are here too, so it needs no config. Values are plain JSON:
+numbers stay numbers, missing ones are null.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+
+import pandas as pd
+
+from scalestudy.analysis import charges, metric_columns, shared_machines, study_quality_metric
+from scalestudy.cost import cost_view
+from scalestudy.model import Study
+from scalestudy.predictions import jsonable
+from scalestudy.studies import workload_capabilities
+
+# medians per point of how the data was loaded and the GPU used
+TELEMETRY = [
+    "stage_s", "stagers", "time_to_first_batch_s", "wait_fraction", "gpu_util_mean_pct",
+    "gpu_util_peak_pct", "gpu_mem_peak_mb",
+]  # fmt: skip
+# what the runs received, and where they ran (distinct values over the runs)
+RECEIVED = [
+    "cpus_usable", "threads_given", "torch_threads", "gpus_visible", "mem_limit_mb", "world_size",
+    "hosts",
+]  # fmt: skip
+ENVIRONMENT = [
+    "host", "cpu_model", "gpu_models", "python", "torch", "cuda", "workflow_commit",
+    "slurm_job_id", "slurm_nodelist",
+]  # fmt: skip
+AXIS_UNITS = {"threads": "threads", "devices": "devices per node", "nodes": "nodes"}
+
+
+def study_facts(study: Study) -> dict:
+    """What the report states about the study as configured."""
+    axis = study.scaling.axis
+    return {
+        "name": study.name,
+        "description": study.description,
+        "workload": study.workload,
+        "measured": study.measured,
+        "params": study.params,
+        "scaling": asdict(study.scaling),
+        # what N counts, in the answer's words
+        "unit": "GPUs" if axis == "devices" and study.scaling.device == "gpu" else AXIS_UNITS[axis],
+        "time": study.time,
+        "tolerance": study.convergence.tolerance,
+        "distributed": bool(workload_capabilities(study.workload).get("distributed", False)),
+        "include_shared": study.include_shared,
+        "include_unstable": study.include_unstable,
+        "profile_steps": study.profile.steps,
+        "deadline_s": study.recommend.deadline_s,
+        "budget_su": study.recommend.budget_su,
+    }
+
+
+def distinct(runs: pd.DataFrame, column: str) -> str:
+    """The distinct values of a column over the runs, comma-separated, in order."""
+    if column not in runs:
+        return ""
+    values = []
+    for v in runs[column].dropna().astype(str):
+        for part in v.split(","):
+            if part and part not in values:
+                values.append(part)
+    return ", ".join(values)
+
+
+def distinct_columns(runs: pd.DataFrame, columns: list[str]) -> list[list[str]]:
+    """[column, distinct values] of each column the runs have a value in."""
+    values = [[c, distinct(runs, c)] for c in columns]
+    return [[c, text] for c, text in values if text]
+
+
+def is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def efficiency_band(efficiency) -> str | None:
+    """The source's reading of parallel efficiency (the template says it in words)."""
+    if not isinstance(efficiency, float) or math.isnan(efficiency):
+        return None
+    if efficiency >= 0.9:
+        return "excellent"
+    return "good" if efficiency >= 0.75 else "poor"
+
+
+def ddp_findings(summary: pd.DataFrame) -> list[dict]:
+    """Per point, the source's reading of a distributed point: processes per node and
+    the efficiency band."""
+    rows = []
+    for r in summary.to_dict("records"):
+        per_node = int(r["world_size"] / r["nodes"]) if r["nodes"] and r["world_size"] > 0 else 0
+        rows.append(
+            {
+                "series": r["series"] if isinstance(r["series"], str) else "",
+                "point": r["point"],
+                "processes_per_node": per_node,
+                "band": efficiency_band(r["efficiency"]),
+            }
+        )
+    return rows
+
+
+def framework_share(summary: pd.DataFrame) -> dict | None:
+    """Lightning's step against the same step in a plain PyTorch loop (base case)."""
+    base = summary[summary["is_base"]]
+    columns = ["step_time_median_s", "plain_step_time_median_s"]
+    if base.empty or not all(c in base for c in columns):
+        return None
+    lightning, plain = (base[c].iloc[0] for c in columns)
+    if not (pd.notna(lightning) and pd.notna(plain) and plain > 0):
+        return None
+    return {
+        "lightning_ms": lightning * 1e3,
+        "plain_ms": plain * 1e3,
+        "share": 1 - plain / lightning,
+    }
+
+
+def received(runs: pd.DataFrame) -> list[dict]:
+    """Per point, what its runs asked for and what they got (distinct values)."""
+    if "cpus_usable" not in runs:
+        return []
+    asked = ["threads", "cores", "gpus", "nodes"]
+    columns = list(dict.fromkeys(["point", *asked, *(c for c in RECEIVED if c in runs)]))
+    view = []
+    for point, group in runs[columns].groupby("point", sort=False):
+        first = group.iloc[0]
+        if pd.isna(first.get("cpus_usable")):
+            continue
+        view.append(
+            {
+                "point": point,
+                "threads": first["threads"],
+                "processes": int(first["cores"] / first["threads"]),
+                "gpus": first["gpus"],
+                "nodes": first["nodes"],
+                "got": distinct_columns(group, RECEIVED),
+            }
+        )
+    return view
+
+
+def staging(runs: pd.DataFrame) -> dict | None:
+    """How staging time grows with the copies made at once (k), when the study's runs
+    differ in k: per k the slowest and the typical copy (medians over runs), the
+    slowest copy's time relative to the smallest k, and the data moved per second by
+    all k copies together."""
+    if "stagers" not in runs or "stage_s" not in runs:
+        return None
+    ok = runs[(runs["status"] == "ok") & runs["stagers"].notna() & runs["stage_s"].notna()]
+    if ok["stagers"].nunique() < 2:
+        return None
+    rows = []
+    for k, group in ok.groupby("stagers"):
+        slowest = pd.to_numeric(group["stage_s"]).median()
+        # one copy records no median of copies: its own time is the typical one
+        typical = pd.to_numeric(group.get("stage_s_median", group["stage_s"]))
+        typical = typical.fillna(pd.to_numeric(group["stage_s"])).median()
+        size_mb = pd.to_numeric(group["dataset_mb"]).median() if "dataset_mb" in group else None
+        rate = k * size_mb / slowest if size_mb and slowest > 0 else None
+        rows.append(
+            {"k": int(k), "runs": len(group), "slowest_s": slowest, "typical_s": typical,
+             "mb_per_s": rate}
+        )  # fmt: skip
+    first = rows[0]["slowest_s"]
+    for r in rows:
+        r["growth"] = r["slowest_s"] / first if first > 0 else None
+    return {"rows": rows}
+
+
+def telemetry(runs: pd.DataFrame) -> list[dict]:
+    """Per point, median GPU utilisation and memory, and the share of time spent waiting
+    for data, where the runs measured them."""
+    columns = [c for c in TELEMETRY if c in runs]
+    if not any(runs[c].notna().any() for c in columns):
+        return []
+    ok = runs[runs["status"] == "ok"]
+    medians = ok[columns].apply(pd.to_numeric, errors="coerce").groupby(ok["point"], sort=False)
+    return [{"point": point} | row.to_dict() for point, row in medians.median().iterrows()]
+
+
+def scheduler(runs: pd.DataFrame) -> list[dict]:
+    """Each Slurm job of the study: queue wait and run time."""
+    if "slurm_job_id" not in runs:
+        return []
+    return [
+        {
+            "point": r["point"],
+            "repeat": int(r["repeat"]),
+            "job": r["slurm_job_id"],
+            "nodes": r.get("slurm_nodelist") if isinstance(r.get("slurm_nodelist"), str) else "",
+            "submitted": r.get("slurm_submit_time"),
+            "queue_wait_s": r["queue_wait_s"],
+            "run_s": r["elapsed_s"],
+            "status": r["status"],
+        }
+        for r in runs[runs["slurm_job_id"].notna()].to_dict("records")
+    ]
+
+
+def shown_metrics(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+    """The summary's columns of every metric the workloads reported that has a number
+    at some point (the report shows those it shows nowhere else)."""
+    columns = []
+    for name in metric_columns(runs):
+        # where the summary has a column of the metric's name, its median is metric_NAME
+        column = f"metric_{name}" if f"metric_{name}" in summary else name
+        if column in summary and summary[column].notna().any():
+            columns.append(column)
+    return columns
+
+
+def answer(pred: dict, summary: pd.DataFrame) -> dict:
+    """The numbers of one series' recommendation (the template says them in words)."""
+    rec = pred["recommendation"]
+    rows = summary[summary["series"].astype(object).fillna("") == pred["series"]].set_index("n")
+    worth = rec["worth_n"]
+    found = {"series": pred["series"], "worth_n": worth, "base_n": pred["base_n"]}
+    if worth is not None:
+        r = rows.loc[worth]
+        found |= {k: r[k] for k in ("speedup", "speedup_ci_lo", "speedup_ci_hi", "relative_su")}
+    stopped = rec["stopped_at"]
+    peak = pred.get("peak")
+    fits = pred["fits"]
+    return found | {
+        "threshold": rec["threshold"],
+        "stopped_at": dict(zip(("from_n", "to_n", "marginal"), stopped, strict=True))
+        if stopped
+        else None,
+        "cheapest_meeting_deadline": rec["cheapest_meeting_deadline"],
+        "deadline_note": rec["deadline_note"],
+        "fastest_within_budget": rec["fastest_within_budget"],
+        "budget_note": rec["budget_note"],
+        "peak": peak if peak and peak["beyond_measured"] else None,
+        "selected": pred["selected"],
+        "provenance_note": pred["fit_note"] if pred.get("mixed_provenance") else None,
+        "unstable": [p for p, why in pred["excluded"].items() if why.startswith("unstable")],
+        # how many points a fit could use, where no model fitted
+        "usable_points": max(f["n_points"] for f in fits)
+        if fits and not any(f["ok"] for f in fits)
+        else None,
+    }
+
+
+def study_findings(
+    study: Study, summary: pd.DataFrame, runs: pd.DataFrame, predictions: dict
+) -> dict:
+    """The report's numbers of one study, as plain JSON values."""
+    base = summary[summary["is_base"]]
+    # only the columns said, so that walking the rows stays cheap for wide tables
+    failures = runs.loc[runs["status"] != "ok", ["point", "repeat", "reason"]]
+    mismatched = (runs["status"] == "ok") & runs["mismatch"].astype(bool)
+    mismatches = runs.loc[mismatched, ["point", "repeat", "mismatches"]]
+    disturbed = runs.get("disturbed", pd.Series(None, index=runs.index, dtype=object))
+    disturbed = runs[["point", "repeat"]].assign(disturbed=disturbed)
+    distributed = workload_capabilities(study.workload).get("distributed", False)
+    return jsonable(
+        {
+            "study": study_facts(study),
+            "repeats": int(runs.groupby("n")["repeat"].nunique().max()) if len(runs) else 0,
+            "quality_metric": study_quality_metric(study, runs),
+            # the weights every SU figure uses: the study's, its partitions', its series'
+            "cost": cost_view(study),
+            "charges": charges(runs, study),
+            "base": None if base.empty else {k: base.iloc[0][k] for k in ("point", "n", "time_s")},
+            "unstable": int(summary["unstable"].fillna(False).astype(bool).sum()),
+            "overlapped": int(runs["overlapped"].fillna(False).astype(bool).sum()),
+            "shared_machines": shared_machines(runs),
+            "failures": [
+                {"point": f.point, "repeat": int(f.repeat), "reason": f.reason or None}
+                for f in failures.itertuples()
+            ],
+            "mismatches": [
+                {"point": m.point, "repeat": int(m.repeat), "what": m.mismatches}
+                for m in mismatches.itertuples()
+            ],
+            # runs whose CPUs others used, as aggregation found them (disturbed_reasons)
+            "disturbed": [
+                {"point": r.point, "repeat": int(r.repeat), "what": r.disturbed}
+                for r in disturbed.itertuples()
+                if isinstance(r.disturbed, str) and r.disturbed
+            ],
+            "answers": [answer(p, summary) for p in predictions.get("series", [])],
+            "metrics": shown_metrics(summary, runs),
+            "ddp": ddp_findings(summary) if distributed else None,
+            "framework": framework_share(summary),
+            "telemetry": telemetry(runs),
+            "staging": staging(runs),
+            "scheduler": scheduler(runs),
+            "received": received(runs),
+            "environment": distinct_columns(runs, ENVIRONMENT),
+        }
+    )

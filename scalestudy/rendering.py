@@ -1,0 +1,44 @@
+"""The one self-contained HTML report, rendered from the studies' views.
+
+Rendered with Jinja2 (autoescape on: names and reasons come from users and
+programs); figures are inlined as data URIs, so the file makes no requests. The
+template says everything in words; its `num` filter formats a number the views left
+as one (a dash where it is missing).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import jinja2
+
+from scalestudy.records import write_text_atomic
+from scalestudy.views import fmt
+
+TEMPLATES = Path(__file__).with_name("templates")
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = fmt
+    return env
+
+
+def render(title: str, studies: list[dict]) -> str:
+    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        environment()
+        .get_template("report.html.j2")
+        .render(title=title, studies=studies, generated=generated)
+    )
+
+
+def write_report(path: Path, title: str, studies: list[dict]) -> None:
+    write_text_atomic(path, render(title, studies))

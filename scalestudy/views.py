@@ -1,0 +1,406 @@
+"""What the report shows of a study: analysis.json and summary.csv rows as display rows.
+
+A view chooses columns and formats each number with its column's one precision
+(COLUMNS); it computes nothing (aggregation did: scalestudy.findings) and says
+nothing in sentences (the template does, scalestudy/templates/report.html.j2).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from scalestudy.records import RecordError, read_record
+
+# Every column the report shows, declared once: its label and its format (one precision
+# per column). The report's tables pick columns from here by name; a metric a workload
+# reports that is not here is shown under its own name with DEFAULT_FORMAT.
+COLUMNS = {
+    # the results table
+    "series": ("series", "{}"),
+    "point": ("point", "{}"),
+    "n": ("N", "{}"),
+    "repeats_ok": ("runs ok", "{}"),
+    "time_s": ("time (s, median [95 % CI])", "{:.4g}"),
+    "cv": ("CV", "{:.1%}"),
+    "speedup": ("speedup [95 % CI]", "{:.2f}"),
+    "efficiency": ("efficiency [95 % CI]", "{:.0%}"),
+    "karp_flatt": ("Karp-Flatt e", "{:.3f}"),
+    "warmup_s": ("warm-up epoch (s)", "{:.4g}"),
+    "steady_epoch_s": ("steady epoch (s)", "{:.4g}"),
+    "relative_su": ("relative SU", "{:.2f}"),
+    "samples_per_s": ("samples/s", "{:.0f}"),
+    "global_batch": ("global batch", "{:.0f}"),
+    "quality": ("quality", "{:.4g}"),
+    "fit": ("in model fit", "{}"),
+    "status": ("status", "{}"),
+    # the source's table of distributed training
+    "job_ids": ("job id(s)", "{}"),
+    "config": ("configuration", "{}"),
+    "world_size": ("processes (GPUs / devices)", "{:.0f}"),
+    "nodes": ("nodes", "{}"),
+    "wall_s": ("time (s)", "{:.4g}"),
+    "time_per_epoch_s": ("time / epoch (s)", "{:.4g}"),
+    "val_loss": ("val loss", "{:.4g}"),
+    "val_accuracy": ("val accuracy", "{:.2%}"),
+    "band": ("interpretation", "{}"),
+    "throughput": ("throughput (samples/s)", "{:.4g}"),
+    # data loading and GPU use (medians over a point's runs)
+    "stage_s": ("staging to scratch (slowest copy)", "{:.3g} s"),
+    "stagers": ("copies at once", "{:.0f}"),
+    "time_to_first_batch_s": ("time to first batch", "{:.3g} s"),
+    "wait_fraction": ("time waiting for data", "{:.0%}"),
+    "gpu_util_mean_pct": ("GPU utilisation (mean)", "{:.0f} %"),
+    "gpu_util_peak_pct": ("GPU utilisation (peak)", "{:.0f} %"),
+    "gpu_mem_peak_mb": ("GPU memory (peak)", "{:.0f} MB"),
+    # the staging table (per number of copies at once)
+    "slowest_s": ("slowest copy", "{:.3g} s"),
+    "typical_s": ("typical copy", "{:.3g} s"),
+    "growth": ("slowest vs fewest copies", "{:.2f}x"),
+    "mb_per_s": ("all copies together", "{:.0f} MB/s"),
+    # the framework's share of a step, the charges, the Slurm jobs
+    "lightning_ms": ("step time, Lightning (ms)", "{:.3f}"),
+    "plain_ms": ("step time, plain PyTorch (ms)", "{:.3f}"),
+    "share": ("framework share", "{:.0%}"),
+    "core_hours": ("core-hours", "{:.4f}"),
+    "gpu_hours": ("GPU-hours", "{:.4f}"),
+    "su": ("SU", "{:.4f}"),
+    "queue_wait_s": ("queue wait (s)", "{:.1f}"),
+    "run_s": ("run (s)", "{:.1f}"),
+    "submitted": ("submitted", "{}"),
+    # what the runs received, and where they ran (distinct values over the runs)
+    "cpus_usable": ("usable CPUs", "{}"),
+    "threads_given": ("threads given", "{}"),
+    "torch_threads": ("torch threads", "{}"),
+    "gpus_visible": ("GPUs visible", "{}"),
+    "mem_limit_mb": ("memory limit (MB)", "{}"),
+    "hosts": ("hosts", "{}"),
+    "host": ("host(s)", "{}"),
+    "cpu_model": ("CPU", "{}"),
+    "gpu_models": ("GPU", "{}"),
+    "python": ("Python", "{}"),
+    "torch": ("PyTorch", "{}"),
+    "cuda": ("CUDA (build)", "{}"),
+    "workflow_commit": ("workflow commit", "{}"),
+    "slurm_job_id": ("Slurm job ids", "{}"),
+    "slurm_nodelist": ("Slurm node lists", "{}"),
+}
+DEFAULT_FORMAT = "{:.4g}"
+# The columns of each part of the report, in their order.
+RESULTS = [
+    "series", "point", "n", "repeats_ok", "time_s", "cv", "speedup", "efficiency", "karp_flatt",
+    "warmup_s", "steady_epoch_s", "relative_su", "samples_per_s", "global_batch", "quality",
+    "fit", "status",
+]  # fmt: skip
+# the table of the source documents, for studies of distributed training; the template
+# says `config` and `band` in words
+DDP = [
+    "job_ids", "config", "world_size", "nodes", "wall_s", "time_per_epoch_s", "val_loss",
+    "val_accuracy", "speedup", "efficiency", "band", "throughput",
+]  # fmt: skip
+# the telemetry table's cells (the template's names for them) and their columns
+TELEMETRY = {
+    "stage": "stage_s",
+    "stagers": "stagers",
+    "first_batch": "time_to_first_batch_s",
+    "wait": "wait_fraction",
+    "util": "gpu_util_mean_pct",
+    "util_peak": "gpu_util_peak_pct",
+    "mem": "gpu_mem_peak_mb",
+}
+# the Slurm jobs' table: the template's names for its cells, and their columns
+SCHEDULER = {"queue_wait": "queue_wait_s", "run": "run_s", "submitted": "submitted"}
+# Columns shown with their confidence interval: column -> (lo, hi) columns.
+WITH_CI = {
+    "time_s": ("time_ci_lo", "time_ci_hi"),
+    "speedup": ("speedup_ci_lo", "speedup_ci_hi"),
+    "efficiency": ("efficiency_ci_lo", "efficiency_ci_hi"),
+}
+
+
+def label(column: str) -> str:
+    return COLUMNS.get(column, (column, DEFAULT_FORMAT))[0]
+
+
+def pattern(column: str) -> str:
+    return COLUMNS.get(column, (column, DEFAULT_FORMAT))[1]
+
+
+def fmt(value, pattern: str) -> str:
+    """A value in `pattern`; a dash for a missing one."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    try:
+        return pattern.format(value)
+    except (ValueError, TypeError):
+        return str(value)
+
+
+def cell(row: dict, column: str) -> str:
+    """A column's value in its declared format, with its confidence interval if it has one."""
+    form = pattern(column)
+    text = fmt(row.get(column), form)
+    if column in WITH_CI and text != "–":
+        lo, hi = (row.get(c) for c in WITH_CI[column])
+        if not any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (lo, hi)):
+            text += f" [{fmt(lo, form)}, {fmt(hi, form)}]"
+    return text
+
+
+def cells(row: dict, columns) -> dict[str, str]:
+    return {c: cell(row, c) for c in columns}
+
+
+def status_class(status: str) -> str:
+    if (
+        status.startswith(("failed", "allocation mismatch", "shared CPUs"))
+        or "did not converge" in status
+    ):
+        return "bad"
+    return "warn" if status != "ok" else "ok"
+
+
+def series_of(row: dict) -> str:
+    return row["series"] if isinstance(row["series"], str) else ""
+
+
+def data_uri(path: Path) -> str:
+    mime = "image/svg+xml" if path.suffix == ".svg" else "image/png"
+    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+
+
+def profile_links(records: list[Path], report_path: Path) -> list[dict]:
+    """Each profiling run of a study: its trace, linked relative to the report, or why
+    there is none."""
+    links = []
+    for path in records:
+        trace = path.with_name(f"{path.stem}.trace.json")
+        try:
+            reason = read_record(path)["reason"]
+        except RecordError as e:
+            reason = str(e)
+        ok = reason is None and trace.is_file()
+        links.append(
+            {
+                "point": path.stem,
+                "href": os.path.relpath(trace, report_path.parent) if ok else None,
+                "size_mb": fmt(trace.stat().st_size / 2**20, "{:.1f}") if ok else None,
+                "reason": None if ok else reason,
+            }
+        )
+    return links
+
+
+def results_view(summary: list[dict], predictions: dict, has_series: bool) -> dict:
+    """The results table: a column only where it has something to show (no series
+    column without series, no warm-up columns for one-epoch runs)."""
+    columns = [
+        c
+        for c in RESULTS
+        if (c != "series" or has_series)
+        and (c not in ("warmup_s", "steady_epoch_s") or any(cell(r, c) != "–" for r in summary))
+    ]
+    excluded = {
+        (p["series"], point): reason
+        for p in predictions.get("series", [])
+        for point, reason in p["excluded"].items()
+    }
+    fitted = {p["series"]: bool(p["fits"]) for p in predictions.get("series", [])}
+    rows = []
+    for r in summary:
+        series = series_of(r)
+        reason = excluded.get((series, r["point"]))
+        r = r | {"series": series or "–", "fit": reason or ("yes" if fitted.get(series) else "–")}
+        rows.append(
+            {
+                "cells": [cell(r, c) for c in columns],
+                # the fit column's reason is said as one ("no: ...") by the template
+                "fit_excluded": columns.index("fit") if reason else None,
+                "status_class": status_class(str(r["status"])),
+                "is_base": bool(r["is_base"]),
+                "unstable": bool(r["unstable"]),
+            }
+        )
+    return {"columns": [label(c) for c in columns], "keys": columns, "rows": rows}
+
+
+def metrics_view(summary: list[dict], metrics: list[str], shown: set[str], has_series: bool):
+    """Per point, the median of every metric the runs reported that the report shows
+    nowhere else (each under its own name, in its declared format or DEFAULT_FORMAT)."""
+    columns = [c for c in metrics if c not in shown]
+    if not columns:
+        return None
+    keys = ["series", "point"] if has_series else ["point"]
+    return {
+        "columns": [label(c) for c in keys] + [label(c) for c in columns],
+        "rows": [[cell(r, c) for c in keys + columns] for r in summary],
+    }
+
+
+def ddp_view(summary: list[dict], ddp: list[dict]) -> dict:
+    """The source's table: each cell formatted; `config` and `band` are said by the
+    template from their numbers."""
+    found = {(d["series"], d["point"]): d for d in ddp}
+    rows = []
+    for r in summary:
+        d = found[(series_of(r), r["point"])]
+        rows.append(
+            cells(r, DDP)
+            | {"processes_per_node": d["processes_per_node"], "nodes_n": fmt(r["nodes"], "{}")}
+            | {"global_batch": cell(r, "global_batch"), "band": d["band"]}
+        )
+    return {"columns": [label(c) for c in DDP], "order": DDP, "rows": rows}
+
+
+def models_view(pred: dict, usable_points: int | None) -> dict:
+    """The fitted models of one series, for the report's table."""
+    fits = [
+        {
+            "name": f["name"],
+            "formula": f["formula"],
+            "params": [
+                {
+                    "name": k,
+                    "value": fmt(v, "{:.4g}"),
+                    "lo": fmt(f["param_ci"].get(k, (None, None))[0], "{:.3g}"),
+                    "hi": fmt(f["param_ci"].get(k, (None, None))[1], "{:.3g}"),
+                }
+                for k, v in f["params"].items()
+            ],
+            "r2": fmt(f["r2"], "{:.4f}"),
+            "aicc": fmt(f["aicc"], "{:.2f}"),
+            "weight": fmt(f["weight"], "{:.0%}"),
+            "selected": f["name"] == pred["selected"],
+        }
+        for f in pred["fits"]
+        if f["ok"]
+    ]
+    return {
+        "series": pred["series"],
+        "fits": fits,
+        "fit_note": pred.get("fit_note", ""),
+        "usable_points": usable_points,
+        # a model that did not fit beside one that did, with why
+        "unfitted": [{"name": f["name"], "note": f["note"]} for f in pred["fits"] if not f["ok"]]
+        if fits
+        else [],
+        "excluded": pred["excluded"],
+        "bound": pred.get("bound"),
+    }
+
+
+def comparison_view(c: dict) -> dict:
+    return {
+        "a": c["a"] or "(default)",
+        "b": c["b"],
+        "significant": c["significant"],
+        "tested": c["p_value"] is not None,
+        "p": fmt(c["p_value"], "{:.3g}"),
+        "method": c.get("method", ""),
+        "note": c.get("note", ""),
+        "per_n": [
+            {
+                "n": e["n"],
+                "ratio": fmt(e["ratio"], "{:.3f}"),
+                "lo": fmt(e["lo"], "{:.3f}"),
+                "hi": fmt(e["hi"], "{:.3f}"),
+                "p": fmt(e["p_value"], "{:.3g}"),
+            }
+            for e in c["per_n"]
+        ],
+    }
+
+
+def staging_view(staging: dict | None) -> dict | None:
+    """Per number of copies at once, its copies' times formatted; the first and the
+    last as numbers too (the template's sentence compares them)."""
+    if staging is None:
+        return None
+    rows = [
+        {"k": r["k"], "runs": r["runs"], "slowest": cell(r, "slowest_s")}
+        | {
+            "typical": cell(r, "typical_s"),
+            "growth": cell(r, "growth"),
+            "rate": cell(r, "mb_per_s"),
+        }
+        for r in staging["rows"]
+    ]
+    return {"first": staging["rows"][0], "last": staging["rows"][-1], "rows": rows}
+
+
+def study_view(
+    analysis: dict,
+    summary: pd.DataFrame,
+    figures: dict[str, Path],
+    profiles: list[dict] = (),
+) -> dict:
+    """One study of the report, from its analysis.json, summary.csv, figures and
+    profiling runs."""
+    if "findings" not in analysis:
+        raise ValueError("analysis.json has no findings: aggregate the study again")
+    found = analysis["findings"]
+    study = found["study"]
+    rows = summary.to_dict("records")
+    has_series = any(series_of(r) for r in rows)
+    results = results_view(rows, analysis, has_series)
+    distributed = study["distributed"]
+    ddp = ddp_view(rows, found["ddp"]) if distributed else None
+    telemetry = [
+        {"point": t["point"]} | {key: cell(t, column) for key, column in TELEMETRY.items()}
+        for t in found["telemetry"]
+    ]
+    framework = found["framework"]
+    # every metric the runs reported that no other part of the report shows
+    shown = {*results["keys"], *(DDP if distributed else ())}
+    if telemetry:
+        shown |= set(TELEMETRY.values())
+    if framework:
+        shown |= {"step_time_median_s", "plain_step_time_median_s"}
+    answers = found["answers"]
+    return study | {
+        "scaling": study["scaling"],
+        "time_kind": study["time"],
+        "repeats": found["repeats"],
+        "quality_metric": found["quality_metric"],
+        "cost": found["cost"],
+        "base": None
+        if found["base"] is None
+        else found["base"] | {"time": cell(found["base"], "time_s")},
+        "columns": results["columns"],
+        "rows": results["rows"],
+        "metrics": metrics_view(rows, found["metrics"], shown, has_series),
+        # times measured elsewhere have no phases to show
+        "figures": {
+            k: data_uri(v) for k, v in figures.items() if k != "phases" or study["measured"] is None
+        },
+        "failures": found["failures"],
+        "mismatches": found["mismatches"],
+        "disturbed": found["disturbed"],
+        "profiles": list(profiles),
+        "answers": answers,
+        "models": [
+            models_view(p, a["usable_points"])
+            for p, a in zip(analysis.get("series", []), answers, strict=True)
+        ],
+        "comparisons": [comparison_view(c) for c in analysis.get("comparisons", [])],
+        "ddp": ddp,
+        "framework": framework and cells(framework, ["lightning_ms", "plain_ms", "share"]),
+        "unstable": found["unstable"],
+        "overlapped": found["overlapped"],
+        "shared_machines": found["shared_machines"],
+        "charges": cells(found["charges"], ["core_hours", "gpu_hours", "su"]),
+        "scheduler": [
+            j | {k: cell(j, c) for k, c in SCHEDULER.items()} for j in found["scheduler"]
+        ],
+        "received": [
+            r | {"got": [[label(c), values] for c, values in r["got"]]} for r in found["received"]
+        ],
+        "gpu_verdict": analysis.get("gpu_verdict"),
+        "telemetry": telemetry,
+        "staging": staging_view(found["staging"]),
+        "environment": [(label(c), values) for c, values in found["environment"]],
+    }

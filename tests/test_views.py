@@ -1,0 +1,89 @@
+"""The report formats what aggregation computed: its sentences come from the template,
+its numbers from analysis.json and summary.csv, its files from the rule's inputs."""
+
+import json
+import sys
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from scalestudy.rendering import render
+from scalestudy.views import study_view
+from tests.conftest import REPO, study_model
+from tests.test_analysis import RTX_STUDY
+
+sys.path.insert(0, str(REPO / "scripts"))
+from aggregate import aggregate  # noqa: E402
+from report import build  # noqa: E402
+
+SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>'
+
+
+def aggregated(folder, name: str = "rtx", **study) -> dict:
+    """A study of the published RTX times aggregated into `folder` as the workflow does."""
+    folder.mkdir(parents=True)
+    out = {k: folder / f"{k}.{ext}" for k, ext in
+           [("runs", "csv"), ("summary", "csv"), ("analysis", "json")]}  # fmt: skip
+    aggregate(study_model(RTX_STUDY | study, name), [str(REPO / RTX_STUDY["measured"])], out)
+    return out
+
+
+def text_of(html: str) -> str:
+    import re
+
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html)).replace("&#39;", "'")
+
+
+def test_the_answer_is_said_by_the_template(tmp_path):
+    out = aggregated(tmp_path / "rtx", recommend={"deadline_s": 60, "budget_su": 0.1})
+    view = study_view(json.loads(out["analysis"].read_text()), pd.read_csv(out["summary"]), {})
+    text = text_of(render("t", [view]))
+    assert (
+        "Ask for 6 GPUs: speedup 3.29 over the base case N = 1, at 1.82x its cost in SU."
+    ) in text
+    assert (
+        "Going from 6 to 7 GPUs adds only 0.06 speedup per added unit (below 0.1), "
+        "so it is not worth its cost."
+    ) in text
+    assert "Cheapest point within the deadline of 60 s: N = " in text
+    assert "Fastest point within the budget of 0.1 SU: " in text
+    assert "Prediction (model" in text and "extrapolated beyond the measured range" in text
+    assert "point g1 (N = 1), median time 171 s" in text
+
+
+def test_a_table_cell_has_its_columns_precision(tmp_path):
+    out = aggregated(tmp_path / "rtx")
+    view = study_view(json.loads(out["analysis"].read_text()), pd.read_csv(out["summary"]), {})
+    speedup = view["columns"].index("speedup [95 % CI]")
+    assert [r["cells"][speedup] for r in view["rows"]][:3] == ["1.00", "1.58", "2.16"]
+    assert view["charges"]["su"] == f"{3 * 3157 / 3600:.4f}"
+
+
+def test_an_analysis_without_findings_is_refused(tmp_path):
+    out = aggregated(tmp_path / "rtx")
+    analysis = json.loads(out["analysis"].read_text())
+    del analysis["findings"]
+    with pytest.raises(ValueError, match="aggregate the study again"):
+        study_view(analysis, pd.read_csv(out["summary"]), {})
+
+
+def test_the_report_reads_its_declared_inputs_and_matches_them_by_study(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    studies = {"b_study": "second", "a_study": "first"}  # the config's order, not sorted
+    inputs = SimpleNamespace(summaries=[], analyses=[], figures=[], profiles=[])
+    for name, description in studies.items():
+        out = aggregated(tmp_path / "results" / name, name, description=description)
+        for figure in ("speedup", "cost"):
+            path = tmp_path / "results" / name / "figures" / f"{figure}.svg"
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(SVG.replace("/>", f"><desc>{name}</desc></svg>"))
+            inputs.figures.append(str(path.relative_to(tmp_path)))
+        inputs.summaries.append(str(out["summary"].relative_to(tmp_path)))
+        inputs.analyses.append(str(out["analysis"].relative_to(tmp_path)))
+    inputs.summaries.reverse()  # matched by folder, not by position
+    build(inputs, "two studies", tmp_path / "results" / "report.html")
+    html = (tmp_path / "results" / "report.html").read_text()
+    assert html.index('id="study-b_study"') < html.index('id="study-a_study"')
+    assert "<p>second</p>" in html and "<p>first</p>" in html
+    assert html.count('data-figure="speedup"') == 2
