@@ -174,3 +174,48 @@ def test_a_series_override_of_an_unknown_resource_is_refused_before_any_job():
 def test_unit_test_studies_take_the_schema_defaults():
     study = study_model({"time": "train"})
     assert study.time == "train" and study.shared_tolerance == 0.1 and study.workload is None
+
+
+def schema_node(path: list[str]) -> dict | None:
+    """The schema of a dotted config key (top level, or a study's when not found there)."""
+    root = yaml.safe_load(SCHEMA.read_text())
+
+    def resolve(node: dict) -> dict:
+        while "$ref" in node:
+            target = root
+            for part in node["$ref"].removeprefix("#/").split("/"):
+                target = target[part]
+            node = target | {k: v for k, v in node.items() if k != "$ref"}
+        return node
+
+    for start in (root, root["$defs"]["study"]):
+        node = start
+        for part in path:
+            node = resolve(node).get("properties", {}).get(part)
+            if node is None:
+                break
+        else:
+            return resolve(node)
+    return None
+
+
+def test_the_config_reference_gives_the_schemas_defaults():
+    """config/README.md's key tables say each default again, for readers: they must say
+    what the schema says, and name every key a study has."""
+    text = (REPO / "config" / "README.md").read_text()
+    rows = re.findall(r"^\| `([A-Za-z_.]+)` \|([^|]*)\|", text, flags=re.M)
+    documented = set()
+    for key, default in rows:
+        # series.NAME, cost.partitions.NAME: the named part is the user's
+        key = re.sub(r"\.[A-Z]+.*$", "", key)
+        node = schema_node(key.split("."))
+        if node is None:
+            continue  # a workload's parameter (checked in test_workloads_registry)
+        documented.add(key.split(".")[0])
+        written = re.fullmatch(r"`(.*)`", default.strip())
+        if written and "default" in node and not isinstance(node["default"], dict):
+            assert yaml.safe_load(written[1]) == node["default"], key
+        elif "default" in node and not isinstance(node["default"], dict):
+            pytest.fail(f"config/README.md: {key} has default {node['default']!r}: say so")
+    study_keys = set(yaml.safe_load(SCHEMA.read_text())["$defs"]["study"]["properties"])
+    assert study_keys <= documented, sorted(study_keys - documented)
