@@ -183,7 +183,6 @@ def get_figures_dir(wildcards):
 def get_report_inputs():
     return {
         "summaries": expand("results/{study}/summary.csv", study=list(STUDIES)),
-        "runs": expand("results/{study}/runs.csv", study=list(STUDIES)),
         "analyses": expand("results/{study}/analysis.json", study=list(STUDIES)),
         "figures": expand(
             "results/{study}/figures/{figure}.svg", study=list(STUDIES), figure=FIGURES

@@ -175,21 +175,22 @@ def data_uri(path: Path) -> str:
 
 def profile_links(records: list[Path], report_path: Path) -> list[dict]:
     """Each profiling run of a study: its trace, linked relative to the report, or why
-    there is none."""
+    there is none. The record says whether the trace was written, and its size."""
     links = []
     for path in records:
         trace = path.with_name(f"{path.stem}.trace.json")
         try:
-            reason = read_record(path)["reason"]
+            record = read_record(path)
+            reason, size_mb = record["reason"], record["metrics"].get("trace_mb")
         except RecordError as e:
-            reason = str(e)
-        ok = reason is None and trace.is_file()
+            reason, size_mb = str(e), None
+        ok = reason is None and size_mb is not None
         links.append(
             {
                 "point": path.stem,
                 "href": os.path.relpath(trace, report_path.parent) if ok else None,
-                "size_mb": fmt(trace.stat().st_size / 2**20, "{:.1f}") if ok else None,
-                "reason": None if ok else reason,
+                "size_mb": fmt(size_mb, "{:.1f}") if ok else None,
+                "reason": None if ok else (reason or "the run wrote no trace"),
             }
         )
     return links

@@ -419,7 +419,8 @@ def test_a_thread_can_still_call_launch(tmp_path):
 
 def test_the_report_shows_shared_runs_in_red_with_the_reason(tmp_path):
     from scalestudy.predictions import study_predictions
-    from scalestudy.report import study_context
+    from scalestudy.findings import study_findings
+    from scalestudy.views import study_view
 
     quiet = {"cpu_time_s": 2.0, "window_s": 2.0, "cores_used": 1.0, "cpus_watched": 1,
              "others_cpu_s": 0.0, "others_cores": 0.0}  # fmt: skip
@@ -433,7 +434,9 @@ def test_the_report_shows_shared_runs_in_red_with_the_reason(tmp_path):
     runs = runs_from_records(paths, {"t1": "", "t2": ""})
     runs["disturbed"] = disturbed_reasons(runs, study)
     summary = summarise(runs, study)
-    context = study_context(study, summary, runs, {}, [], study_predictions(summary, runs, study))
+    analysis = study_predictions(summary, runs, study)
+    analysis["findings"] = study_findings(study, summary, runs, analysis)
+    context = study_view(analysis, summary, {})
     t2 = context["rows"][1]
     assert t2["status_class"] == "bad"
     assert t2["cells"][-1].startswith("shared CPUs: rep2: other processes used 0.9 cores of its 1")

@@ -87,3 +87,22 @@ def test_the_report_reads_its_declared_inputs_and_matches_them_by_study(tmp_path
     assert html.index('id="study-b_study"') < html.index('id="study-a_study"')
     assert "<p>second</p>" in html and "<p>first</p>" in html
     assert html.count('data-figure="speedup"') == 2
+
+
+def test_a_profile_trace_is_linked_from_its_record_alone(tmp_path):
+    """The report reads only declared inputs: whether the trace exists, and its size,
+    come from the profiling run's record (metric trace_mb), not from the trace file."""
+    from scalestudy.records import write_json_atomic
+    from scalestudy.views import profile_links
+    from tests.test_records import good_record
+
+    folder = tmp_path / "results" / "s" / "profile"
+    traced, untraced, failed = folder / "t1.json", folder / "t2.json", folder / "t4.json"
+    write_json_atomic(traced, good_record(metrics={"trace_mb": 2.25}))
+    write_json_atomic(untraced, good_record(point="t2"))
+    write_json_atomic(failed, good_record(point="t4", status="failed", reason="OOM"))
+    links = profile_links([traced, untraced, failed], tmp_path / "results" / "report.html")
+    assert links[0] == {"point": "t1", "href": "s/profile/t1.trace.json", "size_mb": "2.2",
+                        "reason": None}  # fmt: skip
+    assert links[1]["href"] is None and links[1]["reason"] == "the run wrote no trace"
+    assert links[2]["href"] is None and links[2]["reason"] == "OOM"
