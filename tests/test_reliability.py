@@ -418,8 +418,8 @@ def test_a_thread_can_still_call_launch(tmp_path):
 
 
 def test_the_report_shows_shared_runs_in_red_with_the_reason(tmp_path):
-    from scalestudy.predictions import study_predictions
     from scalestudy.findings import study_findings
+    from scalestudy.predictions import study_predictions
     from scalestudy.views import study_view
 
     quiet = {"cpu_time_s": 2.0, "window_s": 2.0, "cores_used": 1.0, "cpus_watched": 1,
