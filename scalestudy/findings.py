@@ -17,6 +17,7 @@ from scalestudy.analysis import charges, metric_columns, shared_machines, study_
 from scalestudy.cost import cost_view
 from scalestudy.model import Study
 from scalestudy.predictions import jsonable
+from scalestudy.request import study_requests
 from scalestudy.studies import workload_capabilities
 
 # medians per point of how the data was loaded and the GPU used
@@ -56,6 +57,7 @@ def study_facts(study: Study) -> dict:
         "profile_steps": study.profile.steps,
         "deadline_s": study.recommend.deadline_s,
         "budget_su": study.recommend.budget_su,
+        "request": asdict(study.request),
     }
 
 
@@ -288,6 +290,8 @@ def study_findings(
                 if isinstance(r.disturbed, str) and r.disturbed
             ],
             "answers": [answer(p, summary) for p in predictions.get("series", [])],
+            # what to ask the scheduler for at each point, and what the runs used of it
+            "requests": study_requests(study, summary, runs),
             "metrics": shown_metrics(summary, runs),
             "ddp": ddp_findings(summary) if distributed else None,
             "framework": framework_share(summary),

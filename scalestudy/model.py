@@ -94,6 +94,12 @@ class Recommend:
 
 
 @dataclass(frozen=True)
+class Request:
+    mem_margin: float  # --mem = measured peak per node x (1 + this)
+    time_margin: float  # --time = slowest whole-job time x (1 + this)
+
+
+@dataclass(frozen=True)
 class Verdict:
     size_param: str | None
 
@@ -126,6 +132,7 @@ class Study:
     include_shared: bool
     oversubscribe: bool
     budget_su: float | None  # most SU the whole study may cost
+    request: Request
     recommend: Recommend
     verdict: Verdict
     profile: Profile

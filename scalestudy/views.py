@@ -333,6 +333,35 @@ def staging_view(staging: dict | None) -> dict | None:
     return {"first": staging["rows"][0], "last": staging["rows"][-1], "rows": rows}
 
 
+def mem_text(mb) -> str:
+    """--mem as a site writes it: whole GB where it is, else MB."""
+    if mb is None:
+        return "–"
+    return f"{mb // 1024} GB" if mb % 1024 == 0 else f"{mb} MB"
+
+
+def request_view(r: dict) -> dict:
+    """One point's request, its numbers formatted."""
+    return r | {
+        "mem": mem_text(r["mem_mb"]),
+        "asked_mem": mem_text(r["asked_mem_mb"]),
+        "peak_mem": fmt(r["peak_mem_mb"] and r["peak_mem_mb"] / 1024, "{:.2g} GB"),
+        "time": fmt(r["time_min"], "{} min"),
+        "slowest": fmt(r.get("slowest_s"), "{:.3g} s"),
+        "cpu_busy_pct": fmt(r["cpu_busy"] and 100 * r["cpu_busy"], "{:.0f} %"),
+        "memory_used_pct": fmt(r["memory_used"] and 100 * r["memory_used"], "{:.0f} %"),
+        "gpu_util": fmt(r["gpu_util_pct"], "{:.0f} %"),
+    }
+
+
+def request_for(answer: dict, requests: list[dict]) -> dict | None:
+    """The request of the point an answer recommends."""
+    for r in requests:
+        if r["series"] == answer["series"] and r["n"] == answer["worth_n"]:
+            return r
+    return None
+
+
 def study_view(
     analysis: dict,
     summary: pd.DataFrame,
@@ -362,6 +391,7 @@ def study_view(
     if framework:
         shown |= {"step_time_median_s", "plain_step_time_median_s"}
     answers = found["answers"]
+    requests = [request_view(r) for r in found.get("requests", [])]
     return study | {
         "scaling": study["scaling"],
         "time_kind": study["time"],
@@ -382,7 +412,8 @@ def study_view(
         "mismatches": found["mismatches"],
         "disturbed": found["disturbed"],
         "profiles": list(profiles),
-        "answers": answers,
+        "answers": [a | {"request": request_for(a, requests)} for a in answers],
+        "requests": requests,
         "models": [
             models_view(p, a["usable_points"])
             for p, a in zip(analysis.get("series", []), answers, strict=True)

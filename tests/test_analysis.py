@@ -209,9 +209,7 @@ def test_every_field_of_a_record_reaches_the_runs_table():
 def test_a_point_that_learned_less_is_flagged():
     runs = synthetic_runs({1: [10, 10], 2: [6, 6], 4: [3, 3]})
     runs["val_loss"] = runs["n"].map({1: 0.40, 2: 0.41, 4: 0.60})
-    s = summarise(runs, study_model({"convergence": {"tolerance": 0.05}})).set_index(
-        "n"
-    )
+    s = summarise(runs, study_model({"convergence": {"tolerance": 0.05}})).set_index("n")
     assert list(s["converged"]) == [True, True, False]
     assert s.loc[4, "status"] == (
         "ok; did not converge like the base case: val_loss 0.6 vs 0.4 (tolerance 5%)"

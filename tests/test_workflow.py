@@ -1,5 +1,6 @@
 """The workflow end to end with real Snakemake, real workloads and the real report."""
 
+import json
 import re
 import shutil
 import time
@@ -66,6 +67,12 @@ def test_study_end_to_end_with_a_failed_point_and_a_rerun(workflow):
     assert "the point asks for a GPU but CUDA sees none" in page["text"]
     assert any(c.startswith("failed") for c in page["bad_cells"])
     assert "point t1 (N = 1)" in page["text"]  # the base case is stated
+    # the whole request: #SBATCH lines of the recommended point, and every point's
+    assert "#SBATCH --cpus-per-task=" in page["text"] and "#SBATCH --mem=" in page["text"]
+    assert "What to ask for, per point" in page["text"] and "a scaled estimate" in page["text"]
+    requests = json.loads((results / "tiny" / "analysis.json").read_text())["findings"]["requests"]
+    assert [r["point"] for r in requests] == ["t1", "t2"]
+    assert all(r["time_scaled"] and r["mem_mb"] and r["cpu_busy"] for r in requests)
 
     # A second invocation repeats the failed point only.
     dry = workflow.snakemake("--profile", "profiles/local", "-n")

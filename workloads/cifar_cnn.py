@@ -400,6 +400,9 @@ def train(p: dict, ctx, workers: int) -> None:
             stats["seconds"] = phase.seconds
             epochs.append(stats)
     record_metrics(ctx, epochs)
+    # the share of a full-length run this one did (max_batches shortens it): the report
+    # scales the time to ask for (--time) by it
+    ctx.metric("train_fraction", sum(e["samples"] for e in epochs) / (len(dataset) * p["epochs"]))
 
 
 def record_metrics(ctx, epochs: list[dict]) -> None:

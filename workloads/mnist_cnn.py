@@ -195,3 +195,9 @@ def run(params: dict, ctx) -> None:
     ctx.metric("final_loss", train_loss)
     ctx.metric("test_loss", test_loss)
     ctx.metric("test_accuracy", accuracy)
+    # the share of a full-length run this one did (a batch limit shortens it): the
+    # report scales the time to ask for (--time) by it
+    ctx.metric("train_fraction", samples / (len(train_x) * params["epochs"]))
+    test_batches = -(-len(test_x) // params["test_batch_size"])
+    limit = params["max_test_batches"] or test_batches
+    ctx.metric("eval_fraction", min(limit, test_batches) / test_batches)

@@ -1,0 +1,133 @@
+"""The whole request per point (scalestudy.request): --mem from the measured peak per
+node, --time from the slowest run (scaled to full length when the runs were shortened),
+as #SBATCH lines from the Slurm plugin's own submit command, and what the runs used of
+their allocation."""
+
+import sys
+
+import pandas as pd
+import pytest
+
+from scalestudy import studies as st
+from scalestudy.analysis import runs_from_records
+from scalestudy.launch import launch
+from scalestudy.request import memory_request_mb, point_request, study_requests
+from tests.conftest import study_model
+from tests.test_studies import config_error, model
+
+PY = sys.executable
+
+
+def runs(point: str, **columns) -> pd.DataFrame:
+    frame = pd.DataFrame({"point": point, "status": "ok"} | columns)
+    return frame.assign(point=point, status=frame.get("status", "ok"))
+
+
+def threads_study(**extra):
+    return study_model(
+        {"workload": "spiral_mlp", "scaling": {"axis": "threads", "points": [1, 4]}} | extra
+    )
+
+
+def test_mem_and_time_come_from_the_measured_peak_and_the_slowest_run():
+    made = runs("t4", elapsed_s=[100.0, 120.0], peak_rss_mb=[900.0, 950.0],
+                usage_peak_rss_mb=[1500.0, 1400.0], cores_used=[3.6, 3.2])  # fmt: skip
+    r = point_request(threads_study(), "", 4, made)
+    # 1500 MB x 1.2 = 1800 MB -> 2 GB; 120 s x 1.5 = 180 s -> 3 min
+    assert (r["peak_mem_mb"], r["mem_mb"], r["time_min"]) == (1500.0, 2048, 3)
+    assert not r["time_scaled"] and r["slowest_s"] == 120.0
+    assert r["sbatch"] == [
+        "#SBATCH --time=0:03:00",
+        "#SBATCH --mem=2G",
+        "#SBATCH --nodes=1",
+        "#SBATCH --ntasks=1",
+        "#SBATCH --cpus-per-task=4",
+    ]
+    assert r["resources"] | {} == r["resources"]
+    assert (r["resources"]["mem_mb"], r["resources"]["runtime"]) == (2048, 3)
+    assert r["resources"]["cpus_per_task"] == 4 and r["resources"]["nodes"] == 1
+    assert r["cpu_busy"] == pytest.approx(3.4 / 4)
+    assert r["memory_used"] == pytest.approx(1500 / 4000)  # the schema's 4000 MB asked
+    assert r["waste"] == ["memory"]
+
+
+def test_margins_are_the_studys():
+    made = runs("t1", elapsed_s=[59.0], peak_rss_mb=[500.0])
+    r = point_request(threads_study(request={"mem_margin": 0, "time_margin": 0}), "", 1, made)
+    assert (r["mem_mb"], r["time_min"]) == (500, 1)
+    assert memory_request_mb(1000, 0.1) == 2048 and memory_request_mb(100, 0.5) == 150
+
+
+def test_shortened_runs_are_scaled_to_full_length_and_say_so():
+    made = runs("t1", elapsed_s=[120.0], train_s=[50.0], eval_s=[4.0],
+                train_fraction=[0.1], eval_fraction=[0.5], peak_rss_mb=[500.0])  # fmt: skip
+    r = point_request(threads_study(), "", 1, made)
+    # 120 + 50 x 9 + 4 x 1 = 574 s, x 1.5 = 861 s -> 15 min
+    assert r["slowest_s"] == pytest.approx(574) and r["time_scaled"]
+    assert r["time_min"] == 15
+
+
+def test_a_node_holds_every_process_of_it():
+    study = study_model(
+        {"scaling": {"axis": "nodes", "device": "gpu", "devices": 4, "points": [2], "threads": 2}}
+    )
+    r = point_request(study, "", 2, runs("g4-n2", elapsed_s=[600.0], peak_rss_mb=[3000.0]))
+    assert r["peak_mem_mb"] == 12000  # 4 processes per node
+    assert r["mem_mb"] == 15 * 1024  # 14400 MB rounded up to whole GB
+    assert {"#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=4", "#SBATCH --gpus=8",
+            "#SBATCH --mem=15G", "#SBATCH --cpus-per-task=2"} <= set(r["sbatch"])  # fmt: skip
+
+
+def test_a_point_without_good_runs_asks_for_nothing():
+    r = point_request(threads_study(), "", 4, runs("t4", status=["failed"], elapsed_s=[3.0]))
+    assert r["sbatch"] == [] and r["mem_mb"] is None and r["waste"] == []
+
+
+def test_every_point_of_the_summary_gets_its_request():
+    study = threads_study()
+    summary = pd.DataFrame({"point": ["t1", "t4"], "n": [1, 4], "series": [""] * 2})
+    made = pd.concat([runs("t1", elapsed_s=[10.0]), runs("t4", elapsed_s=[4.0])])
+    found = study_requests(study, summary, made)
+    assert [(r["point"], r["threads"], r["time_min"]) for r in found] == [
+        ("t1", 1, 1),
+        ("t4", 4, 1),
+    ]
+    assert study_requests(study_model({"measured": "x.csv"}), summary, made) == []
+
+
+def test_a_margin_below_zero_is_refused():
+    study = {"workload": "spiral_mlp", "scaling": {"points": [1]},
+             "request": {"mem_margin": -0.1}}  # fmt: skip
+    assert "studies.s.request.mem_margin" in config_error({"studies": {"s": study}})
+
+
+BUSY = (
+    "import multiprocessing as mp, time\n"
+    "def spin():\n"
+    "    end = time.time() + 1.5\n"
+    "    while time.time() < end: pass\n"
+    "if __name__ == '__main__':\n"
+    "    ps = [mp.Process(target=spin) for _ in range(2)]\n"
+    "    [p.start() for p in ps]; [p.join() for p in ps]\n"
+)
+
+
+def test_cpu_busy_of_a_busy_loop_and_a_sleeper(tmp_path, monkeypatch):
+    """Real runs through the launcher: two busy processes on 2 cores against a sleeper."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    records = []
+    for point, program in (("busy", BUSY), ("sleeper", "import time; time.sleep(1.5)")):
+        study = {"workload": "command", "params": {"command": [PY, "-c", program]},
+                 "scaling": {"axis": "threads", "points": [2]}, "repeats": 1}  # fmt: skip
+        config = {"studies": {"c": study}}
+        spec = st.run_spec(model(config, "c"), 2, 1)
+        spec["data_dir"] = str(tmp_path)
+        path = tmp_path / point / "runs" / "t2" / "rep1.json"
+        record = launch(spec, path)
+        assert record["status"] == "ok", record["reason"]
+        records.append(path)
+    busy, sleeper = (runs_from_records([p]) for p in records)
+    study = model(config, "c")
+    assert point_request(study, "", 2, busy)["cpu_busy"] > 0.7
+    slept = point_request(study, "", 2, sleeper)
+    assert slept["cpu_busy"] < 0.2 and "cpu" in slept["waste"]
