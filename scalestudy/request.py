@@ -181,17 +181,102 @@ def waste(point, found: dict) -> list[str]:
     return flags
 
 
-def study_requests(study: Study, summary: pd.DataFrame, runs: pd.DataFrame) -> list[dict]:
-    """point_request for every point of the summary (a study that ran jobs)."""
+def study_requests(study: Study, summary: pd.DataFrame, runs: pd.DataFrame, run=None) -> dict:
+    """point_request for every point of the summary (a study that ran jobs), with Slurm
+    accounting's figures beside the runs' own where sacct answers (`run`: a stand-in
+    for subprocess.run, for tests), and a note where it does not."""
     if study.workload is None:
-        return []
-    requests = []
+        return {"points": [], "accounting_note": None}
+    ids = sorted({str(j) for j in runs.get("slurm_job_id", pd.Series(dtype=object)).dropna()})
+    jobs, note = accounting(ids, run)
+    points = []
     for row in summary.itertuples():
         series = base_series(row.series if isinstance(row.series, str) else "")
         mine = runs[runs["point"] == row.point]
         # the summary's own names: a series split by provenance keeps its tag
-        requests.append(
-            point_request(study, series, int(row.n), mine)
-            | {"point": row.point, "series": row.series if isinstance(row.series, str) else ""}
+        found = point_request(study, series, int(row.n), mine) | {
+            "point": row.point,
+            "series": row.series if isinstance(row.series, str) else "",
+        }
+        points.append(found | accounted(mine, jobs))
+    return {"points": points, "accounting_note": note}
+
+
+def accounted(runs: pd.DataFrame, jobs: dict[str, dict]) -> dict:
+    """Slurm accounting's CPU busy share (median over the point's jobs) and peak memory
+    (largest), None where it has no figure."""
+    ok = runs[runs["status"] == "ok"]
+    mine = [jobs[str(j)] for j in ok.get("slurm_job_id", pd.Series(dtype=object)) if str(j) in jobs]
+    busy = [j["cpu_s"] / (j["elapsed_s"] * j["cpus"]) for j in mine
+            if j["cpu_s"] is not None and j["elapsed_s"] and j["cpus"]]  # fmt: skip
+    peaks = [j["peak_mem_mb"] for j in mine if j["peak_mem_mb"] is not None]
+    return {
+        "sacct_cpu_busy": float(np.median(busy)) if busy else None,
+        "sacct_peak_mem_mb": max(peaks) if peaks else None,
+    }
+
+
+def slurm_seconds(text: str) -> float | None:
+    """sacct's [D-]HH:MM:SS[.mmm] or MM:SS.mmm as seconds."""
+    days, _, clock = text.rpartition("-")
+    try:
+        parts = [float(p) for p in clock.split(":")]
+    except ValueError:
+        return None
+    seconds = sum(p * 60**i for i, p in enumerate(reversed(parts)))
+    return seconds + (int(days) * 86400 if days else 0)
+
+
+def slurm_megabytes(text: str) -> float | None:
+    """sacct's MaxRSS (1234K, 56M, 2G) as MB."""
+    units = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024**2}
+    if not text:
+        return None
+    try:
+        return float(text[:-1]) * units[text[-1]] if text[-1] in units else float(text) / 2**20
+    except ValueError:
+        return None
+
+
+def accounting(job_ids: list[str], run=None) -> tuple[dict[str, dict], str | None]:
+    """What Slurm's accounting says of these jobs (job id -> cpu_s, elapsed_s, cpus,
+    peak_mem_mb, the largest over its steps), and a note when it cannot be asked (no
+    sacct, or accounting disabled): the runs' own figures stand then."""
+    import shutil
+    import subprocess
+
+    if not job_ids:
+        return {}, None
+    if run is None and not shutil.which("sacct"):
+        return {}, "sacct is not installed here: CPU and memory use are the runs' own figures"
+    command = ["sacct", "-n", "-P", "-j", ",".join(job_ids),
+               "--format=JobID,TotalCPU,Elapsed,AllocCPUS,MaxRSS"]  # fmt: skip
+    try:
+        proc = (run or subprocess.run)(command, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {}, f"sacct failed ({e}): CPU and memory use are the runs' own figures"
+    if proc.returncode != 0:
+        why = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no reason given"]
+        return (
+            {},
+            f"sacct was not available ({why[0]}): CPU and memory use are the runs' own figures",
         )
-    return requests
+    jobs: dict[str, dict] = {}
+    for line in proc.stdout.splitlines():
+        fields = line.split("|")
+        if len(fields) != 5:
+            continue
+        job = fields[0].split(".")[0]
+        found = jobs.setdefault(job, {"cpu_s": None, "elapsed_s": None, "cpus": None,
+                                      "peak_mem_mb": None})  # fmt: skip
+        cpu, elapsed, mem = (
+            slurm_seconds(fields[1]),
+            slurm_seconds(fields[2]),
+            slurm_megabytes(fields[4]),
+        )
+        if "." not in fields[0]:  # the job's own line: its totals
+            found["cpu_s"], found["elapsed_s"] = cpu, elapsed
+            found["cpus"] = int(fields[3]) if fields[3].isdigit() else None
+        if mem is not None:
+            found["peak_mem_mb"] = max(found["peak_mem_mb"] or 0.0, mem)
+    return jobs, None

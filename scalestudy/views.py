@@ -351,6 +351,10 @@ def request_view(r: dict) -> dict:
         "cpu_busy_pct": fmt(r["cpu_busy"] and 100 * r["cpu_busy"], "{:.0f} %"),
         "memory_used_pct": fmt(r["memory_used"] and 100 * r["memory_used"], "{:.0f} %"),
         "gpu_util": fmt(r["gpu_util_pct"], "{:.0f} %"),
+        "sacct_cpu_busy_pct": fmt(r["sacct_cpu_busy"] and 100 * r["sacct_cpu_busy"], "{:.0f} %"),
+        "sacct_peak_mem": fmt(
+            r["sacct_peak_mem_mb"] and r["sacct_peak_mem_mb"] / 1024, "{:.2g} GB"
+        ),
     }
 
 
@@ -391,7 +395,7 @@ def study_view(
     if framework:
         shown |= {"step_time_median_s", "plain_step_time_median_s"}
     answers = found["answers"]
-    requests = [request_view(r) for r in found.get("requests", [])]
+    requests = [request_view(r) for r in found["requests"]["points"]]
     return study | {
         "scaling": study["scaling"],
         "time_kind": study["time"],
@@ -414,6 +418,7 @@ def study_view(
         "profiles": list(profiles),
         "answers": [a | {"request": request_for(a, requests)} for a in answers],
         "requests": requests,
+        "accounting_note": found["requests"]["accounting_note"],
         "models": [
             models_view(p, a["usable_points"])
             for p, a in zip(analysis.get("series", []), answers, strict=True)

@@ -87,12 +87,12 @@ def test_every_point_of_the_summary_gets_its_request():
     study = threads_study()
     summary = pd.DataFrame({"point": ["t1", "t4"], "n": [1, 4], "series": [""] * 2})
     made = pd.concat([runs("t1", elapsed_s=[10.0]), runs("t4", elapsed_s=[4.0])])
-    found = study_requests(study, summary, made)
+    found = study_requests(study, summary, made)["points"]
     assert [(r["point"], r["threads"], r["time_min"]) for r in found] == [
         ("t1", 1, 1),
         ("t4", 4, 1),
     ]
-    assert study_requests(study_model({"measured": "x.csv"}), summary, made) == []
+    assert study_requests(study_model({"measured": "x.csv"}), summary, made)["points"] == []
 
 
 def test_a_margin_below_zero_is_refused():
@@ -131,3 +131,49 @@ def test_cpu_busy_of_a_busy_loop_and_a_sleeper(tmp_path, monkeypatch):
     assert point_request(study, "", 2, busy)["cpu_busy"] > 0.7
     slept = point_request(study, "", 2, sleeper)
     assert slept["cpu_busy"] < 0.2 and "cpu" in slept["waste"]
+
+
+class Sacct:
+    """What `sacct -n -P` prints, or its refusal on a site without accounting."""
+
+    def __init__(self, out: str = "", code: int = 0, err: str = ""):
+        self.out, self.code, self.err = out, code, err
+        self.commands = []
+
+    def __call__(self, command, **_):
+        self.commands.append(command)
+        from types import SimpleNamespace
+
+        return SimpleNamespace(returncode=self.code, stdout=self.out, stderr=self.err)
+
+
+def test_slurm_accounting_is_shown_beside_the_runs_own_figures():
+    sacct = Sacct(
+        "11|00:03:20|00:01:00|4|\n11.batch|00:00:01|00:01:00|4|20K\n11.0|03:19.500|00:00:59|4|1.5G\n"
+        "12|02:00.000|00:01:00|4|\n12.0|02:00|00:01:00|4|900M\n"
+    )
+    made = runs("t4", elapsed_s=[60.0, 60.0], slurm_job_id=[11, 12], cores_used=[3.0, 2.0])
+    summary = pd.DataFrame({"point": ["t4"], "n": [4], "series": [""]})
+    found = study_requests(threads_study(), summary, made, run=sacct)
+    assert "-j" in sacct.commands[0] and "11,12" in sacct.commands[0]
+    (r,) = found["points"]
+    assert found["accounting_note"] is None
+    # job 11: 200 s of CPU over 60 s x 4 CPUs; job 12: 120 s -> median of 0.833 and 0.5
+    assert r["sacct_cpu_busy"] == pytest.approx((200 / 240 + 120 / 240) / 2)
+    assert r["sacct_peak_mem_mb"] == pytest.approx(1.5 * 1024)
+    assert r["cpu_busy"] == pytest.approx(2.5 / 4)  # the runs' own figure stays
+
+
+def test_a_site_without_accounting_gets_a_note_never_an_error():
+    sacct = Sacct(code=1, err="sacct: error: Slurm accounting storage is disabled")
+    made = runs("t4", elapsed_s=[60.0], slurm_job_id=[11])
+    summary = pd.DataFrame({"point": ["t4"], "n": [4], "series": [""]})
+    found = study_requests(threads_study(), summary, made, run=sacct)
+    assert (
+        "sacct was not available (sacct: error: Slurm accounting storage is disabled)"
+        in (found["accounting_note"])
+    )
+    assert found["points"][0]["sacct_cpu_busy"] is None and found["points"][0]["sbatch"]
+    # local runs have no job ids: sacct is not asked
+    local = study_requests(threads_study(), summary, runs("t4", elapsed_s=[60.0]), run=sacct)
+    assert local["accounting_note"] is None and len(sacct.commands) == 1

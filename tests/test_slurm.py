@@ -84,6 +84,13 @@ def test_thread_and_node_studies_run_through_the_slurm_plugin(cluster, workflow)
     assert "Queue wait and run time of each Slurm job" in html
     assert "Hosts node1, node2 are one physical machine" in html
     assert re.search(r"core-hours, [0-9.]+ GPU-hours, <strong>[0-9.]+ SU", html)
+    # the request per point: a 2-node point asks for its 2 nodes; this cluster keeps no
+    # accounting, so the runs' own figures stand, and the report says why
+    found = json.loads((workflow.root / "results" / "ddp_nodes" / "analysis.json").read_text())
+    n2 = next(r for r in found["findings"]["requests"]["points"] if r["point"] == "n2")
+    assert "#SBATCH --nodes=2" in n2["sbatch"] and n2["mem_mb"] and n2["cpu_busy"] is not None
+    assert "sacct" in found["findings"]["requests"]["accounting_note"]
+    assert "#SBATCH --nodes=2" in html
 
 
 def test_a_job_given_fewer_cpus_than_threads_is_flagged(cluster, workflow):
