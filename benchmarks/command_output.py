@@ -29,8 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from scalestudy import processes
-from scalestudy.launch import launch
+from scalestudy.compute import processes
+from scalestudy.compute.launch import launch
 
 # The same program either way: quiet only points its stdout at /dev/null. Buffered (as
 # Python and C write to a pipe by default), or with --unbuffered one write per line:

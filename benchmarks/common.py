@@ -6,7 +6,7 @@ import statistics
 import time
 from pathlib import Path
 
-from scalestudy.data import prepare
+from scalestudy.compute.data import prepare
 
 REPO = Path(__file__).resolve().parents[1]
 DATA_DIR = REPO / "data"

@@ -13,9 +13,9 @@ import time
 
 import numpy as np
 
-from scalestudy.intervals import instability, median_ci, ratio_ci
-from scalestudy.models import fit_models, select_model
-from scalestudy.recommendation import recommend
+from scalestudy.analysis.intervals import instability, median_ci, ratio_ci
+from scalestudy.analysis.models import fit_models, select_model
+from scalestudy.analysis.recommendation import recommend
 
 
 def make_studies(n_studies: int, n_points: int, repeats: int, seed: int) -> list[dict]:

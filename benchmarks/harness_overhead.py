@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.common import DATA_DIR, alternate, fashion_root
-from scalestudy.launch import launch
+from scalestudy.compute.launch import launch
 
 BARE = """
 import sys, torch

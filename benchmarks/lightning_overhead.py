@@ -24,7 +24,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from benchmarks.common import alternate, fashion_root
-from scalestudy.harness import Context
+from scalestudy.compute.harness import Context
 from workloads import lightning_autoencoder as wl
 
 PARAMS = {

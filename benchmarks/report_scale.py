@@ -23,12 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
-from scalestudy.analysis import runs_from_records, summarise
-from scalestudy.findings import study_findings
-from scalestudy.predictions import split_by_provenance, study_predictions
+from scalestudy.analysis.findings import study_findings
+from scalestudy.analysis.predictions import split_by_provenance, study_predictions
+from scalestudy.analysis.tables import runs_from_records, summarise
 from scalestudy.records import write_json_atomic
-from scalestudy.rendering import write_report
-from scalestudy.views import study_view
+from scalestudy.report.rendering import write_report
+from scalestudy.report.views import study_view
 from tests.conftest import study_model
 
 RECORD = {
@@ -112,7 +112,7 @@ def main() -> None:
             name: (summary, runs, json.loads(json.dumps(p, allow_nan=False)))
             for name, (summary, runs, p) in analysed.items()
         }
-        from scalestudy.plots import write_figures
+        from scalestudy.report.plots import write_figures
 
         start = time.perf_counter()
         figures = {}

@@ -10,7 +10,7 @@ from snakemake.logging import logger
 
 from scalestudy import studies as st
 from scalestudy import FIGURES, paths
-from scalestudy.plan import budget_problem, study_plan
+from scalestudy.analysis.plan import budget_problem, study_plan
 from scalestudy.records import RecordError, misplacement, read_record
 
 # Validate first: nothing below may see a config the schema has not accepted. Every
@@ -31,27 +31,21 @@ RUNS = st.runs_table(STUDIES)
 PROFILES = st.profile_targets(STUDIES)
 DATA_DIR = CONFIG["data_dir"]
 PYTHON = sys.executable
-# Outputs are recomputed when the code that makes them changes.
+# Outputs are recomputed when the code that makes them changes: the analysis package
+# (and the record and study model it reads) for aggregation, the report's for the rest.
 PACKAGE = Path(st.__file__).parent
 CODE = {
-    "analysis": [
-        str(PACKAGE / "analysis.py"),
-        str(PACKAGE / "predictions.py"),
-        str(PACKAGE / "intervals.py"),
-        str(PACKAGE / "models.py"),
-        str(PACKAGE / "comparison.py"),
-        str(PACKAGE / "recommendation.py"),
-        str(PACKAGE / "cost.py"),
+    "analysis": sorted(str(p) for p in (PACKAGE / "analysis").glob("*.py"))
+    + [
         str(PACKAGE / "records.py"),
         str(PACKAGE / "model.py"),
-        str(PACKAGE / "findings.py"),
         str(PACKAGE / "schemas/record.schema.json"),
     ],
-    "plots": [str(PACKAGE / "plots.py")],
+    "plots": [str(PACKAGE / "report" / "plots.py")],
     "report": [
-        str(PACKAGE / "views.py"),
-        str(PACKAGE / "rendering.py"),
-        str(PACKAGE / "templates/report.html.j2"),
+        str(PACKAGE / "report" / "views.py"),
+        str(PACKAGE / "report" / "rendering.py"),
+        str(PACKAGE / "report" / "templates" / "report.html.j2"),
     ],
 }
 
@@ -225,7 +219,7 @@ def check_local_cpus():
 
 def earlier_results(study):
     """A study's runs table and analysis from an earlier invocation (None for each
-    that does not exist yet): what scalestudy.plan prices its jobs from."""
+    that does not exist yet): what scalestudy.analysis.plan prices its jobs from."""
     runs_path = Path(paths.RUNS_TABLE.format(study=study))
     analysis_path = Path(paths.ANALYSIS.format(study=study))
     try:
@@ -253,7 +247,7 @@ def finished_runs(study):
 
 
 def study_plans(names):
-    """The plan (scalestudy.plan) of each named study that runs jobs."""
+    """The plan (scalestudy.analysis.plan) of each named study that runs jobs."""
     return [
         study_plan(STUDIES[name], *earlier_results(name), finished_runs(name))
         for name in names

@@ -40,6 +40,6 @@ rule run_point:
     # The launcher writes the run's output to the log itself (capped); its own errors
     # (a full disk, a second launcher of the run) reach Snakemake's output too.
     shell:
-        "{params.python:q} -m scalestudy.launch --spec {params.spec:q} "
+        "{params.python:q} -m scalestudy.compute.launch --spec {params.spec:q} "
         "--record {output.record:q} --rerun-token {params.rerun_token:q} "
         "--log {log:q} --log-limit-mb {resources.log_limit_mb}"

@@ -1,6 +1,15 @@
-"""Shared code of the scaling-study workflow: studies, harness, launcher, records,
-analysis, plots and report. Rules call it through thin scripts in scripts/."""
+"""The scaling-study workflow's code, in three layers and what they share:
 
-# The figures every study gets (scalestudy.plots draws them). Here, not in plots,
+- compute/: runs on compute nodes (launcher, worker, harness and what they use);
+- analysis/: the head node's analysis of the records (tables, statistics, models,
+  predictions, cost, the request, every number the report shows);
+- report/: formats and draws what the analysis computed;
+- shared, here: the study model (model.py), the config's studies and points
+  (studies.py), records and their paths (records.py, paths.py), redo.py.
+
+Rules call it through thin scripts in scripts/; tests/test_architecture.py keeps the
+layers apart."""
+
+# The figures every study gets (scalestudy.report.plots draws them). Here, not in plots,
 # so that the workflow can name them without importing matplotlib at parse time.
 FIGURES = ("times", "speedup", "efficiency", "cost", "pareto", "phases")

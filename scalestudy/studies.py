@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 import workloads as registry
-from scalestudy.commandline import command_params_problems
+from scalestudy.compute.commandline import command_params_problems
 from scalestudy.model import Study
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")

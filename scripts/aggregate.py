@@ -1,20 +1,20 @@
 """Snakemake entry: records (or a measured CSV) -> runs.csv, summary.csv and
 analysis.json (fits, predictions, recommendation, and under "findings" every other
-number the report shows: scalestudy.findings) of one study."""
+number the report shows: scalestudy.analysis.findings) of one study."""
 
 import json
 import logging
 import sys
 
-from scalestudy.analysis import (
+from scalestudy.analysis.findings import study_findings
+from scalestudy.analysis.predictions import split_by_provenance, study_predictions
+from scalestudy.analysis.tables import (
     disturbed_reasons,
     runs_from_measured,
     runs_from_records,
     summarise,
 )
-from scalestudy.findings import study_findings
 from scalestudy.model import Study
-from scalestudy.predictions import split_by_provenance, study_predictions
 from scalestudy.records import RecordError, write_text_atomic
 from scalestudy.studies import series_of_points
 

@@ -1,5 +1,5 @@
 """Snakemake entry: results/plan.html, the price of every study before it runs. The
-plans were computed when the rule's params were (rules/plan.smk, scalestudy.plan);
+plans were computed when the rule's params were (rules/plan.smk, scalestudy.analysis.plan);
 this only renders them."""
 
 import logging
@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from scalestudy.records import write_text_atomic
-from scalestudy.rendering import environment
+from scalestudy.report.rendering import environment
 
 
 def write_plan(path: Path, title: str, plans: list[dict]) -> None:

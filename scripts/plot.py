@@ -1,4 +1,4 @@
-"""Snakemake entry: the figures of one study (see scalestudy.plots)."""
+"""Snakemake entry: the figures of one study (see scalestudy.report.plots)."""
 
 import json
 import logging
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from scalestudy.plots import write_figures
+from scalestudy.report.plots import write_figures
 
 
 def main(smk) -> None:

@@ -1,9 +1,9 @@
-"""Snakemake entry: place a data set where torchvision reads it (see scalestudy.data)."""
+"""Snakemake entry: place a data set where torchvision reads it (see scalestudy.compute.data)."""
 
 import logging
 import sys
 
-from scalestudy.data import DataError, prepare
+from scalestudy.compute.data import DataError, prepare
 
 
 def main(smk) -> None:

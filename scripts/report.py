@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from scalestudy.rendering import write_report
-from scalestudy.views import profile_links, study_view
+from scalestudy.report.rendering import write_report
+from scalestudy.report.views import profile_links, study_view
 
 
 def of_study(files, folder: Path, depth: int) -> list[Path]:

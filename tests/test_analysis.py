@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from scalestudy.analysis import (
+from scalestudy.analysis.tables import (
     mark_overlaps,
     runs_from_measured,
     runs_from_records,
@@ -198,7 +198,7 @@ def test_overlapping_runs_are_marked():
 
 
 def test_every_field_of_a_record_reaches_the_runs_table():
-    from scalestudy.analysis import record_row
+    from scalestudy.analysis.tables import record_row
 
     record = good_record()
     row = record_row(record)

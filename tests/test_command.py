@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from scalestudy import studies as st
-from scalestudy.launch import launch
+from scalestudy.compute.launch import launch
 from tests.test_studies import config_error, model
 
 PY = sys.executable

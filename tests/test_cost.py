@@ -1,14 +1,14 @@
-"""SU in one place (scalestudy.cost): series overrides and partition weights reach every
+"""SU in one place (scalestudy.analysis.cost): series overrides and partition weights reach every
 SU figure, the summary's `su` and the GPU verdict's included, on one time basis."""
 
 import pandas as pd
 import pytest
 import yaml
 
-from scalestudy import verdict
-from scalestudy.analysis import charges, summarise
-from scalestudy.cost import Cost, Rate, cost_view
-from scalestudy.predictions import gpu_verdict_of, study_predictions
+from scalestudy.analysis import verdict
+from scalestudy.analysis.cost import Cost, Rate, cost_view
+from scalestudy.analysis.predictions import gpu_verdict_of, study_predictions
+from scalestudy.analysis.tables import charges, summarise
 from tests.conftest import SCHEMA, study_model
 
 CPU_TIMES = {1: 100.0, 2: 60.0}  # CPU threads -> whole-job seconds per result

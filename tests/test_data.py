@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from scalestudy import data
+from scalestudy.compute import data
 from tests.conftest import FASHION_DIR
 
 needs_fashion = pytest.mark.skipif(

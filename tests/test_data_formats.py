@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from scalestudy.harness import Context
+from scalestudy.compute.harness import Context
 from tests.test_studies import config_error, validated
 from workloads import data_formats
 from workloads.data_formats import formats

@@ -3,8 +3,8 @@
 import pytest
 
 from scalestudy import studies as st
-from scalestudy.harness import allocation_mismatches
-from scalestudy.launch import launch
+from scalestudy.compute.harness import allocation_mismatches
+from scalestudy.compute.launch import launch
 from tests.test_data import fashion_root  # noqa: F401  (session fixture)
 from tests.test_studies import model
 

@@ -1,4 +1,4 @@
-"""The report's numbers are computed at aggregation (scalestudy.findings) and written to
+"""The report's numbers are computed at aggregation (scalestudy.analysis.findings) and written to
 analysis.json as plain JSON: numbers stay numbers, missing ones are null."""
 
 import json
@@ -7,9 +7,9 @@ import sys
 import pandas as pd
 import pytest
 
-from scalestudy.analysis import runs_from_measured, runs_from_records, summarise
-from scalestudy.findings import staging, study_findings
-from scalestudy.predictions import study_predictions
+from scalestudy.analysis.findings import staging, study_findings
+from scalestudy.analysis.predictions import study_predictions
+from scalestudy.analysis.tables import runs_from_measured, runs_from_records, summarise
 from scalestudy.records import write_json_atomic
 from tests.conftest import REPO, study_model
 from tests.test_analysis import RTX_STUDY

@@ -8,7 +8,8 @@ import uuid
 import pandas as pd
 import pytest
 
-from scalestudy.analysis import (
+from scalestudy.analysis.findings import study_findings
+from scalestudy.analysis.tables import (
     derived_columns,
     record_row,
     runs_from_measured,
@@ -16,9 +17,8 @@ from scalestudy.analysis import (
     runs_table,
     summarise,
 )
-from scalestudy.findings import study_findings
 from scalestudy.records import write_json_atomic
-from scalestudy.views import study_view
+from scalestudy.report.views import study_view
 from tests.conftest import REPO, study_model
 from tests.test_analysis import RTX_STUDY
 from tests.test_records import good_record

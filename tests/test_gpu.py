@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from scalestudy import studies as st
-from scalestudy.harness import Context
-from scalestudy.launch import launch
+from scalestudy.compute.harness import Context
+from scalestudy.compute.launch import launch
 from tests.test_studies import model
 from workloads import cifar_cnn, data_formats, gd_regression, linear_solve
 

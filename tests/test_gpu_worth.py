@@ -21,9 +21,10 @@ import pandas as pd
 import pytest
 import torch
 
-from scalestudy import telemetry, verdict
-from scalestudy.cost import Cost
-from scalestudy.harness import Context
+from scalestudy.analysis import verdict
+from scalestudy.analysis.cost import Cost
+from scalestudy.compute import telemetry
+from scalestudy.compute.harness import Context
 from workloads import cifar_cnn, gd_regression, linear_solve
 
 HAS_CUPY = importlib.util.find_spec("cupy") is not None
@@ -470,8 +471,8 @@ def test_gpu_series_at_one_size_stay_apart_and_the_fastest_is_named():
 
 
 def test_staging_view_shows_growth_with_copies_at_once():
-    from scalestudy.findings import staging
-    from scalestudy.views import staging_view
+    from scalestudy.analysis.findings import staging
+    from scalestudy.report.views import staging_view
 
     runs = pd.DataFrame(
         [

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from scalestudy.predictions import gpu_verdict_of
+from scalestudy.analysis.predictions import gpu_verdict_of
 from tests.conftest import study_model
 
 

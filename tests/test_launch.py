@@ -7,7 +7,7 @@ import psutil
 import pytest
 
 from scalestudy import studies as st
-from scalestudy.launch import launch, local_cpu_sets
+from scalestudy.compute.launch import launch, local_cpu_sets
 from scalestudy.records import read_record
 from tests.conftest import tiny_mnist_study
 from tests.test_data import fashion_root  # noqa: F401  (session fixture)
@@ -93,7 +93,9 @@ def test_killed_worker_is_reported(fashion_root, tmp_path, threads_env):  # noqa
     me = psutil.Process()
     while time.time() < deadline:
         children = [
-            c for c in me.children(recursive=True) if "scalestudy.worker" in " ".join(c.cmdline())
+            c
+            for c in me.children(recursive=True)
+            if "scalestudy.compute.worker" in " ".join(c.cmdline())
         ]
         if children:
             time.sleep(1.0)

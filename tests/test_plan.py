@@ -1,4 +1,4 @@
-"""The price of a study before it runs (scalestudy.plan, `snakemake results/plan.html`),
+"""The price of a study before it runs (scalestudy.analysis.plan, `snakemake results/plan.html`),
 and its budget refused before any job."""
 
 import json
@@ -7,7 +7,7 @@ import sys
 import pandas as pd
 import pytest
 
-from scalestudy.plan import LIMIT, MEASURED, MODEL, budget_problem, study_plan
+from scalestudy.analysis.plan import LIMIT, MEASURED, MODEL, budget_problem, study_plan
 from tests.conftest import study_model
 
 PY = sys.executable

@@ -4,9 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalestudy import models
-from scalestudy.analysis import charges, runs_from_measured, summarise
-from scalestudy.predictions import split_by_provenance, study_predictions
+from scalestudy.analysis import models
+from scalestudy.analysis.predictions import split_by_provenance, study_predictions
+from scalestudy.analysis.tables import charges, runs_from_measured, summarise
 from scalestudy.studies import point_for, points_table, run_spec, series_of_points, study_models
 from tests.conftest import REPO, study_model, tiny_mnist_study
 from tests.test_analysis import RTX_STUDY, synthetic_runs
@@ -64,7 +64,7 @@ def test_rtx_peak_is_stated_against_the_measured_base_time():
 def test_speedup_figure_has_x_ticks_over_the_extrapolated_range():
     import matplotlib.pyplot as plt
 
-    from scalestudy.plots import extrapolated_ticks, speedup_figure
+    from scalestudy.report.plots import extrapolated_ticks, speedup_figure
 
     runs = runs_from_measured(REPO / RTX_STUDY["measured"], study_model(RTX_STUDY, "rtx"))
     summary, pred = analyse(runs, RTX_STUDY)

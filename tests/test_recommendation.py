@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scalestudy.intervals import ratio_ci
-from scalestudy.recommendation import pareto_front, recommend
+from scalestudy.analysis.intervals import ratio_ci
+from scalestudy.analysis.recommendation import pareto_front, recommend
 
 # Lightning DDP autoencoder, batch 1, one epoch, RTX 2080 Ti: GPUs and seconds
 GPUS = np.arange(1, 11)

@@ -17,17 +17,17 @@ import pandas as pd
 import psutil
 import pytest
 
-from scalestudy import launch as launch_module
-from scalestudy import ledger as ledger_module
 from scalestudy import studies as st
-from scalestudy.analysis import (
+from scalestudy.analysis.tables import (
     disturbed_reasons,
     runs_from_measured,
     runs_from_records,
     summarise,
 )
-from scalestudy.launch import launch
-from scalestudy.processes import CappedLog
+from scalestudy.compute import launch as launch_module
+from scalestudy.compute import ledger as ledger_module
+from scalestudy.compute.launch import launch
+from scalestudy.compute.processes import CappedLog
 from scalestudy.records import RecordError, write_json_atomic
 from tests.conftest import REPO, study_model
 from tests.test_records import good_record
@@ -198,7 +198,7 @@ def alive(marker: str) -> list[psutil.Process]:
 
 def launcher_cli(spec: dict, record: Path, log: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [PY, "-m", "scalestudy.launch", "--spec", json.dumps(spec), "--record", str(record),
+        [PY, "-m", "scalestudy.compute.launch", "--spec", json.dumps(spec), "--record", str(record),
          "--log", str(log)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -225,7 +225,7 @@ def test_no_process_of_a_run_survives_a_kill(tmp_path, victim):
         worker = next(
             c
             for c in psutil.Process(launcher.pid).children()
-            if "scalestudy.worker" in " ".join(c.cmdline())
+            if "scalestudy.compute.worker" in " ".join(c.cmdline())
         )
         worker.kill()
     deadline = time.monotonic() + 10
@@ -418,9 +418,9 @@ def test_a_thread_can_still_call_launch(tmp_path):
 
 
 def test_the_report_shows_shared_runs_in_red_with_the_reason(tmp_path):
-    from scalestudy.findings import study_findings
-    from scalestudy.predictions import study_predictions
-    from scalestudy.views import study_view
+    from scalestudy.analysis.findings import study_findings
+    from scalestudy.analysis.predictions import study_predictions
+    from scalestudy.report.views import study_view
 
     quiet = {"cpu_time_s": 2.0, "window_s": 2.0, "cores_used": 1.0, "cpus_watched": 1,
              "others_cpu_s": 0.0, "others_cores": 0.0}  # fmt: skip

@@ -5,12 +5,12 @@ import json
 import pytest
 
 from benchmarks.report_scale import write_records
-from scalestudy.analysis import runs_from_records, summarise
-from scalestudy.findings import study_findings
-from scalestudy.plots import write_figures
-from scalestudy.predictions import study_predictions
-from scalestudy.rendering import write_report
-from scalestudy.views import study_view
+from scalestudy.analysis.findings import study_findings
+from scalestudy.analysis.predictions import study_predictions
+from scalestudy.analysis.tables import runs_from_records, summarise
+from scalestudy.report.plots import write_figures
+from scalestudy.report.rendering import write_report
+from scalestudy.report.views import study_view
 from tests.browser import open_report
 from tests.conftest import study_model
 from tests.test_workflow import needs_chromium

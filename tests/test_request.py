@@ -1,4 +1,4 @@
-"""The whole request per point (scalestudy.request): --mem from the measured peak per
+"""The whole request per point (scalestudy.analysis.request): --mem from the measured peak per
 node, --time from the slowest run (scaled to full length when the runs were shortened),
 as #SBATCH lines from the Slurm plugin's own submit command, and what the runs used of
 their allocation."""
@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from scalestudy import studies as st
-from scalestudy.analysis import runs_from_records
-from scalestudy.launch import launch
-from scalestudy.request import memory_request_mb, point_request, study_requests
+from scalestudy.analysis.request import memory_request_mb, point_request, study_requests
+from scalestudy.analysis.tables import runs_from_records
+from scalestudy.compute.launch import launch
 from tests.conftest import study_model
 from tests.test_studies import config_error, model
 

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from scalestudy.rendering import render
-from scalestudy.views import study_view
+from scalestudy.report.rendering import render
+from scalestudy.report.views import study_view
 from tests.conftest import REPO, study_model
 from tests.test_analysis import RTX_STUDY
 
@@ -93,7 +93,7 @@ def test_a_profile_trace_is_linked_from_its_record_alone(tmp_path):
     """The report reads only declared inputs: whether the trace exists, and its size,
     come from the profiling run's record (metric trace_mb), not from the trace file."""
     from scalestudy.records import write_json_atomic
-    from scalestudy.views import profile_links
+    from scalestudy.report.views import profile_links
     from tests.test_records import good_record
 
     folder = tmp_path / "results" / "s" / "profile"

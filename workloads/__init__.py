@@ -17,7 +17,7 @@ its name in the config (`workload: <name>`), and the worker imports it as
         },
     }
 
-    def run(params: dict, ctx: scalestudy.harness.Context) -> None: ...
+    def run(params: dict, ctx: scalestudy.compute.harness.Context) -> None: ...
 
 `params` is an object schema: `type: object` and `additionalProperties: false` are
 implied (an unknown parameter is an error), `required` lists parameters without a

@@ -53,7 +53,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from scalestudy.telemetry import gpu_telemetry
+from scalestudy.compute.telemetry import gpu_telemetry
 from workloads import complete
 
 WORKLOAD = {

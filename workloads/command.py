@@ -5,7 +5,7 @@ with RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set, so a
 torch.distributed program joins its group with init_method="env://". The
 command runs without a shell; placeholders ({threads}, {devices}, {nodes},
 {tasks}, ... and params.values) are substituted into each argument as text
-(scalestudy.commandline). Its whole run is the timed phase; figures come from
+(scalestudy.compute.commandline). Its whole run is the timed phase; figures come from
 a JSON file it writes and/or regular expressions over its output. Rank 0's
 figures speak for the run.
 """
@@ -21,13 +21,13 @@ import threading
 import time
 from pathlib import Path
 
-from scalestudy.commandline import (
+from scalestudy.compute.commandline import (
     command_argv,
     metrics_from_json,
     metrics_from_output,
     substitute,
 )
-from scalestudy.processes import die_with_parent, pump_aside, widen_pipe
+from scalestudy.compute.processes import die_with_parent, pump_aside, widen_pipe
 
 WORKLOAD = {
     "distributed": True,
@@ -129,7 +129,7 @@ class OutputTail:
 def run_command(argv: list[str], env: dict, cwd: str | None) -> tuple[int, str, float]:
     """Run without a shell; return its exit status, the tail of its output and its
     run time (start to exit). Its output goes to the job log as it is written, through
-    a wide pipe read in blocks (scalestudy.processes.pump: a chatty program must not
+    a wide pipe read in blocks (scalestudy.compute.processes.pump: a chatty program must not
     wait for us); its tail is kept for the metric patterns and the failure message. It
     dies with this process (parent-death signal) and stays in the run's process group,
     so the launcher can stop all of it."""

@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import sys
 
-from scalestudy.telemetry import gpu_telemetry
+from scalestudy.compute.telemetry import gpu_telemetry
 from workloads import complete
 
 WORKLOAD = {

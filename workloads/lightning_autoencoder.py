@@ -18,7 +18,7 @@ from lightning_fabric.plugins.environments import LightningEnvironment
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from scalestudy.harness import Phase
+from scalestudy.compute.harness import Phase
 
 WORKLOAD = {
     "distributed": True,
@@ -174,7 +174,7 @@ class PhaseTimer(pl.Callback):
 
 def load_images(dataset: str, root) -> torch.Tensor:
     """The training images as (60000, 784) floats in [0, 1], held in memory."""
-    from scalestudy.data import torchvision_class
+    from scalestudy.compute.data import torchvision_class
 
     ds = torchvision_class(dataset)(root=str(root), train=True, download=False)
     return ds.data.view(len(ds.data), -1).float().div_(255)

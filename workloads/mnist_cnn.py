@@ -105,7 +105,7 @@ class Net(nn.Module):
 
 def load_split(dataset: str, root, train: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """The whole split as (N, 1, 28, 28) normalised floats and labels."""
-    from scalestudy.data import torchvision_class
+    from scalestudy.compute.data import torchvision_class
 
     ds = torchvision_class(dataset)(root=str(root), train=train, download=False)
     mean, std = NORMALISATION[dataset]

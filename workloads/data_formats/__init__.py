@@ -72,7 +72,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scalestudy.telemetry import gpu_telemetry
+from scalestudy.compute.telemetry import gpu_telemetry
 from workloads import complete
 from workloads.data_formats import formats
 

@@ -2,8 +2,8 @@
 models, extrapolation, the recommendation and the comparison of series.
 
 Everything here is written to results/{study}/analysis.json, which the figures and
-the report read; the statistics themselves live in scalestudy.models (fits),
-scalestudy.recommendation (what N to ask for) and scalestudy.comparison (series).
+the report read; the statistics themselves live in scalestudy.analysis.models (fits),
+scalestudy.analysis.recommendation (what N to ask for) and scalestudy.analysis.comparison (series).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from scalestudy import comparison, models, verdict
-from scalestudy.analysis import TIME_COLUMNS
-from scalestudy.cost import Cost
+from scalestudy.analysis import comparison, models, verdict
+from scalestudy.analysis.cost import Cost
+from scalestudy.analysis.recommendation import recommend
+from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.model import Study
-from scalestudy.recommendation import recommend
 
 # Where a run happened, as far as it changes its speed. Runs of one series must agree
 # on all of them before their times enter one fit.
@@ -201,7 +201,7 @@ def fit_summary(fit: models.FitResult, weight: float | None) -> dict:
 
 
 def recommendation(summary: pd.DataFrame, study: Study) -> dict:
-    """What to ask for, from the measured points: see scalestudy.recommendation.recommend."""
+    """What to ask for, from the measured points (analysis.recommendation.recommend)."""
     options = study.recommend
     rec = recommend(
         summary["n"].to_numpy(dtype=float),
@@ -242,7 +242,7 @@ def gpu_verdict_of(summary: pd.DataFrame, study: Study) -> dict | None:
     """Is the GPU worth it? For studies with CPU-thread series and GPU series: per
     problem size (the series' `verdict.size_param`), the GPU point against the CPU
     points: which is faster in the study's `time`, and SU per result, the summary's `su`
-    (scalestudy.cost: each series' own weights, on its partition, on whole-job time).
+    (scalestudy.analysis.cost: each series' own weights, on its partition, on whole-job time).
     A summary without `su` is priced here the same way: each series' cost on its
     `wall_s` (its `time_s` where the study's time is the whole job)."""
     if not ((summary["gpus"] > 0).any() and (summary["gpus"] == 0).any()):

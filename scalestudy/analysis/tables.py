@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scalestudy import intervals, recommendation
-from scalestudy.cost import Cost
+from scalestudy.analysis import intervals, recommendation
+from scalestudy.analysis.cost import Cost
 from scalestudy.model import Study
 from scalestudy.records import RecordError, read_placed_record
 from scalestudy.studies import point_for
@@ -184,7 +184,7 @@ def queue_wait(env: dict) -> float | None:
 
 def charges(runs: pd.DataFrame, study: Study) -> dict:
     """What the study's runs were charged: every run counts, failed ones too, each at
-    its whole-job time, priced by its series' cost on its partition (scalestudy.cost)."""
+    its whole-job time, priced by its series' cost on its partition (scalestudy.analysis.cost)."""
     seconds = pd.to_numeric(runs["elapsed_s"], errors="coerce").fillna(0).to_numpy()
     cores = runs["cores"].to_numpy(dtype=float)
     gpus = runs["gpus"].to_numpy(dtype=float)

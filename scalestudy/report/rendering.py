@@ -14,7 +14,7 @@ from pathlib import Path
 import jinja2
 
 from scalestudy.records import write_text_atomic
-from scalestudy.views import fmt
+from scalestudy.report.views import fmt
 
 TEMPLATES = Path(__file__).with_name("templates")
 

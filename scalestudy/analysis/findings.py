@@ -13,11 +13,16 @@ from dataclasses import asdict
 
 import pandas as pd
 
-from scalestudy.analysis import charges, metric_columns, shared_machines, study_quality_metric
-from scalestudy.cost import cost_view
+from scalestudy.analysis.cost import cost_view
+from scalestudy.analysis.predictions import jsonable
+from scalestudy.analysis.request import study_requests
+from scalestudy.analysis.tables import (
+    charges,
+    metric_columns,
+    shared_machines,
+    study_quality_metric,
+)
 from scalestudy.model import Study
-from scalestudy.predictions import jsonable
-from scalestudy.request import study_requests
 from scalestudy.studies import workload_capabilities
 
 # medians per point of how the data was loaded and the GPU used

@@ -25,11 +25,11 @@ from contextlib import ExitStack, closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scalestudy import ledger, processes
-from scalestudy.harness import allocation_mismatches, threads_from_allocation
+from scalestudy.compute import ledger, processes
+from scalestudy.compute.harness import allocation_mismatches, threads_from_allocation
 from scalestudy.records import SCHEMA_VERSION, write_json_atomic
 
-REPO_DIR = Path(__file__).resolve().parents[1]
+REPO_DIR = Path(__file__).resolve().parents[2]
 
 
 def utc_now() -> str:
@@ -66,7 +66,7 @@ def worker_processes(
     base = [
         sys.executable,
         "-m",
-        "scalestudy.worker",
+        "scalestudy.compute.worker",
         "--spec",
         str(spec_file),
         "--result-dir",
@@ -565,7 +565,7 @@ def main(argv=None) -> int:
             json.loads(args.spec), Path(args.record), args.rerun_token, args.log, args.log_limit_mb
         )
     except (RunClaimed, OSError) as e:
-        message = f"scalestudy.launch: {e}"
+        message = f"scalestudy.compute.launch: {e}"
         print(message, file=sys.stderr)
         try:
             with open(args.log, "a") if args.log else open(os.devnull, "w") as f:

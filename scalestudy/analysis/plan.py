@@ -9,7 +9,7 @@ A job's time is estimated, best first, from
    model was fitted to whole-job time of a strong-scaling study, and only within the
    range the model was drawn over (up to twice the largest measured N);
 3. the study's time limit (`resources.runtime`): an upper bound, marked as one.
-SU are priced by scalestudy.cost, on the study's (or the series') weights; a job's
+SU are priced by scalestudy.analysis.cost, on the study's (or the series') weights; a job's
 partition is unknown before it runs, so partition weights are not applied.
 """
 
@@ -21,7 +21,7 @@ import statistics
 import numpy as np
 import pandas as pd
 
-from scalestudy.cost import Cost
+from scalestudy.analysis.cost import Cost
 from scalestudy.model import Study
 from scalestudy.studies import point_for
 

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import bootstrap
 
-from scalestudy.intervals import LEVEL, _tails
+from scalestudy.analysis.intervals import LEVEL, _tails
 
 MODEL_NAMES = ("amdahl", "fixed_work_overhead", "log_comm")
 _FORMULAS = {

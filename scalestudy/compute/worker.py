@@ -1,6 +1,6 @@
 """The workload process: import, apply the allocation, run the workload, report.
 
-Started by scalestudy.launch (one per rank); writes one result file that the
+Started by scalestudy.compute.launch (one per rank); writes one result file that the
 launcher turns into the run's record.
 """
 
@@ -15,7 +15,7 @@ import time
 import traceback
 from pathlib import Path
 
-from scalestudy.harness import (
+from scalestudy.compute.harness import (
     Context,
     Phase,
     environment,
@@ -24,10 +24,10 @@ from scalestudy.harness import (
     received_resources,
     threads_from_allocation,
 )
-from scalestudy.processes import CpuWatch, die_with_parent
-from scalestudy.profiling import maybe_profiled
+from scalestudy.compute.processes import CpuWatch, die_with_parent
+from scalestudy.compute.profiling import maybe_profiled
+from scalestudy.compute.tracker import finish_tracker, start_tracker
 from scalestudy.records import finite_or_none, write_json_atomic
-from scalestudy.tracker import finish_tracker, start_tracker
 
 
 def select_device(torch, spec: dict, local_rank: int):

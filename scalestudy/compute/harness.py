@@ -1,7 +1,7 @@
 """What every workload runs inside: phase timers, metrics, environment, allocation.
 
 Workloads receive a Context and never read Slurm variables, set thread counts
-or write records themselves; this module and scalestudy.launch do that once,
+or write records themselves; this module and scalestudy.compute.launch do that once,
 for all of them.
 """
 
