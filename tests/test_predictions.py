@@ -245,3 +245,20 @@ def test_weak_scaling_efficiency_and_fits_use_time_per_unit_of_work():
     assert series["fit_basis"] == "time per unit of work (weak scaling)"
     amdahl = next(f for f in series["fits"] if f["name"] == "amdahl")
     assert amdahl["ok"] and amdahl["params"]["s"] < 0.05
+
+
+def test_the_recommendation_says_whether_it_is_decided_and_what_would_decide_it():
+    """Issue 16: the published table has one run per point, so no step has an interval:
+    not decided, and a second run at both ends of the steps around the answer would
+    give them one, priced in SU."""
+    runs = runs_from_measured(REPO / RTX_STUDY["measured"], study_model(RTX_STUDY, "rtx"))
+    _, pred = analyse(runs, RTX_STUDY)
+    rec = pred["series"][0]["recommendation"]
+    assert rec["worth_n"] == 6 and rec["decided"] is False
+    assert rec["undecided_steps"] == [[5, 6], [6, 7]]
+    advice = rec["next_measurements"]
+    assert [(r["n"], r["more"]) for r in advice["repeats"]] == [(5, 1), (6, 1), (7, 1)]
+    # SU per run (1 core + 2 x 1 GPU... per GPU point) at N = 5, 6, 7
+    summary, _ = analyse(runs, RTX_STUDY)
+    su = summary.set_index("n")["su"]
+    assert advice["su"] == pytest.approx(su[5] + su[6] + su[7])

@@ -65,3 +65,79 @@ def test_pareto_front_hand_example():
     # (equal, neither dominates); 4 as cheap as 0 but slower; 6 has no time
     front = pareto_front(times, costs)
     assert front.tolist() == [True, True, False, True, False, True, False]
+
+
+# --- is the answer decided? -------------------------------------------------------------
+from scalestudy.analysis.recommendation import decision, step_intervals  # noqa: E402
+
+
+def decide(times: dict[int, list[float]], threshold=0.1, su_per_run=None):
+    """The walk and its decision on runs of made times (N = units, base the smallest)."""
+    ns = sorted(times)
+    base = ns[0]
+    medians = {n: float(np.median(t)) for n, t in times.items()}
+    speedups = [medians[base] / medians[n] for n in ns]
+    rec = recommend(ns, speedups, ns, threshold=threshold)
+    intervals = step_intervals(times, {n: float(n) for n in ns}, base, rec["steps"])
+    su = su_per_run or {n: n * medians[n] / 3600 for n in ns}
+    return rec, decision(rec, intervals, {n: len(t) for n, t in times.items()}, su)
+
+
+def noisy(rng, centre: float, cv: float, k: int) -> list[float]:
+    return list(centre * np.exp(rng.normal(0, cv, k)))
+
+
+def test_a_clear_knee_is_decided():
+    rng = np.random.default_rng(1)
+    # speedup 1, 1.9, 2.0: the step 1->2 pays 0.9 per unit, 2->4 only 0.05
+    times = {1: noisy(rng, 100, 0.01, 5), 2: noisy(rng, 52.6, 0.01, 5), 4: noisy(rng, 50, 0.01, 5)}
+    rec, found = decide(times)
+    assert rec["worth_n"] == 2 and rec["stopped_at"][:2] == (2, 4)
+    assert found["decided"] and found["next_measurements"] is None
+    (a, b, gain, lo, hi), (c, d, gain2, lo2, hi2) = found["step_intervals"]
+    assert lo > 0.1 and hi2 < 0.1 and lo <= gain <= hi and lo2 <= gain2 <= hi2
+
+
+def test_a_step_near_the_threshold_is_not_decided_and_says_what_would_decide_it():
+    rng = np.random.default_rng(2)
+    # 2->4 gains about 0.1 per unit (1.82 -> 2.02), with 15 % noise: its interval spans
+    # the threshold
+    times = {1: noisy(rng, 100, 0.15, 3), 2: noisy(rng, 55, 0.15, 3), 4: noisy(rng, 49.5, 0.15, 3),
+             8: noisy(rng, 49, 0.15, 3)}  # fmt: skip
+    rec, found = decide(times)
+    assert not found["decided"]
+    assert found["undecided_steps"]
+    advice = found["next_measurements"]
+    ends = {n for step in found["undecided_steps"] for n in step}
+    assert {r["n"] for r in advice["repeats"]} == ends
+    assert all(r["more"] >= 1 for r in advice["repeats"])
+    su = {n: n * float(np.median(t)) / 3600 for n, t in times.items()}
+    assert advice["su"] == pytest.approx(sum(r["more"] * su[r["n"]] for r in advice["repeats"]))
+
+
+def test_more_noise_asks_for_more_repeats():
+    def extra(cv):
+        rng = np.random.default_rng(3)
+        times = {1: noisy(rng, 100, cv, 3), 2: noisy(rng, 55, cv, 3), 4: noisy(rng, 49.5, cv, 3),
+                 8: noisy(rng, 49, cv, 3)}  # fmt: skip
+        _, found = decide(times)
+        advice = found["next_measurements"]
+        return 0 if advice is None else sum(r["more"] for r in advice["repeats"])
+
+    assert extra(0.02) <= extra(0.10) <= extra(0.30)
+    assert extra(0.30) > extra(0.02)
+
+
+def test_when_every_step_pays_nothing_is_decided_yet():
+    times = {1: [100, 101], 2: [50, 51], 4: [25, 26]}
+    _, found = decide(times)
+    assert not found["decided"] and found["next_measurements"] is None
+    assert found["undecided_steps"] == []
+
+
+def test_one_run_per_point_has_no_interval_and_asks_for_a_second():
+    times = {1: [171.0], 2: [108.0], 3: [79.0], 4: [64.0]}
+    rec, found = decide(times, threshold=0.55)  # the walk stops at 3 -> 4 (0.51)
+    assert [s[3] for s in found["step_intervals"]] == [None, None, None]
+    assert not found["decided"]
+    assert all(r["more"] == 1 for r in found["next_measurements"]["repeats"])

@@ -15,7 +15,7 @@ import pandas as pd
 
 from scalestudy.analysis import comparison, models, verdict
 from scalestudy.analysis.cost import Cost
-from scalestudy.analysis.recommendation import recommend
+from scalestudy.analysis.recommendation import decision, recommend, step_intervals
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.model import Study
 
@@ -105,6 +105,8 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
     if not study.include_shared and "disturbed" in usable:
         usable = usable[usable["disturbed"].astype(object).fillna("") == ""]
     mixed = provenance_differences(usable)
+    rec = recommendation(summary, study)
+    rec |= recommendation_decision(rec, summary, usable, study, time_col, base)
     result = {
         "series": summary["series"].iloc[0],
         "base_n": base,
@@ -114,7 +116,7 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
         "selected": None,
         "peak": None,
         "curve": None,
-        "recommendation": recommendation(summary, study),
+        "recommendation": rec,
     }
     if mixed:
         result["fit_note"] = "not fitted: the runs differ in " + "; ".join(
@@ -214,6 +216,22 @@ def recommendation(summary: pd.DataFrame, study: Study) -> dict:
         budget=options.budget_su,
     )
     return rec
+
+
+def recommendation_decision(
+    rec: dict, summary: pd.DataFrame, usable: pd.DataFrame, study: Study, time_col: str, base
+) -> dict:
+    """Whether the recommendation is decided by the runs' spread, and what would decide
+    it (analysis.recommendation.decision), from the runs that enter the fits."""
+    times = pd.to_numeric(usable[time_col], errors="coerce")
+    samples = {int(n): g.dropna().to_numpy() for n, g in times.groupby(usable["n"])}
+    ns = summary["n"].astype(int)
+    units = dict(zip(ns, summary["n"].astype(float), strict=True))
+    scale = {n: n / base for n in ns} if study.scaling.kind == "weak" else None
+    intervals = step_intervals(samples, units, base, rec["steps"], scale)
+    runs_at = {n: len(x) for n, x in samples.items()}
+    su_at = dict(zip(ns, pd.to_numeric(summary["su"], errors="coerce"), strict=True))
+    return decision(rec, intervals, runs_at, su_at)
 
 
 def compare_all_series(runs: pd.DataFrame, study: Study) -> list[dict]:

@@ -147,3 +147,96 @@ def pareto_front(times, costs) -> np.ndarray:
     strictly = (t[None, :] < t[:, None]) | (c[None, :] < c[:, None])
     dominated = np.any(weakly & strictly & finite[None, :], axis=1)
     return finite & ~dominated
+
+
+# The decision's uncertainty: how sure the walk above is of each step.
+DECISION_LEVEL = 0.95
+DECISION_BOOT = 2000
+MAX_MORE_REPEATS = 20  # advice beyond this many more runs a point says "at least"
+
+
+def step_intervals(
+    samples: dict, units: dict, base_n, steps: list, scale=None, seed: int = 0
+) -> list[tuple[float, float] | None]:
+    """A 95 % percentile-bootstrap interval of each step's marginal gain: the runs of
+    every point are resampled (each point on its own, the base case too), the speedups
+    recomputed from the resampled medians, then the steps' gains. None for a step with
+    fewer than two runs at an end, or at the base (no interval without repeats).
+    `scale`: N -> factor of the speedup (N / N_base for weak scaling, else 1)."""
+    rng = np.random.default_rng(seed)
+    medians = {}
+    for n, times in samples.items():
+        times = np.asarray(times, dtype=float)
+        times = times[np.isfinite(times)]
+        if times.size >= 2:
+            draws = rng.choice(times, size=(DECISION_BOOT, times.size), replace=True)
+            medians[n] = np.median(draws, axis=1)
+    tails = (100 * (1 - DECISION_LEVEL) / 2, 100 * (1 + DECISION_LEVEL) / 2)
+    found = []
+    for a, b, _ in steps:
+        if not {a, b, base_n} <= set(medians) or units[b] == units[a]:
+            found.append(None)
+            continue
+        speed = {n: (scale or {}).get(n, 1.0) * medians[base_n] / medians[n] for n in (a, b)}
+        gains = (speed[b] - speed[a]) / (units[b] - units[a])
+        lo, hi = np.percentile(gains, tails)
+        found.append((float(lo), float(hi)))
+    return found
+
+
+def decision(rec: dict, intervals: list, runs_at: dict, su_at: dict) -> dict:
+    """Is the walk's answer decided? It is when the recommended step's marginal gain
+    interval lies above the threshold and the next step's below it. When it is not,
+    the cheapest measurements likely to decide it: more repeats at both ends of each
+    undecided step, as many as would shrink its interval (width ~ 1/sqrt(repeats))
+    to the distance between its gain and the threshold, with their SU (from each
+    point's SU per run)."""
+    threshold, steps = rec["threshold"], rec["steps"]
+    by_step = {tuple(s[:2]): iv for s, iv in zip(steps, intervals, strict=True)}
+    checks = []  # (step, must be above?)
+    recommended = next((s for s in steps if s[1] == rec["worth_n"]), None)
+    if recommended is not None:
+        checks.append((recommended, True))
+    if rec["stopped_at"] is not None:
+        checks.append((rec["stopped_at"], False))
+    shown = [[a, b, gain, *(by_step[(a, b)] or (None, None))] for a, b, gain in steps]
+    if rec["stopped_at"] is None:
+        # every measured step still pays: nothing beyond is known
+        return {"decided": False, "step_intervals": shown, "next_measurements": None,
+                "undecided_steps": []}  # fmt: skip
+    more: dict = {}
+    undecided = []
+    for (a, b, gain), above in checks:
+        interval = by_step[(a, b)]
+        if interval is not None:
+            clear = interval[0] >= threshold if above else interval[1] < threshold
+            if clear:
+                continue
+        undecided.append([a, b])
+        if interval is None:
+            factor = 2.0  # no interval yet: as many runs again gives one
+        else:
+            half, distance = (interval[1] - interval[0]) / 2, abs(gain - threshold)
+            factor = (half / distance) ** 2 if distance > 0 else math.inf
+        for n in (a, b):
+            have = max(runs_at.get(n, 0), 1)
+            need = have * factor if math.isfinite(factor) else math.inf
+            extra = MAX_MORE_REPEATS if need - have > MAX_MORE_REPEATS else math.ceil(need - have)
+            more[n] = max(more.get(n, 0), max(extra, 1), 2 - runs_at.get(n, 0))
+    if not undecided:
+        return {"decided": True, "step_intervals": shown, "next_measurements": None,
+                "undecided_steps": []}  # fmt: skip
+    su = sum(k * su_at[n] for n, k in more.items() if np.isfinite(su_at.get(n, np.nan)))
+    return {
+        "decided": False,
+        "step_intervals": shown,
+        # steps whose interval still reaches across the threshold
+        "undecided_steps": undecided,
+        "next_measurements": {
+            "repeats": [
+                {"n": n, "more": k, "at_least": k >= MAX_MORE_REPEATS}
+                for n, k in sorted(more.items())
+            ],  # fmt: skip
+            "su": float(su),
+        },
+    }
