@@ -258,7 +258,7 @@ def test_the_recommendation_says_whether_it_is_decided_and_what_would_decide_it(
     assert rec["undecided_steps"] == [[5, 6], [6, 7]]
     advice = rec["next_measurements"]
     assert [(r["n"], r["more"]) for r in advice["repeats"]] == [(5, 1), (6, 1), (7, 1)]
-    # SU per run (1 core + 2 x 1 GPU... per GPU point) at N = 5, 6, 7
+    # one more run at N = 5, 6 and 7, at each point's SU per run
     summary, _ = analyse(runs, RTX_STUDY)
     su = summary.set_index("n")["su"]
     assert advice["su"] == pytest.approx(su[5] + su[6] + su[7])
