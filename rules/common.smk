@@ -190,7 +190,8 @@ def get_report_inputs():
 def check_local_cpus():
     """Locally, refuse (before any job runs) a point that needs more CPUs than this
     machine lets the workflow use: Snakemake would cut its threads to --cores, and
-    every run of it would measure another point. Slurm jobs get their own CPUs."""
+    every run of it would measure another point; and a point on several nodes, which
+    only a Slurm allocation has. Slurm jobs get their own CPUs."""
     if not workflow.local_exec or workflow.remote_exec:
         return
     usable = len(os.sched_getaffinity(0))
@@ -207,6 +208,17 @@ def check_local_cpus():
         if POINTS.loc[(study, point), "cores"] > limit
         and not STUDIES[study].oversubscribe
     ]
+    several_nodes = sorted(
+        f"studies.{study}: point {point} runs on {POINTS.loc[(study, point), 'nodes']} nodes"
+        for study, point in needed
+        if POINTS.loc[(study, point), "nodes"] > 1
+    )
+    if several_nodes:
+        st.stop(
+            "; ".join(several_nodes)
+            + ". A point on several nodes needs a Slurm allocation: run it with the "
+            "Slurm profile (--profile profiles/slurm), or remove it from this run."
+        )
     if refused:
         st.stop(
             "; ".join(refused)

@@ -26,6 +26,7 @@ rule run_point:
         mpi=job_resource("mpi"),
         gpu=job_resource("gpu"),
         gpu_model=job_resource("gpu_model"),
+        slurm_extra=job_resource("slurm_extra"),
         mem_mb=job_resource("mem_mb"),
         runtime=job_resource("runtime"),
         # profiles/local allows one at a time, so timed runs do not share cores

@@ -61,16 +61,38 @@ def _build(cls, data: dict, where: str):
     return cls(**values)
 
 
+# What N counts on each axis, for a point given as a layout (scaling.points may list
+# {nodes, processes_per_node, threads, gpus_per_process} instead of numbers).
+AXIS_TOTALS = {
+    "threads": lambda lay: lay["threads"],
+    "devices": lambda lay: lay["processes_per_node"],
+    "nodes": lambda lay: lay["nodes"],
+    "processes": lambda lay: lay["nodes"] * lay["processes_per_node"],
+    "gpus": lambda lay: lay["nodes"] * lay["processes_per_node"] * lay["gpus_per_process"],
+    "cores": lambda lay: lay["nodes"] * lay["processes_per_node"] * lay["threads"],
+}
+
+
 @dataclass(frozen=True)
 class Scaling:
-    axis: str  # threads | devices | nodes: what varies across points
-    points: tuple[int, ...] | None  # None for a study of published times
+    # what varies across points: threads of one process, processes per node (devices),
+    # nodes, or a total over the job (processes, gpus, cores) placed on nodes
+    axis: str
+    points: tuple[int | dict, ...] | None  # N, or layouts; None for published times
     base: int | None  # None: the smallest N
     kind: str  # strong | weak
     threads: int
     devices: int
     nodes: int
     device: str  # cpu | gpu
+    per_node: int | None  # a total axis: at most this many per node (None: one node)
+    placement: str  # pack | spread (one per node)
+
+    def ns(self) -> list[int]:
+        """The N of every point, in the config's order (a layout's from the axis)."""
+        return [
+            p if isinstance(p, int) else AXIS_TOTALS[self.axis](p) for p in self.points or ()
+        ]
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -64,14 +64,62 @@ class Point:
         }
 
 
-def point_label(axis: str, n: int, device: str, nodes: int) -> str:
-    """A label that says what the point is: t4, p2, g8-n2, n2."""
+# The letter a point's label starts with, per axis ("p" / "g" by device for devices).
+LABEL_PREFIX = {"threads": "t", "nodes": "n", "processes": "p", "gpus": "g", "cores": "c"}
+TOTAL_AXES = ("processes", "gpus", "cores")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a point's processes run: nodes x processes per node, each with threads
+    and GPUs."""
+
+    nodes: int
+    tasks_per_node: int
+    threads: int
+    gpus_per_task: int
+
+
+def layout_of(scaling, point) -> Layout:
+    """The layout of one entry of scaling.points: a layout as given, or a number N on
+    the axis, the rest from the scaling's own keys. A total (processes, gpus, cores) is
+    placed `per_node` at most on each node, or one per node (`placement: spread`), or
+    all on one node. A total that does not fill its nodes evenly is refused by
+    scaling_problems before this is asked."""
+    gpus = 1 if scaling.device == "gpu" else 0
+    if isinstance(point, dict):
+        return Layout(point["nodes"], point["processes_per_node"], point["threads"],
+                      point["gpus_per_process"])  # fmt: skip
+    n, axis = point, scaling.axis
     if axis == "threads":
-        return f"t{n}"
+        return Layout(scaling.nodes, scaling.devices, n, gpus)
     if axis == "devices":
-        prefix = "g" if device == "gpu" else "p"
-        return f"{prefix}{n}" if nodes == 1 else f"{prefix}{n}-n{nodes}"
-    return f"n{n}"
+        return Layout(scaling.nodes, n, scaling.threads, gpus)
+    if axis == "nodes":
+        return Layout(n, scaling.devices, scaling.threads, gpus)
+    unit = scaling.threads if axis == "cores" else 1  # what one process holds of N
+    tasks = max(1, n // unit)
+    if scaling.placement == "spread":
+        per_node = 1
+    elif scaling.per_node is not None:
+        per_node = max(1, min(tasks, scaling.per_node // unit))
+    else:
+        per_node = tasks  # all on one node
+    return Layout(tasks // per_node, per_node, scaling.threads, 1 if axis == "gpus" else gpus)
+
+
+def point_label(scaling, point, n: int, layout: Layout) -> str:
+    """A label that says what the point is: t4, p2, g8-n2, n2, c8-2x4 (a layout given as
+    such: processes per node x threads)."""
+    prefix = LABEL_PREFIX.get(scaling.axis, "g" if scaling.device == "gpu" else "p")
+    label = f"{prefix}{n}"
+    if scaling.axis != "nodes" and layout.nodes > 1:
+        label += f"-n{layout.nodes}"
+    if isinstance(point, dict):
+        label += f"-{layout.tasks_per_node}x{layout.threads}"
+        if layout.gpus_per_task > 1:
+            label += f"g{layout.gpus_per_task}"
+    return label
 
 
 def series_of_points(study: Study) -> dict[str, str]:
@@ -79,27 +127,28 @@ def series_of_points(study: Study) -> dict[str, str]:
     return {
         point_for(study, n, series).label: series
         for series in study.series_names
-        for n in study.for_series(series).scaling.points or ()
+        for n in study.for_series(series).scaling.ns()
     }
 
 
-def point_for(study: Study, n: int, series: str = "") -> Point:
+def point_for(study: Study, n: int, series: str = "", per_node: int | None = None) -> Point:
+    """The point of N (a number on the axis, or a layout's total) of a study's series;
+    `per_node` places a total that a measured row gives its own placement."""
     scaling = study.for_series(series).scaling
-    axis = scaling.axis
-    threads = n if axis == "threads" else scaling.threads
-    devices = n if axis == "devices" else scaling.devices
-    nodes = n if axis == "nodes" else scaling.nodes
-    gpus = devices if scaling.device == "gpu" else 0
-    label = point_label(axis, n, scaling.device, nodes)
+    if per_node is not None and scaling.axis in TOTAL_AXES:
+        scaling = replace(scaling, per_node=per_node, placement="pack")
+    given = dict(zip(scaling.ns(), scaling.points or (), strict=True)).get(n, n)
+    layout = layout_of(scaling, given)
+    label = point_label(scaling, given, n, layout)
     return Point(
         study=study.name,
         label=f"{series}-{label}" if series else label,
         n=n,
         series=series,
-        threads=threads,
-        tasks_per_node=devices,
-        nodes=nodes,
-        gpus_per_node=gpus,
+        threads=layout.threads,
+        tasks_per_node=layout.tasks_per_node,
+        nodes=layout.nodes,
+        gpus_per_node=layout.tasks_per_node * layout.gpus_per_task,
     )
 
 
@@ -190,8 +239,10 @@ def series_problems(
     params_ok: bool = True,
 ) -> list[str]:
     study = whole.for_series(series)
-    name, scaling, points = study.name, study.scaling, study.scaling.points
-    problems = []
+    name, scaling, points = study.name, study.scaling, study.scaling.ns()
+    problems = scaling_problems(name, scaling, series)
+    if problems:
+        return problems
     if study.workload == "command" and params_ok:
         problems += [f"studies.{name}.{p}" for p in command_params_problems(study.params, workdir)]
     if scaling.device not in workload.devices:
@@ -199,9 +250,8 @@ def series_problems(
             f"studies.{name}.scaling.device: workload {workload.name} runs on "
             f"{' or '.join(workload.devices)} only, not {scaling.device}"
         )
-    if not workload.distributed and (
-        scaling.axis in ("devices", "nodes") or scaling.devices > 1 or scaling.nodes > 1
-    ):
+    layouts = [layout_of(scaling, p) for p in scaling.points]
+    if not workload.distributed and any(lay.nodes * lay.tasks_per_node > 1 for lay in layouts):
         problems.append(
             f"studies.{name}.scaling: workload {study.workload} runs one process; "
             "scale it over threads (axis: threads, devices: 1, nodes: 1)"
@@ -223,6 +273,52 @@ def series_problems(
         problems.append(
             f"studies.{name}.scaling.base: {scaling.base} is not one of the points {sorted(points)}"
         )
+    return problems
+
+
+def scaling_problems(name: str, scaling, series: str = "") -> list[str]:
+    """A scaling whose points cannot be laid out as asked, each problem naming the key
+    and the point."""
+    where = f"studies.{name}" + (f".series.{series}" if series else "") + ".scaling"
+    axis, problems = scaling.axis, []
+    ns = scaling.ns()
+    twice = sorted({n for n in ns if ns.count(n) > 1})
+    if twice:
+        problems.append(
+            f"{where}.points: two points have N = {twice[0]} on axis {axis}: give each "
+            "layout of one total its own series"
+        )
+    if axis == "gpus" and scaling.device != "gpu":
+        problems.append(f"{where}.axis: gpus needs device: gpu")
+    if axis not in TOTAL_AXES:
+        if scaling.per_node is not None or scaling.placement != "pack":
+            key = "per_node" if scaling.per_node is not None else "placement"
+            problems.append(
+                f"{where}.{key}: placement is for the total axes (processes, gpus, cores); "
+                f"axis {axis} places its points with threads, devices and nodes"
+            )
+        return problems
+    if scaling.per_node is not None and scaling.placement == "spread":
+        problems.append(f"{where}: per_node packs, placement: spread spreads; give one")
+    unit = scaling.threads if axis == "cores" else 1
+    if axis == "cores" and scaling.per_node is not None and scaling.per_node % unit:
+        problems.append(
+            f"{where}.per_node: {scaling.per_node} cores per node is not a whole number of "
+            f"processes of {unit} threads"
+        )
+    for point, n in zip(scaling.points, ns, strict=True):
+        if isinstance(point, dict):
+            continue
+        if n % unit:
+            problems.append(
+                f"{where}.points: point {n}: {n} cores is not a whole number of processes "
+                f"of {unit} threads (scaling.threads)"
+            )
+        elif scaling.per_node is not None and n > scaling.per_node and n % scaling.per_node:
+            problems.append(
+                f"{where}.per_node: {scaling.per_node} per node does not divide point {n}: "
+                f"its last node would be part-filled"
+            )
     return problems
 
 
@@ -257,11 +353,17 @@ def slurm_resources(point: Point, study: Study) -> dict:
         "tasks_per_gpu": None,
         "gpu": None,
         "gpu_model": None,
+        "slurm_extra": None,
     }
     if point.gpus:
         res["gpu"] = point.gpus
-        res["tasks_per_gpu"] = 1
         res["gpu_model"] = resources.gpu_model
+        per_task = point.gpus_per_node // point.tasks_per_node
+        if per_task == 1:
+            res["tasks_per_gpu"] = 1
+        else:
+            # the plugin has no key for it; sbatch takes it beside --gpus
+            res["slurm_extra"] = f"--gpus-per-task={per_task}"
     if point.world_size > 1:
         if point.tasks_per_node > 1:
             res["tasks_per_node"] = point.tasks_per_node
@@ -340,7 +442,7 @@ def profile_targets(studies: dict[str, Study]) -> list[tuple[str, str]]:
         if study.workload is not None and study.profile.enabled:
             # the first series' point: profiling is about the code, not the series
             series = study.series_names[0]
-            points = study.for_series(series).scaling.points
+            points = study.for_series(series).scaling.ns()
             n = study.profile.point if study.profile.point is not None else study.base_n(points)
             targets.append((name, point_for(study, n, series).label))
     return targets
@@ -393,7 +495,7 @@ def points_table(studies: dict[str, Study]) -> pd.DataFrame:
         if study.workload is None:
             continue
         for series in study.series_names:
-            for n in sorted(study.for_series(series).scaling.points):
+            for n in sorted(study.for_series(series).scaling.ns()):
                 point = point_for(study, n, series)
                 rows.append(point.as_dict() | {"workload": study.workload})
     columns = list(Point.__dataclass_fields__) + ["cores", "gpus", "world_size", "workload"]

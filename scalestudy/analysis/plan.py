@@ -68,7 +68,7 @@ def study_plan(
     for series in study.series_names:
         own = study.for_series(series)
         cost = Cost.of(study, series)
-        for n in sorted(own.scaling.points or ()):
+        for n in sorted(own.scaling.ns()):
             point = point_for(study, n, series)
             if times.get(point.label):
                 seconds, basis = statistics.median(times[point.label]), MEASURED

@@ -274,7 +274,9 @@ def run_key(record: dict) -> str:
 
 
 def runs_from_measured(csv_path: str | Path, study: Study) -> pd.DataFrame:
-    """A CSV of times measured by hand (N,time_s[,repeat]) as a runs table."""
+    """A CSV of times measured by hand (N,time_s[,repeat][,series][,nodes or per_node])
+    as a runs table. On a total axis (processes, gpus, cores) `nodes` or `per_node`
+    says how a row's N was placed (8 GPUs on 2 nodes: per_node 4)."""
     csv_path = Path(csv_path)
     try:
         table = pd.read_csv(csv_path)
@@ -285,7 +287,8 @@ def runs_from_measured(csv_path: str | Path, study: Study) -> pd.DataFrame:
         raise RecordError(f"{csv_path}: missing column(s) {sorted(missing)}; need N,time_s")
     if table.empty:
         raise RecordError(f"{csv_path}: no rows")
-    for col in ["N", "time_s"] + (["repeat"] if "repeat" in table else []):
+    optional = [c for c in ("repeat", "nodes", "per_node") if c in table]
+    for col in ["N", "time_s", *optional]:
         values = pd.to_numeric(table[col], errors="coerce")
         bad = values.isna() | ~np.isfinite(values.astype(float)) | (values <= 0)
         if bad.any():
@@ -317,7 +320,7 @@ def runs_from_measured(csv_path: str | Path, study: Study) -> pd.DataFrame:
         series = str(r.series) if "series" in table else ""
         if series and not SERIES_NAME.match(series):
             raise RecordError(f"{csv_path}: series {series!r}: use letters, digits and '_'")
-        point = point_for(study, int(r.N), series)
+        point = point_for(study, int(r.N), series, measured_per_node(r, csv_path))
         # a run that timed nothing but its whole, on what its point asks for
         requested = {
             "threads": point.threads,
@@ -342,6 +345,19 @@ def runs_from_measured(csv_path: str | Path, study: Study) -> pd.DataFrame:
         }
         rows.append(record_row(record) | {"series": series})
     return runs_table(rows)
+
+
+def measured_per_node(row, csv_path: Path) -> int | None:
+    """A measured row's per_node, given as such or as its nodes (None: not given)."""
+    given = getattr(row, "per_node", None)
+    nodes = getattr(row, "nodes", None)
+    if given is not None and pd.notna(given):
+        return int(given)
+    if nodes is None or pd.isna(nodes):
+        return None
+    if row.N % nodes:
+        raise RecordError(f"{csv_path}: N={row.N:g} does not spread evenly on {nodes:g} nodes")
+    return int(row.N // nodes)
 
 
 def disturbed_reasons(runs: pd.DataFrame, study: Study) -> pd.Series:
@@ -468,10 +484,14 @@ def point_row(
     measured = ok if keep_mismatched else ok[~ok["mismatch"].astype(bool)]
     if not keep_disturbed and "disturbed" in measured:
         measured = measured[measured["disturbed"].astype(object).fillna("") == ""]
-    times = numeric(measured, time_col).to_numpy()
+    timed = numeric(measured, time_col)
+    times = timed.to_numpy()
     first = group.iloc[0]
     median, lo, hi = intervals.median_ci(times)
-    noise = intervals.instability(times)
+    # an outlier is named as its record's file is (rep3), not by its position
+    noise = intervals.instability(
+        times, names=[f"rep{k}" for k in measured.loc[timed.index, "repeat"]]
+    )
     partition = next(iter(distinct_text(ok, "partition")), None)
     wall = median_or_nan(measured, "wall_s")
     epochs = median_or_nan(ok, "epochs")

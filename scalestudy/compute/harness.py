@@ -215,13 +215,20 @@ def allocation_mismatches(requested: dict, received: dict, hosts: int | None = N
         problems.append(
             f"torch threads: {torch_threads} running, {received['threads_given']} given"
         )
-    gpus = requested.get("gpus_per_node", 0)
+    # what a process sees: its own GPUs (srun binds --gpus-per-task), or all the node's
+    per_process = requested.get("gpus_per_node", 0) // max(requested["tasks_per_node"], 1)
     visible = received.get("gpus_visible")
-    if gpus and (visible is None or visible < gpus):
-        problems.append(f"gpus: asked for {gpus} per node, {visible or 0} visible")
+    if per_process and (visible is None or visible < per_process):
+        problems.append(f"gpus: asked for {per_process} per process, {visible or 0} visible")
     world = requested["tasks_per_node"] * requested["nodes"]
     if received.get("world_size") not in (None, world):
         problems.append(f"processes: asked for {world}, world size was {received['world_size']}")
+    per_node = received.get("tasks_per_node")
+    if per_node is not None and per_node != requested["tasks_per_node"]:
+        problems.append(
+            f"processes per node: asked for {requested['tasks_per_node']}, "
+            f"{per_node} ran on one node"
+        )
     if hosts is not None and hosts != requested["nodes"]:
         problems.append(f"nodes: asked for {requested['nodes']}, ran on {hosts} host(s)")
     mem = requested.get("mem_mb")

@@ -9,6 +9,7 @@ point is data for the report, not a reason to stop the other points.
 from __future__ import annotations
 
 import argparse
+import collections
 import fcntl
 import json
 import os
@@ -131,7 +132,8 @@ def srun_command(spec: dict, environ=os.environ, job: dict | None = None) -> lis
     if requested.get("mem_mb"):
         cmd.append(f"--mem={requested['mem_mb']}")
     if requested["gpus_per_node"]:
-        cmd.append("--gpus-per-task=1")
+        per_task = requested["gpus_per_node"] // requested["tasks_per_node"]
+        cmd.append(f"--gpus-per-task={per_task}")
     if spec.get("time_limit_min"):
         cmd.append(f"--time={spec['time_limit_min']}")
     return cmd
@@ -401,8 +403,13 @@ def assemble_record(
             "omp_num_threads": None,
         }
     )
-    hosts = {r["environment"]["host"] for r in results.values() if r.get("environment")}
+    ranks_on = collections.Counter(
+        r["environment"]["host"] for r in results.values() if r.get("environment")
+    )
+    hosts = set(ranks_on)
     received["nodes"] = len(hosts) or None
+    # the most ranks any one host ran: a layout packed other than asked shows here
+    received["tasks_per_node"] = max(ranks_on.values()) if ranks_on else None
     if received.get("mem_limit_mb") is None:
         received["mem_limit_mb"] = granted_memory_mb(job or {})
     mismatches = (

@@ -1,0 +1,202 @@
+"""Points are layouts: totals (processes, gpus, cores) placed on nodes, layouts given as
+such, their labels and N, their Slurm request through the plugin's own builder, and the
+launcher's srun step."""
+
+import pytest
+
+from scalestudy import studies as st
+from scalestudy.analysis.tables import runs_from_measured, summarise
+from scalestudy.compute.launch import srun_command
+from tests.conftest import study_model
+from tests.test_slurm_mapping import Job, flags
+from tests.test_studies import config_error, model
+
+
+def points(scaling: dict, workload: str = "spiral_mlp") -> list:
+    study = model({"studies": {"s": {"workload": workload, "scaling": scaling}}})
+    return [st.point_for(study, n) for n in study.scaling.ns()]
+
+
+def shape(p) -> tuple:
+    return (p.label, p.n, p.nodes, p.tasks_per_node, p.threads, p.gpus_per_node)
+
+
+def test_gpus_packed_four_per_node():
+    """The tutorial's study: 1 GPU, 4 GPUs on one node, 8 GPUs on two nodes."""
+    found = points({"axis": "gpus", "device": "gpu", "per_node": 4, "points": [1, 4, 8]})
+    assert [shape(p) for p in found] == [
+        ("g1", 1, 1, 1, 1, 1),
+        ("g4", 4, 1, 4, 1, 4),
+        ("g8-n2", 8, 2, 4, 1, 4),
+    ]
+    assert [(p.gpus, p.world_size) for p in found] == [(1, 1), (4, 4), (8, 8)]
+
+
+def test_processes_spread_one_per_node_and_cores_of_several_threads():
+    spread = points({"axis": "processes", "placement": "spread", "points": [1, 2, 4]})
+    assert [shape(p) for p in spread] == [
+        ("p1", 1, 1, 1, 1, 0),
+        ("p2-n2", 2, 2, 1, 1, 0),
+        ("p4-n4", 4, 4, 1, 1, 0),
+    ]
+    cores = points({"axis": "cores", "threads": 2, "per_node": 8, "points": [2, 8, 16]})
+    assert [shape(p) for p in cores] == [
+        ("c2", 2, 1, 1, 2, 0),
+        ("c8", 8, 1, 4, 2, 0),
+        ("c16-n2", 16, 2, 4, 2, 0),
+    ]
+    assert [p.cores for p in cores] == [2, 8, 16]
+    # without per_node or spread, a total stays on one node
+    assert shape(points({"axis": "processes", "points": [4]})[0]) == ("p4", 4, 1, 4, 1, 0)
+
+
+def test_layouts_given_as_such_take_their_n_from_the_axis():
+    layouts = [
+        {"processes_per_node": 2, "threads": 4},
+        {"nodes": 2, "processes_per_node": 1, "threads": 2},
+        {"processes_per_node": 1, "threads": 1},
+    ]
+    found = points({"axis": "cores", "points": layouts})
+    assert [shape(p) for p in found] == [
+        ("c8-2x4", 8, 1, 2, 4, 0),
+        ("c4-n2-1x2", 4, 2, 1, 2, 0),
+        ("c1-1x1", 1, 1, 1, 1, 0),
+    ]
+    gpus = points(
+        {"axis": "gpus", "device": "gpu",
+         "points": [{"nodes": 2, "processes_per_node": 2, "gpus_per_process": 2, "threads": 4}]}
+    )  # fmt: skip
+    assert shape(gpus[0]) == ("g8-n2-2x4g2", 8, 2, 2, 4, 4)
+    # the base case defaults to the smallest N, whatever the order given
+    scaling = {"axis": "cores", "points": layouts}
+    study = model({"studies": {"s": {"workload": "spiral_mlp", "scaling": scaling}}})
+    assert study.base_n(study.scaling.ns()) == 1
+
+
+def test_the_existing_axes_are_unchanged():
+    found = points({"axis": "devices", "device": "gpu", "nodes": 2, "threads": 4, "points": [4]})
+    assert shape(found[0]) == ("g4-n2", 4, 2, 4, 4, 4)
+    assert shape(points({"axis": "nodes", "devices": 2, "points": [3]})[0]) == (
+        "n3", 3, 3, 2, 1, 0
+    )  # fmt: skip
+    assert shape(points({"axis": "threads", "points": [8]})[0]) == ("t8", 8, 1, 1, 8, 0)
+
+
+@pytest.mark.parametrize(
+    ("scaling", "message"),
+    [
+        ({"axis": "gpus", "device": "gpu", "per_node": 4, "points": [4, 6]},
+         "studies.s.scaling.per_node: 4 per node does not divide point 6"),
+        ({"axis": "gpus", "points": [1, 2]}, "studies.s.scaling.axis: gpus needs device: gpu"),
+        ({"axis": "threads", "per_node": 2, "points": [1, 2]},
+         "studies.s.scaling.per_node: placement is for the total axes"),
+        ({"axis": "cores", "threads": 4, "points": [4, 6]},
+         "point 6: 6 cores is not a whole number of processes of 4 threads"),
+        ({"axis": "processes", "per_node": 2, "placement": "spread", "points": [2]},
+         "per_node packs, placement: spread spreads"),
+        ({"axis": "cores", "points": [8, {"processes_per_node": 2, "threads": 4}]},
+         "two points have N = 8 on axis cores"),
+        ({"axis": "cores", "points": [{"processes_per_node": 0}]}, "studies.s.scaling.points"),
+    ],
+)  # fmt: skip
+def test_layouts_that_cannot_be_placed_are_refused_naming_the_key(scaling, message):
+    study = {"workload": "spiral_mlp", "scaling": scaling}
+    assert message in config_error({"studies": {"s": study}})
+
+
+def test_a_layout_beyond_the_partition_is_refused():
+    scaling = {"axis": "gpus", "device": "gpu", "per_node": 8, "points": [8]}
+    study = {"workload": "spiral_mlp", "scaling": scaling}
+    error = config_error({"partition_limits": {"gpus_per_node": 4}, "studies": {"s": study}})
+    assert "point g8 needs 8 GPUs per node, the partition has 4" in error
+
+
+def sbatch(scaling: dict, n: int) -> set[str]:
+    from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+    from snakemake_executor_plugin_slurm.utils import set_gres_string
+
+    study = model({"studies": {"s": {"workload": "spiral_mlp", "scaling": scaling}}})
+    job = Job(st.slurm_resources(st.point_for(study, n), study))
+    names = {"run_uuid": "job", "slurm_logfile": "log", "comment_str": "c", "account": "",
+             "partition": "", "workdir": "."}  # fmt: skip
+    line = get_submit_command(job, names) + set_gres_string(job)
+    return flags(line + " " + (job.resources.get("slurm_extra") or ""))
+
+
+def test_every_layout_through_the_plugins_own_submit_builder():
+    eight = sbatch({"axis": "gpus", "device": "gpu", "per_node": 4, "points": [8]}, 8)
+    assert {"--nodes=2", "--ntasks-per-node=4", "--gpus=8", "--ntasks-per-gpu=1"} <= eight
+    spread = sbatch({"axis": "processes", "placement": "spread", "points": [4]}, 4)
+    assert {"--nodes=4", "--ntasks=4", "--cpus-per-task=1"} <= spread
+    hybrid = sbatch({"axis": "cores", "points": [{"processes_per_node": 2, "threads": 4}]}, 8)
+    assert {"--nodes=1", "--ntasks-per-node=2", "--cpus-per-task=4"} <= hybrid
+    one_node = sbatch({"axis": "gpus", "device": "gpu", "points": [8]}, 8)
+    assert {"--nodes=1", "--ntasks-per-node=8", "--gpus=8"} <= one_node
+    two_each = sbatch(
+        {"axis": "gpus", "device": "gpu",
+         "points": [{"processes_per_node": 2, "gpus_per_process": 2}]}, 4
+    )  # fmt: skip
+    assert {"--gpus=4", "--gpus-per-task=2", "--ntasks-per-node=2"} <= two_each
+    assert "--ntasks-per-gpu=1" not in two_each
+
+
+def test_the_launchers_srun_repeats_the_layout():
+    layout = {"nodes": 2, "processes_per_node": 2, "gpus_per_process": 2, "threads": 4}
+    scaling = {"axis": "gpus", "device": "gpu", "points": [layout]}
+    study = model({"studies": {"s": {"workload": "spiral_mlp", "scaling": scaling}}})
+    spec = st.run_spec(study, 8, 1)
+    environ = {"SLURM_CPUS_PER_TASK": "4", "SLURM_JOB_ID": "1"}
+    cmd = srun_command(spec, environ, {})
+    assert {"--nodes=2", "--ntasks-per-node=2", "--cpus-per-task=4", "--gpus-per-task=2"} <= set(
+        cmd
+    )
+
+
+def test_a_measured_table_places_each_row_on_its_nodes(tmp_path):
+    """The tutorial's table: 1 GPU, 4 GPUs on 1 node, 8 GPUs on 2 nodes, as one study
+    with efficiency against the total GPUs."""
+    csv = tmp_path / "tutorial.csv"
+    csv.write_text("N,nodes,time_s\n1,1,100\n4,1,30\n8,2,20\n")
+    study = study_model({"measured": str(csv), "scaling": {"axis": "gpus", "device": "gpu"}}, "t")
+    runs = runs_from_measured(csv, study)
+    summary = summarise(runs, study).set_index("n")
+    assert list(summary["point"]) == ["g1", "g4", "g8-n2"]
+    assert list(summary["nodes"]) == [1, 1, 2] and list(summary["gpus"]) == [1, 4, 8]
+    assert summary.loc[8, "speedup"] == pytest.approx(5.0)
+    assert summary.loc[8, "efficiency"] == pytest.approx(5.0 / 8)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("N,nodes,time_s\n6,4,10\n")
+    with pytest.raises(Exception, match="N=6 does not spread evenly on 4 nodes"):
+        runs_from_measured(bad, study)
+
+
+@pytest.mark.slow
+def test_a_point_on_several_nodes_is_refused_locally_before_any_job(workflow):
+    study = {"workload": "spiral_mlp", "params": {"epochs": 1},
+             "scaling": {"axis": "processes", "placement": "spread", "points": [1, 2]},
+             "repeats": 1}  # fmt: skip
+    workflow.write_config({"studies": {"s": study}})
+    proc = workflow.snakemake("--profile", "profiles/local", check=False)
+    assert proc.returncode != 0
+    assert "studies.s: point p2-n2 runs on 2 nodes" in proc.output
+    assert "--profile profiles/slurm" in proc.output
+    assert not (workflow.root / "results").exists()
+
+
+def test_a_layout_not_received_is_flagged():
+    """The allocation check compares nodes, processes per node, threads and GPUs per
+    process: 4 processes asked 2 per node on 2 nodes, run 4 on one host."""
+    from scalestudy.compute.harness import allocation_mismatches
+
+    requested = {"threads": 2, "tasks_per_node": 2, "nodes": 2, "gpus_per_node": 4}
+    packed = {"threads_given": 2, "cpus_usable": 2, "world_size": 4, "tasks_per_node": 4,
+              "gpus_visible": 2}  # fmt: skip
+    assert allocation_mismatches(requested, packed, hosts=1) == [
+        "processes per node: asked for 2, 4 ran on one node",
+        "nodes: asked for 2, ran on 1 host(s)",
+    ]
+    one_gpu_each = packed | {"tasks_per_node": 2, "gpus_visible": 1}
+    assert allocation_mismatches(requested, one_gpu_each, hosts=2) == [
+        "gpus: asked for 2 per process, 1 visible"
+    ]
+    assert allocation_mismatches(requested, packed | {"tasks_per_node": 2}, hosts=2) == []
