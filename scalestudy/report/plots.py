@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+from matplotlib.ticker import Formatter, FuncFormatter, LogLocator  # noqa: E402
 
 from scalestudy import FIGURES  # noqa: E402
 
@@ -28,12 +28,79 @@ PHASE_COLUMNS = {
 AXIS_LABELS = {"threads": "threads N", "devices": "processes / GPUs per node N", "nodes": "nodes N"}
 
 
+FIG_WIDTH, FIG_HEIGHT = 5.2, 3.6  # inches, before the legend below the axes
+
+
 def _axes(title: str, xlabel: str, ylabel: str):
-    fig, ax = plt.subplots(figsize=(5.2, 3.6), dpi=100)
+    # constrained layout makes room for the legend outside the axes (_legend)
+    fig, ax = plt.subplots(figsize=(FIG_WIDTH, FIG_HEIGHT), dpi=100, layout="constrained")
     ax.set_title(title, fontsize=11)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     return fig, ax
+
+
+def _legend(ax, fontsize: float = 7):
+    """The axes' legend below it, outside the data: a legend inside the axes covers
+    bars and points wherever it goes. As many columns as the longest label allows; the
+    figure grows by the legend's rows, so the axes keep their height."""
+    handles, labels = ax.get_legend_handles_labels()
+    if ax.get_legend() is not None:
+        ax.get_legend().remove()  # pandas draws its own inside the axes
+    if not handles:
+        return None
+    fig = ax.figure
+    # about 0.55 em a character, plus the handle and the gap between columns (points)
+    column_pt = fontsize * 0.55 * max(len(label) for label in labels) + 32
+    ncols = max(1, min(len(labels), int(FIG_WIDTH * 72 * 0.95 // column_pt)))
+    rows = -(-len(labels) // ncols)
+    fig.set_figheight(FIG_HEIGHT + 0.1 + rows * fontsize * 1.45 / 72)
+    return fig.legend(handles, labels, loc="outside lower center", ncols=ncols,
+                      fontsize=fontsize, frameon=False, handlelength=1.6,
+                      columnspacing=1.2)  # fmt: skip
+
+
+def plain_number(x: float) -> str:
+    """x as a plain decimal, at most 6 significant digits: 0.05, 6, 0.5125, 1500 (never
+    6×10⁰, 1e+03 or an offset)."""
+    if x == 0 or not np.isfinite(x):
+        return f"{x:g}"
+    return np.format_float_positional(x, precision=6, unique=True, fractional=False, trim="-")
+
+
+class PlainLogFormatter(Formatter):
+    """Tick labels of a log axis as plain numbers (plain_number). Decades always; the
+    ticks between them where there is room: all of them (6, 7, 8, 9) on an axis
+    spanning up to 0.8 of a decade, 2, 3 and 5 up to 1.6 decades, 2 and 5 up to 3,
+    none on a wider one."""
+
+    def __call__(self, x, pos=None):
+        if not x > 0:
+            return ""
+        lo, hi = sorted(self.axis.get_view_interval())
+        decades = np.log10(hi / lo) if lo > 0 else np.inf
+        mantissa = round(x / 10 ** np.floor(np.log10(x) + 1e-9), 6)
+        if (
+            mantissa == 1
+            or decades <= 0.8
+            or (decades <= 1.6 and mantissa in (2, 3, 5))
+            or (decades <= 3 and mantissa in (2, 5))
+        ):
+            return plain_number(x)
+        return ""
+
+
+def plain_log_axis(axis) -> None:
+    """A log axis (ax.xaxis or ax.yaxis) with plain tick labels: 6, 7, 8, 10, 20 s."""
+    axis.set_major_locator(LogLocator(base=10))
+    axis.set_minor_locator(LogLocator(base=10, subs=np.arange(2, 10)))
+    axis.set_major_formatter(PlainLogFormatter())
+    axis.set_minor_formatter(PlainLogFormatter())
+
+
+def plain_linear_axes(ax) -> None:
+    """Linear axes with plain tick labels: no offset, no scientific notation."""
+    ax.ticklabel_format(style="plain", useOffset=False)
 
 
 def extrapolated_ticks(ns, top: float) -> list[float]:
@@ -71,8 +138,25 @@ def _ticks(ax, ns, top: float | None = None):
     ax.grid(True, alpha=0.3)
 
 
+def _mark(fig) -> None:
+    """SVG ids (matplotlib gids) for what a reader must see: "legend" for each legend,
+    "data-<i>" for every line, marker, bar, band and label drawn on an axes that has
+    none yet (background shading is marked "shade-..." where it is drawn). The
+    report's layout test measures these in the browser (tests/test_report_layout.py)."""
+    for a, ax in enumerate(fig.axes):
+        drawn = [*ax.lines, *ax.collections, *ax.patches, *ax.texts]
+        for i, artist in enumerate(d for d in drawn if d.get_gid() is None):
+            artist.set_gid(f"data-{a}-{i}")
+        if ax.get_legend() is not None:
+            ax.get_legend().set_gid(f"legend-{a}")
+    for i, legend in enumerate(fig.legends):
+        legend.set_gid(f"legend-fig-{i}")
+
+
 def _save(fig, out_dir: Path, name: str) -> None:
-    fig.tight_layout()
+    _mark(fig)
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
     for ext in ("svg", "png"):
         fig.savefig(out_dir / f"{name}.{ext}", format=ext)
     plt.close(fig)
@@ -107,8 +191,9 @@ def times_figure(summary: pd.DataFrame, xlabel: str):
                                           "time_ci_hi": "time_s_ci_hi"}),
                    "time_s", colour, label)  # fmt: skip
     ax.set_yscale("log")
+    plain_log_axis(ax.yaxis)
     _ticks(ax, summary["n"])
-    ax.legend(fontsize=7)
+    _legend(ax)
     return fig
 
 
@@ -143,22 +228,24 @@ def speedup_figure(summary: pd.DataFrame, predictions: dict, xlabel: str):
     measured_max = summary["n"].max()
     if top_n > measured_max:
         ax.axvspan(measured_max, top_n, color="tab:orange", alpha=0.07,
-                   label="extrapolated (beyond measured N)")  # fmt: skip
+                   label="extrapolated (beyond measured N)", gid="shade-extrapolated")  # fmt: skip
     base_n = summary.loc[summary["is_base"], "n"].min()
     ideal_n = pd.Series(sorted(set(summary["n"]) | {top_n}), dtype=float)
     ax.plot(ideal_n, ideal_n / base_n, "--", color="grey", lw=1, label="ideal (N / N_base)")
     ymax = summary["speedup_ci_hi"].fillna(summary["speedup"]).max()
-    ax.set_ylim(0, max(1.2, float(ymax) * 1.35 if pd.notna(ymax) else 1.2))
+    # headroom over the highest interval, none for a legend: that stands below the axes
+    ax.set_ylim(0, max(1.2, float(ymax) * 1.1 if pd.notna(ymax) else 1.2))
     _ticks(ax, summary["n"], top=top_n)
-    ax.legend(fontsize=7)
+    _legend(ax)
     return fig
 
 
 def efficiency_figure(summary: pd.DataFrame, xlabel: str):
     fig, ax = _axes("Parallel efficiency (95 % CI)", xlabel, "efficiency (%)")
-    ax.axhspan(90, 100, color="tab:green", alpha=0.12, label="90-100 % excellent")
-    ax.axhspan(75, 90, color="gold", alpha=0.15, label="75-90 % good")
-    ax.axhspan(0, 75, color="tab:red", alpha=0.07, label="< 75 % look for a bottleneck")
+    ax.axhspan(90, 100, color="tab:green", alpha=0.12, label="90-100 % excellent", gid="shade-90")
+    ax.axhspan(75, 90, color="gold", alpha=0.15, label="75-90 % good", gid="shade-75")
+    ax.axhspan(0, 75, color="tab:red", alpha=0.07, label="< 75 % look for a bottleneck",
+               gid="shade-0")  # fmt: skip
     top = 110.0
     for name, rows, colour in by_series(summary):
         ok = rows.dropna(subset=["efficiency"])
@@ -167,7 +254,7 @@ def efficiency_figure(summary: pd.DataFrame, xlabel: str):
             top = max(top, float(ok["efficiency_ci_hi"].fillna(ok["efficiency"]).max()) * 110)
     ax.set_ylim(0, top)
     _ticks(ax, summary["n"])
-    ax.legend(fontsize=7, loc="lower left")
+    _legend(ax)
     return fig
 
 
@@ -178,7 +265,7 @@ def cost_figure(summary: pd.DataFrame, xlabel: str):
         ok = rows.dropna(subset=["relative_su"])
         ax.plot(ok["n"], ok["relative_su"], "o-", color=colour, label=name or "measured")
     _ticks(ax, summary["n"])
-    ax.legend(fontsize=8)
+    _legend(ax)
     return fig
 
 
@@ -194,7 +281,8 @@ def pareto_figure(summary: pd.DataFrame, xlabel: str):
             ax.annotate(f"N={r.n}", (r.su, r.time_s), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")  # fmt: skip
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+    plain_linear_axes(ax)
+    _legend(ax)
     return fig
 
 
@@ -218,7 +306,7 @@ def phases_figure(runs: pd.DataFrame, xlabel: str):
     medians.plot.bar(stacked=True, ax=ax, colormap="tab20c", width=0.7)
     ax.set_xticklabels([str(n) for n in medians.index], rotation=0)
     ax.set_xlabel(xlabel)
-    ax.legend(fontsize=7)
+    _legend(ax)
     return fig
 
 
