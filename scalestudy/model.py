@@ -87,6 +87,9 @@ class Scaling:
     device: str  # cpu | gpu
     per_node: int | None  # a total axis: at most this many per node (None: one node)
     placement: str  # pack | spread (one per node)
+    grid: dict[str, list] | None  # two layout keys -> values (expanded into series)
+    max_total: int | None  # a grid's cells above this total are left out
+    max_cells: int  # a grid with more cells is refused
 
     def ns(self) -> list[int]:
         """The N of every point, in the config's order (a layout's from the axis)."""

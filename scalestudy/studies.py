@@ -16,7 +16,7 @@ import pandas as pd
 
 import workloads as registry
 from scalestudy.compute.commandline import command_params_problems
-from scalestudy.model import Study
+from scalestudy.model import AXIS_TOTALS, Study
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 DATASETS = ("mnist", "fashion_mnist")
@@ -448,6 +448,49 @@ def profile_targets(studies: dict[str, Study]) -> list[tuple[str, str]]:
     return targets
 
 
+# A grid line's series name: the key's letter and its value (p2: 2 processes per node).
+GRID_SERIES = {"threads": "t", "processes_per_node": "p", "nodes": "n", "gpus_per_process": "g"}
+
+
+def expand_grid(name: str, study: dict) -> list[str]:
+    """Turn a study's scaling.grid into series, one per value of its first key (a line
+    of the grid), whose points are layouts along the second key; the keys the grid does
+    not vary come from the scaling (threads, devices as processes per node, nodes; one
+    GPU per process on the gpus axis or a gpu device). Cells above max_total are left
+    out. Problems, each naming its key, for a grid that cannot be laid out."""
+    scaling = study["scaling"]
+    grid = scaling.get("grid")  # optional: no default
+    if not grid:
+        return []
+    where = f"studies.{name}.scaling"
+    if study.get("series"):
+        return [f"{where}.grid: a grid makes the study's series, one per line: give one of them"]
+    if scaling["axis"] not in TOTAL_AXES:
+        return [f"{where}.grid: a grid needs a total axis (processes, gpus, cores), not "
+                f"{scaling['axis']}"]  # fmt: skip
+    (line_key, lines), (along_key, along) = grid.items()
+    cells = len(lines) * len(along)
+    if cells > scaling["max_cells"]:
+        return [f"{where}.grid: {cells} cells, more than max_cells ({scaling['max_cells']}); "
+                "raise scaling.max_cells to run them all"]  # fmt: skip
+    one_gpu = int(scaling["axis"] == "gpus" or scaling["device"] == "gpu")
+    fixed = {"threads": scaling["threads"], "processes_per_node": scaling["devices"],
+             "nodes": scaling["nodes"], "gpus_per_process": one_gpu}  # fmt: skip
+    total = AXIS_TOTALS[scaling["axis"]]
+    cap = scaling.get("max_total")  # optional: no default
+    series = {}
+    for value in lines:
+        layouts = [fixed | {line_key: value, along_key: w} for w in along]
+        layouts = [lay for lay in layouts if cap is None or total(lay) <= cap]
+        if layouts:
+            series[f"{GRID_SERIES[line_key]}{value}"] = {"scaling": {"points": layouts}}
+    if not series:
+        return [f"{where}.max_total: {cap} leaves no cell of the grid"]
+    study["series"] = series
+    scaling["points"] = next(iter(series.values()))["scaling"]["points"]
+    return []
+
+
 def study_models(config: dict) -> dict[str, Study]:
     """Every study of a checked config (normalise_config) as the study model."""
     return {name: Study.from_config(name, study) for name, study in config["studies"].items()}
@@ -480,6 +523,10 @@ def normalise_config(config: dict, workdir: Path) -> dict:
                 f"studies.{name}: study names may only use letters, digits, '-' and '_', "
                 "starting with a letter or digit"
             )
+            continue
+        found = expand_grid(name, study)
+        if found:
+            problems += found
             continue
         model = Study.from_config(name, study)
         problems += study_problems(model, workdir, limits, known, name not in unusable)

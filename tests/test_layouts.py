@@ -2,6 +2,8 @@
 such, their labels and N, their Slurm request through the plugin's own builder, and the
 launcher's srun step."""
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from scalestudy import studies as st
@@ -200,3 +202,110 @@ def test_a_layout_not_received_is_flagged():
         "gpus: asked for 2 per process, 1 visible"
     ]
     assert allocation_mismatches(requested, packed | {"tasks_per_node": 2}, hosts=2) == []
+
+
+# --- two-dimensional studies ------------------------------------------------------------
+def grid_study(**scaling):
+    return model({"studies": {"s": {"workload": "spiral_mlp",
+                                    "scaling": {"axis": "cores"} | scaling}}})  # fmt: skip
+
+
+def test_a_grid_becomes_one_series_per_line_with_its_layouts():
+    study = grid_study(grid={"processes_per_node": [1, 2, 4], "threads": [1, 2, 4]}, max_total=8)
+    table = st.points_table({"s": study}).set_index("point")
+    assert study.series_names == ["p1", "p2", "p4"]
+    assert list(table.index) == [
+        "p1-c1-1x1", "p1-c2-1x2", "p1-c4-1x4",
+        "p2-c2-2x1", "p2-c4-2x2", "p2-c8-2x4",
+        "p4-c4-4x1", "p4-c8-4x2",  # 4 x 4 = 16 cores is above max_total
+    ]  # fmt: skip
+    assert list(table["cores"]) == [1, 2, 4, 2, 4, 8, 4, 8]
+    assert table.loc["p4-c8-4x2", ["tasks_per_node", "threads"]].tolist() == [4, 2]
+
+
+@pytest.mark.parametrize(
+    ("scaling", "message"),
+    [
+        ({"axis": "threads", "grid": {"threads": [1, 2], "nodes": [1, 2]}},
+         "studies.s.scaling.grid: a grid needs a total axis"),
+        ({"grid": {"threads": [1, 2, 3, 4, 5, 6, 7], "processes_per_node": [1, 2, 3, 4, 5, 6]}},
+         "studies.s.scaling.grid: 42 cells, more than max_cells (36)"),
+        ({"grid": {"threads": [4], "processes_per_node": [4]}, "max_total": 8},
+         "studies.s.scaling.max_total: 8 leaves no cell of the grid"),
+        ({"grid": {"threads": [1, 2]}}, "studies.s.scaling.grid"),
+        ({"grid": {"threads": [1], "nodes": [1]}, "points": [1]}, "studies.s.scaling"),
+    ],
+)  # fmt: skip
+def test_grids_that_cannot_run_are_refused_naming_the_key(scaling, message):
+    study = {"workload": "spiral_mlp", "scaling": {"axis": "cores"} | scaling}
+    assert message in config_error({"studies": {"s": study}})
+
+
+def test_a_grid_runs_as_many_cells_as_max_cells_allows_when_raised():
+    grid = {"threads": [1, 2, 3, 4, 5, 6, 7], "processes_per_node": [1, 2, 3, 4, 5, 6]}
+    study = grid_study(grid=grid, max_cells=42)
+    assert len(st.points_table({"s": study})) == 42
+
+
+def runs_of(times: dict) -> pd.DataFrame:
+    """Runs of made times: point -> (series, n, [seconds])."""
+    rows = [
+        {"point": point, "series": series, "n": n, "repeat": k + 1, "status": "ok",
+         "wall_s": t, "mismatch": False}
+        for point, (series, n, ts) in times.items()
+        for k, t in enumerate(ts)
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_best_layout_per_total_with_its_interval():
+    from scalestudy.analysis.layouts import best_layouts
+
+    study = grid_study(grid={"processes_per_node": [1, 2, 8], "threads": [1, 4, 8]})
+    summary = pd.DataFrame({
+        "point": ["p1-c8-1x8", "p2-c8-2x4", "p8-c8-8x1", "p2-c2-2x1"],
+        "series": ["p1", "p2", "p8", "p2"], "n": [8, 8, 8, 2],
+    })  # fmt: skip
+    runs = runs_of({
+        "p1-c8-1x8": ("p1", 8, [12.0, 12.2, 11.9]),
+        "p2-c8-2x4": ("p2", 8, [10.0, 10.1, 9.9, 10.2]),
+        "p8-c8-8x1": ("p8", 8, [13.1, 13.0, 13.2]),
+        "p2-c2-2x1": ("p2", 2, [30.0]),
+    })  # fmt: skip
+    (eight,) = best_layouts(summary, runs, "wall_s", study)  # N = 2 has one layout only
+    assert eight["n"] == 8 and eight["best"]["point"] == "p2-c8-2x4"
+    assert (eight["best"]["tasks_per_node"], eight["best"]["threads"]) == (2, 4)
+    first, second = eight["others"]
+    assert first["point"] == "p1-c8-1x8" and second["point"] == "p8-c8-8x1"
+    assert second["ratio"] == pytest.approx(13.1 / 10.05)
+    assert second["lo"] > 1 and second["told_apart"]
+    assert second["lo"] <= second["ratio"] <= second["hi"]
+
+
+def test_packed_and_spread_placements_are_compared_as_series():
+    from scalestudy.analysis.predictions import study_predictions
+    from scalestudy.analysis.tables import summarise
+
+    study = model({"studies": {"s": {"workload": "spiral_mlp", "scaling": {
+        "axis": "processes", "points": [1, 2, 4]},
+        "series": {"packed": {"scaling": {"per_node": 2}},
+                   "spread": {"scaling": {"placement": "spread"}}}}}})  # fmt: skip
+    labels = st.series_of_points(study)
+    assert set(labels) == {"packed-p1", "packed-p2", "packed-p4-n2",
+                           "spread-p1", "spread-p2-n2", "spread-p4-n4"}  # fmt: skip
+    rng = np.random.default_rng(0)
+    made = {}
+    for label, series in labels.items():
+        n = int(label.split("-")[1][1:])
+        slow = 1.3 if series == "spread" and n > 1 else 1.0
+        made[label] = (series, n, list(100 / n * slow * np.exp(rng.normal(0, 0.02, 3))))
+    runs = runs_of(made).assign(
+        study="s", reason=None, mismatches="", cores=lambda r: r["n"], gpus=0,
+        elapsed_s=lambda r: r["wall_s"], train_s=lambda r: r["wall_s"],
+    )  # fmt: skip
+    summary = summarise(runs, study)
+    pred = study_predictions(summary, runs, study)
+    (comparison,) = pred["comparisons"]
+    assert (comparison["a"], comparison["b"]) == ("packed", "spread")
+    four = next(c for c in pred["layouts"] if c["n"] == 4)
+    assert four["best"]["series"] == "packed" and four["others"][0]["told_apart"]

@@ -15,6 +15,7 @@ import pandas as pd
 
 from scalestudy.analysis import comparison, models, verdict
 from scalestudy.analysis.cost import Cost
+from scalestudy.analysis.layouts import best_layouts
 from scalestudy.analysis.recommendation import decision, recommend, step_intervals
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.model import Study
@@ -87,6 +88,17 @@ def exclusion_reason(row: pd.Series, study: Study) -> str | None:
     return None
 
 
+def usable_runs(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
+    """The runs that may measure a point: good, given what they asked for (unless the
+    study takes mismatched ones), on CPUs nobody else used (unless it takes shared)."""
+    usable = runs[runs["status"] == "ok"]
+    if not study.include_mismatched:
+        usable = usable[~usable["mismatch"].astype(bool)]
+    if not study.include_shared and "disturbed" in usable:
+        usable = usable[usable["disturbed"].astype(object).fillna("") == ""]
+    return usable
+
+
 def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
     """Validity gates, fits, extrapolation and the recommendation of one series."""
     time_col = TIME_COLUMNS[study.time]
@@ -98,12 +110,7 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
         if reason:
             excluded[row["point"]] = reason
     eligible = summary[~summary["point"].isin(list(excluded))]
-    keep_mismatched = study.include_mismatched
-    usable = runs[(runs["status"] == "ok") & runs["point"].isin(eligible["point"])]
-    if not keep_mismatched:
-        usable = usable[~usable["mismatch"].astype(bool)]
-    if not study.include_shared and "disturbed" in usable:
-        usable = usable[usable["disturbed"].astype(object).fillna("") == ""]
+    usable = usable_runs(runs[runs["point"].isin(eligible["point"])], study)
     mixed = provenance_differences(usable)
     rec = recommendation(summary, study)
     rec |= recommendation_decision(rec, summary, usable, study, time_col, base)
@@ -300,6 +307,10 @@ def study_predictions(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -
         {
             "series": series,
             "comparisons": compare_all_series(runs, study),
+            # several layouts of one total (a grid, or series placed differently)
+            "layouts": best_layouts(
+                summary, usable_runs(runs, study), TIME_COLUMNS[study.time], study
+            ),
             "gpu_verdict": gpu_verdict_of(summary, study),
         }
     )

@@ -25,7 +25,10 @@ PHASE_COLUMNS = {
     "eval_s": "evaluation",
     "other_s": "other",
 }
-AXIS_LABELS = {"threads": "threads N", "devices": "processes / GPUs per node N", "nodes": "nodes N"}
+AXIS_LABELS = {
+    "threads": "threads N", "devices": "processes / GPUs per node N", "nodes": "nodes N",
+    "processes": "processes N (total)", "gpus": "GPUs N (total)", "cores": "cores N (total)",
+}  # fmt: skip
 
 
 FIG_WIDTH, FIG_HEIGHT = 5.2, 3.6  # inches, before the legend below the axes

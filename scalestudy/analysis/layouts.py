@@ -1,0 +1,57 @@
+"""The best layout for each total: where several layouts of a study ran the same total
+(8 cores as 2 processes x 4 threads, or 8 x 1; 8 GPUs as 1 node x 8 or 2 x 4), which is
+fastest, and by how much, with a confidence interval.
+
+The ratio is median(other) / median(best) of the runs' times (the study's `time`), its
+interval the bootstrap one of scalestudy.analysis.intervals.ratio_ci (each layout's runs
+resampled on their own). "Best" is the lowest median; when an interval reaches 1 the
+two layouts are not told apart by these runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from scalestudy.analysis.intervals import ratio_ci
+from scalestudy.model import Study, base_series
+from scalestudy.studies import point_for
+
+
+def layout(study: Study, cell: pd.Series) -> dict:
+    """A summary row's point and where it ran."""
+    series = cell["series"] if isinstance(cell["series"], str) else ""
+    point = point_for(study, int(cell["n"]), base_series(series))
+    return {"point": cell["point"], "series": series, "nodes": point.nodes,
+            "tasks_per_node": point.tasks_per_node, "threads": point.threads,
+            "gpus_per_node": point.gpus_per_node}  # fmt: skip
+
+
+def best_layouts(
+    summary: pd.DataFrame, usable: pd.DataFrame, time_col: str, study: Study
+) -> list[dict]:
+    """For every total N that two or more layouts (points of different series) ran: the
+    fastest, and each other layout's time against it."""
+    times = pd.to_numeric(usable[time_col], errors="coerce")
+    by_point = {p: t.dropna().to_numpy() for p, t in times.groupby(usable["point"])}
+    found = []
+    for n, cells in summary.groupby("n", sort=True):
+        cells = cells[cells["point"].map(lambda p: by_point.get(p, np.array([])).size > 0)]
+        if len(cells) < 2:
+            continue
+        medians = cells["point"].map(lambda p: float(np.median(by_point[p])))
+        best = cells.loc[medians.idxmin()]
+        others = []
+        for _, cell in cells.drop(index=medians.idxmin()).iterrows():
+            ratio, lo, hi = ratio_ci(by_point[cell["point"]], by_point[best["point"]])
+            others.append(layout(study, cell) | {
+                "time_s": float(np.median(by_point[cell["point"]])),
+                "ratio": ratio, "lo": lo, "hi": hi, "told_apart": bool(lo > 1),
+            })  # fmt: skip
+        others.sort(key=lambda o: o["ratio"])
+        found.append({
+            "n": int(n),
+            "best": layout(study, best) | {"time_s": float(medians.min())},
+            "others": others,
+        })  # fmt: skip
+    return found
