@@ -39,8 +39,9 @@ def test_the_answer_is_said_by_the_template(tmp_path):
     out = aggregated(tmp_path / "rtx", recommend={"deadline_s": 60, "budget_su": 0.1})
     view = study_view(json.loads(out["analysis"].read_text()), pd.read_csv(out["summary"]), {})
     text = text_of(render("t", [view]))
+    # efficiency beside speedup and cost (issue 15)
     assert (
-        "Ask for 6 GPUs: speedup 3.29 over the base case N = 1, at 1.82x its cost in SU."
+        "Ask for 6 GPUs: speedup 3.29, efficiency 55 %, 1.82x the SU of the base case N = 1."
     ) in text
     assert (
         "Going from 6 to 7 GPUs adds only 0.06 speedup per added unit (below 0.1), "

@@ -22,8 +22,8 @@ from scalestudy.analysis.tables import (
     shared_machines,
     study_quality_metric,
 )
-from scalestudy.model import Study
-from scalestudy.studies import workload_capabilities
+from scalestudy.model import Study, base_series
+from scalestudy.studies import point_for, workload_capabilities
 
 # medians per point of how the data was loaded and the GPU used
 TELEMETRY = [
@@ -39,24 +39,62 @@ ENVIRONMENT = [
     "host", "cpu_model", "gpu_models", "python", "torch", "cuda", "workflow_commit",
     "slurm_job_id", "slurm_nodelist",
 ]  # fmt: skip
-AXIS_UNITS = {"threads": "threads", "devices": "devices per node", "nodes": "nodes"}
+# what N counts, in the answer's words: (one, several)
+AXIS_UNITS = {
+    "threads": ("thread", "threads"),
+    "devices": ("device per node", "devices per node"),
+    "nodes": ("node", "nodes"),
+    "processes": ("process", "processes"),
+    "gpus": ("GPU", "GPUs"),
+    "cores": ("core", "cores"),
+}
+
+
+def is_distributed(study: Study) -> bool:
+    """Whether the study's points run several processes (DDP): a workload that can, or
+    times measured elsewhere (published DDP times get the source's table too)."""
+    if study.measured is None and not workload_capabilities(study.workload).get("distributed"):
+        return False
+    for series in study.series_names:
+        sc = study.for_series(series).scaling
+        if sc.points is None:  # published times: their N come from the CSV
+            if sc.axis not in ("threads", "cores") or sc.devices * sc.nodes > 1:
+                return True
+        elif any(point_for(study, n, series).world_size > 1 for n in sc.ns()):
+            return True
+    return False
+
+
+def study_kind(study: Study, distributed: bool) -> str:
+    """What the study is, for the report's words: times measured elsewhere, the user's
+    command, or a training of the workflow's own, in one process or distributed."""
+    if study.measured is not None:
+        return "measured"
+    if study.workload == "command":
+        return "command"
+    return "distributed" if distributed else "training"
 
 
 def study_facts(study: Study) -> dict:
     """What the report states about the study as configured."""
     axis = study.scaling.axis
+    one, several = AXIS_UNITS[axis]
+    if axis == "devices" and study.scaling.device == "gpu":
+        one, several = "GPU", "GPUs"
+    distributed = is_distributed(study)
     return {
         "name": study.name,
         "description": study.description,
         "workload": study.workload,
         "measured": study.measured,
+        "kind": study_kind(study, distributed),
         "params": study.params,
         "scaling": asdict(study.scaling),
-        # what N counts, in the answer's words
-        "unit": "GPUs" if axis == "devices" and study.scaling.device == "gpu" else AXIS_UNITS[axis],
+        "unit": several,
+        "unit_one": one,
         "time": study.time,
         "tolerance": study.convergence.tolerance,
-        "distributed": bool(workload_capabilities(study.workload).get("distributed", False)),
+        "distributed": distributed,
         "include_shared": study.include_shared,
         "include_unstable": study.include_unstable,
         "profile_steps": study.profile.steps,
@@ -97,17 +135,22 @@ def efficiency_band(efficiency) -> str | None:
     return "good" if efficiency >= 0.75 else "poor"
 
 
-def ddp_findings(summary: pd.DataFrame) -> list[dict]:
-    """Per point, the source's reading of a distributed point: processes per node and
-    the efficiency band."""
+def ddp_findings(summary: pd.DataFrame, study: Study) -> list[dict]:
+    """Per point, the source's reading of a distributed point: processes (as the runs
+    saw them, else as the point asks: times measured elsewhere record none), processes
+    per node and the efficiency band."""
     rows = []
     for r in summary.to_dict("records"):
-        per_node = int(r["world_size"] / r["nodes"]) if r["nodes"] and r["world_size"] > 0 else 0
+        series = r["series"] if isinstance(r["series"], str) else ""
+        world = r["world_size"]
+        if not (is_number(world) and world > 0):
+            world = point_for(study, int(r["n"]), base_series(series)).world_size
         rows.append(
             {
-                "series": r["series"] if isinstance(r["series"], str) else "",
+                "series": series,
                 "point": r["point"],
-                "processes_per_node": per_node,
+                "world_size": world,
+                "processes_per_node": int(world / r["nodes"]) if r["nodes"] else 0,
                 "band": efficiency_band(r["efficiency"]),
             }
         )
@@ -224,7 +267,21 @@ def shown_metrics(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     return columns
 
 
-def answer(pred: dict, summary: pd.DataFrame) -> dict:
+# what the answer states of its point, from the summary row
+ANSWERED = [
+    "point", "speedup", "speedup_ci_lo", "speedup_ci_hi", "efficiency", "efficiency_ci_lo",
+    "efficiency_ci_hi", "relative_su",
+]  # fmt: skip
+
+
+def layout(study: Study, series: str, n: int) -> dict:
+    """What a point asks for: nodes, processes per node, threads each, GPUs per node."""
+    p = point_for(study, n, base_series(series))
+    return {"nodes": p.nodes, "processes": p.tasks_per_node, "threads": p.threads,
+            "gpus": p.gpus_per_node}  # fmt: skip
+
+
+def answer(pred: dict, summary: pd.DataFrame, study: Study) -> dict:
     """The numbers of one series' recommendation (the template says them in words)."""
     rec = pred["recommendation"]
     rows = summary[summary["series"].astype(object).fillna("") == pred["series"]].set_index("n")
@@ -232,7 +289,7 @@ def answer(pred: dict, summary: pd.DataFrame) -> dict:
     found = {"series": pred["series"], "worth_n": worth, "base_n": pred["base_n"]}
     if worth is not None:
         r = rows.loc[worth]
-        found |= {k: r[k] for k in ("speedup", "speedup_ci_lo", "speedup_ci_hi", "relative_su")}
+        found |= {k: r[k] for k in ANSWERED} | {"layout": layout(study, pred["series"], worth)}
     stopped = rec["stopped_at"]
     peak = pred.get("peak")
     fits = pred["fits"]
@@ -247,6 +304,9 @@ def answer(pred: dict, summary: pd.DataFrame) -> dict:
         "budget_note": rec["budget_note"],
         "peak": peak if peak and peak["beyond_measured"] else None,
         "selected": pred["selected"],
+        # whether the runs' spread settles the answer (None: not judged)
+        "decided": rec.get("decided"),
+        "fitted": any(f["ok"] for f in fits),
         "provenance_note": pred["fit_note"] if pred.get("mixed_provenance") else None,
         "unstable": [p for p, why in pred["excluded"].items() if why.startswith("unstable")],
         # how many points a fit could use, where no model fitted
@@ -267,10 +327,10 @@ def study_findings(
     mismatches = runs.loc[mismatched, ["point", "repeat", "mismatches"]]
     disturbed = runs.get("disturbed", pd.Series(None, index=runs.index, dtype=object))
     disturbed = runs[["point", "repeat"]].assign(disturbed=disturbed)
-    distributed = workload_capabilities(study.workload).get("distributed", False)
+    facts = study_facts(study)
     return jsonable(
         {
-            "study": study_facts(study),
+            "study": facts,
             "repeats": int(runs.groupby("n")["repeat"].nunique().max()) if len(runs) else 0,
             "quality_metric": study_quality_metric(study, runs),
             # the weights every SU figure uses: the study's, its partitions', its series'
@@ -294,11 +354,11 @@ def study_findings(
                 for r in disturbed.itertuples()
                 if isinstance(r.disturbed, str) and r.disturbed
             ],
-            "answers": [answer(p, summary) for p in predictions.get("series", [])],
+            "answers": [answer(p, summary, study) for p in predictions.get("series", [])],
             # what to ask the scheduler for at each point, and what the runs used of it
             "requests": study_requests(study, summary, runs),
             "metrics": shown_metrics(summary, runs),
-            "ddp": ddp_findings(summary) if distributed else None,
+            "ddp": ddp_findings(summary, study) if facts["distributed"] else None,
             "framework": framework_share(summary),
             "telemetry": telemetry(runs),
             "staging": staging(runs),

@@ -154,11 +154,13 @@ def efficiency_ci(
 # ---------------------------------------------------------------- stability
 
 
-def instability(times, cv_limit: float = 0.10, z_limit: float = 3.5) -> dict:
+def instability(times, cv_limit: float = 0.10, z_limit: float = 3.5, names=None) -> dict:
     """Flags a point whose repeats disagree: coefficient of variation above `cv_limit`,
     or outliers with |modified z| = |0.6745 (x - median) / MAD| > `z_limit`
     (Iglewicz & Hoaglin). MAD = 0 finds no outliers by z. Outlier indices refer to
-    `times` as given (non-finite values are skipped). Fewer than 2 values: not judged."""
+    `times` as given (non-finite values are skipped); the reason names them by `names`
+    (one per time, e.g. the runs' files: rep3), else by those indices. Fewer than 2
+    values: not judged."""
     x = np.asarray(times, dtype=float).ravel()
     where = np.flatnonzero(np.isfinite(x))
     v = x[where]
@@ -176,7 +178,8 @@ def instability(times, cv_limit: float = 0.10, z_limit: float = 3.5) -> dict:
     if cv > cv_limit:
         reasons.append(f"CV {cv:.1%} > {cv_limit:.0%}")
     if outliers:
-        reasons.append(f"outlier repeats {outliers} (|modified z| > {z_limit:g})")
+        which = ", ".join(str(names[i]) for i in outliers) if names is not None else outliers
+        reasons.append(f"outlier runs {which} (|modified z| > {z_limit:g})")
     return {"cv": cv, "outliers": outliers, "unstable": bool(reasons), "reason": "; ".join(reasons)}
 
 

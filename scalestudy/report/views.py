@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import math
+import numbers
 import os
 from pathlib import Path
 
@@ -16,26 +17,67 @@ import pandas as pd
 
 from scalestudy.records import RecordError, read_record
 
+
+class Significant:
+    """A column's format by significant digits: each value rounded to `digits` of them,
+    and every row given the decimals the most exacting one needs (one precision per
+    column: 3.22 and 3.35 samples/s, not 3 and 3; 0.567 beside 0.569, not beside
+    0.5688; 171 beside 49, 171.0 beside 9.5). A value alone (in a sentence) gets its
+    own: 171 s."""
+
+    def __init__(self, digits: int, unit: str = ""):
+        self.digits, self.unit = digits, unit
+
+    def decimals(self, value: float) -> int:
+        """The decimals `value` needs for its digits, without trailing zeros."""
+        places = max(self.digits - 1 - math.floor(math.log10(abs(value))), 0)
+        text = f"{value:.{min(places, 6)}f}"
+        return len(text.rstrip("0").split(".")[1]) if "." in text else 0
+
+    def fixed(self, values) -> str:
+        """The fixed-point pattern of a column of `values`."""
+        needed = [self.decimals(v) for v in values if is_number(v) and v != 0]
+        return f"{{:.{max(needed, default=0)}f}}{self.unit}"
+
+    def format(self, value) -> str:
+        return self.fixed([value]).format(value)
+
+
+class Percent:
+    """A share as a percentage, spaced as the report writes it: 66 %."""
+
+    def __init__(self, decimals: int = 0):
+        self.decimals = decimals
+
+    def format(self, value) -> str:
+        return f"{100 * value:.{self.decimals}f} %"
+
+
+def is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
 # Every column the report shows, declared once: its label and its format (one precision
-# per column). The report's tables pick columns from here by name; a metric a workload
-# reports that is not here is shown under its own name with DEFAULT_FORMAT.
+# per column: a fixed one, or Significant, fixed per table by the column's values). The
+# report's tables pick columns from here by name; a metric a workload reports that is not
+# here is shown under its own name with DEFAULT_FORMAT.
 COLUMNS = {
     # the results table
     "series": ("series", "{}"),
     "point": ("point", "{}"),
     "n": ("N", "{}"),
     "repeats_ok": ("runs ok", "{}"),
-    "time_s": ("time (s, median [95 % CI])", "{:.4g}"),
+    "time_s": ("time (s, median [95 % CI])", Significant(3)),
     "cv": ("CV", "{:.1%}"),
     "speedup": ("speedup [95 % CI]", "{:.2f}"),
-    "efficiency": ("efficiency [95 % CI]", "{:.0%}"),
+    "efficiency": ("efficiency [95 % CI]", Percent(0)),
     "karp_flatt": ("Karp-Flatt e", "{:.3f}"),
-    "warmup_s": ("warm-up epoch (s)", "{:.4g}"),
-    "steady_epoch_s": ("steady epoch (s)", "{:.4g}"),
+    "warmup_s": ("warm-up epoch (s)", Significant(3)),
+    "steady_epoch_s": ("steady epoch (s)", Significant(3)),
     "relative_su": ("relative SU", "{:.2f}"),
-    "samples_per_s": ("samples/s", "{:.0f}"),
+    "samples_per_s": ("samples/s", Significant(3)),
     "global_batch": ("global batch", "{:.0f}"),
-    "quality": ("quality", "{:.4g}"),
+    "quality": ("quality", Significant(3)),
     "fit": ("in model fit", "{}"),
     "status": ("status", "{}"),
     # the source's table of distributed training
@@ -43,23 +85,23 @@ COLUMNS = {
     "config": ("configuration", "{}"),
     "world_size": ("processes (GPUs / devices)", "{:.0f}"),
     "nodes": ("nodes", "{}"),
-    "wall_s": ("time (s)", "{:.4g}"),
-    "time_per_epoch_s": ("time / epoch (s)", "{:.4g}"),
-    "val_loss": ("val loss", "{:.4g}"),
+    "wall_s": ("time (s)", Significant(3)),
+    "time_per_epoch_s": ("time / epoch (s)", Significant(3)),
+    "val_loss": ("val loss", Significant(3)),
     "val_accuracy": ("val accuracy", "{:.2%}"),
     "band": ("interpretation", "{}"),
-    "throughput": ("throughput (samples/s)", "{:.4g}"),
+    "throughput": ("throughput (samples/s)", Significant(3)),
     # data loading and GPU use (medians over a point's runs)
-    "stage_s": ("staging to scratch (slowest copy)", "{:.3g} s"),
+    "stage_s": ("staging to scratch (slowest copy)", Significant(3, " s")),
     "stagers": ("copies at once", "{:.0f}"),
-    "time_to_first_batch_s": ("time to first batch", "{:.3g} s"),
+    "time_to_first_batch_s": ("time to first batch", Significant(3, " s")),
     "wait_fraction": ("time waiting for data", "{:.0%}"),
     "gpu_util_mean_pct": ("GPU utilisation (mean)", "{:.0f} %"),
     "gpu_util_peak_pct": ("GPU utilisation (peak)", "{:.0f} %"),
     "gpu_mem_peak_mb": ("GPU memory (peak)", "{:.0f} MB"),
     # the staging table (per number of copies at once)
-    "slowest_s": ("slowest copy", "{:.3g} s"),
-    "typical_s": ("typical copy", "{:.3g} s"),
+    "slowest_s": ("slowest copy", Significant(3, " s")),
+    "typical_s": ("typical copy", Significant(3, " s")),
     "growth": ("slowest vs fewest copies", "{:.2f}x"),
     "mb_per_s": ("all copies together", "{:.0f} MB/s"),
     # the framework's share of a step, the charges, the Slurm jobs
@@ -89,7 +131,7 @@ COLUMNS = {
     "slurm_job_id": ("Slurm job ids", "{}"),
     "slurm_nodelist": ("Slurm node lists", "{}"),
 }
-DEFAULT_FORMAT = "{:.4g}"
+DEFAULT_FORMAT = Significant(3)
 # The columns of each part of the report, in their order.
 RESULTS = [
     "series", "point", "n", "repeats_ok", "time_s", "cv", "speedup", "efficiency", "karp_flatt",
@@ -114,6 +156,8 @@ TELEMETRY = {
 }
 # the Slurm jobs' table: the template's names for its cells, and their columns
 SCHEDULER = {"queue_wait": "queue_wait_s", "run": "run_s", "submitted": "submitted"}
+# what the answers (the headline, the summary at the top) state of their points
+ANSWER = ["speedup", "relative_su"]
 # Columns shown with their confidence interval: column -> (lo, hi) columns.
 WITH_CI = {
     "time_s": ("time_ci_lo", "time_ci_hi"),
@@ -140,9 +184,20 @@ def fmt(value, pattern: str) -> str:
         return str(value)
 
 
-def cell(row: dict, column: str) -> str:
-    """A column's value in its declared format, with its confidence interval if it has one."""
-    form = pattern(column)
+def column_formats(rows: list[dict], columns) -> dict[str, str]:
+    """Each column's one format in a table of `rows` (Significant ones fixed by the
+    column's values)."""
+    forms = {}
+    for c in columns:
+        form = pattern(c)
+        forms[c] = form.fixed([r.get(c) for r in rows]) if isinstance(form, Significant) else form
+    return forms
+
+
+def cell(row: dict, column: str, form=None) -> str:
+    """A column's value in `form` (default its declared format), with its confidence
+    interval if it has one, in the same format."""
+    form = form or pattern(column)
     text = fmt(row.get(column), form)
     if column in WITH_CI and text != "–":
         lo, hi = (row.get(c) for c in WITH_CI[column])
@@ -151,8 +206,14 @@ def cell(row: dict, column: str) -> str:
     return text
 
 
-def cells(row: dict, columns) -> dict[str, str]:
-    return {c: cell(row, c) for c in columns}
+def cells(row: dict, columns, forms: dict | None = None) -> dict[str, str]:
+    return {c: cell(row, c, (forms or {}).get(c)) for c in columns}
+
+
+def table(rows: list[dict], columns) -> list[dict[str, str]]:
+    """The cells of every row, each column in its one format for this table."""
+    forms = column_formats(rows, columns)
+    return [cells(r, columns, forms) for r in rows]
 
 
 def status_class(status: str) -> str:
@@ -196,29 +257,40 @@ def profile_links(records: list[Path], report_path: Path) -> list[dict]:
     return links
 
 
+# the results table's columns shown only where a point has a value in them: what the
+# runs hold decides (no warm-up for one-epoch runs, no throughput or quality for times
+# measured elsewhere or a command that reports none)
+OPTIONAL = ["warmup_s", "steady_epoch_s", "samples_per_s", "global_batch", "quality"]
+
+
 def results_view(summary: list[dict], predictions: dict, has_series: bool) -> dict:
     """The results table: a column only where it has something to show (no series
-    column without series, no warm-up columns for one-epoch runs)."""
+    column without series, OPTIONAL ones only with a value)."""
     columns = [
         c
         for c in RESULTS
         if (c != "series" or has_series)
-        and (c not in ("warmup_s", "steady_epoch_s") or any(cell(r, c) != "–" for r in summary))
+        and (c not in OPTIONAL or any(cell(r, c) != "–" for r in summary))
     ]
     excluded = {
         (p["series"], point): reason
         for p in predictions.get("series", [])
         for point, reason in p["excluded"].items()
     }
-    fitted = {p["series"]: bool(p["fits"]) for p in predictions.get("series", [])}
+    fitted = {p["series"]: any(f["ok"] for f in p["fits"]) for p in predictions.get("series", [])}
+    forms = column_formats(summary, columns)
     rows = []
     for r in summary:
         series = series_of(r)
         reason = excluded.get((series, r["point"]))
-        r = r | {"series": series or "–", "fit": reason or ("yes" if fitted.get(series) else "–")}
+        # only the kind of reason ("unstable", "allocation mismatch"): the status column
+        # and the models' list say it in full, and one narrow column saying it twice
+        # made a row ten lines tall
+        why = reason and reason.split(":", 1)[0]
+        r = r | {"series": series or "–", "fit": why or ("yes" if fitted.get(series) else "–")}
         rows.append(
             {
-                "cells": [cell(r, c) for c in columns],
+                "cells": [cell(r, c, forms[c]) for c in columns],
                 # the fit column's reason is said as one ("no: ...") by the template
                 "fit_excluded": columns.index("fit") if reason else None,
                 "status_class": status_class(str(r["status"])),
@@ -238,23 +310,29 @@ def metrics_view(summary: list[dict], metrics: list[str], shown: set[str], has_s
     keys = ["series", "point"] if has_series else ["point"]
     return {
         "columns": [label(c) for c in keys] + [label(c) for c in columns],
-        "rows": [[cell(r, c) for c in keys + columns] for r in summary],
+        "rows": [list(row.values()) for row in table(summary, keys + columns)],
     }
 
 
 def ddp_view(summary: list[dict], ddp: list[dict]) -> dict:
     """The source's table: each cell formatted; `config` and `band` are said by the
-    template from their numbers."""
+    template from their numbers. A column none of the study's points has a value in
+    (no job ids for published times, no val loss where the runs report none) is left out."""
     found = {(d["series"], d["point"]): d for d in ddp}
-    rows = []
-    for r in summary:
+    rows = [r | {"world_size": found[(series_of(r), r["point"])]["world_size"]} for r in summary]
+    formatted = table(rows, DDP + ["global_batch"])
+    order = [
+        c for c in DDP if c in ("config", "band") or any(f[c] not in ("–", "") for f in formatted)
+    ]
+    view = []
+    for r, f in zip(rows, formatted, strict=True):
         d = found[(series_of(r), r["point"])]
-        rows.append(
-            cells(r, DDP)
+        view.append(
+            f
             | {"processes_per_node": d["processes_per_node"], "nodes_n": fmt(r["nodes"], "{}")}
-            | {"global_batch": cell(r, "global_batch"), "band": d["band"]}
+            | {"band": d["band"]}
         )
-    return {"columns": [label(c) for c in DDP], "order": DDP, "rows": rows}
+    return {"columns": [label(c) for c in order], "order": order, "rows": view}
 
 
 def models_view(pred: dict, usable_points: int | None) -> dict:
@@ -321,14 +399,11 @@ def staging_view(staging: dict | None) -> dict | None:
     last as numbers too (the template's sentence compares them)."""
     if staging is None:
         return None
+    formatted = table(staging["rows"], ["slowest_s", "typical_s", "growth", "mb_per_s"])
     rows = [
-        {"k": r["k"], "runs": r["runs"], "slowest": cell(r, "slowest_s")}
-        | {
-            "typical": cell(r, "typical_s"),
-            "growth": cell(r, "growth"),
-            "rate": cell(r, "mb_per_s"),
-        }
-        for r in staging["rows"]
+        {"k": r["k"], "runs": r["runs"], "slowest": f["slowest_s"], "typical": f["typical_s"]}
+        | {"growth": f["growth"], "rate": f["mb_per_s"]}
+        for r, f in zip(staging["rows"], formatted, strict=True)
     ]
     return {"first": staging["rows"][0], "last": staging["rows"][-1], "rows": rows}
 
@@ -384,8 +459,10 @@ def study_view(
     distributed = study["distributed"]
     ddp = ddp_view(rows, found["ddp"]) if distributed else None
     telemetry = [
-        {"point": t["point"]} | {key: cell(t, column) for key, column in TELEMETRY.items()}
-        for t in found["telemetry"]
+        {"point": t["point"]} | {key: f[column] for key, column in TELEMETRY.items()}
+        for t, f in zip(
+            found["telemetry"], table(found["telemetry"], TELEMETRY.values()), strict=True
+        )
     ]
     framework = found["framework"]
     # every metric the runs reported that no other part of the report shows
@@ -416,7 +493,14 @@ def study_view(
         "mismatches": found["mismatches"],
         "disturbed": found["disturbed"],
         "profiles": list(profiles),
-        "answers": [a | {"request": request_for(a, requests)} for a in answers],
+        # the answer's numbers in the results table's formats
+        "answers": [
+            a
+            | {"request": request_for(a, requests), "cells": cells(a, ANSWER)}
+            # the headline states efficiency without its interval, beside the speedup's
+            | {"efficiency_text": fmt(a.get("efficiency"), pattern("efficiency"))}
+            for a in answers
+        ],
         "requests": requests,
         "accounting_note": found["requests"]["accounting_note"],
         "models": [
@@ -431,7 +515,10 @@ def study_view(
         "shared_machines": found["shared_machines"],
         "charges": cells(found["charges"], ["core_hours", "gpu_hours", "su"]),
         "scheduler": [
-            j | {k: cell(j, c) for k, c in SCHEDULER.items()} for j in found["scheduler"]
+            j | {k: f[c] for k, c in SCHEDULER.items()}
+            for j, f in zip(
+                found["scheduler"], table(found["scheduler"], SCHEDULER.values()), strict=True
+            )
         ],
         "received": [
             r | {"got": [[label(c), values] for c, values in r["got"]]} for r in found["received"]
