@@ -309,3 +309,23 @@ def test_packed_and_spread_placements_are_compared_as_series():
     assert (comparison["a"], comparison["b"]) == ("packed", "spread")
     four = next(c for c in pred["layouts"] if c["n"] == 4)
     assert four["best"]["series"] == "packed" and four["others"][0]["told_apart"]
+
+
+def test_a_grid_as_the_rows_and_columns_of_its_heat_map():
+    from scalestudy.analysis.layouts import grid_cells
+
+    study = grid_study(grid={"processes_per_node": [1, 2], "threads": [1, 2, 4]}, max_total=4)
+    table = st.points_table({"s": study})
+    summary = table.assign(time_s=[8.0, 4.5, 2.6, 4.2, 2.4], efficiency=[1, 0.9, 0.8, 0.95, 0.83])
+    best = [{"best": {"point": "p2-c2-2x1"}}, {"best": {"point": "p2-c4-2x2"}}]
+    found = grid_cells(study, summary, best)
+    assert (found["line_key"], found["along_key"], found["columns"]) == (
+        "processes_per_node", "threads", [1, 2, 4]
+    )  # fmt: skip
+    one, two = found["rows"]
+    assert [c["point"] for c in one["cells"]] == ["p1-c1-1x1", "p1-c2-1x2", "p1-c4-1x4"]
+    assert [c["point"] for c in two["cells"]] == ["p2-c2-2x1", "p2-c4-2x2", None]  # capped
+    assert [c["best"] for c in two["cells"]] == [True, True, False]
+    assert two["cells"][1]["n"] == 4 and two["cells"][1]["time_s"] == 2.4
+    plain = model({"studies": {"s": {"workload": "spiral_mlp", "scaling": {"points": [1]}}}})
+    assert grid_cells(plain, summary, []) is None

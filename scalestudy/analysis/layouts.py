@@ -55,3 +55,37 @@ def best_layouts(
             "others": others,
         })  # fmt: skip
     return found
+
+
+def grid_value(lay: dict, key: str) -> int:
+    """A layout's value of one grid key."""
+    if key == "processes_per_node":
+        return lay["tasks_per_node"]
+    if key == "gpus_per_process":
+        return lay["gpus_per_node"] // lay["tasks_per_node"]
+    return lay[key]
+
+
+def grid_cells(study: Study, summary: pd.DataFrame, best: list[dict]) -> dict | None:
+    """A grid study's cells as the rows and columns of its heat map: one row per value of
+    the grid's first key (a series), one column per value of the second, each with its
+    point, total N, median time and efficiency, and whether it is its total's best."""
+    grid = study.scaling.grid
+    if not grid:
+        return None
+    (line_key, lines), (along_key, along) = grid.items()
+    fastest = {b["best"]["point"] for b in best}
+    cells = {}
+    for _, row in summary.iterrows():
+        lay = layout(study, row)
+        cells[(grid_value(lay, line_key), grid_value(lay, along_key))] = {
+            "point": row["point"], "n": int(row["n"]), "time_s": row["time_s"],
+            "efficiency": row["efficiency"], "best": row["point"] in fastest,
+        }  # fmt: skip
+    empty = {"point": None, "n": None, "time_s": None, "efficiency": None, "best": False}
+    return {
+        "line_key": line_key,
+        "along_key": along_key,
+        "columns": list(along),
+        "rows": [{"value": v, "cells": [cells.get((v, w), empty) for w in along]} for v in lines],
+    }
