@@ -316,7 +316,7 @@ def test_a_grid_as_the_rows_and_columns_of_its_heat_map():
 
     study = grid_study(grid={"processes_per_node": [1, 2], "threads": [1, 2, 4]}, max_total=4)
     table = st.points_table({"s": study})
-    summary = table.assign(time_s=[8.0, 4.5, 2.6, 4.2, 2.4], efficiency=[1, 0.9, 0.8, 0.95, 0.83])
+    summary = table.assign(time_s=[8.0, 4.5, 2.6, 4.2, 2.4])
     best = [{"best": {"point": "p2-c2-2x1"}}, {"best": {"point": "p2-c4-2x2"}}]
     found = grid_cells(study, summary, best)
     assert (found["line_key"], found["along_key"], found["columns"]) == (
@@ -327,5 +327,8 @@ def test_a_grid_as_the_rows_and_columns_of_its_heat_map():
     assert [c["point"] for c in two["cells"]] == ["p2-c2-2x1", "p2-c4-2x2", None]  # capped
     assert [c["best"] for c in two["cells"]] == [True, True, False]
     assert two["cells"][1]["n"] == 4 and two["cells"][1]["time_s"] == 2.4
+    # efficiency against the grid's one base, 1 core at 8 s: 4 cores at 2.4 s is 83 %
+    assert found["base"] == "p1-c1-1x1"
+    assert two["cells"][1]["efficiency"] == pytest.approx(8 / (2.4 * 4))
     plain = model({"studies": {"s": {"workload": "spiral_mlp", "scaling": {"points": [1]}}}})
     assert grid_cells(plain, summary, []) is None

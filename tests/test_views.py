@@ -107,3 +107,52 @@ def test_a_profile_trace_is_linked_from_its_record_alone(tmp_path):
                         "reason": None}  # fmt: skip
     assert links[1]["href"] is None and links[1]["reason"] == "the run wrote no trace"
     assert links[2]["href"] is None and links[2]["reason"] == "OOM"
+
+
+def test_an_undecided_answer_says_what_would_decide_it(tmp_path):
+    """Issue 16: one run per point gives no interval: the answer is not decided, and
+    the report names the runs (by hand, for published times) that would decide it."""
+    out = aggregated(tmp_path / "rtx")
+    view = study_view(json.loads(out["analysis"].read_text()), pd.read_csv(out["summary"]), {})
+    text = text_of(render("t", [view]))
+    assert "Not decided by these runs: a step near the answer has an interval" in text
+    assert (
+        "What would likely decide it: 1 more run at N = 5, 1 more run at N = 6, "
+        "1 more run at N = 7 (about 0.79 SU), measured as before and added to the CSV."
+    ) in text
+
+
+def test_a_grid_shows_its_heat_map_and_the_best_layout_per_total(tmp_path):
+    """Issue 12: a 2 x 2 threads x processes grid; 2 cores as 2 x 1 is faster than 1 x 2."""
+    import numpy as np
+
+    from scalestudy.analysis.findings import study_findings
+    from scalestudy.analysis.predictions import study_predictions
+    from scalestudy.analysis.tables import summarise
+    from scalestudy.studies import series_of_points
+    from tests.test_studies import model
+
+    scaling = {"axis": "cores", "grid": {"processes_per_node": [1, 2], "threads": [1, 2]}}
+    study = model({"studies": {"g": {"workload": "spiral_mlp", "scaling": scaling}}}, "g")
+    speed = {"p1-c1-1x1": 100, "p1-c2-1x2": 70, "p2-c2-2x1": 52, "p2-c4-2x2": 30}
+    rng = np.random.default_rng(0)
+    rows = [
+        {"study": "g", "point": p, "series": series, "n": int(p.split("-")[1][1:]),
+         "repeat": k, "status": "ok", "reason": None, "wall_s": t, "elapsed_s": t,
+         "train_s": t, "mismatch": False, "mismatches": "", "cores": int(p.split("-")[1][1:]),
+         "gpus": 0, "overlapped": False}
+        for p, series in series_of_points(study).items()
+        for k, t in enumerate(speed[p] * np.exp(rng.normal(0, 0.01, 3)), 1)
+    ]  # fmt: skip
+    runs = pd.DataFrame(rows)
+    summary = summarise(runs, study)
+    analysis = study_predictions(summary, runs, study)
+    analysis["findings"] = json.loads(json.dumps(study_findings(study, summary, runs, analysis)))
+    text = text_of(render("t", [study_view(analysis, summary, {})]))
+    assert "The best layout for each total" in text
+    assert "For 2 cores: 1 node × 2 processes × 1 thread (p2-c2-2x1, 52" in text
+    assert "1.33x [" in text and "than 1 node × 1 process × 2 threads (p1-c2-1x2)" in text
+    # efficiency against the grid's one base case, 1 core at 100 s: 2 x 1 at 52.5 s is 95 %
+    assert "52.5 s 95% efficiency 2 cores" in text
+    html = render("t", [study_view(analysis, summary, {})])
+    assert html.count('class="band-') == 4 and 'band-excellent best"' in html

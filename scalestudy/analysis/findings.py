@@ -14,6 +14,7 @@ from dataclasses import asdict
 import pandas as pd
 
 from scalestudy.analysis.cost import cost_view
+from scalestudy.analysis.layouts import grid_cells
 from scalestudy.analysis.predictions import jsonable
 from scalestudy.analysis.request import study_requests
 from scalestudy.analysis.tables import (
@@ -133,6 +134,16 @@ def efficiency_band(efficiency) -> str | None:
     if efficiency >= 0.9:
         return "excellent"
     return "good" if efficiency >= 0.75 else "poor"
+
+
+def banded(grid: dict | None) -> dict | None:
+    """A grid's cells with their efficiency band (the heat map's colour)."""
+    if grid is None:
+        return None
+    for row in grid["rows"]:
+        for cell in row["cells"]:
+            cell["band"] = efficiency_band(cell["efficiency"])
+    return grid
 
 
 def ddp_findings(summary: pd.DataFrame, study: Study) -> list[dict]:
@@ -306,6 +317,10 @@ def answer(pred: dict, summary: pd.DataFrame, study: Study) -> dict:
         "selected": pred["selected"],
         # whether the runs' spread settles the answer (None: not judged)
         "decided": rec.get("decided"),
+        # what would decide it: more repeats at these N, and their SU
+        "next_measurements": rec.get("next_measurements"),
+        # each step's marginal gain with its interval: [from, to, gain, lo, hi]
+        "step_intervals": rec.get("step_intervals", []),
         "fitted": any(f["ok"] for f in fits),
         "provenance_note": pred["fit_note"] if pred.get("mixed_provenance") else None,
         "unstable": [p for p, why in pred["excluded"].items() if why.startswith("unstable")],
@@ -357,6 +372,9 @@ def study_findings(
             "answers": [answer(p, summary, study) for p in predictions.get("series", [])],
             # what to ask the scheduler for at each point, and what the runs used of it
             "requests": study_requests(study, summary, runs),
+            # several layouts of one total: the fastest, and a grid's heat map
+            "layouts": predictions.get("layouts", []),
+            "grid": banded(grid_cells(study, summary, predictions.get("layouts", []))),
             "metrics": shown_metrics(summary, runs),
             "ddp": ddp_findings(summary, study) if facts["distributed"] else None,
             "framework": framework_share(summary),

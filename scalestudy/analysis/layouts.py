@@ -69,23 +69,33 @@ def grid_value(lay: dict, key: str) -> int:
 def grid_cells(study: Study, summary: pd.DataFrame, best: list[dict]) -> dict | None:
     """A grid study's cells as the rows and columns of its heat map: one row per value of
     the grid's first key (a series), one column per value of the second, each with its
-    point, total N, median time and efficiency, and whether it is its total's best."""
+    point, total N, median time, efficiency against the grid's one base case (the
+    fastest cell of the smallest total), and whether it is its total's best."""
     grid = study.scaling.grid
     if not grid:
         return None
     (line_key, lines), (along_key, along) = grid.items()
     fastest = {b["best"]["point"] for b in best}
+    # one base case for the whole grid (each line's series has its own): the fastest
+    # cell of the smallest total; efficiency = t_base x N_base / (t x N)
+    timed = summary[pd.to_numeric(summary["time_s"], errors="coerce") > 0]
+    smallest = timed[timed["n"] == timed["n"].min()]
+    base = smallest.loc[smallest["time_s"].astype(float).idxmin()] if len(smallest) else None
     cells = {}
     for _, row in summary.iterrows():
         lay = layout(study, row)
+        efficiency = None
+        if base is not None and pd.notna(row["time_s"]) and row["time_s"] > 0:
+            efficiency = base["time_s"] * base["n"] / (row["time_s"] * row["n"])
         cells[(grid_value(lay, line_key), grid_value(lay, along_key))] = {
             "point": row["point"], "n": int(row["n"]), "time_s": row["time_s"],
-            "efficiency": row["efficiency"], "best": row["point"] in fastest,
+            "efficiency": efficiency, "best": row["point"] in fastest,
         }  # fmt: skip
     empty = {"point": None, "n": None, "time_s": None, "efficiency": None, "best": False}
     return {
         "line_key": line_key,
         "along_key": along_key,
+        "base": None if base is None else base["point"],
         "columns": list(along),
         "rows": [{"value": v, "cells": [cells.get((v, w), empty) for w in along]} for v in lines],
     }

@@ -441,6 +441,56 @@ def request_for(answer: dict, requests: list[dict]) -> dict | None:
     return None
 
 
+def decision_steps(answer: dict) -> dict:
+    """The two steps the answer stands on, each gain with its interval: the step to the
+    recommended N and the step after it (None where there is none, or no interval)."""
+    found = {"to": None, "after": None}
+    stopped = answer.get("stopped_at") or {}
+    for a, b, gain, lo, hi in answer.get("step_intervals", []):
+        which = "to" if b == answer["worth_n"] else "after" if a == stopped.get("from_n") else None
+        if which and lo is not None:
+            found[which] = {"from_n": a, "to_n": b, "gain": fmt(gain, "{:.2f}"),
+                            "lo": fmt(lo, "{:.2f}"), "hi": fmt(hi, "{:.2f}")}  # fmt: skip
+    return found
+
+
+def layout_text(cell: dict) -> dict:
+    """A layout's numbers for the template's words (nodes x processes x threads)."""
+    return cell | {"time": fmt(cell["time_s"], "{:.3g} s")}
+
+
+def layouts_view(total: dict) -> dict:
+    """The best layout of one total against the others, ratios to two decimals."""
+    return {
+        "n": total["n"],
+        "best": layout_text(total["best"]),
+        "others": [
+            layout_text(o)
+            | {
+                "ratio": fmt(o["ratio"], "{:.2f}"),
+                "lo": fmt(o["lo"], "{:.2f}"),
+                "hi": fmt(o["hi"], "{:.2f}"),
+            }  # fmt: skip
+            for o in total["others"]
+        ],
+    }
+
+
+def grid_view(grid: dict | None) -> dict | None:
+    """A grid's heat map: each cell's time and efficiency (its band, the cell's colour,
+    came with it from the findings)."""
+    if grid is None:
+        return None
+    rows = []
+    for row in grid["rows"]:
+        formatted = []
+        for c in row["cells"]:
+            formatted.append(c | {"time": fmt(c["time_s"], "{:.3g} s"),
+                                  "efficiency_pct": fmt(c["efficiency"], "{:.0%}")})  # fmt: skip
+        rows.append({"value": row["value"], "cells": formatted})
+    return grid | {"rows": rows}
+
+
 def study_view(
     analysis: dict,
     summary: pd.DataFrame,
@@ -499,10 +549,13 @@ def study_view(
             | {"request": request_for(a, requests), "cells": cells(a, ANSWER)}
             # the headline states efficiency without its interval, beside the speedup's
             | {"efficiency_text": fmt(a.get("efficiency"), pattern("efficiency"))}
+            | {"steps": decision_steps(a)}
             for a in answers
         ],
         "requests": requests,
         "accounting_note": found["requests"]["accounting_note"],
+        "layouts": [layouts_view(t) for t in found.get("layouts", [])],
+        "grid": grid_view(found.get("grid")),
         "models": [
             models_view(p, a["usable_points"])
             for p, a in zip(analysis.get("series", []), answers, strict=True)
