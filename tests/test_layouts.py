@@ -332,3 +332,36 @@ def test_a_grid_as_the_rows_and_columns_of_its_heat_map():
     assert two["cells"][1]["efficiency"] == pytest.approx(8 / (2.4 * 4))
     plain = model({"studies": {"s": {"workload": "spiral_mlp", "scaling": {"points": [1]}}}})
     assert grid_cells(plain, summary, []) is None
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_threads_by_processes_grid_end_to_end(workflow):
+    """Locally, a 2 x 2 grid of processes x threads (capped at this machine's 2 cores):
+    the report shows the heat map and the best layout per total, and opens in Chromium
+    with its figures loaded and a clean console."""
+    import sys
+
+    from tests.browser import open_report
+
+    # each process works 0.4 s of CPU spread over its threads' share: 2 processes of 1
+    # thread finish as fast as 1 of 2 threads, give or take the start-up
+    program = "import sys, time; time.sleep(0.4 / int(sys.argv[1]))"
+    study = {
+        "workload": "command",
+        "params": {"command": [sys.executable, "-c", program, "{n}"]},
+        "scaling": {"axis": "cores", "grid": {"processes_per_node": [1, 2],
+                                              "threads": [1, 2]}, "max_total": 2},
+        "repeats": 2,
+        "include_shared": True,  # other tests may run beside this one; not under test here
+    }  # fmt: skip
+    workflow.write_config({"studies": {"grid": study}})
+    workflow.snakemake("--profile", "profiles/local")
+    points = set(pd.read_csv(workflow.root / "results" / "grid" / "summary.csv")["point"])
+    assert points == {"p1-c1-1x1", "p1-c2-1x2", "p2-c2-2x1"}
+    page = open_report(workflow.root / "results" / "report.html")
+    assert page["console"] == [] and page["external_requests"] == []
+    assert page["images"] and all(i["ok"] for i in page["images"])
+    assert "The best layout for each total" in page["text"]
+    assert "For 2 cores:" in page["text"]
+    assert page["html"].count('class="band-') == 4  # 3 cells and the capped one
