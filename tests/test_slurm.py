@@ -138,3 +138,35 @@ def test_time_and_memory_kills_are_failed_points_and_only_they_rerun(cluster, wo
 
     dry = workflow.snakemake(*PROFILES, "-n")
     assert planned_runs(dry) == {("slow", "t1", "1"), ("hungry", "t1", "1")}
+
+
+def test_processes_packed_and_spread_over_the_two_nodes(cluster, workflow):
+    """Issue 12: one study of 1, 2 and 4 processes packed 2 per node, and the same
+    totals spread one per node (up to the cluster's 2 nodes), compared as series."""
+    study = {
+        "workload": "spiral_mlp",
+        "params": {"epochs": 2},
+        "scaling": {"axis": "processes", "points": [1, 2]},
+        "series": {
+            "packed": {"scaling": {"per_node": 2, "points": [1, 2, 4]}},
+            "spread": {"scaling": {"placement": "spread"}},
+        },
+        "repeats": 1,
+        "resources": {"mem_mb": 1000, "runtime": 5},
+    }
+    workflow.write_config({"partition_limits": limits(), "studies": {"place": study}})
+    workflow.snakemake(*PROFILES)
+    for point, hosts in [("packed-p2", ["node1"]), ("packed-p4-n2", ["node1", "node2"]),
+                         ("spread-p2-n2", ["node1", "node2"])]:  # fmt: skip
+        rec = record(workflow, "place", point)
+        assert rec["status"] == "ok", rec["reason"]
+        assert rec["resources"]["mismatch"] is False, rec["resources"]["mismatches"]
+        if len(hosts) > 1:
+            assert rec["environment"]["hosts"] == hosts
+        else:
+            assert len(rec["environment"]["hosts"]) == 1
+    assert record(workflow, "place", "packed-p4-n2")["resources"]["received"]["tasks_per_node"] == 2
+    analysis = json.loads((workflow.root / "results" / "place" / "analysis.json").read_text())
+    (comparison,) = analysis["comparisons"]
+    assert (comparison["a"], comparison["b"]) == ("packed", "spread")
+    assert {t["n"] for t in analysis["layouts"]} == {1, 2}
