@@ -7,7 +7,7 @@ PYTHON ?= python3
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: report test lint setup clean slurm-profile redo plan
+.PHONY: report test lint setup clean slurm-profile slurm-polling redo plan
 
 report: setup
 	$(VENV)/bin/snakemake --profile profiles/local
@@ -58,3 +58,9 @@ slurm-profile:
 	fi; \
 	ln -sfn "$(CURDIR)/profiles/slurm" "$$target"; \
 	echo "linked $$target -> $(CURDIR)/profiles/slurm: 'snakemake --profile slurm' now uses it"
+
+# The status-check interval for a study's run times, from its records:
+# `make slurm-polling STUDY=name` prints the profile lines (scalestudy/polling.py).
+slurm-polling:
+	@test -n "$(STUDY)" || { echo "usage: make slurm-polling STUDY=name [STUDY2 ...]"; exit 2; }
+	$(VENV)/bin/python -m scalestudy.polling $(addprefix results/,$(STUDY))
