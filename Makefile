@@ -60,7 +60,7 @@ slurm-profile:
 	echo "linked $$target -> $(CURDIR)/profiles/slurm: 'snakemake --profile slurm' now uses it"
 
 # The status-check interval for a study's run times, from its records:
-# `make slurm-polling STUDY=name` prints the profile lines (scalestudy/polling.py).
+# `make slurm-polling STUDY=name` prints the profile lines (scalestudy/analysis/polling.py).
 slurm-polling:
 	@test -n "$(STUDY)" || { echo "usage: make slurm-polling STUDY=name [STUDY2 ...]"; exit 2; }
-	$(VENV)/bin/python -m scalestudy.polling $(addprefix results/,$(STUDY))
+	$(VENV)/bin/python -m scalestudy.analysis.polling $(addprefix results/,$(STUDY))

@@ -35,7 +35,7 @@ from pathlib import Path
 import yaml
 
 from benchmarks.common import REPO
-from scalestudy.polling import POLLING_KEYS, best_init, check_times
+from scalestudy.analysis.polling import POLLING_KEYS, best_init, check_times
 
 CLUSTER = REPO / "tests" / "slurm" / "cluster.sh"
 SUBMITTED = re.compile(r"Job (\d+) has been submitted with SLURM jobid (\d+)")
@@ -245,7 +245,7 @@ def report(args, count, settings, tmp, records, log, slurm_end, start, end) -> N
             f"jobs ended {ended} s after their submission"
         )
         print(
-            f"  scalestudy.polling's interval for these jobs: {best_init(durations, 0.02, 180)}"
+            f"  analysis.polling's interval for these jobs: {best_init(durations, 0.02, 180)}"
             " (--jitter 0.02)"
         )
 

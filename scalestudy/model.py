@@ -93,9 +93,7 @@ class Scaling:
 
     def ns(self) -> list[int]:
         """The N of every point, in the config's order (a layout's from the axis)."""
-        return [
-            p if isinstance(p, int) else AXIS_TOTALS[self.axis](p) for p in self.points or ()
-        ]
+        return [p if isinstance(p, int) else AXIS_TOTALS[self.axis](p) for p in self.points or ()]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from tests.conftest import REPO
 PACKAGE = REPO / "scalestudy"
 LAYERS = ("compute", "analysis", "report")
 # shared by the layers and the rules: the study model, studies and points, records
-SHARED = {"model", "studies", "records", "paths", "redo", "polling"}
+SHARED = {"model", "studies", "records", "paths", "redo"}
 HEAVY = {"pandas", "scipy", "matplotlib", "seaborn", "jinja2", "numpy", "yaml"}
 
 
