@@ -251,7 +251,8 @@ def series_problems(
             f"{' or '.join(workload.devices)} only, not {scaling.device}"
         )
     layouts = [layout_of(scaling, p) for p in scaling.points]
-    if not workload.distributed and any(lay.nodes * lay.tasks_per_node > 1 for lay in layouts):
+    several = any(lay.nodes * lay.tasks_per_node > 1 for lay in layouts)
+    if not workload.distributed and (scaling.axis != "threads" or several):
         problems.append(
             f"studies.{name}.scaling: workload {study.workload} runs one process; "
             "scale it over threads (axis: threads, devices: 1, nodes: 1)"

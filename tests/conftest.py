@@ -29,7 +29,8 @@ def checked_study(study: dict, name: str = "s", workdir: Path = REPO):
     return st.study_models(config)[name]
 
 
-def _resolved(schema: dict, root: dict) -> dict:
+def resolved(schema: dict, root: dict) -> dict:
+    """A schema node with its $ref followed (its own keys kept beside the target's)."""
     while "$ref" in schema:
         node = root
         for part in schema["$ref"].removeprefix("#/").split("/"):
@@ -40,8 +41,8 @@ def _resolved(schema: dict, root: dict) -> dict:
 
 def _with_defaults(value: dict, schema: dict, root: dict) -> dict:
     value = dict(value)
-    for key, sub in _resolved(schema, root).get("properties", {}).items():
-        sub = _resolved(sub, root)
+    for key, sub in resolved(schema, root).get("properties", {}).items():
+        sub = resolved(sub, root)
         if key not in value and "default" in sub:
             value[key] = copy.deepcopy(sub["default"])
         if isinstance(value.get(key), dict) and "properties" in sub:

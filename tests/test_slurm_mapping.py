@@ -5,26 +5,12 @@ from snakemake_executor_plugin_slurm.submit_string import get_submit_command
 from snakemake_executor_plugin_slurm.utils import set_gres_string
 
 from scalestudy import studies as st
+from scalestudy.analysis.request import PluginJob
 from tests.test_studies import model, validated
 
-
-class Resources(dict):
-    """Snakemake's job resources: a mapping that also answers attribute access."""
-
-    def __getattr__(self, name):
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-class Job:
-    """What the plugin reads of a Snakemake job: its resources and threads. Unset
-    (None) resources are absent, as Snakemake leaves them out."""
-
-    def __init__(self, resources: dict):
-        self.resources = Resources({k: v for k, v in resources.items() if v is not None})
-        self.threads = resources["cpus_per_task"]
+# What the plugin reads of a Snakemake job (its resources, unset ones absent, and
+# threads): the same stand-in the request's #SBATCH lines are built with.
+Job = PluginJob
 
 
 def sbatch_line(scaling: dict, n: int, **resources) -> str:

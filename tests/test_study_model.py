@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from scalestudy.model import Study, StudyModelError
-from tests.conftest import REPO, SCHEMA, checked_study, study_model, tiny_mnist_study
+from tests.conftest import REPO, SCHEMA, checked_study, resolved, study_model, tiny_mnist_study
 
 # code that reads the config or what it becomes (workloads read only their own
 # params, which their own schemas complete: workloads/__init__.py)
@@ -181,12 +181,7 @@ def schema_node(path: list[str]) -> dict | None:
     root = yaml.safe_load(SCHEMA.read_text())
 
     def resolve(node: dict) -> dict:
-        while "$ref" in node:
-            target = root
-            for part in node["$ref"].removeprefix("#/").split("/"):
-                target = target[part]
-            node = target | {k: v for k, v in node.items() if k != "$ref"}
-        return node
+        return resolved(node, root)
 
     for start in (root, root["$defs"]["study"]):
         node = start

@@ -83,7 +83,7 @@ def sbatch_lines(resources: dict) -> list[str]:
     from snakemake_executor_plugin_slurm.submit_string import get_submit_command
     from snakemake_executor_plugin_slurm.utils import set_gres_string
 
-    job = _Job(resources)
+    job = PluginJob(resources)
     names = {"run_uuid": "job", "slurm_logfile": "log", "comment_str": "", "account": "",
              "partition": "", "workdir": "."}  # fmt: skip
     words = shlex.split(get_submit_command(job, names) + set_gres_string(job))
@@ -104,7 +104,7 @@ def sbatch_lines(resources: dict) -> list[str]:
     return lines
 
 
-class _Resources(dict):
+class PluginResources(dict):
     """Snakemake's job resources as the plugin reads them: a mapping with attributes."""
 
     def __getattr__(self, name):
@@ -114,11 +114,11 @@ class _Resources(dict):
             raise AttributeError(name) from None
 
 
-class _Job:
+class PluginJob:
     """What the plugin reads of a job: its resources (unset ones absent) and threads."""
 
     def __init__(self, resources: dict):
-        self.resources = _Resources({k: v for k, v in resources.items() if v is not None})
+        self.resources = PluginResources({k: v for k, v in resources.items() if v is not None})
         self.threads = resources["cpus_per_task"]
 
 
