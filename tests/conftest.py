@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import shutil
 import subprocess
@@ -50,13 +51,18 @@ def _with_defaults(value: dict, schema: dict, root: dict) -> dict:
     return value
 
 
+@functools.cache
+def schema_root() -> dict:
+    return yaml.safe_load(SCHEMA.read_text())
+
+
 def study_model(study: dict, name: str = "s"):
     """A study of a unit test as the study model: the keys it gives, and the schema's
     defaults for the rest, read from the schema (never written here). Unlike
     checked_study it needs no workload or measured file: for analysis on made tables."""
     from scalestudy.model import Study
 
-    root = yaml.safe_load(SCHEMA.read_text())
+    root = schema_root()
     return Study.from_config(name, _with_defaults(study, root["$defs"]["study"], root))
 
 
