@@ -365,3 +365,4 @@ def test_a_threads_by_processes_grid_end_to_end(workflow):
     assert "The best layout for each total" in page["text"]
     assert "For 2 cores:" in page["text"]
     assert page["html"].count('class="band-') == 4  # 3 cells and the capped one
+    assert 'data-figure="layouts"' in page["html"]  # the heat map figure, with N = 2 line

@@ -313,6 +313,46 @@ def phases_figure(runs: pd.DataFrame, xlabel: str):
     return fig
 
 
+def layouts_figure(grid: dict | None):
+    """A grid study's heat map: efficiency (against the grid's one base case) of every
+    layout, its median time written in the cell, and dashed lines through the cells of
+    equal total. A study without a grid gets a figure that says so (not shown)."""
+    if grid is None:
+        fig, ax = _axes("Layouts", "", "")
+        ax.text(0.5, 0.5, "no grid in this study", ha="center", va="center")
+        ax.set_axis_off()
+        return fig
+    rows, columns = grid["rows"], grid["columns"]
+    values = np.array(
+        [[np.nan if c["efficiency"] is None else 100 * c["efficiency"] for c in r["cells"]]
+         for r in rows]
+    )  # fmt: skip
+    fig, ax = _axes(
+        "Efficiency of each layout (%)",
+        grid["along_key"].replace("_", " "),
+        grid["line_key"].replace("_", " "),
+    )
+    ax.grid(False)
+    image = ax.imshow(values, cmap="RdYlGn", vmin=50, vmax=100, aspect="auto", origin="lower")
+    fig.colorbar(image, ax=ax, label="efficiency (%)")
+    ax.set_xticks(range(len(columns)), [str(c) for c in columns])
+    ax.set_yticks(range(len(rows)), [str(r["value"]) for r in rows])
+    totals: dict = {}
+    for i, row in enumerate(rows):
+        for j, cell in enumerate(row["cells"]):
+            if cell["point"] is None:
+                continue
+            totals.setdefault(cell["n"], []).append((j, i))
+            text = f"{cell['time_s']:.3g} s" + ("\nbest" if cell["best"] else "")
+            ax.text(j, i, text, ha="center", va="center", fontsize=7)
+    for n, cells in sorted(totals.items()):
+        if len(cells) > 1:
+            xs, ys = zip(*sorted(cells), strict=True)
+            ax.plot(xs, ys, "--", lw=1, color="black", alpha=0.6, label=f"N = {n}")
+    _legend(ax)
+    return fig
+
+
 def write_figures(
     summary: pd.DataFrame, runs: pd.DataFrame, axis: str, out_dir: Path, predictions=None
 ) -> list:
@@ -329,6 +369,7 @@ def write_figures(
         "efficiency": lambda: efficiency_figure(summary, xlabel),
         "cost": lambda: cost_figure(summary, xlabel),
         "phases": lambda: phases_figure(runs, xlabel),
+        "layouts": lambda: layouts_figure((predictions or {}).get("findings", {}).get("grid")),
     }
     for name in FIGURES:
         _save(makers[name](), out_dir, name)

@@ -537,7 +537,10 @@ def study_view(
         "metrics": metrics_view(rows, found["metrics"], shown, has_series),
         # times measured elsewhere have no phases to show
         "figures": {
-            k: data_uri(v) for k, v in figures.items() if k != "phases" or study["measured"] is None
+            k: data_uri(v)
+            for k, v in figures.items()
+            if (k != "phases" or study["measured"] is None)
+            and (k != "layouts" or found.get("grid"))
         },
         "failures": found["failures"],
         "mismatches": found["mismatches"],
