@@ -80,13 +80,19 @@ class Layout:
     gpus_per_task: int
 
 
+def gpus_per_process(axis: str, device: str) -> int:
+    """GPUs of a process where the point does not say: one on the gpus axis or a gpu
+    device (one process per GPU), else none."""
+    return int(axis == "gpus" or device == "gpu")
+
+
 def layout_of(scaling, point) -> Layout:
     """The layout of one entry of scaling.points: a layout as given, or a number N on
     the axis, the rest from the scaling's own keys. A total (processes, gpus, cores) is
     placed `per_node` at most on each node, or one per node (`placement: spread`), or
     all on one node. A total that does not fill its nodes evenly is refused by
     scaling_problems before this is asked."""
-    gpus = 1 if scaling.device == "gpu" else 0
+    gpus = gpus_per_process(scaling.axis, scaling.device)
     if isinstance(point, dict):
         return Layout(point["nodes"], point["processes_per_node"], point["threads"],
                       point["gpus_per_process"])  # fmt: skip
@@ -105,7 +111,7 @@ def layout_of(scaling, point) -> Layout:
         per_node = max(1, min(tasks, scaling.per_node // unit))
     else:
         per_node = tasks  # all on one node
-    return Layout(tasks // per_node, per_node, scaling.threads, 1 if axis == "gpus" else gpus)
+    return Layout(tasks // per_node, per_node, scaling.threads, gpus)
 
 
 def point_label(scaling, point, n: int, layout: Layout) -> str:
@@ -474,9 +480,9 @@ def expand_grid(name: str, study: dict) -> list[str]:
     if cells > scaling["max_cells"]:
         return [f"{where}.grid: {cells} cells, more than max_cells ({scaling['max_cells']}); "
                 "raise scaling.max_cells to run them all"]  # fmt: skip
-    one_gpu = int(scaling["axis"] == "gpus" or scaling["device"] == "gpu")
     fixed = {"threads": scaling["threads"], "processes_per_node": scaling["devices"],
-             "nodes": scaling["nodes"], "gpus_per_process": one_gpu}  # fmt: skip
+             "nodes": scaling["nodes"],
+             "gpus_per_process": gpus_per_process(scaling["axis"], scaling["device"])}  # fmt: skip
     total = AXIS_TOTALS[scaling["axis"]]
     cap = scaling.get("max_total")  # optional: no default
     series = {}

@@ -97,7 +97,7 @@ def test_the_answer_carries_efficiency_layout_and_whether_it_is_decided():
     (answer,) = rtx_findings()["answers"]
     assert answer["efficiency"] == pytest.approx(171 / 52 / 6)
     assert answer["point"] == "g6"
-    assert answer["layout"] == {"nodes": 1, "processes": 6, "threads": 1, "gpus": 6}
+    assert answer["layout"] == {"nodes": 1, "tasks_per_node": 6, "threads": 1, "gpus_per_node": 6}
     assert "decided" in answer and answer["fitted"] is True
 
 

@@ -150,8 +150,9 @@ def test_a_grid_shows_its_heat_map_and_the_best_layout_per_total(tmp_path):
     analysis["findings"] = json.loads(json.dumps(study_findings(study, summary, runs, analysis)))
     text = text_of(render("t", [study_view(analysis, summary, {})]))
     assert "The best layout for each total" in text
-    assert "For 2 cores: 1 node × 2 processes × 1 thread (p2-c2-2x1, 52" in text
-    assert "1.33x [" in text and "than 1 node × 1 process × 2 threads (p1-c2-1x2)" in text
+    assert "For 2 cores: 1 node, 2 processes per node, 1 thread each (p2-c2-2x1, 52" in text
+    assert "1.33x [" in text
+    assert "than 1 node, 1 process per node, 2 threads each (p1-c2-1x2)" in text
     # efficiency against the grid's one base case, 1 core at 100 s: 2 x 1 at 52.5 s is 95 %
     assert "52.5 s 95% efficiency 2 cores" in text
     html = render("t", [study_view(analysis, summary, {})])

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 
 from scalestudy.model import Study
 
+SECONDS_PER_MINUTE = 60
 SECONDS_PER_HOUR = 3600.0
 WEIGHTS = ("core_weight", "gpu_weight")
 # the one time basis of every SU figure, in the report's words

@@ -14,7 +14,7 @@ from dataclasses import asdict
 import pandas as pd
 
 from scalestudy.analysis.cost import cost_view
-from scalestudy.analysis.layouts import grid_cells
+from scalestudy.analysis.layouts import grid_cells, point_layout
 from scalestudy.analysis.predictions import jsonable
 from scalestudy.analysis.request import study_requests
 from scalestudy.analysis.tables import (
@@ -285,13 +285,6 @@ ANSWERED = [
 ]  # fmt: skip
 
 
-def layout(study: Study, series: str, n: int) -> dict:
-    """What a point asks for: nodes, processes per node, threads each, GPUs per node."""
-    p = point_for(study, n, base_series(series))
-    return {"nodes": p.nodes, "processes": p.tasks_per_node, "threads": p.threads,
-            "gpus": p.gpus_per_node}  # fmt: skip
-
-
 def answer(pred: dict, summary: pd.DataFrame, study: Study) -> dict:
     """The numbers of one series' recommendation (the template says them in words)."""
     rec = pred["recommendation"]
@@ -300,7 +293,9 @@ def answer(pred: dict, summary: pd.DataFrame, study: Study) -> dict:
     found = {"series": pred["series"], "worth_n": worth, "base_n": pred["base_n"]}
     if worth is not None:
         r = rows.loc[worth]
-        found |= {k: r[k] for k in ANSWERED} | {"layout": layout(study, pred["series"], worth)}
+        found |= {k: r[k] for k in ANSWERED} | {
+            "layout": point_layout(study, pred["series"], worth)
+        }
     stopped = rec["stopped_at"]
     peak = pred.get("peak")
     fits = pred["fits"]

@@ -18,13 +18,18 @@ from scalestudy.model import Study, base_series
 from scalestudy.studies import point_for
 
 
+def point_layout(study: Study, series: str, n: int) -> dict:
+    """Where a point of a series runs: nodes, processes per node, threads each, GPUs per
+    node (a series split by provenance runs as its configured series)."""
+    point = point_for(study, n, base_series(series))
+    return {"nodes": point.nodes, "tasks_per_node": point.tasks_per_node,
+            "threads": point.threads, "gpus_per_node": point.gpus_per_node}  # fmt: skip
+
+
 def layout(study: Study, cell: pd.Series) -> dict:
     """A summary row's point and where it ran."""
     series = cell["series"] if isinstance(cell["series"], str) else ""
-    point = point_for(study, int(cell["n"]), base_series(series))
-    return {"point": cell["point"], "series": series, "nodes": point.nodes,
-            "tasks_per_node": point.tasks_per_node, "threads": point.threads,
-            "gpus_per_node": point.gpus_per_node}  # fmt: skip
+    return {"point": cell["point"], "series": series} | point_layout(study, series, int(cell["n"]))
 
 
 def best_layouts(

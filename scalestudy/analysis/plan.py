@@ -21,12 +21,11 @@ import statistics
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.cost import Cost
+from scalestudy.analysis.cost import SECONDS_PER_MINUTE, Cost
 from scalestudy.model import Study
 from scalestudy.studies import point_for
 
 MEASURED, MODEL, LIMIT = "measured", "model", "limit"
-SECONDS_PER_MINUTE = 60
 
 
 def earlier_times(runs: pd.DataFrame | None) -> dict[str, list[float]]:

@@ -26,11 +26,11 @@ import shlex
 import numpy as np
 import pandas as pd
 
+from scalestudy.analysis.cost import SECONDS_PER_MINUTE
 from scalestudy.model import Study, base_series
 from scalestudy.studies import point_for, slurm_resources
 
 MB_PER_GB = 1024
-SECONDS_PER_MINUTE = 60
 # below these a point's use is called waste in the report's words
 BUSY_WARNING = 0.5
 MEMORY_WARNING = 0.5
