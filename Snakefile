@@ -13,6 +13,7 @@ configfile: "config/config.yaml"
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/run.smk"
+include: "rules/adaptive.smk"
 include: "rules/profile.smk"
 include: "rules/aggregate.smk"
 include: "rules/plot.smk"
@@ -23,4 +24,4 @@ include: "rules/plan.smk"
 rule all:
     default_target: True
     input:
-        get_final_outputs(),
+        get_final_outputs,

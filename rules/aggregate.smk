@@ -1,6 +1,7 @@
 rule aggregate_study:
     input:
         records=get_study_records,
+        rounds=get_study_rounds,
         code=CODE["analysis"],
     output:
         summary="results/{study}/summary.csv",

@@ -1,3 +1,4 @@
+import itertools
 import json
 import os
 import re
@@ -54,19 +55,78 @@ wildcard_constraints:
     study="|".join(map(re.escape, STUDIES)),
     point="|".join(map(re.escape, sorted(set(POINTS["point"])))) or "(?!)",
     repeat=r"[1-9][0-9]*",
+    round=r"[1-9][0-9]*",
     dataset="|".join(st.DATASETS),
 
 
-def get_final_outputs():
+def get_final_outputs(wildcards):
     """The report, every study's summary, and every record: Snakemake does not remake
     a deleted file that only feeds outputs it finds up to date, so a deleted record
-    is a target here, and its run and its study's aggregation run again."""
+    is a target here, and its run and its study's aggregation run again. An adaptive
+    study's records are those its rounds chose (adaptive_rounds)."""
     records = [paths.record_path(r.study, r.point, r.repeat) for r in RUNS.itertuples()]
+    for name in ADAPTIVE:
+        records += adaptive_records(name)
     return (
         ["results/report.html"]
         + expand("results/{study}/summary.csv", study=list(STUDIES))
         + records
     )
+
+
+# Adaptive studies (rules/adaptive.smk): their runs are chosen round by round.
+ADAPTIVE = [name for name, study in STUDIES.items() if study.adaptive is not None]
+
+
+def records_of(study, totals):
+    """The records of a round's totals (point label -> runs once the round is done)."""
+    return [
+        paths.record_path(study, point, k)
+        for point, total in totals.items()
+        for k in range(1, total + 1)
+    ]
+
+
+def adaptive_rounds(study):
+    """The plans of an adaptive study's rounds, up to the one that stops it: (path,
+    plan) each. Each plan is a checkpoint: until it exists Snakemake builds it (and the
+    runs before it) first, then evaluates this again."""
+    rounds = []
+    for round_no in itertools.count(1):
+        path = checkpoints.adaptive_round.get(study=study, round=round_no).output.plan
+        plan = json.loads(Path(path).read_text())
+        rounds.append((path, plan))
+        if plan["stop"]:
+            return rounds
+
+
+def adaptive_records(study):
+    """The records an adaptive study's last round judged: every run it made."""
+    return records_of(study, adaptive_rounds(study)[-1][1]["totals"])
+
+
+def get_previous_round(wildcards):
+    round_no = int(wildcards.round)
+    if round_no == 1:
+        return []
+    return [paths.ROUND.format(study=wildcards.study, round=round_no - 1)]
+
+
+def get_round_records(wildcards):
+    """The records of every run up to the round before this one."""
+    round_no = int(wildcards.round)
+    if round_no == 1:
+        return []
+    previous = checkpoints.adaptive_round.get(study=wildcards.study, round=round_no - 1)
+    plan = json.loads(Path(previous.output.plan).read_text())
+    return records_of(wildcards.study, plan["totals"])
+
+
+def get_study_rounds(wildcards):
+    """An adaptive study's round plans (none for a fixed study)."""
+    if wildcards.study not in ADAPTIVE:
+        return []
+    return [path for path, _ in adaptive_rounds(wildcards.study)]
 
 
 def get_point(wildcards):
@@ -149,6 +209,8 @@ def get_study_records(wildcards):
     study = STUDIES[wildcards.study]
     if study.measured is not None:
         return [study.measured]
+    if study.adaptive is not None:
+        return adaptive_records(wildcards.study)
     runs = RUNS[RUNS["study"] == wildcards.study]
     return [paths.record_path(r.study, r.point, r.repeat) for r in runs.itertuples()]
 
@@ -202,6 +264,12 @@ def check_local_cpus():
         for job in workflow.dag.needrun_jobs()
         if job.rule.name in ("run_point", "profile_point")
     }
+    # an adaptive study's rounds may run any of its candidates
+    needed |= {
+        (study, point)
+        for study in studies_in_rounds()
+        for point in POINTS.loc[study, "point"]
+    }
     refused = [
         f"studies.{study}: point {point} needs {POINTS.loc[(study, point), 'cores']} CPUs"
         for study, point in sorted(needed)
@@ -248,13 +316,16 @@ def earlier_results(study):
 def finished_runs(study):
     """(point, repeat) of a study's runs whose records say ok: they will not run again."""
     finished = set()
-    for run in RUNS[RUNS["study"] == study].itertuples():
-        path = Path(paths.record_path(run.study, run.point, run.repeat))
-        try:
-            if path.exists() and read_record(path)["status"] == "ok":
-                finished.add((run.point, run.repeat))
-        except RecordError:
-            pass
+    for point in POINTS.loc[study, "point"]:
+        for repeat in itertools.count(1):
+            path = Path(paths.record_path(study, point, repeat))
+            if not path.exists():
+                break
+            try:
+                if read_record(path)["status"] == "ok":
+                    finished.add((point, repeat))
+            except RecordError:
+                pass
     return finished
 
 
@@ -271,14 +342,23 @@ def get_plans(wildcards):
     return study_plans(STUDIES)
 
 
+def studies_in_rounds():
+    """Adaptive studies with a round still to plan in this invocation."""
+    return {
+        job.wildcards.study
+        for job in workflow.dag.needrun_jobs()
+        if job.rule.name == "adaptive_round"
+    }
+
+
 def check_budgets():
     """Refuse (before any job runs) a study whose jobs are about to run while its
-    plan is estimated above its budget_su."""
+    plan (an adaptive study's: its round 1) is estimated above its budget_su."""
     running = {
         job.wildcards.study
         for job in workflow.dag.needrun_jobs()
         if job.rule.name in ("run_point", "profile_point")
-    }
+    } | studies_in_rounds()
     budgeted = [name for name in sorted(running) if STUDIES[name].budget_su is not None]
     problems = [budget_problem(p) for p in study_plans(budgeted)]
     if any(problems):

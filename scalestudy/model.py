@@ -117,6 +117,15 @@ class Recommend:
 
 
 @dataclass(frozen=True)
+class Adaptive:
+    target_ci: float  # relative half-width of the recommended point's speedup CI
+    max_repeats: int
+    max_rounds: int  # the first round included
+    first_repeats: int
+    first_points: int
+
+
+@dataclass(frozen=True)
 class Request:
     mem_margin: float  # --mem = measured peak per node x (1 + this)
     time_margin: float  # --time = slowest whole-job time x (1 + this)
@@ -155,6 +164,7 @@ class Study:
     include_shared: bool
     oversubscribe: bool
     budget_su: float | None  # most SU the whole study may cost
+    adaptive: Adaptive | None  # None: every point and repeat runs (a fixed study)
     request: Request
     recommend: Recommend
     verdict: Verdict

@@ -15,6 +15,8 @@ RECORD = "results/{study}/runs/{point}/rep{repeat}.json"
 # what aggregation makes of a study's records (rules/aggregate.smk)
 RUNS_TABLE = "results/{study}/runs.csv"
 ANALYSIS = "results/{study}/analysis.json"
+# an adaptive study's plan of one round (rules/adaptive.smk)
+ROUND = "results/{study}/rounds/round{round}.json"
 # RECORD read backwards: each placeholder becomes a named group
 _GROUPS = {"study": "[^/]+", "point": "[^/]+", "repeat": "[1-9][0-9]*"}
 _RECORD_PATH = re.compile(

@@ -222,6 +222,10 @@ def study_problems(
     """Every problem the schema cannot see, each naming its key. `known`: the workloads
     (default: those of the workflow in workdir); `params_ok`: False when the study's
     params failed their schema (their own checks are then skipped)."""
+    if study.adaptive is not None:
+        found = adaptive_problems(study)
+        if found:
+            return found
     if study.measured is not None:
         path = workdir / study.measured
         return [] if path.is_file() else [f"studies.{study.name}.measured: no such file: {path}"]
@@ -234,6 +238,29 @@ def study_problems(
     for series in study.series_names:
         problems += series_problems(study, limits, series, workload, workdir, params_ok)
     return list(dict.fromkeys(problems))
+
+
+def adaptive_problems(study: Study) -> list[str]:
+    """An `adaptive` setting the workflow cannot run in rounds, naming the key."""
+    where, adaptive = f"studies.{study.name}.adaptive", study.adaptive
+    if study.measured is not None:
+        return [
+            f"{where}: a study of times measured elsewhere runs no jobs, so it has no "
+            "rounds; its report already names the measurements that would decide it"
+        ]
+    problems = []
+    if study.budget_su is None:
+        problems.append(f"studies.{study.name}.budget_su: an adaptive study needs a budget "
+                        "(the most SU its rounds may cost)")  # fmt: skip
+    if study.series:
+        problems.append(f"{where}: an adaptive study has one series of candidates; this one "
+                        f"has {len(study.series)} (series, or the lines of a grid)")  # fmt: skip
+    if len(study.scaling.ns()) < 2:
+        problems.append(f"{where}: needs at least two candidate points in scaling.points")
+    if adaptive.first_repeats > adaptive.max_repeats:
+        problems.append(f"{where}.first_repeats: {adaptive.first_repeats} is more than "
+                        f"max_repeats ({adaptive.max_repeats})")  # fmt: skip
+    return problems
 
 
 def series_problems(
@@ -557,8 +584,9 @@ def points_table(studies: dict[str, Study]) -> pd.DataFrame:
 
 
 def runs_table(studies: dict[str, Study]) -> pd.DataFrame:
-    """One row per job: (study, point, repeat)."""
-    points = points_table(studies)
+    """One row per job of a fixed study: (study, point, repeat). An adaptive study's
+    jobs are chosen round by round (rules/adaptive.smk)."""
+    points = points_table({k: s for k, s in studies.items() if s.adaptive is None})
     rows = [
         {"study": p.study, "point": p.point, "repeat": k}
         for p in points.itertuples()

@@ -11,13 +11,15 @@ from __future__ import annotations
 import math
 from dataclasses import asdict
 
+import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.cost import cost_view
 from scalestudy.analysis.layouts import grid_cells, point_layout
-from scalestudy.analysis.predictions import jsonable
+from scalestudy.analysis.predictions import jsonable, usable_runs
 from scalestudy.analysis.request import study_requests
 from scalestudy.analysis.tables import (
+    TIME_COLUMNS,
     charges,
     metric_columns,
     shared_machines,
@@ -326,6 +328,37 @@ def answer(pred: dict, summary: pd.DataFrame, study: Study) -> dict:
     }
 
 
+def adaptive_answer(rounds: dict | None) -> dict:
+    """An adaptive study's answer is decided as its last round judged it (target CI
+    included); what would decide it is the rounds section's, not more fixed repeats."""
+    if rounds is None:
+        return {}
+    return {"decided": rounds["decided"], "next_measurements": None, "adaptive": True}
+
+
+def adaptive_findings(study: Study, runs: pd.DataFrame, predictions: dict) -> dict | None:
+    """An adaptive study's rounds (scalestudy.analysis.adaptive.rounds_summary), with
+    each usable run's time and round for the figures, and what it would take to
+    decide an undecided answer."""
+    rounds = predictions.get("adaptive")
+    if rounds is None:
+        return None
+    usable = usable_runs(runs, study)
+    times = pd.to_numeric(usable[TIME_COLUMNS[study.time]], errors="coerce")
+    marked = [
+        {"n": int(n), "time_s": t, "round": int(r), "series": s}
+        for n, t, r, s in zip(usable["n"], times, usable["round"], usable["series"], strict=True)
+        if np.isfinite(t) and pd.notna(r)
+    ]
+    refused = rounds["refused"]
+    return rounds | {
+        "runs": marked,
+        "later_runs": sum(m["round"] > 1 for m in marked),
+        # a budget stop: the SU the refused round needed on top of what was spent
+        "budget_needed": rounds["spent_su"] + refused["round_su"] if refused else None,
+    }
+
+
 def study_findings(
     study: Study, summary: pd.DataFrame, runs: pd.DataFrame, predictions: dict
 ) -> dict:
@@ -364,7 +397,12 @@ def study_findings(
                 for r in disturbed.itertuples()
                 if isinstance(r.disturbed, str) and r.disturbed
             ],
-            "answers": [answer(p, summary, study) for p in predictions.get("series", [])],
+            "answers": [
+                answer(p, summary, study) | adaptive_answer(predictions.get("adaptive"))
+                for p in predictions.get("series", [])
+            ],
+            # an adaptive study's rounds: what each measured and why, and why it stopped
+            "adaptive": adaptive_findings(study, runs, predictions),
             # what to ask the scheduler for at each point, and what the runs used of it
             "requests": study_requests(study, summary, runs),
             # several layouts of one total: the fastest, and a grid's heat map

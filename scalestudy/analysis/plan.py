@@ -21,7 +21,10 @@ import statistics
 import numpy as np
 import pandas as pd
 
+from scalestudy.analysis.adaptive import Rules, first_round, next_round
 from scalestudy.analysis.cost import SECONDS_PER_MINUTE, Cost
+from scalestudy.analysis.predictions import jsonable, usable_runs
+from scalestudy.analysis.tables import TIME_COLUMNS, disturbed_reasons
 from scalestudy.model import Study
 from scalestudy.studies import point_for
 
@@ -63,6 +66,12 @@ def study_plan(
     `analysis` are the study's earlier results (None before its first run);
     `finished` the (point, repeat) whose good records exist (they will not run)."""
     times = earlier_times(runs)
+    # an adaptive study's later rounds are chosen from its runs: its plan is round 1
+    first = (
+        first_round(study.scaling.ns(), study.base_n(study.scaling.ns()), Rules.of(study))
+        if study.adaptive is not None
+        else None
+    )
     rows = []
     for series in study.series_names:
         own = study.for_series(series)
@@ -75,21 +84,22 @@ def study_plan(
                 seconds, basis = predicted, MODEL
             else:
                 seconds, basis = own.resources.runtime * SECONDS_PER_MINUTE, LIMIT
-            done = sum((point.label, k) in finished for k in range(1, study.repeats + 1))
+            repeats = study.repeats if first is None else first.get(n, 0)
+            done = sum((point.label, k) in finished for k in range(1, repeats + 1))
             su = float(cost.su(point.cores, point.gpus, seconds))
             rows.append(
                 point.as_dict()
                 | {
-                    "repeats": study.repeats,
+                    "repeats": repeats,
                     "done": done,
-                    "to_run": study.repeats - done,
+                    "to_run": repeats - done,
                     "seconds": seconds,
                     "basis": basis,
                     "earlier_runs": len(times.get(point.label, [])),
                     "su_per_job": su,
-                    "su": su * study.repeats,
-                    "su_to_run": su * (study.repeats - done),
-                    "seconds_to_run": seconds * (study.repeats - done),
+                    "su": su * repeats,
+                    "su_to_run": su * (repeats - done),
+                    "seconds_to_run": seconds * (repeats - done),
                 }
             )
     totals = {
@@ -107,6 +117,8 @@ def study_plan(
         "totals": totals,
         "budget_su": budget,
         "over_budget": budget is not None and totals["su"] > budget,
+        # adaptive: these rows are round 1; later rounds stop within budget_su
+        "adaptive": first is not None,
     }
 
 
@@ -122,9 +134,60 @@ def budget_problem(plan: dict) -> str | None:
         if bounds
         else ""
     )
+    what = "round 1 of the adaptive study is" if plan["adaptive"] else "the plan is"
+    fewer = (
+        "adaptive.first_repeats or adaptive.first_points"
+        if plan["adaptive"]
+        else "repeats or points"
+    )
     return (
-        f"studies.{plan['study']}.budget_su: the plan is estimated at {totals['su']:.3g} SU "
+        f"studies.{plan['study']}.budget_su: {what} estimated at {totals['su']:.3g} SU "
         f"({totals['jobs']} jobs), above the budget of {plan['budget_su']:g} SU{how}. "
-        "Lower repeats or points, or raise budget_su; `snakemake results/plan.html` "
+        f"Lower {fewer}, or raise budget_su; `snakemake results/plan.html` "
         "shows the price per point."
     )
+
+
+def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None) -> dict:
+    """The plan of round `round_no` of an adaptive study (scalestudy.analysis.adaptive),
+    from the runs of the rounds before it (None before round 1), as plain JSON keyed by
+    point label: the runs each point should have once the round is done ("totals"),
+    those it adds and why, its estimated SU, the SU spent so far, and the stopping
+    reason, if the study stops here."""
+    ns = study.scaling.ns()
+    base = study.base_n(ns)
+    label = {n: point_for(study, n).label for n in ns}
+    made, samples, spent = {}, {}, 0.0
+    if runs is not None and not runs.empty:
+        runs = runs.assign(disturbed=disturbed_reasons(runs, study))
+        made = {int(n): len(g) for n, g in runs.groupby("n")}
+        usable = usable_runs(runs, study)
+        times = pd.to_numeric(usable[TIME_COLUMNS[study.time]], errors="coerce")
+        samples = {n: np.empty(0) for n in made}
+        samples |= {int(n): g.dropna().to_numpy() for n, g in times.groupby(usable["n"])}
+        spent = spent_su(runs, study)
+    priced = study_plan(study, runs)
+    su_per_run = {int(r["n"]): r["su_per_job"] for r in priced["rows"]}
+    scale = {n: n / base for n in ns} if study.scaling.kind == "weak" else None
+    plan = next_round(round_no, ns, base, made, samples, su_per_run, spent, Rules.of(study), scale)
+    by_label = {key: {label[int(n)]: v for n, v in plan[key].items()}
+                for key in ("totals", "added", "why")}  # fmt: skip
+    if "refused" in plan:
+        plan["refused"] |= {key: {label[int(n)]: v for n, v in plan["refused"][key].items()}
+                            for key in ("added", "why")}  # fmt: skip
+    return jsonable(
+        plan
+        | by_label
+        | {
+            "study": study.name,
+            "points": {label[n]: n for n in ns},
+            "su_per_run": {label[n]: su_per_run[n] for n in ns},
+            "budget_su": study.budget_su,
+        }  # fmt: skip
+    )
+
+
+def spent_su(runs: pd.DataFrame, study: Study) -> float:
+    """What a study's runs cost, failed ones too: SU on each run's whole-job time."""
+    wall = pd.to_numeric(runs["wall_s"], errors="coerce").fillna(0.0)
+    return float(np.nansum(Cost.of(study).su(runs["cores"], runs["gpus"], wall)))

@@ -182,10 +182,19 @@ def error_bars(ax, rows: pd.DataFrame, column: str, colour: str, label: str, sca
     ax.errorbar(rows["n"], y, yerr=[lo, hi], fmt="o-", color=colour, capsize=3, label=label)
 
 
-def times_figure(summary: pd.DataFrame, xlabel: str):
+def times_figure(summary: pd.DataFrame, xlabel: str, rounds: dict | None = None):
     """Absolute times of every series on one axis: CPU-thread curves and GPU points
-    side by side, where speedups (each against its own base) cannot be compared."""
+    side by side, where speedups (each against its own base) cannot be compared.
+    An adaptive study's runs are drawn too, those added after round 1 marked."""
     fig, ax = _axes("Time per point (median, 95 % CI)", xlabel, "time (s, log scale)")
+    if rounds and rounds["runs"]:
+        marked = pd.DataFrame(rounds["runs"])
+        for later, style in ((False, dict(marker=".", color="0.6", label="runs of round 1")),
+                             (True, dict(marker="x", color="tab:orange",
+                                         label="runs added in later rounds"))):  # fmt: skip
+            part = marked[(marked["round"] > 1) == later]
+            if len(part):
+                ax.scatter(part["n"], part["time_s"], s=18, zorder=3, **style)
     for name, rows, colour in by_series(summary):
         ok = rows.dropna(subset=["time_s"])
         gpu = ok["gpus"].gt(0).any() if "gpus" in ok else False
@@ -363,7 +372,9 @@ def write_figures(
     plt.rcParams["svg.fonttype"] = "none"
     xlabel = AXIS_LABELS[axis]
     makers = {
-        "times": lambda: times_figure(summary, xlabel),
+        "times": lambda: times_figure(
+            summary, xlabel, (predictions or {}).get("findings", {}).get("adaptive")
+        ),
         "speedup": lambda: speedup_figure(summary, predictions or {}, xlabel),
         "pareto": lambda: pareto_figure(summary, xlabel),
         "efficiency": lambda: efficiency_figure(summary, xlabel),

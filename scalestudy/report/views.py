@@ -491,6 +491,35 @@ def grid_view(grid: dict | None) -> dict | None:
     return grid | {"rows": rows}
 
 
+def adaptive_view(rounds: dict | None, labels: dict[str, int]) -> dict | None:
+    """An adaptive study's rounds in words and formatted numbers."""
+    if rounds is None:
+        return None
+
+    def added_text(added: dict) -> str:
+        return ", ".join(f"{k} at N = {labels.get(p, p)}" for p, k in added.items())
+
+    refused = rounds["refused"]
+    relative = rounds["relative_to_grid"]
+    return rounds | {
+        "rows": [
+            {
+                "round": r["round"],
+                "added": added_text(r["added"]),
+                "why": "; ".join(dict.fromkeys(r["why"].values())),
+                "su": fmt(r["su"], "{:.3g}"),
+            }
+            for r in rounds["rounds"]
+        ],  # fmt: skip
+        "spent": fmt(rounds["spent_su"], "{:.3g}"),
+        "grid": fmt(rounds["grid_su"], "{:.3g}"),
+        "relative_pct": fmt(100 * relative, "{:.0f} %") if relative is not None else "–",
+        "refused_text": added_text(refused["added"]) if refused else None,
+        "refused_su": fmt(refused["round_su"], "{:.3g}") if refused else None,
+        "budget_needed": fmt(rounds["budget_needed"], "{:.3g}"),
+    }
+
+
 def study_view(
     analysis: dict,
     summary: pd.DataFrame,
@@ -558,6 +587,7 @@ def study_view(
         "requests": requests,
         "accounting_note": found["requests"]["accounting_note"],
         "layouts": [layouts_view(t) for t in found.get("layouts", [])],
+        "adaptive": adaptive_view(found.get("adaptive"), {r["point"]: r["n"] for r in rows}),
         "grid": grid_view(found.get("grid")),
         "models": [
             models_view(p, a["usable_points"])

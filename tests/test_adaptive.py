@@ -1,0 +1,237 @@
+"""Adaptive studies: the stopping and selection rules on made runs, the plan of a round
+from a study's records, the simulator against fixed grids, and bad settings refused."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmarks import adaptive_simulator as simulator
+from scalestudy.analysis.adaptive import (
+    BUDGET,
+    DECIDED,
+    LIMITS,
+    Rules,
+    first_round,
+    judge,
+    next_round,
+    round_of_run,
+    rounds_summary,
+)
+from scalestudy.analysis.plan import budget_problem, round_plan, study_plan
+from tests.conftest import checked_study, study_model
+from tests.test_studies import config_error
+
+RULES = Rules(threshold=0.1, target_ci=0.05, budget_su=100.0, max_repeats=10, max_rounds=6,
+              first_repeats=3, first_points=3)  # fmt: skip
+CANDIDATES = [1, 2, 4, 8]
+
+
+def runs_of(times: dict[int, float], k: int, cv: float = 0.01, seed: int = 0) -> dict:
+    """k runs at each N around the given time (log-normal, this CV)."""
+    rng = np.random.default_rng(seed)
+    return {n: t * rng.lognormal(0, cv, k) for n, t in times.items()}
+
+
+def su_per_run(ns) -> dict[int, float]:
+    return {n: float(n) for n in ns}
+
+
+# Amdahl with a 10 % serial share: speedups 1, 1.82, 3.08, 4.71 -> gains per unit
+# 0.82, 0.63, 0.41: every step pays; with a 40 % one: 1, 1.43, 1.82, 2.11 -> 0.43, 0.2,
+# 0.07: the walk stops at 4 -> 8.
+PAYS = {n: 100 * (0.1 + 0.9 / n) for n in CANDIDATES}
+KNEE = {n: 100 * (0.4 + 0.6 / n) for n in CANDIDATES}
+
+
+def test_round_one_is_the_base_and_the_next_points_up():
+    assert first_round(CANDIDATES, 1, RULES) == {1: 3, 2: 3, 4: 3}
+    assert first_round([1, 2], 1, RULES) == {1: 3, 2: 3}
+    # a base above the smallest: every candidate up to it, then the next ones
+    assert first_round([1, 2, 4, 8, 16], 2, RULES) == {1: 3, 2: 3, 4: 3, 8: 3}
+
+
+def test_round_one_prices_its_runs_and_the_budget_refuses_it():
+    plan = next_round(1, CANDIDATES, 1, {}, {}, su_per_run(CANDIDATES), 0.0, RULES)
+    assert plan["added"] == {1: 3, 2: 3, 4: 3} and plan["round_su"] == 3 * (1 + 2 + 4)
+    assert plan["stop"] is None
+    poor = Rules(**{**RULES.__dict__, "budget_su": 20.0})
+    plan = next_round(1, CANDIDATES, 1, {}, {}, su_per_run(CANDIDATES), 0.0, poor)
+    assert plan["stop"]["reason"] == BUDGET and plan["added"] == {}
+    assert "21 SU" in plan["stop"]["text"] and "budget of 20 SU" in plan["stop"]["text"]
+    assert plan["refused"]["added"] == {1: 3, 2: 3, 4: 3}
+
+
+def test_a_clear_knee_with_tight_runs_is_decided():
+    samples = runs_of(KNEE, 6)
+    judged = judge(CANDIDATES, samples, 1, RULES)
+    assert judged["worth_n"] == 4 and judged["decided"], judged
+    runs = {n: 6 for n in CANDIDATES}
+    plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, RULES)
+    assert plan["stop"]["reason"] == DECIDED and plan["added"] == {}
+    assert plan["stop"]["text"].startswith("decided: ask for N = 4")
+    assert plan["totals"] == runs  # a stop adds nothing
+
+
+def test_while_every_step_pays_the_next_candidate_is_measured():
+    samples = runs_of({n: PAYS[n] for n in (1, 2, 4)}, 3)
+    plan = next_round(2, CANDIDATES, 1, {1: 3, 2: 3, 4: 3}, samples, su_per_run(CANDIDATES),
+                      5.0, RULES)  # fmt: skip
+    assert plan["stop"] is None
+    assert plan["added"][8] == 3 and "next candidate, N = 8" in plan["why"][8]
+    assert plan["totals"][8] == 3
+
+
+def test_the_last_candidate_is_decided_when_its_step_pays_clearly():
+    samples = runs_of(PAYS, 8, cv=0.005)
+    judged = judge(CANDIDATES, samples, 1, RULES)
+    assert judged["worth_n"] == 8 and judged["extend"] is None and judged["decided"], judged
+
+
+def test_an_undecided_step_gets_repeats_at_its_ends_and_the_base():
+    # the step 4 -> 8 near the threshold, with noisy runs
+    near = {n: 100 * (0.3 + 0.7 / n) for n in CANDIDATES}  # gain 4 -> 8: 0.095
+    samples = runs_of(near, 3, cv=0.08, seed=3)
+    runs = {n: 3 for n in CANDIDATES}
+    plan = next_round(2, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 5.0, RULES)
+    assert plan["stop"] is None
+    assert {1, 4, 8} <= set(plan["added"]), plan["why"]
+    # at most doubling a point's runs in one round, never beyond max_repeats
+    assert all(1 <= k <= runs[n] for n, k in plan["added"].items())
+    capped = Rules(**{**RULES.__dict__, "max_repeats": 4})
+    plan = next_round(2, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 5.0, capped)
+    assert all(plan["totals"][n] <= 4 for n in plan["totals"])
+
+
+def test_a_wide_speedup_interval_asks_for_repeats_at_the_answer_and_the_base():
+    samples = runs_of(KNEE, 3, cv=0.06, seed=1)
+    judged = judge(CANDIDATES, samples, 1, Rules(**{**RULES.__dict__, "target_ci": 0.01}))
+    assert not judged["decided"] and judged["speedup_ci"]["half_width"] > 0.01
+    assert "speedup at N = 4" in judged["needs"][4]
+    assert 1 in judged["needs"]
+
+
+def test_the_study_stops_at_its_limits_and_before_its_budget():
+    near = {n: 100 * (0.3 + 0.7 / n) for n in CANDIDATES}
+    samples = runs_of(near, 3, cv=0.08, seed=3)
+    runs = {n: 3 for n in CANDIDATES}
+    plan = next_round(7, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 5.0, RULES)
+    assert plan["stop"]["reason"] == LIMITS and "6 rounds" in plan["stop"]["text"]
+    full = Rules(**{**RULES.__dict__, "max_repeats": 3})
+    plan = next_round(2, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 5.0, full)
+    assert plan["stop"]["reason"] == LIMITS and "max_repeats = 3" in plan["stop"]["text"]
+    poor = Rules(**{**RULES.__dict__, "budget_su": 6.0})
+    plan = next_round(2, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 5.0, poor)
+    assert plan["stop"]["reason"] == BUDGET and plan["totals"] == runs
+    assert plan["refused"]["round_su"] > 1.0
+
+
+def test_a_point_whose_runs_all_failed_is_skipped_not_fatal():
+    samples = runs_of({1: 100, 4: 40}, 3) | {2: np.empty(0)}
+    judged = judge(CANDIDATES, samples, 1, RULES)
+    assert judged["worth_n"] in (1, 4)
+
+
+def test_runs_are_given_the_round_that_added_them_and_the_cost_is_summed():
+    plans = [
+        {"round": 1, "totals": {"t1": 3, "t2": 3}, "added": {"t1": 3, "t2": 3}, "why": {},
+         "round_su": 1.0, "stop": None},
+        {"round": 2, "totals": {"t1": 5, "t2": 4}, "added": {"t1": 2, "t2": 1}, "why": {},
+         "round_su": 0.5, "stop": None},
+        {"round": 3, "totals": {"t1": 5, "t2": 4}, "added": {}, "why": {}, "round_su": 0.0,
+         "stop": {"reason": DECIDED, "text": "decided"}, "budget_su": 2.0,
+         "points": {"t1": 1, "t2": 2}, "su_per_run": {"t1": 0.1, "t2": 0.2}},
+    ]  # fmt: skip
+    assert [round_of_run(plans, "t1", k) for k in (1, 3, 4, 5, 6)] == [1, 1, 2, 2, None]
+    summary = rounds_summary(plans, spent_su=1.2, grid_repeats=3)
+    assert [r["round"] for r in summary["rounds"]] == [1, 2]
+    assert summary["decided"] and math.isclose(summary["grid_su"], 3 * 0.3)
+    assert math.isclose(summary["relative_to_grid"], 1.2 / 0.9)
+
+
+ADAPTIVE_STUDY = {
+    "workload": "mnist_cnn",
+    "params": {"dataset": "fashion_mnist", "epochs": 1, "max_batches": 2},
+    "scaling": {"axis": "threads", "points": [1, 2, 4]},
+    "resources": {"mem_mb": 2000, "runtime": 2},
+    "budget_su": 1,
+    "adaptive": {"target_ci": 0.1, "first_points": 2},
+}
+
+
+def records_table(times: dict[int, list[float]]) -> pd.DataFrame:
+    rows = [
+        {"study": "a", "series": "", "point": f"t{n}", "n": n, "repeat": k + 1, "status": "ok",
+         "wall_s": t, "train_s": t, "cores": n, "gpus": 0, "mismatch": False,
+         "overlapped": False}
+        for n, ts in times.items()
+        for k, t in enumerate(ts)
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_plan_of_a_round_from_a_studys_runs():
+    study = study_model(ADAPTIVE_STUDY, "a")
+    first = round_plan(study, 1, None)
+    assert first["totals"] == {"t1": 3, "t2": 3} and first["stop"] is None
+    # priced at the time limit: 2 min on 1 + 2 cores, 3 runs each
+    assert math.isclose(first["round_su"], 3 * (1 + 2) * 2 / 60)
+    # perfect scaling so far: the next candidate is measured, priced at its limit
+    runs = records_table({1: [10.0, 10.1, 9.9], 2: [5.0, 5.05, 4.95]})
+    second = round_plan(study, 2, runs)
+    assert second["added"] == {"t4": 3} and second["totals"] == {"t1": 3, "t2": 3, "t4": 3}
+    assert math.isclose(second["spent_su"], (30.0 + 2 * 15.0) / 3600)
+    assert second["su_per_run"]["t1"] == pytest.approx(10.0 / 3600)
+
+
+def test_the_plan_page_prices_round_one_and_refuses_a_budget_below_it():
+    study = study_model(ADAPTIVE_STUDY | {"budget_su": 0.1}, "a")
+    plan = study_plan(study)
+    assert plan["adaptive"] and [r["repeats"] for r in plan["rows"]] == [3, 3, 0]
+    problem = budget_problem(plan)
+    assert problem.startswith("studies.a.budget_su: round 1 of the adaptive study is estimated")
+    assert "0.3 SU" in problem and "0.1 SU" in problem and "first_repeats" in problem
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"measured": "config/examples/rtx2080ti_autoencoder_ddp.csv", "workload": None},
+         "studies.a.adaptive: a study of times measured elsewhere runs no jobs"),
+        ({"budget_su": None}, "studies.a.budget_su: an adaptive study needs a budget"),
+        ({"adaptive": {"target_ci": 1.0}}, "target_ci"),
+        ({"adaptive": {"target_ci": 0}}, "target_ci"),
+        ({"adaptive": {"first_repeats": 5, "max_repeats": 4}},
+         "studies.a.adaptive.first_repeats: 5 is more than max_repeats (4)"),
+        ({"scaling": {"axis": "threads", "points": [2]}}, "at least two candidate points"),
+        ({"series": {"x": {"params": {"batch_size": 32}}, "y": {}}},
+         "studies.a.adaptive: an adaptive study has one series of candidates"),
+    ],
+)  # fmt: skip
+def test_bad_adaptive_settings_are_refused_naming_the_key(change, words):
+    study = {k: v for k, v in (ADAPTIVE_STUDY | change).items() if v is not None}
+    if "measured" in study:
+        study.pop("params")
+        study["scaling"] = {"axis": "devices", "device": "gpu"}
+    problems = config_error({"studies": {"a": study}})
+    assert words in problems, problems
+
+
+def test_an_adaptive_study_is_a_valid_config():
+    study = checked_study(ADAPTIVE_STUDY, "a")
+    assert study.adaptive.target_ci == 0.1 and study.adaptive.max_repeats == 10
+
+
+def test_the_simulator_against_fixed_grids():
+    """Kept short (60 studies); the figures in the notes come from 400
+    (python -m benchmarks.adaptive_simulator). Bounds asserted: the rules' own error
+    rate, and that adaptive spends less than the 5-run grid in the median study."""
+    table = simulator.tally(simulator.simulate(60, seed=7))
+    adaptive = table["adaptive"]
+    assert adaptive["wrong"] <= 0.05
+    assert adaptive["right"] + adaptive["wrong"] + adaptive["not_decided"] == pytest.approx(1)
+    assert table["grid5"]["su_vs_grid5"]["median"] == pytest.approx(1.0)
+    assert adaptive["su_vs_grid5"]["median"] < 1.0

@@ -1,0 +1,99 @@
+"""An adaptive study through the real workflow: a budget below round 1 refused before
+any job, rounds as Snakemake checkpoints, their report section, a rerun that does
+nothing, a deleted record redone, and a raised limit that continues from what exists."""
+
+import json
+import sys
+
+import pytest
+
+PY = sys.executable
+# a command whose time halves with its threads: the speedup is clear from few runs
+PROGRAM = "import sys, time; time.sleep(0.4 / int(sys.argv[1]))"
+
+
+def adaptive_study(**adaptive) -> dict:
+    return {
+        "workload": "command",
+        "params": {"command": [PY, "-c", PROGRAM, "{threads}"]},
+        "scaling": {"axis": "threads", "points": [1, 2]},
+        # the command's own run: the harness's start-up would dilute the speedup
+        "time": "train",
+        "resources": {"mem_mb": 500, "runtime": 1},
+        "budget_su": 1,
+        "include_shared": True,  # other tests may run beside this one; not under test here
+        # a target no run can meet: every round adds repeats, up to max_repeats
+        "adaptive": {"target_ci": 0.001, "first_repeats": 2} | adaptive,
+    }
+
+
+def plans(workflow) -> list[dict]:
+    folder = workflow.root / "results" / "a" / "rounds"
+    return [json.loads((folder / f"round{k}.json").read_text())
+            for k in range(1, len(list(folder.glob("round*.json"))) + 1)]  # fmt: skip
+
+
+def run_ids(workflow) -> dict[str, str]:
+    runs = workflow.root / "results" / "a" / "runs"
+    return {
+        f"{p.parent.name}/{p.stem}": json.loads(p.read_text())["run_id"]
+        for p in runs.glob("*/rep*.json")
+    }
+
+
+@pytest.mark.slow
+def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflow):
+    # round 1 (2 runs on 1 and on 2 cores, priced at their 1-min limit: 0.1 SU) is
+    # above this budget: refused before any job
+    workflow.write_config({"studies": {"a": adaptive_study() | {"budget_su": 0.05}}})
+    refused = workflow.snakemake("--profile", "profiles/local", check=False)
+    assert refused.returncode != 0
+    assert "studies.a.budget_su: round 1 of the adaptive study is estimated at 0.1 SU" in (
+        refused.output
+    )
+    assert not (workflow.root / "results" / "a" / "runs").exists()
+
+    workflow.write_config({"studies": {"a": adaptive_study(max_repeats=4)}})
+    workflow.snakemake("--profile", "profiles/local")
+    rounds = plans(workflow)
+    # round 1: 2 runs each; round 2: doubled; round 3 judges and stops at max_repeats
+    assert [p["totals"] for p in rounds] == [
+        {"t1": 2, "t2": 2},
+        {"t1": 4, "t2": 4},
+        {"t1": 4, "t2": 4},
+    ]
+    assert rounds[-1]["stop"]["reason"] == "limits"
+    assert "max_repeats = 4" in rounds[-1]["stop"]["text"]
+    first = run_ids(workflow)
+    assert sorted(first) == [f"t{n}/rep{k}" for n in (1, 2) for k in range(1, 5)]
+
+    analysis = json.loads((workflow.root / "results" / "a" / "analysis.json").read_text())
+    found = analysis["findings"]["adaptive"]
+    assert found["stop"]["reason"] == "limits" and not found["decided"]
+    assert found["later_runs"] >= 1  # usable runs of round 2, drawn apart in the figure
+    assert analysis["findings"]["answers"][0]["decided"] is False
+    report = (workflow.root / "results" / "report.html").read_text()
+    assert "<h3>Rounds</h3>" in report and "Stopped at the limits, not decided" in report
+    assert "2 at N = 1, 2 at N = 2" in report
+    assert "raise <code>adaptive.max_repeats</code>" in report
+
+    # nothing to do again; a deleted record is run again, and only it
+    again = workflow.snakemake("--profile", "profiles/local")
+    assert "Nothing to be done" in again.output
+    (workflow.root / "results" / "a" / "runs" / "t2" / "rep3.json").unlink()
+    workflow.snakemake("--profile", "profiles/local")
+    redone = run_ids(workflow)
+    assert redone["t2/rep3"] != first["t2/rep3"]
+    assert {k: v for k, v in redone.items() if k != "t2/rep3"} == {
+        k: v for k, v in first.items() if k != "t2/rep3"
+    }
+
+    # a raised limit continues from what exists: nothing finished is redone
+    workflow.write_config({"studies": {"a": adaptive_study(max_repeats=6)}})
+    workflow.snakemake("--profile", "profiles/local")
+    rounds = plans(workflow)
+    assert rounds[-1]["totals"] == {"t1": 6, "t2": 6}
+    assert rounds[-1]["stop"]["reason"] == "limits"
+    now = run_ids(workflow)
+    assert {k: now[k] for k in redone} == redone
+    assert len(now) == 12
