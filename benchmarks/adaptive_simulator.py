@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -69,18 +70,18 @@ def grid(truth: dict, repeats: int, rng: np.random.Generator) -> dict:
     return {"answer": answer, "su": su, "decided": True, "rounds": 1}
 
 
-def adaptive(truth: dict, rng: np.random.Generator) -> dict:
+def adaptive(truth: dict, rng: np.random.Generator, rules: Rules) -> dict:
     samples: dict[int, np.ndarray] = {}
     spent = 0.0
     base_s = truth["times"][1]
-    for round_no in range(1, RULES.max_rounds + 2):
+    for round_no in range(1, rules.max_rounds + 2):
         runs = {n: len(x) for n, x in samples.items()}
         # a measured point costs its median; an unmeasured one is priced as the
         # workflow prices it without a model: the base time on all N units (an upper
         # bound for strong scaling, as a runtime limit is)
         su_per_run = {n: n * float(np.median(samples[n])) if n in samples else n * base_s
                       for n in CANDIDATES}  # fmt: skip
-        plan = next_round(round_no, CANDIDATES, 1, runs, samples, su_per_run, spent, RULES)
+        plan = next_round(round_no, CANDIDATES, 1, runs, samples, su_per_run, spent, rules)
         if plan["stop"]:
             judged = plan["judged"] or {"worth_n": None}
             return {"answer": judged["worth_n"], "su": spent, "rounds": round_no - 1,
@@ -92,14 +93,15 @@ def adaptive(truth: dict, rng: np.random.Generator) -> dict:
     raise AssertionError("next_round did not stop after max_rounds")
 
 
-def simulate(n_studies: int, seed: int) -> dict:
+def simulate(n_studies: int, seed: int, rules: Rules = RULES) -> dict:
     rng = np.random.default_rng(seed)
     outcomes = {"grid3": [], "grid5": [], "adaptive": []}
     for _ in range(n_studies):
         truth = true_curve(rng)
         for name, result in (("grid3", grid(truth, 3, rng)), ("grid5", grid(truth, 5, rng)),
-                             ("adaptive", adaptive(truth, rng))):  # fmt: skip
-            outcomes[name].append(result | {"right": result["answer"] == truth["answer"]})
+                             ("adaptive", adaptive(truth, rng, rules))):  # fmt: skip
+            outcomes[name].append(result | {"right": result["answer"] == truth["answer"],
+                                            "truth": truth["answer"]})  # fmt: skip
     return outcomes
 
 
@@ -113,6 +115,7 @@ def tally(outcomes: dict) -> dict:
         right = np.array([r["right"] for r in results])
         relative = np.array([r["su"] for r in results]) / grid5
         rounds = np.array([r["rounds"] for r in results])
+        truths = np.array([r["truth"] for r in results])
         table[name] = {
             "right": float(np.mean(right & decided)),
             "wrong": float(np.mean(~right & decided)),
@@ -130,6 +133,11 @@ def tally(outcomes: dict) -> dict:
                 )
             },  # fmt: skip
             "rounds": {str(k): int(np.sum(rounds == k)) for k in np.unique(rounds)},
+            # the median SU where the knee lies inside the candidates, and where the
+            # answer is the last candidate (nothing beyond it can be left unmeasured)
+            "su_vs_grid5_by_truth": {
+                str(n): float(np.median(relative[truths == n])) for n in np.unique(truths)
+            },
         }
     return table
 
@@ -138,15 +146,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--studies", type=int, default=400)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--target-ci", type=float, default=RULES.target_ci)
     args = parser.parse_args()
-    table = tally(simulate(args.studies, args.seed))
+    rules = replace(RULES, target_ci=args.target_ci)
+    table = tally(simulate(args.studies, args.seed, rules))
     print(json.dumps(table, indent=1))
     adaptive_, grid5 = table["adaptive"], table["grid5"]
     print(
         f"adaptive: right {adaptive_['right']:.1%} (grid of 5: {grid5['right']:.1%}, of 3: "
         f"{table['grid3']['right']:.1%}), decided and wrong {adaptive_['wrong']:.1%}, not "
-        f"decided {adaptive_['not_decided']:.1%}; median SU "
-        f"{adaptive_['su_vs_grid5']['median']:.0%} of the 5-run grid's"
+        f"decided {adaptive_['not_decided']:.1%} (its answer right in "
+        f"{adaptive_['not_decided_guess_right']:.1%}); median SU "
+        f"{adaptive_['su_vs_grid5']['median']:.0%} of the 5-run grid's "
+        f"(target_ci {rules.target_ci:g})"
     )
 
 

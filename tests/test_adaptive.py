@@ -81,7 +81,7 @@ def test_while_every_step_pays_the_next_candidate_is_measured():
     plan = next_round(2, CANDIDATES, 1, {1: 3, 2: 3, 4: 3}, samples, su_per_run(CANDIDATES),
                       5.0, RULES)  # fmt: skip
     assert plan["stop"] is None
-    assert plan["added"][8] == 3 and "next candidate, N = 8" in plan["why"][8]
+    assert plan["added"][8] == 3 and "next candidates up, to N = 8" in plan["why"][8]
     assert plan["totals"][8] == 3
 
 
@@ -96,14 +96,25 @@ def test_an_undecided_step_gets_repeats_at_its_ends_and_the_base():
     near = {n: 100 * (0.3 + 0.7 / n) for n in CANDIDATES}  # gain 4 -> 8: 0.095
     samples = runs_of(near, 3, cv=0.08, seed=3)
     runs = {n: 3 for n in CANDIDATES}
-    plan = next_round(2, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 5.0, RULES)
+    patient = Rules(**{**RULES.__dict__, "max_repeats": 100})
+    plan = next_round(2, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 5.0, patient)
     assert plan["stop"] is None
     assert {1, 4, 8} <= set(plan["added"]), plan["why"]
-    # at most doubling a point's runs in one round, never beyond max_repeats
+    # at most doubling a point's runs in one round
     assert all(1 <= k <= runs[n] for n, k in plan["added"].items())
-    capped = Rules(**{**RULES.__dict__, "max_repeats": 4})
-    plan = next_round(2, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 5.0, capped)
-    assert all(plan["totals"][n] <= 4 for n in plan["totals"])
+    # deciding it would take far more runs than max_repeats allows: it stops, and says so
+    plan = next_round(2, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 5.0, RULES)
+    assert plan["stop"]["reason"] == LIMITS and plan["totals"] == runs
+    assert "would take more runs than max_repeats = 10 allows (about" in plan["stop"]["text"]
+
+
+def test_a_point_without_two_usable_runs_is_measured_again_not_decided():
+    # every run at N = 2 was left out (disturbed): the walk cannot use it, nor decide
+    samples = runs_of({1: 100, 2: 50}, 3) | {2: np.array([50.0])}
+    judged = judge([1, 2], samples, 1, RULES)
+    assert not judged["decided"] and judged["needs"][2] == "only 1 usable run at N = 2"
+    judged = judge([1, 2], {1: samples[1], 2: np.empty(0)}, 1, RULES)
+    assert not judged["decided"] and judged["needs"][2] == "only 0 usable runs at N = 2"
 
 
 def test_a_wide_speedup_interval_asks_for_repeats_at_the_answer_and_the_base():
@@ -123,7 +134,7 @@ def test_the_study_stops_at_its_limits_and_before_its_budget():
     full = Rules(**{**RULES.__dict__, "max_repeats": 3})
     plan = next_round(2, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 5.0, full)
     assert plan["stop"]["reason"] == LIMITS and "max_repeats = 3" in plan["stop"]["text"]
-    poor = Rules(**{**RULES.__dict__, "budget_su": 6.0})
+    poor = Rules(**{**RULES.__dict__, "budget_su": 6.0, "max_repeats": 100})
     plan = next_round(2, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 5.0, poor)
     assert plan["stop"]["reason"] == BUDGET and plan["totals"] == runs
     assert plan["refused"]["round_su"] > 1.0

@@ -86,7 +86,7 @@ def judge(
     a measured point whose runs all failed has an empty array). `scale`: N -> factor of
     the speedup (N / N_base for weak scaling). Returns the recommendation (`worth_n`),
     whether it is decided, and what is missing: `needs` (N -> why more runs there) and
-    `extend` (the next candidate up, or None)."""
+    `extend` (the next candidates up to measure, or None)."""
     ns = sorted(n for n in samples if n in candidates)
     scale = scale or {}
     base_times = np.asarray(samples.get(base, []), dtype=float)
@@ -106,6 +106,12 @@ def judge(
         for n in points:
             needs.setdefault(n, why)
 
+    # a point without an interval (fewer than 2 usable runs: failed, disturbed or on
+    # the wrong allocation) cannot take part in a decided walk: it is measured again
+    for n in ns:
+        usable = np.isfinite(np.asarray(samples[n], dtype=float)).sum()
+        if usable < 2:
+            need((n,), f"only {usable} usable run{'s' if usable != 1 else ''} at N = {n}")
     worth = rec["worth_n"]
     recommended = next((s for s in rec["steps"] if s[1] == worth), None)
     if recommended is not None:
@@ -121,7 +127,7 @@ def judge(
             need((stopped[0], stopped[1], base), f"the step {stopped[0]}->{stopped[1]} may pay")
     else:
         above = [n for n in sorted(candidates) if n > max(ns, default=-math.inf)]
-        extend = above[0] if above else None
+        extend = above[: predicted_paying_steps(ns, speedups, above, rules) + 1] or None
     ci = {"speedup": math.nan, "lo": math.nan, "hi": math.nan, "half_width": math.nan}
     if worth is not None and worth != base:
         speedup, lo, hi = speedup_of(worth)
@@ -137,6 +143,40 @@ def judge(
         "extend": extend,
         "decided": not needs and extend is None and worth is not None,
     }
+
+
+# A study stops as not decided, rather than spend, when the runs that deciding it would
+# take (projected from the intervals so far: width ~ 1/sqrt(runs)) exceed this many
+# times max_repeats at a point.
+FUTILITY = 2.0
+MAX_NEW_POINTS = 2  # candidates added in one round: the model may be wrong beyond
+
+
+def predicted_paying_steps(ns, speedups, above, rules: Rules) -> int:
+    """How many of the next candidates `above` the Amdahl law fitted to the measured
+    speedups says are still worth a step (their marginal gain at least the
+    threshold), at most MAX_NEW_POINTS - 1: the round then measures them and the one
+    after, where the walk should stop. Amdahl is linear in 1/N (1/S = s + (1 - s)/N),
+    so a least-squares line is the fit; it is optimistic where contention grows,
+    which the cap bounds."""
+    good = [(n, sp) for n, sp in zip(ns, speedups, strict=True) if np.isfinite(sp) and sp > 0]
+    if len(good) < 2 or not above:
+        return 0
+    x, y = np.array([1 / n for n, _ in good]), np.array([1 / sp for _, sp in good])
+    slope, intercept = np.polyfit(x, y, 1)
+    if not (np.isfinite(slope) and np.isfinite(intercept)):
+        return 0
+
+    def predicted(n):
+        inverse = intercept + slope / n
+        return 1 / inverse if inverse > 0 else math.inf
+
+    paying, last = 0, good[-1]
+    for n in above[: MAX_NEW_POINTS - 1]:
+        if (predicted(n) - last[1]) / (n - last[0]) < rules.threshold:
+            break
+        paying, last = paying + 1, (n, predicted(n))
+    return paying
 
 
 def more_runs(have: int, interval_factor: float, rules: Rules) -> int:
@@ -198,14 +238,23 @@ def next_round(
             return plan | {"stop": stop(LIMITS, f"{rules.max_rounds} rounds were run "
                                         "(max_rounds) and the answer is not decided")}  # fmt: skip
         added, why = {}, {}
-        if judged["extend"] is not None:
-            n = judged["extend"]
+        for n in judged["extend"] or ():
             added[n] = min(rules.first_repeats, rules.max_repeats)
-            why[n] = f"every measured step pays: the next candidate, N = {n}"
+            why[n] = f"every measured step pays: the next candidates up, to N = {n}"
+        projected = {}
         for n, reason in judged["needs"].items():
-            extra = more_runs(runs.get(n, 0), shrink_factor(judged, n, rules), rules)
+            factor = shrink_factor(judged, n, rules)
+            projected[n] = max(runs.get(n, 0), 1) * factor**2
+            extra = more_runs(runs.get(n, 0), factor, rules)
             if extra:
                 added[n], why[n] = extra, reason
+        hopeless = {n: k for n, k in projected.items() if k > FUTILITY * rules.max_repeats}
+        if hopeless and not judged["extend"]:
+            where = ", ".join(f"about {math.ceil(k) if math.isfinite(k) else 'unbounded'} "
+                              f"at N = {n}" for n, k in sorted(hopeless.items()))  # fmt: skip
+            return plan | {"stop": stop(LIMITS, f"not decided, and deciding it would take "
+                                        f"more runs than max_repeats = {rules.max_repeats} "
+                                        f"allows ({where})")}  # fmt: skip
         if not added:
             full = ", ".join(f"N = {n}" for n in sorted(judged["needs"]))
             return plan | {"stop": stop(LIMITS, f"not decided, and the points that would "
