@@ -2,11 +2,13 @@
 # records of the rounds before it and says how many runs each point should have once
 # round R is done, or why the study stops. Its runs are then ordinary run_point jobs,
 # and the plan of round R+1 waits for them (get_round_records). Plans only add runs:
-# a rerun, a raised budget or a tighter target continue from what exists.
+# a rerun, a raised budget or a tighter target continue from what exists, and so
+# does a change of the analysis code (its rules are in scalestudy/analysis/).
 checkpoint adaptive_round:
     input:
         previous=get_previous_round,
         records=get_round_records,
+        code=CODE["analysis"],
     output:
         plan=paths.ROUND,
     log:

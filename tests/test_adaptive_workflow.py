@@ -8,22 +8,26 @@ import sys
 import pytest
 
 PY = sys.executable
-# a command whose time halves with its threads: the speedup is clear from few runs
-PROGRAM = "import sys, time; time.sleep(0.4 / int(sys.argv[1]))"
+# a command whose time halves with its threads, and whose odd repeats take 1.5x as long:
+# its speedup's interval stays about +-38 %, so that rounds add repeats (up to
+# max_repeats) whatever the machine's own noise
+PROGRAM = (
+    "import sys, time; n, k = map(int, sys.argv[1:]); time.sleep(0.4 / n * (1.5 if k % 2 else 1))"
+)
 
 
 def adaptive_study(**adaptive) -> dict:
     return {
         "workload": "command",
-        "params": {"command": [PY, "-c", PROGRAM, "{threads}"]},
+        "params": {"command": [PY, "-c", PROGRAM, "{threads}", "{repeat}"]},
         "scaling": {"axis": "threads", "points": [1, 2]},
         # the command's own run: the harness's start-up would dilute the speedup
         "time": "train",
         "resources": {"mem_mb": 500, "runtime": 1},
         "budget_su": 1,
         "include_shared": True,  # other tests may run beside this one; not under test here
-        # a target no run can meet: every round adds repeats, up to max_repeats
-        "adaptive": {"target_ci": 0.001, "first_repeats": 2} | adaptive,
+        # a target these runs do not meet, but not out of reach: rounds add repeats
+        "adaptive": {"target_ci": 0.3, "first_repeats": 2} | adaptive,
     }
 
 
@@ -56,12 +60,15 @@ def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflo
     workflow.write_config({"studies": {"a": adaptive_study(max_repeats=4)}})
     workflow.snakemake("--profile", "profiles/local")
     rounds = plans(workflow)
-    # round 1: 2 runs each; round 2: doubled; round 3 judges and stops at max_repeats
-    assert [p["totals"] for p in rounds] == [
-        {"t1": 2, "t2": 2},
-        {"t1": 4, "t2": 4},
-        {"t1": 4, "t2": 4},
-    ]
+    # round 1: 2 runs each; each later round adds runs (at most doubling), until the
+    # last judges the runs and stops at max_repeats
+    assert rounds[0]["totals"] == {"t1": 2, "t2": 2} and rounds[0]["stop"] is None
+    for before, after in zip(rounds, rounds[1:], strict=False):
+        assert after["totals"] == {p: before["totals"][p] + after["added"].get(p, 0)
+                                   for p in before["totals"]}  # fmt: skip
+        assert all(k <= before["totals"][p] for p, k in after["added"].items())
+    assert all(p["added"] for p in rounds[:-1]) and rounds[-1]["added"] == {}
+    assert rounds[-1]["totals"] == {"t1": 4, "t2": 4}
     assert rounds[-1]["stop"]["reason"] == "limits"
     assert "max_repeats = 4" in rounds[-1]["stop"]["text"]
     first = run_ids(workflow)
@@ -74,7 +81,7 @@ def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflo
     assert analysis["findings"]["answers"][0]["decided"] is False
     report = (workflow.root / "results" / "report.html").read_text()
     assert "<h3>Rounds</h3>" in report and "Stopped at the limits, not decided" in report
-    assert "2 at N = 1, 2 at N = 2" in report
+    assert "2 at N = 1, 2 at N = 2" in report  # round 1
     assert "raise <code>adaptive.max_repeats</code>" in report
 
     # nothing to do again; a deleted record is run again, and only it
