@@ -486,6 +486,28 @@ def profile_targets(studies: dict[str, Study]) -> list[tuple[str, str]]:
 GRID_SERIES = {"threads": "t", "processes_per_node": "p", "nodes": "n", "gpus_per_process": "g"}
 
 
+def expand_range(name: str, study: dict) -> list[str]:
+    """Turn a study's scaling.range into its points (N from first to last, each factor
+    times or step more than the one before). Problems, each naming its key."""
+    scaling = study["scaling"]
+    span = scaling.pop("range", None)  # optional: no default
+    if span is None:
+        return []
+    where = f"studies.{name}.scaling.range"
+    first, last = span["first"], span["last"]
+    if ("factor" in span) == ("step" in span):
+        return [f"{where}: give one of factor (1, 2, 4, ...) and step (4, 8, 12, ...)"]
+    if last < first:
+        return [f"{where}.last: {last} is below first ({first})"]
+    points, n = [], first
+    while n <= last:
+        if not points or round(n) != points[-1]:
+            points.append(round(n))
+        n = n * span["factor"] if "factor" in span else n + span["step"]
+    scaling["points"] = points
+    return []
+
+
 def expand_grid(name: str, study: dict) -> list[str]:
     """Turn a study's scaling.grid into series, one per value of its first key (a line
     of the grid), whose points are layouts along the second key; the keys the grid does
@@ -558,7 +580,7 @@ def normalise_config(config: dict, workdir: Path) -> dict:
                 "starting with a letter or digit"
             )
             continue
-        found = expand_grid(name, study)
+        found = expand_range(name, study) or expand_grid(name, study)
         if found:
             problems += found
             continue

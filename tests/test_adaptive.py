@@ -246,3 +246,39 @@ def test_the_simulator_against_fixed_grids():
     assert adaptive["right"] + adaptive["wrong"] + adaptive["not_decided"] == pytest.approx(1)
     assert table["grid5"]["su_vs_grid5"]["median"] == pytest.approx(1.0)
     assert adaptive["su_vs_grid5"]["median"] < 1.0
+
+
+def test_candidates_can_be_a_range():
+    study = checked_study(
+        ADAPTIVE_STUDY | {"scaling": {"range": {"first": 1, "last": 8, "factor": 2}}}
+    )
+    assert study.scaling.ns() == [1, 2, 4, 8]
+    study = checked_study(
+        ADAPTIVE_STUDY | {"scaling": {"range": {"first": 2, "last": 7, "step": 2}}}
+    )
+    assert study.scaling.ns() == [2, 4, 6]
+
+
+@pytest.mark.parametrize(
+    "scaling, words",
+    [
+        ({"range": {"first": 1, "last": 8}}, "studies.a.scaling.range: give one of factor"),
+        ({"range": {"first": 1, "last": 8, "factor": 2, "step": 1}}, "give one of factor"),
+        ({"range": {"first": 8, "last": 2, "step": 1}}, "range.last: 2 is below first (8)"),
+        ({"range": {"first": 1, "last": 8, "step": 1}, "points": [1, 2]}, "scaling"),
+    ],
+)
+def test_a_bad_range_is_refused_naming_the_key(scaling, words):
+    problems = config_error({"studies": {"a": ADAPTIVE_STUDY | {"scaling": scaling}}})
+    assert words in problems, problems
+
+
+def test_candidates_beyond_the_partition_are_refused_before_any_job():
+    config = {
+        "partition_limits": {"cpus_per_node": 4},
+        "studies": {
+            "a": ADAPTIVE_STUDY | {"scaling": {"range": {"first": 1, "last": 16, "factor": 2}}}
+        },
+    }
+    problems = config_error(config)
+    assert "studies.a: point t8 needs 8 CPUs per node, the partition has 4" in problems
