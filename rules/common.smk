@@ -101,8 +101,17 @@ def adaptive_rounds(study):
 
 
 def adaptive_records(study):
-    """The records an adaptive study's last round judged: every run it made."""
-    return records_of(study, adaptive_rounds(study)[-1][1]["totals"])
+    """The records an adaptive study's last round judged (every run its rounds made),
+    and any later repeat already on disk: runs that plans made before a change of the
+    config or the code asked for are never dropped from the answer."""
+    totals = dict(adaptive_rounds(study)[-1][1]["totals"])
+    for point in POINTS.loc[study, "point"]:
+        repeat = totals.get(point, 0)
+        while Path(paths.record_path(study, point, repeat + 1)).exists():
+            repeat += 1
+        if repeat:
+            totals[point] = repeat
+    return records_of(study, totals)
 
 
 def get_previous_round(wildcards):

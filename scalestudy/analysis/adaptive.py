@@ -108,9 +108,11 @@ def judge(
 
     # a point without an interval (fewer than 2 usable runs: failed, disturbed or on
     # the wrong allocation) cannot take part in a decided walk: it is measured again
+    unusable = {}
     for n in ns:
-        usable = np.isfinite(np.asarray(samples[n], dtype=float)).sum()
+        usable = int(np.isfinite(np.asarray(samples[n], dtype=float)).sum())
         if usable < 2:
+            unusable[n] = usable
             need((n,), f"only {usable} usable run{'s' if usable != 1 else ''} at N = {n}")
     worth = rec["worth_n"]
     recommended = next((s for s in rec["steps"] if s[1] == worth), None)
@@ -140,6 +142,8 @@ def judge(
         "steps": [[a, b, g, *(by_step[(a, b)] or (None, None))] for a, b, g in rec["steps"]],
         "speedup_ci": ci,
         "needs": needs,
+        # N -> its usable runs, where fewer than 2 (those are retried, not projected)
+        "unusable": unusable,
         "extend": extend,
         "decided": not needs and extend is None and worth is not None,
     }
@@ -243,10 +247,14 @@ def next_round(
             why[n] = f"every measured step pays: the next candidates up, to N = {n}"
         projected = {}
         for n, reason in judged["needs"].items():
-            factor = shrink_factor(judged, n, rules)
-            projected[n] = max(runs.get(n, 0), 1) * factor**2
-            extra = more_runs(runs.get(n, 0), factor, rules)
-            if extra:
+            if n in judged["unusable"]:
+                # as many runs as it lacks usable ones: retried, not projected
+                extra = min(2 - judged["unusable"][n], rules.max_repeats - runs.get(n, 0))
+            else:
+                factor = shrink_factor(judged, n, rules)
+                projected[n] = max(runs.get(n, 0), 1) * factor**2
+                extra = more_runs(runs.get(n, 0), factor, rules)
+            if extra > 0:
                 added[n], why[n] = extra, reason
         hopeless = {n: k for n, k in projected.items() if k > FUTILITY * rules.max_repeats}
         if hopeless and not judged["extend"]:
