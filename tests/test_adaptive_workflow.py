@@ -5,6 +5,7 @@ nothing, a deleted record redone, and a raised limit that continues from what ex
 import json
 import sys
 
+import pandas as pd
 import pytest
 
 PY = sys.executable
@@ -32,9 +33,12 @@ def adaptive_study(**adaptive) -> dict:
 
 
 def plans(workflow) -> list[dict]:
-    folder = workflow.root / "results" / "a" / "rounds"
-    return [json.loads((folder / f"round{k}.json").read_text())
-            for k in range(1, len(list(folder.glob("round*.json"))) + 1)]  # fmt: skip
+    """The study's round plans, up to the one that stops it (a later file can be left
+    from plans made before a change of the config)."""
+    folder, found = workflow.root / "results" / "a" / "rounds", []
+    while not found or not found[-1]["stop"]:
+        found.append(json.loads((folder / f"round{len(found) + 1}.json").read_text()))
+    return found
 
 
 def run_ids(workflow) -> dict[str, str]:
@@ -104,3 +108,10 @@ def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflo
     now = run_ids(workflow)
     assert {k: now[k] for k in redone} == redone
     assert len(now) == 12
+
+    # a lowered limit remakes the plans smaller, but drops no measured run
+    workflow.write_config({"studies": {"a": adaptive_study(max_repeats=4)}})
+    workflow.snakemake("--profile", "profiles/local")
+    assert plans(workflow)[-1]["totals"] == {"t1": 4, "t2": 4}
+    assert run_ids(workflow) == now
+    assert list(pd.read_csv(workflow.root / "results" / "a" / "summary.csv")["repeats"]) == [6, 6]
