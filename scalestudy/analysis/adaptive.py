@@ -138,6 +138,7 @@ def judge(
         if not half <= rules.target_ci:
             need((worth, base), f"the speedup at N = {worth} is not yet within the target")
     return {
+        "base": base,
         "worth_n": worth,
         "steps": [[a, b, g, *(by_step[(a, b)] or (None, None))] for a, b, g in rec["steps"]],
         "speedup_ci": ci,
@@ -197,7 +198,7 @@ def shrink_factor(judged: dict, n: int, rules: Rules) -> float:
     """How much the widest undecided interval touching N must shrink (inf: unknown)."""
     factors = []
     for a, b, gain, lo, hi in judged["steps"]:
-        if n not in (a, b) and n != judged.get("base"):
+        if n not in (a, b) and n != judged["base"]:
             continue
         if lo is None:
             continue
@@ -205,7 +206,7 @@ def shrink_factor(judged: dict, n: int, rules: Rules) -> float:
         if lo < rules.threshold <= hi:
             factors.append((hi - lo) / 2 / distance if distance > 0 else math.inf)
     ci = judged["speedup_ci"]
-    if n in (judged["worth_n"], judged.get("base")) and ci["half_width"] > rules.target_ci:
+    if n in (judged["worth_n"], judged["base"]) and ci["half_width"] > rules.target_ci:
         factors.append(ci["half_width"] / rules.target_ci)
     return max(factors, default=2.0)  # no interval yet: as many runs again
 
@@ -234,7 +235,7 @@ def next_round(
         why = {n: "round 1: the base case" if n == base else "round 1: a first step up"
                for n in added}  # fmt: skip
     else:
-        judged = judge(candidates, samples, base, rules, scale) | {"base": base}
+        judged = judge(candidates, samples, base, rules, scale)
         plan["judged"] = judged
         if judged["decided"]:
             return plan | {"stop": stop(DECIDED, decided_text(judged, rules))}
