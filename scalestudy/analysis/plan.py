@@ -23,7 +23,7 @@ import pandas as pd
 
 from scalestudy.analysis.adaptive import Rules, first_round, next_round
 from scalestudy.analysis.cost import SECONDS_PER_MINUTE, Cost
-from scalestudy.analysis.predictions import jsonable, usable_runs
+from scalestudy.analysis.predictions import jsonable, times_by_n, usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS, disturbed_reasons
 from scalestudy.model import Study
 from scalestudy.studies import point_for
@@ -161,10 +161,9 @@ def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None) -> dict:
     if runs is not None and not runs.empty:
         runs = runs.assign(disturbed=disturbed_reasons(runs, study))
         made = {int(n): len(g) for n, g in runs.groupby("n")}
-        usable = usable_runs(runs, study)
-        times = pd.to_numeric(usable[TIME_COLUMNS[study.time]], errors="coerce")
+        # a point whose runs are all unusable is measured, with no times
         samples = {n: np.empty(0) for n in made}
-        samples |= {int(n): g.dropna().to_numpy() for n, g in times.groupby(usable["n"])}
+        samples |= times_by_n(usable_runs(runs, study), TIME_COLUMNS[study.time])
         spent = spent_su(runs, study)
     priced = study_plan(study, runs)
     su_per_run = {int(r["n"]): r["su_per_job"] for r in priced["rows"]}

@@ -225,13 +225,18 @@ def recommendation(summary: pd.DataFrame, study: Study) -> dict:
     return rec
 
 
+def times_by_n(usable: pd.DataFrame, time_col: str) -> dict[int, np.ndarray]:
+    """N -> the times (in `time_col`) of these runs at N that have one."""
+    times = pd.to_numeric(usable[time_col], errors="coerce")
+    return {int(n): g.dropna().to_numpy() for n, g in times.groupby(usable["n"])}
+
+
 def recommendation_decision(
     rec: dict, summary: pd.DataFrame, usable: pd.DataFrame, study: Study, time_col: str, base
 ) -> dict:
     """Whether the recommendation is decided by the runs' spread, and what would decide
     it (analysis.recommendation.decision), from the runs that enter the fits."""
-    times = pd.to_numeric(usable[time_col], errors="coerce")
-    samples = {int(n): g.dropna().to_numpy() for n, g in times.groupby(usable["n"])}
+    samples = times_by_n(usable, time_col)
     ns = summary["n"].astype(int)
     units = dict(zip(ns, summary["n"].astype(float), strict=True))
     scale = {n: n / base for n in ns} if study.scaling.kind == "weak" else None
