@@ -264,6 +264,7 @@ def series_problems(
             "scale it over threads (axis: threads, devices: 1, nodes: 1)"
         )
     problems += limit_problems(name, [point_for(whole, n, series) for n in points], limits)
+    problems += runtime_problems(whole, [point_for(whole, n, series) for n in points], limits)
     profile = study.profile
     if profile.enabled:
         if not workload.steps:
@@ -378,7 +379,46 @@ def slurm_resources(point: Point, study: Study) -> dict:
             res["tasks"] = point.world_size
     elif not point.gpus:
         res["tasks"] = 1
+    if study.submission.exclusive:
+        # the plugin has no key for it either; it lets --exclusive through slurm_extra
+        res["slurm_extra"] = " ".join(filter(None, [res["slurm_extra"], "--exclusive"]))
     return res
+
+
+def job_runtime(study: Study, point: Point) -> int:
+    """Minutes one Slurm job of the point asks for: one run, or all the point's repeats
+    when they are packed into one job (Snakemake sums a group's runtimes over the runs
+    it runs one after another)."""
+    one = slurm_resources(point, study)["runtime"]
+    return one * study.repeats if study.submission.pack_repeats else one
+
+
+def runtime_problems(study: Study, points: list[Point], limits: dict | None) -> list[str]:
+    """The points whose job would ask for more time than the partition gives
+    (partition_limits.runtime), found before any job is submitted."""
+    limit = (limits or {}).get("runtime")
+    if limit is None:
+        return []
+    problems = []
+    for point in points:
+        minutes = job_runtime(study, point)
+        if minutes <= limit:
+            continue
+        one = slurm_resources(point, study)["runtime"]
+        if study.submission.pack_repeats and one <= limit:
+            problems.append(
+                f"studies.{study.name}.submission.pack_repeats: point {point.label} packs "
+                f"{study.repeats} repeats of {one} minutes into one job of {minutes} minutes, "
+                f"the partition allows {limit} (partition_limits.runtime); lower repeats or "
+                "resources.runtime, or set pack_repeats: false"
+            )
+        else:
+            problems.append(
+                f"studies.{study.name}.resources.runtime: point {point.label} asks for {one} "
+                f"minutes (runtime + {TIME_SLACK_MIN}), the partition allows {limit} "
+                "(partition_limits.runtime)"
+            )
+    return problems
 
 
 # What a partition limit bounds: partition_limits key -> (words, a point's need).
