@@ -11,6 +11,7 @@ from snakemake.logging import logger
 from scalestudy import studies as st
 from scalestudy import FIGURES, paths
 from scalestudy.analysis.plan import budget_problem, study_plan
+from scalestudy.analysis.request import partition_time_limits
 from scalestudy.records import RecordError, misplacement, read_record
 
 # Validate first: nothing below may see a config the schema has not accepted. Every
@@ -334,6 +335,34 @@ def check_packing():
         problems.append(
             f"studies.{packed[0]}.submission.pack_repeats needs one timed run at a time in a "
             f"job (--resources timed_runs=1, as the Slurm profile gives), not {timed_runs}"
+        )
+    if problems:
+        st.stop("\n".join(problems))
+
+
+def check_partition_time():
+    """On Slurm, refuse (before any job runs) a point whose job asks for more time than
+    its partition's limit as Slurm itself says it (sinfo; a packed point's job asks for
+    all its repeats' time): sbatch would refuse each such job only at its submission.
+    partition_limits.runtime checks the same when the config is read."""
+    if workflow.local_exec or workflow.remote_exec:
+        return
+    jobs = [job for job in workflow.dag.needrun_jobs() if job.rule.name == "run_point"]
+    if not jobs:
+        return
+    limits = partition_time_limits()
+    needed = {}
+    for job in jobs:
+        key = (job.wildcards.study, job.resources.get("slurm_partition") or "")
+        needed.setdefault(key, set()).add(job.wildcards.point)
+    problems = []
+    for (study, part), labels in sorted(needed.items()):
+        rows = [POINTS.loc[(study, label)] for label in sorted(labels)]
+        points = [st.point_for(STUDIES[study], int(r["n"]), r["series"]) for r in rows]
+        where = f"partition {part}" if part else "the default partition"
+        source = f"{where}'s MaxTime, from sinfo"
+        problems += st.runtime_problems(
+            STUDIES[study], points, limits.get(part), source
         )
     if problems:
         st.stop("\n".join(problems))

@@ -1,10 +1,11 @@
 # Before any job runs: locally, a point bigger than the machine is refused; anywhere
 # a study whose estimated cost is above its budget_su; on Slurm, packing without the
-# profile's settings for it.
+# profile's settings for it, and a job longer than its partition allows.
 onstart:
     check_local_cpus()
     check_budgets()
     check_packing()
+    check_partition_time()
 
 
 # timed_runs bounds each submission, not the whole workflow: under Slurm the profile's

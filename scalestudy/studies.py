@@ -264,7 +264,12 @@ def series_problems(
             "scale it over threads (axis: threads, devices: 1, nodes: 1)"
         )
     problems += limit_problems(name, [point_for(whole, n, series) for n in points], limits)
-    problems += runtime_problems(whole, [point_for(whole, n, series) for n in points], limits)
+    problems += runtime_problems(
+        whole,
+        [point_for(whole, n, series) for n in points],
+        (limits or {}).get("runtime"),
+        "partition_limits.runtime",
+    )
     profile = study.profile
     if profile.enabled:
         if not workload.steps:
@@ -393,10 +398,12 @@ def job_runtime(study: Study, point: Point) -> int:
     return one * study.repeats if study.submission.pack_repeats else one
 
 
-def runtime_problems(study: Study, points: list[Point], limits: dict | None) -> list[str]:
-    """The points whose job would ask for more time than the partition gives
-    (partition_limits.runtime), found before any job is submitted."""
-    limit = (limits or {}).get("runtime")
+def runtime_problems(
+    study: Study, points: list[Point], limit: int | None, source: str
+) -> list[str]:
+    """The points whose job would ask for more minutes than the partition gives
+    (`limit`, as `source` says it: partition_limits.runtime, or Slurm's own), found
+    before any job is submitted."""
     if limit is None:
         return []
     problems = []
@@ -409,14 +416,14 @@ def runtime_problems(study: Study, points: list[Point], limits: dict | None) -> 
             problems.append(
                 f"studies.{study.name}.submission.pack_repeats: point {point.label} packs "
                 f"{study.repeats} repeats of {one} minutes into one job of {minutes} minutes, "
-                f"the partition allows {limit} (partition_limits.runtime); lower repeats or "
+                f"the partition allows {limit} ({source}); lower repeats or "
                 "resources.runtime, or set pack_repeats: false"
             )
         else:
             problems.append(
                 f"studies.{study.name}.resources.runtime: point {point.label} asks for {one} "
                 f"minutes (runtime + {TIME_SLACK_MIN}), the partition allows {limit} "
-                "(partition_limits.runtime)"
+                f"({source})"
             )
     return problems
 

@@ -9,7 +9,12 @@ import pandas as pd
 import pytest
 
 from scalestudy import studies as st
-from scalestudy.analysis.request import memory_request_mb, point_request, study_requests
+from scalestudy.analysis.request import (
+    memory_request_mb,
+    partition_time_limits,
+    point_request,
+    study_requests,
+)
 from scalestudy.analysis.tables import runs_from_records
 from scalestudy.compute.launch import launch
 from tests.conftest import study_model
@@ -195,3 +200,11 @@ def test_runs_that_shared_a_job_are_accounted_by_their_own_srun_step():
     # steps: 180 s and 60 s of CPU over 60 s x 4 CPUs (the job's 300 / 720 would say 0.42)
     assert r["sacct_cpu_busy"] == pytest.approx((180 / 240 + 60 / 240) / 2)
     assert r["sacct_peak_mem_mb"] == pytest.approx(2 * 1024)
+
+
+def test_partition_time_limits_as_sinfo_gives_them():
+    sinfo = Sacct("debug* infinite\ngpu 2-00:00:00\nshort 30:00\nlong 1:30:00\n")
+    limits = partition_time_limits(run=sinfo)
+    assert sinfo.commands == [["sinfo", "-h", "-o", "%P %l"]]
+    assert limits == {"": None, "debug": None, "gpu": 2880, "short": 30, "long": 90}
+    assert partition_time_limits(run=Sacct(code=1, err="sinfo: error")) == {}

@@ -216,6 +216,20 @@ def test_packed_repeats_share_one_job_per_point_on_nodes_of_their_own(cluster, w
     assert refused.returncode != 0
     assert "needs one timed run at a time in a job (--resources timed_runs=1" in refused.output
     assert "submitted with SLURM jobid" not in refused.output
+    # nor may a packed job outlast its partition's time limit, as Slurm itself gives it
+    subprocess.run(["scontrol", "update", "PartitionName=debug", "MaxTime=20"], check=True)
+    try:
+        refused = workflow.snakemake(*PROFILES, check=False)
+    finally:
+        subprocess.run(
+            ["scontrol", "update", "PartitionName=debug", "MaxTime=INFINITE"], check=True
+        )
+    assert refused.returncode != 0
+    assert (
+        "studies.packed.submission.pack_repeats: point t1 packs 3 repeats of 7 minutes into one "
+        "job of 21 minutes, the partition allows 20 (partition debug's MaxTime, from sinfo)"
+    ) in refused.output
+    assert "submitted with SLURM jobid" not in refused.output
 
     proc = workflow.snakemake(*PROFILES)
     # the plugin's own log of its submissions: one per packed point, one for the plain run

@@ -236,6 +236,30 @@ def accounting_keys(runs: pd.DataFrame) -> list[str]:
     return keys
 
 
+def partition_time_limits(run=None) -> dict[str, int | None]:
+    """Each partition's time limit in minutes as sinfo gives it (None: infinite), the
+    default partition also under "" (`run`: a stand-in for subprocess.run, for tests).
+    Empty where sinfo cannot be asked."""
+    import subprocess
+
+    try:
+        proc = (run or subprocess.run)(
+            ["sinfo", "-h", "-o", "%P %l"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    limits: dict[str, int | None] = {}
+    for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
+        name, _, text = line.strip().partition(" ")
+        seconds = slurm_seconds(text.strip())  # "infinite" is no number: None
+        minutes = None if seconds is None else int(seconds // 60)
+        if name.endswith("*"):  # sinfo marks the default partition
+            name = name[:-1]
+            limits[""] = minutes
+        limits[name] = minutes
+    return limits
+
+
 def slurm_seconds(text: str) -> float | None:
     """sacct's [D-]HH:MM:SS[.mmm] or MM:SS.mmm as seconds."""
     days, _, clock = text.rpartition("-")
