@@ -275,3 +275,19 @@ def test_packed_repeats_share_one_job_per_point_on_nodes_of_their_own(cluster, w
     assert "6 runs in 2 Slurm jobs: 2 jobs ran several runs (packed repeats)" in html
     assert "Every job had its nodes to itself (--exclusive)." in html
     assert "t1/rep2, t1/rep3" in html
+
+
+def test_a_packed_run_that_fails_leaves_its_record_and_the_next_one_still_runs(cluster, workflow):
+    """Each packed run is its own srun step with its own memory limit: Slurm stops the
+    first repeat for memory, the launcher records why, and the job goes on to the next."""
+    hungry = tiny_mnist_study(repeats=2, submission={"pack_repeats": True})
+    hungry["scaling"]["points"] = [1]
+    hungry["resources"] = {"mem_mb": 250, "runtime": 5}  # torch alone needs more
+    workflow.write_config({"studies": {"hungry": hungry}})
+    proc = workflow.snakemake(*PROFILES)
+    assert len(re.findall(r"has been submitted with SLURM jobid", proc.output)) == 1
+    first, second = (record(workflow, "hungry", "t1", k) for k in (1, 2))
+    for rec in (first, second):
+        assert rec["status"] == "failed"
+        assert "exceeded memory limit" in rec["reason"]
+    assert first["environment"]["slurm_job_id"] == second["environment"]["slurm_job_id"]
