@@ -12,6 +12,7 @@ from snakemake.logging import logger
 from scalestudy import studies as st
 from scalestudy import FIGURES, paths
 from scalestudy.analysis.plan import budget_problem, study_plan
+from scalestudy.analysis.request import partition_time_limits
 from scalestudy.records import RecordError, misplacement, read_record
 
 # Validate first: nothing below may see a config the schema has not accepted. Every
@@ -165,6 +166,25 @@ def job_resource(name):
         return get_job_resources(wildcards)[name]
 
     return get_resource
+
+
+# Snakemake's --group-components counts a group's parts under the group's name. Each
+# packed point has a group of its own, registered under this one name (as Snakemake
+# registers a group given with wildcards under its pattern), so that the Slurm
+# profile's `group-components: [pack=100]` puts all repeats of a point in one job.
+PACK_GROUP = "pack"
+
+
+def get_pack_group(wildcards):
+    """The Slurm job a run shares with its point's other repeats when its study packs
+    them (submission.pack_repeats); None, a job of its own, otherwise, locally, and for
+    a profiling run (profile_point, no repeat: its times are not used)."""
+    packs = STUDIES[wildcards.study].submission.pack_repeats
+    if not packs or workflow.local_exec or "repeat" not in wildcards.keys():
+        return None
+    group = f"{PACK_GROUP}-{wildcards.study}-{wildcards.point}"
+    workflow.parent_groupids[group] = PACK_GROUP
+    return group
 
 
 def get_run_data(wildcards):
@@ -372,3 +392,66 @@ def check_budgets():
     problems = [budget_problem(p) for p in study_plans(budgeted)]
     if any(problems):
         st.stop("\n".join(p for p in problems if p))
+
+
+def check_packing():
+    """Refuse (before any job runs) to pack a study's repeats under settings that would
+    not do it as asked: Snakemake then submits the repeats in several jobs (fewer
+    group-components than repeats), or asks for them side by side, with their CPUs
+    summed and one runtime, and would time them at once (timed_runs not 1)."""
+    if workflow.local_exec or workflow.remote_exec:
+        return
+    packed = sorted(
+        {
+            job.wildcards.study
+            for job in workflow.dag.needrun_jobs()
+            if job.rule.name == "run_point"
+            and STUDIES[job.wildcards.study].submission.pack_repeats
+        }
+    )
+    if not packed:
+        return
+    components = workflow.group_settings.group_components.get(PACK_GROUP, 1)
+    timed_runs = workflow.global_resources.get("timed_runs").value
+    problems = [
+        f"studies.{name}.submission.pack_repeats packs {STUDIES[name].repeats} repeats, "
+        f"and Snakemake puts {components} in one job (--group-components "
+        f"{PACK_GROUP}={components}; the Slurm profile gives {PACK_GROUP}=100)"
+        for name in packed
+        if STUDIES[name].repeats > components
+    ]
+    if timed_runs != 1:
+        problems.append(
+            f"studies.{packed[0]}.submission.pack_repeats needs one timed run at a time in a "
+            f"job (--resources timed_runs=1, as the Slurm profile gives), not {timed_runs}"
+        )
+    if problems:
+        st.stop("\n".join(problems))
+
+
+def check_partition_time():
+    """On Slurm, refuse (before any job runs) a point whose job asks for more time than
+    its partition's limit as Slurm itself says it (sinfo; a packed point's job asks for
+    all its repeats' time): sbatch would refuse each such job only at its submission.
+    partition_limits.runtime checks the same when the config is read."""
+    if workflow.local_exec or workflow.remote_exec:
+        return
+    jobs = [job for job in workflow.dag.needrun_jobs() if job.rule.name == "run_point"]
+    if not jobs:
+        return
+    limits = partition_time_limits()
+    needed = {}
+    for job in jobs:
+        key = (job.wildcards.study, job.resources.get("slurm_partition") or "")
+        needed.setdefault(key, set()).add(job.wildcards.point)
+    problems = []
+    for (study, part), labels in sorted(needed.items()):
+        rows = [POINTS.loc[(study, label)] for label in sorted(labels)]
+        points = [st.point_for(STUDIES[study], int(r["n"]), r["series"]) for r in rows]
+        where = f"partition {part}" if part else "the default partition"
+        source = f"{where}'s MaxTime, from sinfo"
+        problems += st.runtime_problems(
+            STUDIES[study], points, limits.get(part), source
+        )
+    if problems:
+        st.stop("\n".join(problems))

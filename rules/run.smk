@@ -1,8 +1,19 @@
-# Before any job runs: locally, a point bigger than the machine is refused, and
-# anywhere a study whose estimated cost is above its budget_su.
+# Before any job runs: locally, a point bigger than the machine is refused; anywhere
+# a study whose estimated cost is above its budget_su; on Slurm, packing without the
+# profile's settings for it, and a job longer than its partition allows.
 onstart:
     check_local_cpus()
     check_budgets()
+    check_packing()
+    check_partition_time()
+
+
+# timed_runs bounds each submission, not the whole workflow: under Slurm the profile's
+# `resources: [timed_runs=1]` then stacks a packed point's repeats one after another in
+# its job (Snakemake sums their runtimes, and takes the largest of the rest), without
+# holding back the other jobs; locally it still allows one timed run at a time.
+resource_scopes:
+    timed_runs="local",
 
 
 # One job per (study, point, repeat). The launcher starts the workload
@@ -14,6 +25,9 @@ rule run_point:
         record=paths.RECORD,
     log:
         "logs/{study}/runs/{point}/rep{repeat}.log",
+    # the point's repeats in one Slurm job, when its study packs them
+    group:
+        get_pack_group
     threads: get_threads
     resources:
         # the point's geometry for Slurm; cluster settings (partition, account)

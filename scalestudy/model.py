@@ -137,6 +137,12 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class Submission:
+    pack_repeats: bool  # the repeats of a point share one Slurm job
+    exclusive: bool  # whole nodes (sbatch --exclusive)
+
+
+@dataclass(frozen=True)
 class Profile:
     enabled: bool
     point: int | None  # None: the base case
@@ -163,6 +169,7 @@ class Study:
     shared_tolerance: float
     include_shared: bool
     oversubscribe: bool
+    submission: Submission
     budget_su: float | None  # most SU the whole study may cost
     adaptive: Adaptive | None  # None: every point and repeat runs (a fixed study)
     request: Request

@@ -291,6 +291,12 @@ def series_problems(
             "scale it over threads (axis: threads, devices: 1, nodes: 1)"
         )
     problems += limit_problems(name, [point_for(whole, n, series) for n in points], limits)
+    problems += runtime_problems(
+        whole,
+        [point_for(whole, n, series) for n in points],
+        (limits or {}).get("runtime"),
+        "partition_limits.runtime",
+    )
     profile = study.profile
     if profile.enabled:
         if not workload.steps:
@@ -405,7 +411,48 @@ def slurm_resources(point: Point, study: Study) -> dict:
             res["tasks"] = point.world_size
     elif not point.gpus:
         res["tasks"] = 1
+    if study.submission.exclusive:
+        # the plugin has no key for it either; it lets --exclusive through slurm_extra
+        res["slurm_extra"] = " ".join(filter(None, [res["slurm_extra"], "--exclusive"]))
     return res
+
+
+def job_runtime(study: Study, point: Point) -> int:
+    """Minutes one Slurm job of the point asks for: one run, or all the point's repeats
+    when they are packed into one job (Snakemake sums a group's runtimes over the runs
+    it runs one after another)."""
+    one = slurm_resources(point, study)["runtime"]
+    return one * study.repeats if study.submission.pack_repeats else one
+
+
+def runtime_problems(
+    study: Study, points: list[Point], limit: int | None, source: str
+) -> list[str]:
+    """The points whose job would ask for more minutes than the partition gives
+    (`limit`, as `source` says it: partition_limits.runtime, or Slurm's own), found
+    before any job is submitted."""
+    if limit is None:
+        return []
+    problems = []
+    for point in points:
+        minutes = job_runtime(study, point)
+        if minutes <= limit:
+            continue
+        one = slurm_resources(point, study)["runtime"]
+        if study.submission.pack_repeats and one <= limit:
+            problems.append(
+                f"studies.{study.name}.submission.pack_repeats: point {point.label} packs "
+                f"{study.repeats} repeats of {one} minutes into one job of {minutes} minutes, "
+                f"the partition allows {limit} ({source}); lower repeats or "
+                "resources.runtime, or set pack_repeats: false"
+            )
+        else:
+            problems.append(
+                f"studies.{study.name}.resources.runtime: point {point.label} asks for {one} "
+                f"minutes (runtime + {TIME_SLACK_MIN}), the partition allows {limit} "
+                f"({source})"
+            )
+    return problems
 
 
 # What a partition limit bounds: partition_limits key -> (words, a point's need).

@@ -102,3 +102,34 @@ def test_failures_mismatches_and_missing_numbers_are_json(tmp_path):
     assert found["environment"] == [["host", "h"], ["python", "3.11.7"]]
     assert found["telemetry"] == [] and found["staging"] is None and found["scheduler"] == []
     assert found["received"][1]["got"][0] == ["cpus_usable", "2"]
+
+
+def test_runs_that_shared_a_slurm_job_and_whether_it_had_its_nodes_to_itself():
+    """Packed repeats (submission.pack_repeats) share one Slurm job: each run names the
+    runs it shared it with, and the study says how many jobs its runs took."""
+    from scalestudy.analysis.findings import allocations, scheduler
+
+    runs = pd.DataFrame(
+        {
+            "point": ["t1", "t1", "t1", "t2", "t2", "t2"],
+            "repeat": [1, 2, 3, 1, 2, 3],
+            "slurm_job_id": ["7", "7", "7", "8", "8", "8"],
+            "slurm_oversubscribe": ["NO"] * 3 + ["OK"] * 3,
+            "queue_wait_s": [1.0] * 6,
+            "elapsed_s": [10.0] * 6,
+            "status": ["ok"] * 6,
+        }
+    )
+    jobs = scheduler(runs)
+    assert jobs[0]["shared_with"] == [["t1", 2], ["t1", 3]]
+    assert jobs[4]["shared_with"] == [["t2", 1], ["t2", 3]]
+    assert [j["exclusive"] for j in jobs] == [True] * 3 + [False] * 3
+    assert allocations(jobs) == {"runs": 6, "jobs": 2, "shared_jobs": 2, "exclusive": "some"}
+    # one job per run, records without the field (older ones): nothing shared, unknown
+    single = runs.assign(slurm_job_id=[str(i) for i in range(6)]).drop(
+        columns="slurm_oversubscribe"
+    )
+    jobs = scheduler(single)
+    assert all(j["shared_with"] == [] and j["exclusive"] is None for j in jobs)
+    assert allocations(jobs) == {"runs": 6, "jobs": 6, "shared_jobs": 0, "exclusive": None}
+    assert allocations([]) is None

@@ -41,6 +41,16 @@ def test_durations_from_slurm_submission_to_the_launchers_end(tmp_path):
     assert polling.job_durations(runs) == [26.0, 30.5]
 
 
+def test_runs_that_shared_a_job_are_one_job_that_ends_with_its_last_run(tmp_path):
+    """Packed repeats (submission.pack_repeats): one submission, seen when its last run
+    ends."""
+    rows = [
+        slurm_row("2026-01-05T10:00:00", f"2026-01-05T10:00:{end}") | {"slurm_job_id": job}
+        for job, end in (("7", "20"), ("7", "41"), ("7", "30"), ("8", "26"))
+    ]
+    assert polling.job_durations(write_runs(tmp_path / "runs.csv", rows)) == [41.0, 26.0]
+
+
 def test_the_interval_fits_the_runs_and_the_profile_lines_say_so(tmp_path, capsys):
     # 26 s jobs: an interval of 9 checks at 9 and 28 s, just after them; 40 (the
     # plugin's default) would see them 14 s late, 2 only at 36 s

@@ -9,7 +9,12 @@ import pandas as pd
 import pytest
 
 from scalestudy import studies as st
-from scalestudy.analysis.request import memory_request_mb, point_request, study_requests
+from scalestudy.analysis.request import (
+    memory_request_mb,
+    partition_time_limits,
+    point_request,
+    study_requests,
+)
 from scalestudy.analysis.tables import runs_from_records
 from scalestudy.compute.launch import launch
 from tests.conftest import study_model
@@ -177,3 +182,29 @@ def test_a_site_without_accounting_gets_a_note_never_an_error():
     # local runs have no job ids: sacct is not asked
     local = study_requests(threads_study(), summary, runs("t4", elapsed_s=[60.0]), run=sacct)
     assert local["accounting_note"] is None and len(sacct.commands) == 1
+
+
+def test_runs_that_shared_a_job_are_accounted_by_their_own_srun_step():
+    """Packed repeats (submission.pack_repeats) share one Slurm job: its totals would mix
+    the runs and the pauses between them, so each run is read from its own step."""
+    sacct = Sacct(
+        "21|00:05:00|00:03:00|4|\n21.batch|00:00:09|00:03:00|4|300M\n"
+        "21.0|03:00.000|00:01:00|4|1G\n21.1|01:00.000|00:01:00|4|2G\n"
+    )
+    made = runs(
+        "t4", elapsed_s=[60.0, 60.0], slurm_job_id=[21, 21], slurm_step_id=[0, 1],
+        cores_used=[3.0, 1.0],
+    )  # fmt: skip
+    summary = pd.DataFrame({"point": ["t4"], "n": [4], "series": [""]})
+    (r,) = study_requests(threads_study(), summary, made, run=sacct)["points"]
+    # steps: 180 s and 60 s of CPU over 60 s x 4 CPUs (the job's 300 / 720 would say 0.42)
+    assert r["sacct_cpu_busy"] == pytest.approx((180 / 240 + 60 / 240) / 2)
+    assert r["sacct_peak_mem_mb"] == pytest.approx(2 * 1024)
+
+
+def test_partition_time_limits_as_sinfo_gives_them():
+    sinfo = Sacct("debug* infinite\ngpu 2-00:00:00\nshort 30:00\nlong 1:30:00\n")
+    limits = partition_time_limits(run=sinfo)
+    assert sinfo.commands == [["sinfo", "-h", "-o", "%P %l"]]
+    assert limits == {"": None, "debug": None, "gpu": 2880, "short": 30, "long": 90}
+    assert partition_time_limits(run=Sacct(code=1, err="sinfo: error")) == {}

@@ -1,6 +1,7 @@
 """Real Slurm: a two-node cluster on this machine (tests/slurm/cluster.sh), the real
 Snakemake Slurm executor plugin, and the workflow through profiles/slurm."""
 
+import itertools
 import json
 import os
 import re
@@ -173,3 +174,120 @@ def test_processes_packed_and_spread_over_the_two_nodes(cluster, workflow):
     (comparison,) = analysis["comparisons"]
     assert (comparison["a"], comparison["b"]) == ("packed", "spread")
     assert {t["n"] for t in analysis["layouts"]} == {1, 2}
+
+
+def shape(value, prefix=""):
+    """The keys of a record, nested ones as a.b (lists of any length count as one)."""
+    if not isinstance(value, dict):
+        return set()
+    keys = set()
+    for key, sub in value.items():
+        keys |= {prefix + key} | shape(sub, f"{prefix}{key}.")
+    return keys
+
+
+def test_packed_repeats_share_one_job_per_point_on_nodes_of_their_own(cluster, workflow):
+    """Issue 14, item 4: a 2-point x 3-repeat study packed (submission.pack_repeats) is
+    2 submissions; its repeats run one after another in their job, each its own srun
+    step and record; exclusive nodes reach sbatch; the report says who shared a job."""
+    packed = {
+        "workload": "spiral_mlp",
+        "params": {"epochs": 1},
+        "scaling": {"axis": "threads", "points": [1, 2]},
+        "repeats": 3,
+        "resources": {"mem_mb": 1500, "runtime": 5},
+        "submission": {"pack_repeats": True, "exclusive": True},
+    }
+    plain = packed | {"scaling": {"axis": "threads", "points": [1]}, "repeats": 1}
+    plain.pop("submission")
+    workflow.write_config(
+        {"partition_limits": limits(), "studies": {"packed": packed, "plain": plain}}
+    )
+
+    # Without the profile's settings for it packing is refused before any job.
+    refused = workflow.snakemake(*PROFILES, "--group-components", "pack=2", check=False)
+    assert refused.returncode != 0
+    assert (
+        "studies.packed.submission.pack_repeats packs 3 repeats, and Snakemake puts 2 in one job"
+        in refused.output
+    )
+    assert "submitted with SLURM jobid" not in refused.output
+    refused = workflow.snakemake(*PROFILES, "--resources", "timed_runs=2", check=False)
+    assert refused.returncode != 0
+    assert "needs one timed run at a time in a job (--resources timed_runs=1" in refused.output
+    assert "submitted with SLURM jobid" not in refused.output
+    # nor may a packed job outlast its partition's time limit, as Slurm itself gives it
+    subprocess.run(["scontrol", "update", "PartitionName=debug", "MaxTime=20"], check=True)
+    try:
+        refused = workflow.snakemake(*PROFILES, check=False)
+    finally:
+        subprocess.run(
+            ["scontrol", "update", "PartitionName=debug", "MaxTime=INFINITE"], check=True
+        )
+    assert refused.returncode != 0
+    assert (
+        "studies.packed.submission.pack_repeats: point t1 packs 3 repeats of 7 minutes into one "
+        "job of 21 minutes, the partition allows 20 (partition debug's MaxTime, from sinfo)"
+    ) in refused.output
+    assert "submitted with SLURM jobid" not in refused.output
+
+    proc = workflow.snakemake(*PROFILES)
+    # the plugin's own log of its submissions: one per packed point, one for the plain run
+    submitted = dict(
+        (folder, job)
+        for job, folder in re.findall(
+            r"has been submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/([^/]+)/", proc.output
+        )
+    )
+    assert sorted(submitted) == [
+        "group_pack-packed-t1_run_point",
+        "group_pack-packed-t2_run_point",
+        "rule_run_point",
+    ]
+    for point, threads in [("t1", 1), ("t2", 2)]:
+        runs = [record(workflow, "packed", point, k) for k in (1, 2, 3)]
+        for rec in runs:
+            env, res = rec["environment"], rec["resources"]
+            assert rec["status"] == "ok", rec["reason"]
+            assert env["slurm_job_id"] == submitted[f"group_pack-packed-{point}_run_point"]
+            # the job asks for one run's CPUs and three runs' time (3 x (5 + 2) minutes)
+            assert env["slurm_time_limit"] == "00:21:00"
+            assert env["slurm_oversubscribe"] == "NO"  # --exclusive
+            assert res["mismatch"] is False, res["mismatches"]
+            assert res["received"]["cpus_usable"] == threads
+            # no GPUs here: none visible to any run (each srun step is given its own)
+            assert "cuda_visible_devices" in res["received"]
+            assert res["received"]["cuda_visible_devices"] is None
+        # each run its own srun step, one after another, never at once
+        assert len({rec["environment"]["slurm_step_id"] for rec in runs}) == 3
+        spans = sorted((r["started_at"], r["finished_at"]) for r in runs)
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+    # the records are the same shape as a run submitted alone
+    alone = record(workflow, "plain", "t1")
+    assert alone["environment"]["slurm_oversubscribe"] != "NO"
+    assert shape(record(workflow, "packed", "t2", 2)) == shape(alone)
+
+    found = json.loads((workflow.root / "results" / "packed" / "analysis.json").read_text())
+    assert found["findings"]["allocations"] == {
+        "runs": 6, "jobs": 2, "shared_jobs": 2, "exclusive": "all"
+    }  # fmt: skip
+    html = (workflow.root / "results" / "report.html").read_text()
+    assert "6 runs in 2 Slurm jobs: 2 jobs ran several runs (packed repeats)" in html
+    assert "Every job had its nodes to itself (--exclusive)." in html
+    assert "t1/rep2, t1/rep3" in html
+
+
+def test_a_packed_run_that_fails_leaves_its_record_and_the_next_one_still_runs(cluster, workflow):
+    """Each packed run is its own srun step with its own memory limit: Slurm stops the
+    first repeat for memory, the launcher records why, and the job goes on to the next."""
+    hungry = tiny_mnist_study(repeats=2, submission={"pack_repeats": True})
+    hungry["scaling"]["points"] = [1]
+    hungry["resources"] = {"mem_mb": 250, "runtime": 5}  # torch alone needs more
+    workflow.write_config({"studies": {"hungry": hungry}})
+    proc = workflow.snakemake(*PROFILES)
+    assert len(re.findall(r"has been submitted with SLURM jobid", proc.output)) == 1
+    first, second = (record(workflow, "hungry", "t1", k) for k in (1, 2))
+    for rec in (first, second):
+        assert rec["status"] == "failed"
+        assert "exceeded memory limit" in rec["reason"]
+    assert first["environment"]["slurm_job_id"] == second["environment"]["slurm_job_id"]

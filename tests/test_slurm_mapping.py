@@ -16,7 +16,10 @@ Job = PluginJob
 def sbatch_line(scaling: dict, n: int, **resources) -> str:
     study = {"workload": "spiral_mlp", "scaling": scaling, "resources": resources}
     study = model({"studies": {"s": study}})
-    job = Job(st.slurm_resources(st.point_for(study, n), study))
+    return sbatch_line_of(Job(st.slurm_resources(st.point_for(study, n), study)))
+
+
+def sbatch_line_of(job) -> str:
     params = {
         "run_uuid": "job",
         "slurm_logfile": "log",
@@ -106,4 +109,80 @@ def test_points_beyond_the_partition_are_refused(scaling, limits, message):
     with pytest.raises(
         st.ConfigError, match="studies.s: " + message.replace("(", r"\(").replace(")", r"\)")
     ):
+        validated(config)
+
+
+def packed_study(**submission) -> dict:
+    return {
+        "workload": "spiral_mlp",
+        "scaling": {"axis": "threads", "points": [1, 2]},
+        "repeats": 3,
+        "resources": {"mem_mb": 1500, "runtime": 10},
+        "submission": submission,
+    }
+
+
+def test_exclusive_nodes_reach_sbatch_through_the_plugin():
+    study = model({"studies": {"s": packed_study(exclusive=True)}})
+    assert "--exclusive" in flags(
+        sbatch_line_of(Job(st.slurm_resources(st.point_for(study, 2), study)))
+    )
+    plain = model({"studies": {"s": packed_study()}})
+    assert st.slurm_resources(st.point_for(plain, 2), plain)["slurm_extra"] is None
+    # beside the GPUs per task a point's slurm_extra may already hold
+    layout = {"processes_per_node": 1, "gpus_per_process": 2}
+    gpus = {
+        "workload": "spiral_mlp",
+        "scaling": {"axis": "gpus", "device": "gpu", "points": [layout]},
+        "submission": {"exclusive": True},
+    }
+    study = model({"studies": {"s": gpus}})
+    res = st.slurm_resources(st.point_for(study, 2), study)
+    assert res["slurm_extra"] == "--gpus-per-task=2 --exclusive"
+    assert {"--exclusive", "--gpus-per-task=2"} <= flags(sbatch_line_of(Job(res)))
+
+
+def test_a_packed_point_asks_for_one_runs_cpus_and_memory_and_all_runtimes():
+    """Snakemake's own group arithmetic (GroupResources, as a group job's resources are
+    made) with the Slurm profile's timed_runs=1: the three repeats stack one after
+    another, so the job asks for one run's CPUs and memory and three runtimes."""
+    from types import SimpleNamespace
+
+    from snakemake.resources import GroupResources, Resources
+
+    study = model({"studies": {"s": packed_study(pack_repeats=True)}})
+    one = st.slurm_resources(st.point_for(study, 2), study)
+    member = {k: v for k, v in one.items() if v is not None} | {"timed_runs": 1}
+    members = [SimpleNamespace(resources=dict(member), pipe_group=None) for _ in range(3)]
+    grouped = GroupResources.basic_layered(
+        [members], Resources.from_mapping({"timed_runs": 1}), run_local=False
+    )
+    assert grouped["runtime"] == 3 * one["runtime"] == st.job_runtime(study, st.point_for(study, 2))
+    line = sbatch_line_of(Job(grouped))
+    assert {"--cpus-per-task=2", "--ntasks=1", "--nodes=1"} <= flags(line)
+    assert f"--mem {one['mem_mb']}" in line and f"-t {3 * one['runtime']}" in line
+    # without it Snakemake would ask for the repeats side by side: three times the CPUs
+    side_by_side = GroupResources.basic_layered(
+        [members], Resources.from_mapping({}), run_local=False
+    )
+    assert side_by_side["cpus_per_task"] == 6 and side_by_side["runtime"] == one["runtime"]
+
+
+def test_packed_repeats_beyond_the_partitions_time_are_refused_naming_key_and_minutes():
+    config = {
+        "partition_limits": {"runtime": 30},
+        "studies": {"s": packed_study(pack_repeats=True)},
+    }
+    with pytest.raises(st.ConfigError) as info:
+        validated(config)
+    assert info.value.problems[0] == (
+        "studies.s.submission.pack_repeats: point t1 packs 3 repeats of 12 minutes into one "
+        "job of 36 minutes, the partition allows 30 (partition_limits.runtime); lower repeats "
+        "or resources.runtime, or set pack_repeats: false"
+    )
+    assert len(info.value.problems) == 2  # t2 too
+    # unpacked, each job fits; a single run beyond the limit is refused as such
+    validated(config | {"studies": {"s": packed_study(pack_repeats=False)}})
+    config["partition_limits"]["runtime"] = 11
+    with pytest.raises(st.ConfigError, match=r"studies.s.resources.runtime: point t1 asks for 12"):
         validated(config)

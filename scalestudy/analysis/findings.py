@@ -249,10 +249,23 @@ def telemetry(runs: pd.DataFrame) -> list[dict]:
     return [{"point": point} | row.to_dict() for point, row in medians.median().iterrows()]
 
 
+def exclusive_node(run: dict) -> bool | None:
+    """Whether the run's job had its nodes to itself (Slurm's OverSubscribe=NO, what
+    sbatch --exclusive gives); None where the record does not say."""
+    value = run.get("slurm_oversubscribe")
+    return value == "NO" if isinstance(value, str) else None
+
+
 def scheduler(runs: pd.DataFrame) -> list[dict]:
-    """Each Slurm job of the study: queue wait and run time."""
+    """Each Slurm run of the study: its job, queue wait and run time, the other runs
+    that shared its job (packed repeats, one after another) and whether the job had
+    its nodes to itself."""
     if "slurm_job_id" not in runs:
         return []
+    slurm = runs[runs["slurm_job_id"].notna()].to_dict("records")
+    by_job: dict[str, list[dict]] = {}
+    for r in slurm:
+        by_job.setdefault(str(r["slurm_job_id"]), []).append(r)
     return [
         {
             "point": r["point"],
@@ -263,9 +276,25 @@ def scheduler(runs: pd.DataFrame) -> list[dict]:
             "queue_wait_s": r["queue_wait_s"],
             "run_s": r["elapsed_s"],
             "status": r["status"],
+            "shared_with": [
+                [o["point"], int(o["repeat"])] for o in by_job[str(r["slurm_job_id"])] if o is not r
+            ],
+            "exclusive": exclusive_node(r),
         }
-        for r in runs[runs["slurm_job_id"].notna()].to_dict("records")
+        for r in slurm
     ]
+
+
+def allocations(jobs: list[dict]) -> dict | None:
+    """How the study's Slurm runs shared allocations: runs, jobs, jobs that ran several
+    runs, and whether every job, none or only some had its nodes to itself."""
+    if not jobs:
+        return None
+    ids = {str(j["job"]) for j in jobs}
+    shared = {str(j["job"]) for j in jobs if j["shared_with"]}
+    known = [j["exclusive"] for j in jobs if j["exclusive"] is not None]
+    exclusive = None if not known else "all" if all(known) else "none" if not any(known) else "some"
+    return {"runs": len(jobs), "jobs": len(ids), "shared_jobs": len(shared), "exclusive": exclusive}
 
 
 def shown_metrics(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
@@ -414,6 +443,7 @@ def study_findings(
             "telemetry": telemetry(runs),
             "staging": staging(runs),
             "scheduler": scheduler(runs),
+            "allocations": allocations(scheduler(runs)),
             "received": received(runs),
             "environment": distinct_columns(runs, ENVIRONMENT),
         }

@@ -58,9 +58,10 @@ def seen_at(duration: float, init: int) -> int:
 
 
 def job_durations(runs_csv: Path) -> list[float]:
-    """Seconds from submission until each run's launcher ended (Slurm runs: the
-    record's finished_at - slurm_submit_time; others: elapsed_s)."""
-    durations = []
+    """Seconds from submission until each job's last launcher ended (Slurm runs: the
+    record's finished_at - slurm_submit_time, the latest of the runs that shared a job,
+    as packed repeats do; others: elapsed_s)."""
+    durations, jobs = [], {}
     with open(runs_csv, newline="") as f:
         for row in csv.DictReader(f):
             if row.get("slurm_submit_time") and row.get("finished_at"):
@@ -68,10 +69,12 @@ def job_durations(runs_csv: Path) -> list[float]:
                 submit = datetime.fromisoformat(row["slurm_submit_time"])
                 if submit.tzinfo is None:  # Slurm writes local time
                     submit = submit.astimezone()
-                durations.append((end - submit).total_seconds())
+                seconds = (end - submit).total_seconds()
+                job = row.get("slurm_job_id") or f"row {len(jobs)}"
+                jobs[job] = max(jobs.get(job, seconds), seconds)
             elif row.get("elapsed_s"):
                 durations.append(float(row["elapsed_s"]))
-    return durations
+    return list(jobs.values()) + durations
 
 
 def lost(durations: list[float], init: int, jitter: float) -> tuple[float, list[float]]:

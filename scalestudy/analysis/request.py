@@ -206,7 +206,7 @@ def accounted(runs: pd.DataFrame, jobs: dict[str, dict]) -> dict:
     """Slurm accounting's CPU busy share (median over the point's jobs) and peak memory
     (largest), None where it has no figure."""
     ok = runs[runs["status"] == "ok"]
-    mine = [jobs[str(j)] for j in ok.get("slurm_job_id", pd.Series(dtype=object)) if str(j) in jobs]
+    mine = [jobs[key] for key in accounting_keys(ok) if key in jobs]
     busy = [j["cpu_s"] / (j["elapsed_s"] * j["cpus"]) for j in mine
             if j["cpu_s"] is not None and j["elapsed_s"] and j["cpus"]]  # fmt: skip
     peaks = [j["peak_mem_mb"] for j in mine if j["peak_mem_mb"] is not None]
@@ -214,6 +214,50 @@ def accounted(runs: pd.DataFrame, jobs: dict[str, dict]) -> dict:
         "sacct_cpu_busy": float(np.median(busy)) if busy else None,
         "sacct_peak_mem_mb": max(peaks) if peaks else None,
     }
+
+
+def accounting_keys(runs: pd.DataFrame) -> list[str]:
+    """The sacct entry of each run: its job, or its own srun step (JOB.STEP) where
+    several runs shared the job (packed repeats), whose totals would mix them and the
+    pauses between them."""
+    none = pd.Series([None] * len(runs), index=runs.index, dtype=object)
+    ids = runs.get("slurm_job_id", none)
+    steps = runs.get("slurm_step_id", none)
+    shared = ids.dropna().astype(str).value_counts()
+    keys = []
+    for job, step in zip(ids, steps, strict=True):
+        if pd.isna(job):
+            continue
+        job = str(job)
+        if shared.get(job, 0) > 1 and not pd.isna(step):
+            keys.append(f"{job}.{int(float(step))}")
+        else:
+            keys.append(job)
+    return keys
+
+
+def partition_time_limits(run=None) -> dict[str, int | None]:
+    """Each partition's time limit in minutes as sinfo gives it (None: infinite), the
+    default partition also under "" (`run`: a stand-in for subprocess.run, for tests).
+    Empty where sinfo cannot be asked."""
+    import subprocess
+
+    try:
+        proc = (run or subprocess.run)(
+            ["sinfo", "-h", "-o", "%P %l"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    limits: dict[str, int | None] = {}
+    for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
+        name, _, text = line.strip().partition(" ")
+        seconds = slurm_seconds(text.strip())  # "infinite" is no number: None
+        minutes = None if seconds is None else int(seconds // 60)
+        if name.endswith("*"):  # sinfo marks the default partition
+            name = name[:-1]
+            limits[""] = minutes
+        limits[name] = minutes
+    return limits
 
 
 def slurm_seconds(text: str) -> float | None:
@@ -277,6 +321,9 @@ def accounting(job_ids: list[str], run=None) -> tuple[dict[str, dict], str | Non
         if "." not in fields[0]:  # the job's own line: its totals
             found["cpu_s"], found["elapsed_s"] = cpu, elapsed
             found["cpus"] = int(fields[3]) if fields[3].isdigit() else None
+        elif fields[0].split(".")[1].isdigit():  # an srun step: one run of a shared job
+            jobs[fields[0]] = {"cpu_s": cpu, "elapsed_s": elapsed, "peak_mem_mb": mem,
+                               "cpus": int(fields[3]) if fields[3].isdigit() else None}  # fmt: skip
         if mem is not None:
             found["peak_mem_mb"] = max(found["peak_mem_mb"] or 0.0, mem)
     return jobs, None

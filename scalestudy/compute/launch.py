@@ -193,6 +193,10 @@ def slurm_job_times(info: dict) -> dict:
         "slurm_start_time": info.get("StartTime"),
         "slurm_time_limit": info.get("TimeLimit"),
         "slurm_partition": info.get("Partition"),
+        # NO: the job had its nodes to itself (sbatch --exclusive)
+        "slurm_oversubscribe": info.get("OverSubscribe"),
+        # also where the run died before it could say: which runs shared a job
+        "slurm_job_id": info.get("JobId"),
     }
     return {k: v for k, v in times.items() if v and v not in ("Unknown", "None")}
 

@@ -606,6 +606,7 @@ def study_view(
                 found["scheduler"], table(found["scheduler"], SCHEDULER.values()), strict=True
             )
         ],
+        "allocations": found.get("allocations"),
         "received": [
             r | {"got": [[label(c), values] for c, values in r["got"]]} for r in found["received"]
         ],
