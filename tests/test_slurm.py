@@ -291,3 +291,34 @@ def test_a_packed_run_that_fails_leaves_its_record_and_the_next_one_still_runs(c
         assert rec["status"] == "failed"
         assert "exceeded memory limit" in rec["reason"]
     assert first["environment"]["slurm_job_id"] == second["environment"]["slurm_job_id"]
+
+
+def test_an_adaptive_study_runs_its_rounds_on_slurm_one_job_per_point_and_round(cluster, workflow):
+    """Issue 16: an adaptive study's rounds on Slurm. Each round's runs are submitted
+    together when its plan is made, the repeats of a point packed into one job; the
+    round plans are local rules, and the next round waits for the last job."""
+    from tests.test_adaptive_workflow import adaptive_study, plans, run_ids
+
+    study = adaptive_study(max_repeats=4) | {
+        "resources": {"mem_mb": 500, "runtime": 2},
+        "submission": {"pack_repeats": True},
+    }
+    workflow.write_config({"partition_limits": limits(), "studies": {"a": study}})
+    proc = workflow.snakemake(*PROFILES)
+    rounds = plans(workflow)
+    assert rounds[-1]["stop"]["reason"] == "limits" and rounds[-1]["totals"] == {"t1": 4, "t2": 4}
+    assert "localcheckpoint adaptive_round" in proc.output
+    jobs = {}
+    for point in ("t1", "t2"):
+        for k in range(1, 5):
+            rec = record(workflow, "a", point, k)
+            assert rec["status"] == "ok", rec["reason"]
+            added_in = next(p["round"] for p in rounds if p["totals"].get(point, 0) >= k)
+            jobs.setdefault((point, added_in), set()).add(rec["environment"]["slurm_job_id"])
+    # one Slurm job per point and round, and as many submissions as that
+    assert all(len(ids) == 1 for ids in jobs.values()), jobs
+    submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", proc.output)
+    assert sorted(submitted) == sorted(next(iter(ids)) for ids in jobs.values())
+    assert len(run_ids(workflow)) == 8
+    again = workflow.snakemake(*PROFILES)
+    assert "Nothing to be done" in again.output
