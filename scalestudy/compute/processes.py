@@ -264,6 +264,56 @@ class CappedLog:
         self.file = None
 
 
+# The tail of a program's output that its worker reads the metric patterns and the
+# failure message from; bounded, so a chatty program cannot exhaust memory.
+OUTPUT_TAIL_BYTES = 8_000_000
+
+
+class OutputTail:
+    """Passes output on to `out` (flushed when it can be) and keeps its last `keep` bytes."""
+
+    def __init__(self, out, keep: int = OUTPUT_TAIL_BYTES):
+        self.out, self.keep, self.tail = out, keep, bytearray()
+        self.flush = getattr(out, "flush", None)
+
+    def write(self, data: bytes) -> None:
+        self.out.write(data)
+        if self.flush is not None:
+            self.flush()
+        self.tail += data
+        if len(self.tail) > 2 * self.keep:
+            del self.tail[: len(self.tail) - self.keep]
+
+    def value(self) -> bytes:
+        return bytes(self.tail[-self.keep :])
+
+    def text(self) -> str:
+        return self.value().decode(errors="replace")
+
+
+def hand_over(fd: int, data: bytes) -> None:
+    """Write all of `data` to a pipe and close it; a reader that is gone is no error."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def read_to_end(fd: int) -> bytes:
+    """All a pipe holds until its writer closes it; closes it."""
+    chunks = []
+    try:
+        while chunk := os.read(fd, BLOCK):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
 def widen_pipe(fd: int) -> None:
     """Give a pipe PIPE_BYTES of buffer (Linux; the system's limit may refuse it)."""
     with contextlib.suppress(OSError):
