@@ -87,9 +87,12 @@ def bare_pipe_seconds(lines: int, usage: str) -> float:
     )
     processes.widen_pipe(proc.stdout.fileno())
     with open(os.devnull, "wb") as null:
+        last = time.monotonic()
         while n := os.splice(proc.stdout.fileno(), null.fileno(), processes.BLOCK):
-            if n < processes.BLOCK // 4:
-                time.sleep(processes.NAP_S)
+            now = time.monotonic()
+            if nap := processes.nap_s(n, now - last):
+                time.sleep(nap)
+            last = now
     proc.wait()
     return time.perf_counter() - start
 

@@ -182,3 +182,20 @@ def test_only_local_command_workers_are_offered_the_launchers_pipes(tmp_path):
     slurm = {"SLURM_JOB_ID": "7", "SLURM_CPUS_PER_TASK": "1"}
     ((_, env),) = worker_processes(spec, tmp_path / "spec.json", tmp_path, environ=slurm)
     assert "SCALESTUDY_DIRECT_OUTPUT" not in env
+
+
+def test_a_torch_distributed_command_on_gloo_reports_from_rank_0(tmp_path):
+    # each rank's output goes to the launcher in one hop; rank 0's tail still comes back
+    script = (
+        "import torch, torch.distributed as dist\n"
+        "dist.init_process_group('gloo', init_method='env://')\n"
+        "x = torch.ones(1) * (dist.get_rank() + 1)\n"
+        "dist.all_reduce(x)\n"
+        "print('rank', dist.get_rank(), 'sum', int(x.item()))\n"
+        "dist.destroy_process_group()"
+    )
+    record = run_command_point(
+        tmp_path, 2, command=[PY, "-c", script], metrics_regex={"sum": r"rank 0 sum (\d+)"}
+    )
+    assert record["status"] == "ok", record["reason"]
+    assert record["metrics"]["sum"] == 3

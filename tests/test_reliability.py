@@ -26,6 +26,7 @@ from scalestudy.analysis.tables import (
 )
 from scalestudy.compute import launch as launch_module
 from scalestudy.compute import ledger as ledger_module
+from scalestudy.compute import processes
 from scalestudy.compute.launch import launch
 from scalestudy.compute.processes import CappedLog
 from scalestudy.records import RecordError, write_json_atomic
@@ -210,6 +211,13 @@ def test_a_failed_programs_output_and_its_last_line_reach_the_log_and_the_reason
     assert text.index("step 0\nstep 1\n") < text.index("bytes of output cut here")
     # the program's output first, then its worker's traceback
     assert text.index("step 199999\ndiverged\n") < text.index("Traceback")
+
+
+def test_the_reader_naps_less_than_a_fast_writer_takes_to_fill_the_pipe():
+    # 200 KB arrived in 1 ms: the 1 MB pipe is half full 2.6 ms later, before a 5 ms nap ends
+    assert processes.nap_s(200_000, 0.001) * 200_000 / 0.001 <= processes.PIPE_BYTES / 2
+    assert processes.nap_s(100, 0.001) == processes.NAP_S  # a slow writer: the whole nap
+    assert processes.nap_s(processes.BLOCK, 0.001) == 0  # a full read: read on at once
 
 
 def test_capped_log_keeps_head_and_tail(tmp_path):
