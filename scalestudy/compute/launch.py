@@ -232,7 +232,8 @@ MEMORY_WATCH_S = 5.0
 
 class Supervisor:
     """Start a run's processes, each leading its own session and dying with the
-    launcher; stream their output into the capped log; stop them all at the time or
+    launcher; stream their output into the capped log (a local command's program
+    writes into a pipe of ours, not its worker's); stop them all at the time or
     memory limit (local runs: Slurm enforces its own) or when the launcher is told to
     stop; and leave no process of theirs behind."""
 
