@@ -312,7 +312,7 @@ class Supervisor:
                             preexec_fn=processes.start_alone,  # noqa: PLW1509 - no threads yet
                         )
                     )
-                except OSError:
+                except BaseException:
                     if theirs:
                         os.close(out_r)
                         os.close(tail_w)
