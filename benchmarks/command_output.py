@@ -15,12 +15,20 @@ the 5 % goal is checked against it too ("chatty / pipe").
 With --unbuffered the program makes one write per line: then every write is a system
 call, which /dev/null alone makes free; a file costs as much as our pipe or more, so
 that case is compared with "file" too.
+
+Beside the wall times, the program reports its own CPU time and how often it waited
+(voluntary context switches: a write that found the pipe full). On a machine shared
+with other work these move much less than wall time does. Writing to a file costs the
+program no less CPU than writing to a pipe here, and far more line by line (its CPU
+time against /dev/null's: buffered 1.15-1.35x for a file, 1.0-1.35x for a pipe;
+unbuffered 1.6-1.9x against 1.05-1.15x), which is why output is not sent to a file.
 Run: .venv/bin/python -m benchmarks.command_output [--lines 1000000 --rounds 5 --unbuffered]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -36,7 +44,7 @@ from scalestudy.compute.launch import launch
 # Python and C write to a pipe by default), or with --unbuffered one write per line:
 # the hardest case, where every write is a system call that /dev/null alone makes free.
 PROGRAM = """
-import os, sys
+import json, os, resource, sys
 if sys.argv[2] == "quiet":
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
 elif sys.argv[2] == "file":
@@ -45,10 +53,13 @@ line = "epoch 1 step %d loss 0.123456 accuracy 0.987654 lr 0.001 samples/s 12345
 for i in range(int(sys.argv[1])):
     sys.stdout.write(line % i)
 sys.stdout.flush()
+use = resource.getrusage(resource.RUSAGE_SELF)
+with open(sys.argv[4], "w") as f:
+    json.dump(dict(cpu_s=use.ru_utime + use.ru_stime, waits=use.ru_nvcsw), f)  # no braces
 """
 
 
-def spec(lines: int, mode: str, file: str) -> dict:
+def spec(lines: int, mode: str, file: str, usage: str) -> dict:
     return {
         "study": "bench",
         "point": "t1",
@@ -57,7 +68,7 @@ def spec(lines: int, mode: str, file: str) -> dict:
         "n": 1,
         "series": "",
         "params": {
-            "command": [sys.executable, "-c", PROGRAM, str(lines), mode, file],
+            "command": [sys.executable, "-c", PROGRAM, str(lines), mode, file, usage],
             "values": {},
             "env": {},
             "metrics_regex": {},
@@ -74,18 +85,21 @@ def command_seconds(record: dict) -> float:
     return next(p["seconds"] for p in record["phases"] if p["name"] == "command")
 
 
-def bare_pipe_seconds(lines: int) -> float:
+def bare_pipe_seconds(lines: int, usage: str) -> float:
     """The program's run time with its output through a bare wide pipe, drained with
     splice() into /dev/null: the least any reader of a pipe can cost it."""
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-c", PROGRAM, str(lines), "chatty", ""], stdout=subprocess.PIPE
+        [sys.executable, "-c", PROGRAM, str(lines), "chatty", "", usage], stdout=subprocess.PIPE
     )
     processes.widen_pipe(proc.stdout.fileno())
     with open(os.devnull, "wb") as null:
+        last = time.monotonic()
         while n := os.splice(proc.stdout.fileno(), null.fileno(), processes.BLOCK):
-            if n < processes.BLOCK // 4:
-                time.sleep(processes.NAP_S)
+            now = time.monotonic()
+            if nap := processes.nap_s(n, now - last):
+                time.sleep(nap)
+            last = now
     proc.wait()
     return time.perf_counter() - start
 
@@ -102,29 +116,40 @@ def main() -> None:
         os.environ["PYTHONUNBUFFERED"] = "1"
     modes = ("chatty", "quiet", "file", "pipe")
     times: dict[str, list[float]] = {mode: [] for mode in modes}
+    uses: dict[str, list[dict]] = {mode: [] for mode in modes}
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
+        usage = f"{tmp}/usage.json"
         for k in range(args.rounds):
             for mode in modes if k % 2 == 0 else reversed(modes):
                 if mode == "pipe":
-                    times[mode].append(bare_pipe_seconds(args.lines))
-                    continue
-                record = launch(
-                    spec(args.lines, mode, f"{shm}/out.txt"),
-                    Path(tmp) / mode / f"rep{k + 1}.json",
-                    log_path=Path(tmp) / f"{mode}{k}.log",
-                    log_limit_mb=args.log_limit_mb,
-                )
-                times[mode].append(command_seconds(record))
+                    times[mode].append(bare_pipe_seconds(args.lines, usage))
+                else:
+                    record = launch(
+                        spec(args.lines, mode, f"{shm}/out.txt", usage),
+                        Path(tmp) / mode / f"rep{k + 1}.json",
+                        log_path=Path(tmp) / f"{mode}{k}.log",
+                        log_limit_mb=args.log_limit_mb,
+                    )
+                    times[mode].append(command_seconds(record))
+                uses[mode].append(json.loads(Path(usage).read_text()))
     for mode, ts in times.items():
-        print(f"{mode:7s} median {statistics.median(ts):.3f} s  runs {[round(t, 3) for t in ts]}")
+        cpu = statistics.median(u["cpu_s"] for u in uses[mode])
+        waits = statistics.median(u["waits"] for u in uses[mode])
+        print(
+            f"{mode:7s} median {statistics.median(ts):.3f} s  runs {[round(t, 3) for t in ts]}"
+            f"  program CPU {cpu:.3f} s, waits {waits:g}"
+        )
     kind = "unbuffered" if args.unbuffered else "buffered"
     for other in ("quiet", "file", "pipe"):
         ratios = [c / q for c, q in zip(times["chatty"], times[other], strict=True)]
         ratio = statistics.median(times["chatty"]) / statistics.median(times[other])
+        cpu = [c["cpu_s"] / q["cpu_s"] for c, q in zip(uses["chatty"], uses[other], strict=True)]
         print(
             f"chatty / {other}: {ratio:.3f}"
             + (" (goal <= 1.05)" if other in ("quiet", "pipe") else "")
-            + f"; per round {min(ratios):.3f}-{max(ratios):.3f}, {args.lines:,} lines, {kind}"
+            + f"; per round {min(ratios):.3f}-{max(ratios):.3f}, median "
+            f"{statistics.median(ratios):.3f}; program CPU {statistics.median(cpu):.3f}; "
+            f"{args.lines:,} lines, {kind}"
         )
 
 

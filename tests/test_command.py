@@ -1,13 +1,18 @@
 """Your own command as a workload: placeholders, metrics, failures and no shell injection."""
 
+import io
 import json
+import os
 import sys
+import threading
 
 import pytest
 
 from scalestudy import studies as st
-from scalestudy.compute.launch import launch
+from scalestudy.compute import processes
+from scalestudy.compute.launch import launch, worker_processes
 from tests.test_studies import config_error, model
+from workloads import command as command_workload
 
 PY = sys.executable
 # Every shell metacharacter we could think of, and placeholder-looking text.
@@ -137,3 +142,60 @@ def test_bad_commands_are_refused_before_any_job(params, message):
 def test_a_command_study_needs_a_command():
     error = config_error({"studies": {"own": command_study()}})
     assert "command" in error
+
+
+CHATTY = "import sys\nfor i in range(300000): print('line', i)\nsys.exit(4)"
+
+
+def test_under_slurm_the_worker_passes_the_programs_output_on_itself(capfd):
+    # srun's tasks cannot get the launcher's pipes: the worker reads and passes it on
+    code, tail, seconds = command_workload.run_command([PY, "-c", CHATTY], dict(os.environ), None)
+    assert code == 4 and tail.endswith("line 299999\n") and seconds > 0
+    assert capfd.readouterr().err.endswith("line 299998\nline 299999\n")
+
+
+def test_locally_the_launcher_reads_the_output_and_hands_its_tail_back():
+    out_r, out_w = os.pipe()
+    tail_r, tail_w = os.pipe()
+    received = processes.OutputTail(io.BytesIO(), keep=100)
+
+    def launcher() -> None:
+        processes.pump(out_r, received)
+        processes.hand_over(tail_w, received.value())
+
+    reader = threading.Thread(target=launcher)
+    reader.start()
+    code, tail, _ = command_workload.run_command(
+        [PY, "-c", CHATTY], dict(os.environ), None, (out_w, tail_r)
+    )
+    reader.join()
+    assert code == 4 and tail == received.text() and tail.endswith("line 299999\n")
+    assert received.out.getvalue().startswith(b"line 0\nline 1\n")
+    assert len(received.out.getvalue()) == sum(len(f"line {i}\n") for i in range(300000))
+
+
+def test_only_local_command_workers_are_offered_the_launchers_pipes(tmp_path):
+    study = model({"studies": {"own": command_study(2, command="true")}}, "own")
+    spec = st.run_spec(study, 2, 1)
+    local = worker_processes(spec, tmp_path / "spec.json", tmp_path, environ={})
+    assert [env.get("SCALESTUDY_DIRECT_OUTPUT") for _, env in local] == ["1", "1"]
+    slurm = {"SLURM_JOB_ID": "7", "SLURM_CPUS_PER_TASK": "1"}
+    ((_, env),) = worker_processes(spec, tmp_path / "spec.json", tmp_path, environ=slurm)
+    assert "SCALESTUDY_DIRECT_OUTPUT" not in env
+
+
+def test_a_torch_distributed_command_on_gloo_reports_from_rank_0(tmp_path):
+    # each rank's output goes to the launcher in one hop; rank 0's tail still comes back
+    script = (
+        "import torch, torch.distributed as dist\n"
+        "dist.init_process_group('gloo', init_method='env://')\n"
+        "x = torch.ones(1) * (dist.get_rank() + 1)\n"
+        "dist.all_reduce(x)\n"
+        "print('rank', dist.get_rank(), 'sum', int(x.item()))\n"
+        "dist.destroy_process_group()"
+    )
+    record = run_command_point(
+        tmp_path, 2, command=[PY, "-c", script], metrics_regex={"sum": r"rank 0 sum (\d+)"}
+    )
+    assert record["status"] == "ok", record["reason"]
+    assert record["metrics"]["sum"] == 3

@@ -27,7 +27,14 @@ from scalestudy.compute.commandline import (
     metrics_from_output,
     substitute,
 )
-from scalestudy.compute.processes import die_with_parent, pump_aside, widen_pipe
+from scalestudy.compute.processes import (
+    OUTPUT_TAIL_BYTES,
+    OutputTail,
+    die_with_parent,
+    pump_aside,
+    read_to_end,
+    widen_pipe,
+)
 
 WORKLOAD = {
     "distributed": True,
@@ -87,9 +94,6 @@ WORKLOAD = {
     },
 }
 
-# Output kept for the regexes: the tail, so a chatty command cannot exhaust memory.
-OUTPUT_KEEP_CHARS = 8_000_000  # bytes of the tail
-
 
 def placeholder_values(params: dict, ctx, run_dir: Path) -> dict:
     point = ctx.point
@@ -109,30 +113,27 @@ def placeholder_values(params: dict, ctx, run_dir: Path) -> dict:
     }
 
 
-class OutputTail:
-    """Passes the program's output on to the job log and keeps its tail."""
-
-    def __init__(self, out, keep: int):
-        self.out, self.keep, self.tail = out, keep, bytearray()
-
-    def write(self, data: bytes) -> None:
-        self.out.write(data)
-        self.out.flush()
-        self.tail += data
-        if len(self.tail) > 2 * self.keep:
-            del self.tail[: len(self.tail) - self.keep]
-
-    def text(self) -> str:
-        return self.tail[-self.keep :].decode(errors="replace")
+def direct_output() -> tuple[int, int] | None:
+    """The launcher's pipes when it reads the program's output itself (local runs): the
+    one the program writes to, and the one the output's tail comes back on. Taken out
+    of the environment, so that the program does not see them."""
+    out = os.environ.pop("SCALESTUDY_OUTPUT_FD", None)
+    tail = os.environ.pop("SCALESTUDY_TAIL_FD", None)
+    os.environ.pop("SCALESTUDY_DIRECT_OUTPUT", None)
+    return None if out is None or tail is None else (int(out), int(tail))
 
 
-def run_command(argv: list[str], env: dict, cwd: str | None) -> tuple[int, str, float]:
+def run_command(
+    argv: list[str], env: dict, cwd: str | None, direct: tuple[int, int] | None = None
+) -> tuple[int, str, float]:
     """Run without a shell; return its exit status, the tail of its output and its
     run time (start to exit). Its output goes to the job log as it is written, through
     a wide pipe read in blocks (scalestudy.compute.processes.pump: a chatty program must not
-    wait for us); its tail is kept for the metric patterns and the failure message. It
-    dies with this process (parent-death signal) and stays in the run's process group,
-    so the launcher can stop all of it."""
+    wait for us): the launcher's own pipe when it gave one (`direct`, see
+    direct_output), which hands the tail back once the output ended, else ours, passed
+    on to our stderr. The tail is kept for the metric patterns and the failure message.
+    The program dies with this process (parent-death signal) and stays in the run's
+    process group, so the launcher can stop all of it."""
     start = time.perf_counter()
     try:
         proc = subprocess.Popen(
@@ -140,7 +141,7 @@ def run_command(argv: list[str], env: dict, cwd: str | None) -> tuple[int, str, 
             env=env,
             cwd=cwd,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
+            stdout=direct[0] if direct else subprocess.PIPE,
             stderr=subprocess.STDOUT,
             preexec_fn=die_with_parent,  # noqa: PLW1509 - the worker runs no threads here
         )
@@ -148,6 +149,16 @@ def run_command(argv: list[str], env: dict, cwd: str | None) -> tuple[int, str, 
         raise RuntimeError(f"command not found: {argv[0]!r}") from None
     except PermissionError:
         raise RuntimeError(f"command not executable: {argv[0]!r}") from None
+    finally:
+        if direct:
+            # the program (and what it starts) then holds the pipe's only writing end:
+            # the launcher sees the output end when the program's ends
+            os.close(direct[0])
+    if direct:
+        code = proc.wait()
+        seconds = time.perf_counter() - start
+        tail = read_to_end(direct[1])[-OUTPUT_TAIL_BYTES:]
+        return code, tail.decode(errors="replace"), seconds
     ended = {}
 
     def wait() -> None:
@@ -157,7 +168,7 @@ def run_command(argv: list[str], env: dict, cwd: str | None) -> tuple[int, str, 
     waiter = threading.Thread(target=wait, daemon=True)
     waiter.start()
     widen_pipe(proc.stdout.fileno())
-    sink = OutputTail(sys.stderr.buffer, OUTPUT_KEEP_CHARS)
+    sink = OutputTail(sys.stderr.buffer)
     pump_aside(os.dup(proc.stdout.fileno()), sink)
     proc.stdout.close()
     waiter.join()
@@ -165,6 +176,7 @@ def run_command(argv: list[str], env: dict, cwd: str | None) -> tuple[int, str, 
 
 
 def run(params: dict, ctx) -> None:
+    direct = direct_output()
     run_dir = Path(tempfile.mkdtemp(prefix="scalestudy-run-"))
     try:
         values = placeholder_values(params, ctx, run_dir)
@@ -173,7 +185,7 @@ def run(params: dict, ctx) -> None:
         env = dict(os.environ) | {k: substitute(v, values) for k, v in extra_env.items()}
         cwd = params.get("workdir")
         with ctx.phase("command", kind="epoch") as phase:
-            code, output, seconds = run_command(argv, env, cwd)
+            code, output, seconds = run_command(argv, env, cwd, direct)
         phase.seconds = seconds  # until the program ended, not until its output was read
         if code != 0:
             last = next((line for line in reversed(output.splitlines()) if line.strip()), "")

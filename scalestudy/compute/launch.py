@@ -81,6 +81,9 @@ def worker_processes(
         return [(srun_command(spec, environ, job) + base, env)]
     if requested["nodes"] > 1:
         raise RuntimeError("points with more than one node need a Slurm allocation")
+    if spec["workload"] == "command":
+        # the program's output then comes to the launcher itself (Supervisor.run)
+        env["SCALESTUDY_DIRECT_OUTPUT"] = "1"
     cpu_sets = local_cpu_sets(requested["threads"], world, sorted(os.sched_getaffinity(0)))
     if world == 1:
         return [(base, pinned(env, cpu_sets, 0))]
@@ -233,7 +236,8 @@ MEMORY_WATCH_S = 5.0
 
 class Supervisor:
     """Start a run's processes, each leading its own session and dying with the
-    launcher; stream their output into the capped log; stop them all at the time or
+    launcher; stream their output into the capped log (a local command's program
+    writes into a pipe of ours, not its worker's); stop them all at the time or
     memory limit (local runs: Slurm enforces its own) or when the launcher is told to
     stop; and leave no process of theirs behind."""
 
@@ -270,9 +274,19 @@ class Supervisor:
         pinned_cpus = {int(c) for c in pinned.split(",") if c}
         aside = os.sched_getaffinity(0) - pinned_cpus if pinned_cpus else set()
 
-        def read(fd: int) -> None:
+        def read(fd: int, tail_fd: int | None = None) -> None:
             processes.run_aside(aside)
-            processes.pump(fd, self.log)
+            if tail_fd is None:
+                processes.pump(fd, self.log)
+                return
+            # a program's own output, read here in one hop (through its worker it cost a
+            # chatty program 10-18 % more than a bare pipe): into the log, and its tail
+            # back to the worker (metric patterns, failure message) once it has ended
+            kept = processes.OutputTail(self.log)
+            try:
+                processes.pump(fd, kept)
+            finally:
+                processes.hand_over(tail_fd, kept.value())
 
         def on_signal(signum, _frame):
             raise Terminated(signal.Signals(signum).name)
@@ -280,16 +294,38 @@ class Supervisor:
         readers, old = [], {}
         try:
             for cmd, env in commands:
-                self.procs.append(
-                    subprocess.Popen(
-                        cmd,
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT,
-                        preexec_fn=processes.start_alone,  # noqa: PLW1509 - no threads yet
+                theirs = []  # the worker's ends of the pipes of its program's output
+                if env.get("SCALESTUDY_DIRECT_OUTPUT"):
+                    out_r, out_w = os.pipe()
+                    tail_r, tail_w = os.pipe()
+                    processes.widen_pipe(out_r)
+                    theirs = [out_w, tail_r]
+                    env = env | {
+                        "SCALESTUDY_OUTPUT_FD": str(out_w),
+                        "SCALESTUDY_TAIL_FD": str(tail_r),
+                    }
+                try:
+                    self.procs.append(
+                        subprocess.Popen(
+                            cmd,
+                            env=env,
+                            stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT,
+                            pass_fds=theirs,
+                            preexec_fn=processes.start_alone,  # noqa: PLW1509 - no threads yet
+                        )
                     )
-                )
+                except BaseException:
+                    if theirs:
+                        os.close(out_r)
+                        os.close(tail_w)
+                    raise
+                finally:
+                    for fd in theirs:
+                        os.close(fd)
+                if theirs:
+                    readers.append(threading.Thread(target=read, args=(out_r, tail_w), daemon=True))
             processes.reaper_watch(self.reaper, [p.pid for p in self.procs])
             for p in self.procs:
                 processes.widen_pipe(p.stdout.fileno())
