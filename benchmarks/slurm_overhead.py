@@ -10,6 +10,15 @@ next submission. Needs root (it starts tests/slurm/cluster.sh).
   .venv/bin/python -m benchmarks.slurm_overhead --seconds 120 --count 3
   ... --polling old      the test overlay's 2 s (what this benchmark used before)
   ... --init 13          another slurm-init-seconds-before-status-checks
+  ... --pack             the repeats packed into one job (submission.pack_repeats);
+                         pick --init for the job's whole length (make slurm-polling)
+
+Measured (2026-11-23, test cluster, quiet machine): 20-s runs, 4 jobs 1.62 before
+packing; packed with --init 1: 4 repeats 1.332, 6 repeats 1.302; 120-s runs, 3 packed
+with --init 3: 1.088. What is left is Snakemake's start in the job (~5 s), each
+member's own start in it (~3 s), and the plugin's status interval, which grows by
+10 s per check that sees no job end (hard-coded in the plugin), so a long job is seen
+up to one interval late.
 
 Times: Snakemake's log lines are stamped as they arrive; Slurm's job ends are
 sampled with squeue every 0.25 s (so they are up to 0.25 s late); Slurm's own submit
@@ -38,7 +47,7 @@ from benchmarks.common import REPO
 from scalestudy.analysis.polling import POLLING_KEYS, best_init, check_times
 
 CLUSTER = REPO / "tests" / "slurm" / "cluster.sh"
-SUBMITTED = re.compile(r"Job (\d+) has been submitted with SLURM jobid (\d+)")
+SUBMITTED = re.compile(r"Job (\S+) has been submitted with SLURM jobid (\d+)")
 FINISHED = re.compile(r"Finished jobid: (\d+)")
 CHECK = re.compile(r"Checking the status of \d+ active jobs|No active jobs; skipping")
 
@@ -130,6 +139,9 @@ def main() -> None:
     parser.add_argument("--polling", choices=("profile", "old"), default="profile")
     parser.add_argument("--init", type=int, help="slurm-init-seconds-before-status-checks")
     parser.add_argument("--keep-cluster", action="store_true")
+    parser.add_argument(
+        "--pack", action="store_true", help="submission.pack_repeats: the repeats in one job"
+    )
     args = parser.parse_args()
     count = args.count or (4 if args.seconds <= 60 else 3)
     subprocess.run(["bash", str(CLUSTER), "start"], check=True)
@@ -145,6 +157,8 @@ def main() -> None:
             "repeats": count,
             "resources": {"mem_mb": 200, "runtime": math.ceil(args.seconds / 60) + 1},
         }
+        if args.pack:
+            study["submission"] = {"pack_repeats": True}
         (tmp / "config" / "config.yaml").write_text(yaml.safe_dump({"studies": {"bench": study}}))
         over = overlay(tmp, args.polling, args.init)
         settings = effective(tmp, over)
@@ -171,7 +185,10 @@ def main() -> None:
             for job_log in sorted((tmp / ".snakemake" / "slurm_logs").rglob("*.log")):
                 print(f"----- {job_log.name}:", *job_log.read_text().splitlines()[-15:], sep="\n")
             raise SystemExit(f"snakemake failed ({proc.returncode})")
-        report(args, count, settings, tmp, records, log, ends.ends, start, end)
+        if args.pack:
+            report_packed(args, count, settings, tmp, records, log, ends.ends, start, end)
+        else:
+            report(args, count, settings, tmp, records, log, ends.ends, start, end)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if not args.keep_cluster:
@@ -248,6 +265,34 @@ def report(args, count, settings, tmp, records, log, slurm_end, start, end) -> N
             f"  analysis.polling's interval for these jobs: {best_init(durations, 0.02, 180)}"
             " (--jitter 0.02)"
         )
+
+
+def report_packed(args, count, settings, tmp, records, log, slurm_end, start, end) -> None:
+    """One job ran every repeat, one after another: where its time went."""
+    total = end - start
+    recs = sorted((json.loads((tmp / p).read_text()) for p in records),
+                  key=lambda r: epoch(r["started_at"]))  # fmt: skip
+    jobs = {str(r["environment"]["slurm_job_id"]) for r in recs}
+    walls = [r["wall_s"] for r in recs]
+    own = sum(walls)
+    env = recs[0]["environment"]
+    (slurm_id,) = jobs
+    seen = min(t for t, _ in log.times(FINISHED) if t >= slurm_end[slurm_id])
+    pairs = zip(recs, recs[1:], strict=False)
+    gaps = [epoch(b["started_at"]) - epoch(a["finished_at"]) for a, b in pairs]
+    print(f"{count} repeats of `sleep {args.seconds:g}` packed into {len(jobs)} Slurm job, "
+          + ", ".join(f"{k}={v}" for k, v in settings.items() if v is not None))  # fmt: skip
+    print(f"total {total:.1f} s, runs' own wall times {' + '.join(f'{w:.1f}' for w in walls)}"
+          f" = {own:.1f} s: total / runs = {total / own:.3f}")  # fmt: skip
+    submitted = next(t for t, m in log.times(SUBMITTED) if m[2] == slurm_id)
+    print(
+        f"  workflow start to submission {submitted - start:.1f} s, queue "
+        f"{epoch(env['slurm_start_time']) - epoch(env['slurm_submit_time']):.1f} s, start-up "
+        f"{epoch(recs[0]['started_at']) - epoch(env['slurm_start_time']):.1f} s, between runs "
+        f"{' + '.join(f'{g:.1f}' for g in gaps)} s, job end "
+        f"{slurm_end[slurm_id] - epoch(recs[-1]['finished_at']):.1f} s, polling "
+        f"{seen - slurm_end[slurm_id]:.1f} s, to the end of snakemake {end - seen:.1f} s"
+    )
 
 
 if __name__ == "__main__":
