@@ -157,3 +157,44 @@ def test_a_grid_shows_its_heat_map_and_the_best_layout_per_total(tmp_path):
     assert "52.5 s 95% efficiency 2 cores" in text
     html = render("t", [study_view(analysis, summary, {})])
     assert html.count('class="band-') == 4 and 'band-excellent best"' in html
+
+
+def test_a_decided_adaptive_answer_does_not_ask_for_fixed_repeats(tmp_path):
+    """Issue 16: the default study answered "Decided by these runs", then told to raise
+    `repeats` (which an adaptive study does not run) for its unstable points, and to
+    measure beyond its largest candidate as if it were not decided."""
+    from scalestudy.analysis.adaptive import round_of_run, rounds_summary
+    from scalestudy.analysis.findings import study_findings
+    from scalestudy.analysis.plan import round_plan
+    from scalestudy.analysis.predictions import jsonable, study_predictions
+    from scalestudy.analysis.tables import summarise
+    from tests.test_studies import model
+
+    adaptive = {"workload": "spiral_mlp", "scaling": {"points": [1, 2]}, "budget_su": 1,
+                "adaptive": {"target_ci": 0.5, "first_repeats": 4}}  # fmt: skip
+    study = model({"studies": {"a": adaptive}}, "a")
+    # t2's last run an outlier: unstable, yet the step 1 -> 2 clearly pays
+    times = {1: [10.0, 10.1, 9.9, 10.0], 2: [5.0, 5.1, 4.9, 9.0]}
+    rows = [
+        {"study": "a", "point": f"t{n}", "series": "", "n": n, "repeat": k, "status": "ok",
+         "reason": None, "wall_s": t, "elapsed_s": t, "train_s": t, "mismatch": False,
+         "mismatches": "", "cores": n, "gpus": 0, "overlapped": False}
+        for n, ts in times.items()
+        for k, t in enumerate(ts, 1)
+    ]  # fmt: skip
+    runs = pd.DataFrame(rows)
+    plans = [round_plan(study, 1, None), round_plan(study, 2, runs)]
+    assert plans[-1]["stop"]["reason"] == "decided"
+    pairs = zip(runs["point"], runs["repeat"], strict=True)
+    runs["round"] = [round_of_run(plans, p, k) for p, k in pairs]
+    summary = summarise(runs, study)
+    analysis = study_predictions(summary, runs, study)
+    analysis["adaptive"] = jsonable(rounds_summary(plans, 0.01, study.repeats))
+    analysis["findings"] = json.loads(json.dumps(study_findings(study, summary, runs, analysis)))
+    text = text_of(render("t", [study_view(analysis, summary, {})]))
+    assert "Decided by these runs" in text and "Stopped: the answer is decided." in text
+    assert "point t2 is unstable (their repeats disagree, so they stay out of the model fits)" in (
+        text
+    )
+    assert "raise repeats" not in text and "Caution: point" not in text
+    assert "N = 2 is the largest candidate; add larger ones" in text
