@@ -193,7 +193,7 @@ def test_a_decided_adaptive_answer_does_not_ask_for_fixed_repeats(tmp_path):
     analysis["findings"] = json.loads(json.dumps(study_findings(study, summary, runs, analysis)))
     text = text_of(render("t", [study_view(analysis, summary, {})]))
     assert "Decided by these runs" in text and "Stopped: the answer is decided." in text
-    assert "point t2 is unstable (their repeats disagree, so they stay out of the model fits)" in (
+    assert "point t2 is unstable (its repeats disagree, so it stays out of the model fits)" in (
         text
     )
     assert "raise repeats" not in text and "Caution: point" not in text
