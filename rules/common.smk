@@ -107,12 +107,19 @@ def adaptive_records(study):
     config or the code asked for are never dropped from the answer."""
     totals = dict(adaptive_rounds(study)[-1][1]["totals"])
     for point in POINTS.loc[study, "point"]:
-        repeat = totals.get(point, 0)
-        while Path(paths.record_path(study, point, repeat + 1)).exists():
-            repeat += 1
-        if repeat:
-            totals[point] = repeat
+        on_disk = len(list(records_on_disk(study, point)))
+        if on_disk > totals.get(point, 0):
+            totals[point] = on_disk
     return records_of(study, totals)
+
+
+def records_on_disk(study, point):
+    """(repeat, path) of the point's records that exist, from rep1 up to the first gap."""
+    for repeat in itertools.count(1):
+        path = Path(paths.record_path(study, point, repeat))
+        if not path.exists():
+            return
+        yield repeat, path
 
 
 def get_previous_round(wildcards):
@@ -346,10 +353,7 @@ def finished_runs(study):
     """(point, repeat) of a study's runs whose records say ok: they will not run again."""
     finished = set()
     for point in POINTS.loc[study, "point"]:
-        for repeat in itertools.count(1):
-            path = Path(paths.record_path(study, point, repeat))
-            if not path.exists():
-                break
+        for repeat, path in records_on_disk(study, point):
             try:
                 if read_record(path)["status"] == "ok":
                     finished.add((point, repeat))
