@@ -36,7 +36,6 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy.stats import binom
 
 LEVEL = 0.95
 
@@ -57,6 +56,10 @@ def _tails(level: float) -> tuple[float, float]:
 def _order_stat_rule(n: int, level: float, interpolate: bool) -> tuple[int, float, float]:
     """(d, lam, coverage): the CI of the median of n sorted values runs from
     (1-lam)*X_(d) + lam*X_(d+1) to (1-lam)*X_(n-d+1) + lam*X_(n-d) (1-based ranks)."""
+    # imported here, not at the top: the workflow's parse imports this module, and
+    # scipy.stats costs ~1 s of every Snakemake start (each packed member's too)
+    from scipy.stats import binom
+
     # hand-written: SciPy has no interpolated interval; its exact one (quantile_test) is
     # the interpolate=False case here, ~60x slower (benchmarks/stats_scipy.py)
     ds = np.arange(1, (n + 1) // 2 + 1)

@@ -51,7 +51,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import bootstrap
 
 from scalestudy.analysis.intervals import LEVEL, _tails
 
@@ -325,6 +324,8 @@ def _bootstrap_means(samples, statistic, n_boot: int, rng) -> np.ndarray:
     """n_boot x G: the G mean log times that `statistic` makes of each of n_boot
     resamples of `samples` (scipy.stats.bootstrap, every sample redrawn on its own).
     Only its bootstrap distribution is used: the refits give the intervals."""
+    from scipy.stats import bootstrap  # here: scipy.stats costs ~1 s of every workflow parse
+
     res = bootstrap(
         samples,
         statistic,
