@@ -81,8 +81,9 @@ def test_while_every_step_pays_the_next_candidate_is_measured():
     plan = next_round(2, CANDIDATES, 1, {1: 3, 2: 3, 4: 3}, samples, su_per_run(CANDIDATES),
                       5.0, RULES)  # fmt: skip
     assert plan["stop"] is None
-    assert plan["added"][8] == 3 and "next candidates up, to N = 8" in plan["why"][8]
-    assert plan["totals"][8] == 3
+    # a new candidate gets the 2 runs an interval needs; more follow where its step is unclear
+    assert plan["added"][8] == 2 and "next candidates up, to N = 8" in plan["why"][8]
+    assert plan["totals"][8] == 2
 
 
 def test_the_last_candidate_is_decided_when_its_step_pays_clearly():
@@ -102,10 +103,11 @@ def test_an_undecided_step_gets_repeats_at_its_ends_and_the_base():
     assert {1, 4, 8} <= set(plan["added"]), plan["why"]
     # at most doubling a point's runs in one round
     assert all(1 <= k <= runs[n] for n, k in plan["added"].items())
-    # deciding it would take far more runs than max_repeats allows: it stops, and says so
+    # a step whose gain, as measured on 3 runs, sits near the threshold is not given up
+    # while its points have fewer than max_repeats runs (it was, projecting from that
+    # gain: few noisy runs gave up on easy studies)
     plan = next_round(2, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 5.0, RULES)
-    assert plan["stop"]["reason"] == LIMITS and plan["totals"] == runs
-    assert "would take more runs than max_repeats = 10 allows (about" in plan["stop"]["text"]
+    assert plan["stop"] is None and {4, 8} <= set(plan["added"]), plan["why"]
 
 
 def test_a_point_without_two_usable_runs_is_measured_again_not_decided():
@@ -115,6 +117,61 @@ def test_a_point_without_two_usable_runs_is_measured_again_not_decided():
     assert not judged["decided"] and judged["needs"][2] == "only 1 usable run at N = 2"
     judged = judge([1, 2], {1: samples[1], 2: np.empty(0)}, 1, RULES)
     assert not judged["decided"] and judged["needs"][2] == "only 0 usable runs at N = 2"
+
+
+def test_a_clear_knee_on_two_runs_a_point_is_not_decided_until_three():
+    # of 2 runs the bootstrap median takes 3 values: such intervals are far too narrow
+    # (decided and wrong in 5 % of the simulated studies). The deciding points (the base,
+    # both ends of the last step that pays and of the first that does not) get a third
+    # run, and only then is the answer decided.
+    samples = runs_of(KNEE, 6) | {n: runs_of(KNEE, 2)[n] for n in (4, 8)}
+    judged = judge(CANDIDATES, samples, 1, RULES)
+    assert judged["worth_n"] == 4 and not judged["decided"]
+    assert judged["needs"] == {4: "only 2 usable runs at N = 4, too few to decide on",
+                               8: "only 2 usable runs at N = 8, too few to decide on"}  # fmt: skip
+    runs = {1: 6, 2: 6, 4: 2, 8: 2}
+    plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, RULES)
+    assert plan["stop"] is None and plan["added"] == {4: 1, 8: 1}
+    samples |= {n: runs_of(KNEE, 3)[n] for n in (4, 8)}
+    assert judge(CANDIDATES, samples, 1, RULES)["decided"]
+
+
+def test_an_out_of_reach_speedup_target_does_not_stop_the_work_on_the_steps():
+    # the step 4 -> 8 is undecided on 3 runs, and a +-0.1 % CI would take thousands of
+    # runs. The steps, which decide the answer, still get their runs (before, the CI's
+    # projection stopped the study at once); the CI target itself gets none.
+    near = {n: 100 * (0.3 + 0.7 / n) for n in CANDIDATES}
+    samples = runs_of(near, 3, cv=0.08, seed=3)
+    runs = {n: 3 for n in CANDIDATES}
+    strict = Rules(**{**RULES.__dict__, "target_ci": 0.001})
+    plan = next_round(2, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 5.0, strict)
+    assert plan["stop"] is None and {4, 8} <= set(plan["added"]), plan["why"]
+    assert 1 not in plan["added"]  # the base moves the step 4 -> 8 too little to matter
+    # once the steps are decided, the study stops, saying the target is out of reach
+    samples = runs_of(KNEE, 6)
+    plan = next_round(3, CANDIDATES, 1, {n: 6 for n in CANDIDATES}, samples,
+                      su_per_run(CANDIDATES), 10.0, strict)  # fmt: skip
+    assert plan["stop"]["reason"] == LIMITS and plan["added"] == {}
+    assert plan["stop"]["text"].startswith("not decided: the speedup at N = 4 is known to ±")
+    assert (
+        "the target of ±0.1 % would take more runs than max_repeats = 10 allows (about"
+        in (plan["stop"]["text"])
+    )
+
+
+def test_the_base_is_measured_again_only_for_steps_it_moves():
+    # speedups 1, 1.9, 3.5, 6.1, 9.6, 13.4, 16.6 (Amdahl, 4 % serial): the step 32 -> 64
+    # gains 0.1 per unit, right at the threshold. Its gain hardly depends on the base
+    # (a base 10 % slower moves it by 0.01), so the repeats go to 32 and 64 only.
+    ns = [1, 2, 4, 8, 16, 32, 64]
+    times = {n: 100 * (0.04 + 0.96 / n) for n in ns}
+    samples = runs_of(times, 3, cv=0.05, seed=2)
+    loose = Rules(**{**RULES.__dict__, "target_ci": 0.99})
+    judged = judge(ns, samples, 1, loose)
+    assert set(judged["needs"]) == {32, 64}, judged["needs"]
+    # a low step moves with the base: 1 -> 2 near its threshold asks for the base too
+    low = Rules(**{**loose.__dict__, "threshold": 0.9})
+    assert 1 in judge(ns, samples, 1, low)["needs"]
 
 
 def test_a_wide_speedup_interval_asks_for_repeats_at_the_answer_and_the_base():
@@ -193,7 +250,7 @@ def test_the_plan_of_a_round_from_a_studys_runs():
     # perfect scaling so far: the next candidate is measured, priced at its limit
     runs = records_table({1: [10.0, 10.1, 9.9], 2: [5.0, 5.05, 4.95]})
     second = round_plan(study, 2, runs)
-    assert second["added"] == {"t4": 3} and second["totals"] == {"t1": 3, "t2": 3, "t4": 3}
+    assert second["added"] == {"t4": 2} and second["totals"] == {"t1": 3, "t2": 3, "t4": 2}
     assert math.isclose(second["spent_su"], (30.0 + 2 * 15.0) / 3600)
     assert second["su_per_run"]["t1"] == pytest.approx(10.0 / 3600)
 
@@ -237,15 +294,20 @@ def test_an_adaptive_study_is_a_valid_config():
 
 
 def test_the_simulator_against_fixed_grids():
-    """Kept short (60 studies); the figures in the notes come from 400
+    """Kept short (200 studies, ~5 s); the figures in the notes come from 1000
     (python -m benchmarks.adaptive_simulator). Bounds asserted: the rules' own error
-    rate, and that adaptive spends less than the 5-run grid in the median study."""
-    table = simulator.tally(simulator.simulate(60, seed=7))
-    adaptive = table["adaptive"]
-    assert adaptive["wrong"] <= 0.05
-    assert adaptive["right"] + adaptive["wrong"] + adaptive["not_decided"] == pytest.approx(1)
-    assert table["grid5"]["su_vs_grid5"]["median"] == pytest.approx(1.0)
-    assert adaptive["su_vs_grid5"]["median"] < 1.0
+    rate (the goal: decided and wrong in at most 5 %), right answers as often as the
+    5-run grid's within what 200 studies can tell (1000 give 0.83 against 0.81), and
+    less SU than that grid in the median study (1000 give 0.62)."""
+    table = simulator.tally(simulator.simulate(200, seed=7))
+    adaptive, grid5 = table["adaptive"], table["grid5"]
+    assert adaptive["decided_wrong"] <= 0.05
+    assert adaptive["decided_right"] + adaptive["decided_wrong"] + adaptive["not_decided"] == (
+        pytest.approx(1)
+    )
+    assert adaptive["right"] >= grid5["right"] - 0.05, (adaptive["right"], grid5["right"])
+    assert grid5["su_vs_grid5"]["median"] == pytest.approx(1.0)
+    assert adaptive["su_vs_grid5"]["median"] < 0.75
 
 
 def test_candidates_can_be_a_range():

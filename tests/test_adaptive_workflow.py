@@ -10,7 +10,8 @@ import pytest
 
 PY = sys.executable
 # a command whose time halves with its threads, and whose odd repeats take 1.5x as long:
-# its speedup's interval stays about +-38 %, so that rounds add repeats (up to
+# its speedup's interval stays about +-38 %, so that the step 1 -> 2 (a gain of about 1
+# per core) stays undecided against a threshold of 1, and rounds add repeats (up to
 # max_repeats) whatever the machine's own noise
 PROGRAM = (
     "import sys, time; n, k = map(int, sys.argv[1:]); time.sleep(0.4 / n * (1.5 if k % 2 else 1))"
@@ -27,8 +28,9 @@ def adaptive_study(**adaptive) -> dict:
         "resources": {"mem_mb": 500, "runtime": 1},
         "budget_su": 1,
         "include_shared": True,  # other tests may run beside this one; not under test here
-        # a target these runs do not meet, but not out of reach: rounds add repeats
-        "adaptive": {"target_ci": 0.3, "first_repeats": 2} | adaptive,
+        "recommend": {"min_marginal_speedup": 1.0},
+        # the step decides; a target beyond max_repeats would stop the study at once
+        "adaptive": {"target_ci": 0.99, "first_repeats": 2} | adaptive,
     }
 
 
