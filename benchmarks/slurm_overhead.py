@@ -16,9 +16,15 @@ next submission. Needs root (it starts tests/slurm/cluster.sh).
 Measured (2026-11-23, test cluster, quiet machine): 20-s runs, 4 jobs 1.62 before
 packing; packed with --init 1: 4 repeats 1.332, 6 repeats 1.302; 120-s runs, 3 packed
 with --init 3: 1.088. What is left is Snakemake's start in the job (~5 s), each
-member's own start in it (~3 s), and the plugin's status interval, which grows by
-10 s per check that sees no job end (hard-coded in the plugin), so a long job is seen
-up to one interval late.
+member's own start in it (~3 s: the jobstep executor starts a Snakemake per member),
+and the plugin's status interval, which grows by 10 s per check that sees no job end
+(hard-coded in the plugin), so a long job is seen up to one interval late; at the
+end, Snakemake's shutdown waits out the status loop's current sleep (up to --init).
+Later the same day, with scipy.stats no longer imported when the workflow is parsed:
+packed members start 2.4 s apart instead of 3.2 s (6 repeats, --init 1: 1.296 against
+1.298 in the same hour, the polling delay differing by 2.6 s); 8 packed repeats with
+the --init that scalestudy.analysis.polling picks for them (8): 1.270 (1.317 before,
+with --init 9); 4 unpacked jobs, --init 10: 1.614.
 
 Times: Snakemake's log lines are stamped as they arrive; Slurm's job ends are
 sampled with squeue every 0.25 s (so they are up to 0.25 s late); Slurm's own submit
