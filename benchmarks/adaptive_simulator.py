@@ -19,8 +19,8 @@ Measured (2026-11-23, 1000 studies, seed 1; grids: 5 runs right 81.0 %, 3 runs 7
 at 0.60 of the 5-run grid's SU):
 
   target_ci  right   decided  decided+wrong   SU / 5-run grid: p10  p25  median p75  p90
-  0.05       82.8 %   5.3 %    0.1 %                          0.15 0.39  0.62  0.91 1.17
-  0.2        84.3 %  35.7 %    1.2 %                          0.17 0.46  0.65  0.96 1.24
+  0.05       82.5 %   5.1 %    0.1 %                          0.15 0.39  0.60  0.89 1.17
+  0.2        83.9 %  34.7 %    1.1 %                          0.17 0.46  0.64  0.95 1.23
   0.99       85.0 %  43.3 %    1.3 %                          0.17 0.47  0.62  0.94 1.18
 
   Before the rules of this round of work (same studies, target 0.05): right 76.4 %, SU
@@ -29,8 +29,8 @@ at 0.60 of the 5-run grid's SU):
   CI target no longer stops the work on the steps, new candidates start on 2 runs (a
   third, or more, only where they decide the answer), and the base is measured again only for the
   steps it moves.
-  Median SU by true answer (target 0.05): 0.26 (answer 4), 0.25 (8), 0.66 (16), 0.94
-  (32), 0.73 (64). The goal of at most 0.40 is not met: where the answer is at or next
+  Median SU by true answer (target 0.05): 0.26 (answer 4), 0.23 (8), 0.64 (16), 0.92
+  (32), 0.68 (64). The goal of at most 0.40 is not met: where the answer is at or next
   to the last candidates (half of these studies), the dearest points must be measured,
   and the step that decides is often near the threshold, where more runs there are
   what makes the answer right more often than the grid's.

@@ -29,7 +29,7 @@ def adaptive_study(**adaptive) -> dict:
         "budget_su": 1,
         "include_shared": True,  # other tests may run beside this one; not under test here
         "recommend": {"min_marginal_speedup": 1.0},
-        # the step decides; a target beyond max_repeats would stop the study at once
+        # the step decides the rounds here (a CI target beyond max_repeats gets no runs)
         "adaptive": {"target_ci": 0.99, "first_repeats": 2} | adaptive,
     }
 
