@@ -399,10 +399,11 @@ def slurm_resources(point: Point, study: Study) -> dict:
         res["gpu"] = point.gpus
         res["gpu_model"] = resources.gpu_model
         per_task = point.gpus_per_node // point.tasks_per_node
-        if per_task == 1:
+        if per_task == 1 and point.tasks_per_node == 1:
             res["tasks_per_gpu"] = 1
         else:
-            # the plugin has no key for it; sbatch takes it beside --gpus
+            # the plugin has no key for it; sbatch takes it beside --gpus. Not
+            # --ntasks-per-gpu: sbatch refuses it beside --ntasks-per-node
             res["slurm_extra"] = f"--gpus-per-task={per_task}"
     if point.world_size > 1:
         if point.tasks_per_node > 1:

@@ -114,3 +114,19 @@ def test_local_ranks_get_disjoint_cpus_or_none_when_too_few():
     assert local_cpu_sets(1, 1, [3]) == [[3]]
     # more than the machine has: not pinned, and the record reports the shortfall
     assert local_cpu_sets(4, 1, [0, 1]) is None
+
+
+def test_a_command_counts_the_gpus_slurm_left_it_visible():
+    """Without torch in the process (a command study), the GPUs a run received are the
+    devices CUDA_VISIBLE_DEVICES names; unset, the count is unknown (None), and a GPU
+    point is flagged as before (it was flagged always: '0 visible')."""
+    from scalestudy.compute.harness import allocation_mismatches, received_resources
+
+    requested = {"threads": 1, "tasks_per_node": 1, "nodes": 1, "gpus_per_node": 2}
+    environ = {"CUDA_VISIBLE_DEVICES": "2,3", "SLURM_CPUS_PER_TASK": "1"}
+    received = received_resources(environ=environ)
+    assert received["gpus_visible"] == 2
+    assert not [m for m in allocation_mismatches(requested, received) if m.startswith("gpus")]
+    received = received_resources(environ={"SLURM_CPUS_PER_TASK": "1"})
+    assert "gpus_visible" not in received
+    assert "gpus: asked for 2 per process, 0 visible" in allocation_mismatches(requested, received)

@@ -127,7 +127,10 @@ def sbatch(scaling: dict, n: int) -> set[str]:
 
 def test_every_layout_through_the_plugins_own_submit_builder():
     eight = sbatch({"axis": "gpus", "device": "gpu", "per_node": 4, "points": [8]}, 8)
-    assert {"--nodes=2", "--ntasks-per-node=4", "--gpus=8", "--ntasks-per-gpu=1"} <= eight
+    assert {"--nodes=2", "--ntasks-per-node=4", "--gpus=8", "--gpus-per-task=1"} <= eight
+    # real sbatch refuses --ntasks-per-gpu beside --ntasks-per-node (the test cluster's
+    # stand-in GPUs showed it: tests/test_slurm.py)
+    assert "--ntasks-per-gpu=1" not in eight
     spread = sbatch({"axis": "processes", "placement": "spread", "points": [4]}, 4)
     assert {"--nodes=4", "--ntasks=4", "--cpus-per-task=1"} <= spread
     hybrid = sbatch({"axis": "cores", "points": [{"processes_per_node": 2, "threads": 4}]}, 8)

@@ -277,6 +277,40 @@ def test_packed_repeats_share_one_job_per_point_on_nodes_of_their_own(cluster, w
     assert "t1/rep2, t1/rep3" in html
 
 
+def test_each_run_sees_the_gpus_slurm_gave_it_packed_or_not(cluster, workflow):
+    """Issue 14: GPUs under packing. The test cluster's nodes have two stand-in GPUs
+    each (tests/slurm/cluster.sh: no CUDA, but Slurm schedules them and sets
+    CUDA_VISIBLE_DEVICES as it would for real ones). A command study on 1 and 2 GPUs
+    (one process per GPU), its repeats packed: each run is its own srun step, each of
+    its processes sees the one GPU it asked for, the record says which, and none is
+    flagged as short of GPUs. Before, a 2-GPU point was refused by sbatch
+    (--ntasks-per-gpu beside --ntasks-per-node), and a command's runs were flagged
+    "0 visible" (only torch counted GPUs)."""
+    gpus = {
+        "workload": "command",
+        "params": {"command": ["sleep", "0.2"]},
+        "scaling": {"axis": "gpus", "device": "gpu", "points": [1, 2], "threads": 1},
+        "repeats": 2,
+        "resources": {"mem_mb": 500, "runtime": 2},
+        "submission": {"pack_repeats": True},
+    }
+    workflow.write_config(
+        {"partition_limits": limits() | {"gpus_per_node": 2}, "studies": {"gpus": gpus}}
+    )
+    proc = workflow.snakemake(*PROFILES)
+    assert len(re.findall(r"has been submitted with SLURM jobid", proc.output)) == 2
+    for point, n in (("g1", 1), ("g2", 2)):
+        runs = [record(workflow, "gpus", point, k) for k in (1, 2)]
+        assert runs[0]["environment"]["slurm_job_id"] == runs[1]["environment"]["slurm_job_id"]
+        for rec in runs:
+            received = rec["resources"]["received"]
+            assert rec["status"] == "ok", rec["reason"]
+            assert received["cuda_visible_devices"] in ("0", "1"), received
+            assert received["gpus_visible"] == 1
+            assert rec["resources"]["mismatch"] is False, rec["resources"]["mismatches"]
+            assert received["world_size"] == n
+
+
 def test_a_packed_run_that_fails_leaves_its_record_and_the_next_one_still_runs(cluster, workflow):
     """Each packed run is its own srun step with its own memory limit: Slurm stops the
     first repeat for memory, the launcher records why, and the job goes on to the next."""

@@ -28,7 +28,13 @@ def sbatch_line_of(job) -> str:
         "partition": "",
         "workdir": ".",
     }
-    return get_submit_command(job, params) + set_gres_string(job)
+    # the plugin adds slurm_extra to the line itself, after these
+    return " ".join(
+        [
+            get_submit_command(job, params) + set_gres_string(job),
+            job.resources.get("slurm_extra") or "",
+        ]
+    )
 
 
 def flags(line: str) -> set[str]:
@@ -56,10 +62,12 @@ def test_four_gpus_on_one_node_with_a_fixed_model():
     assert {
         "--nodes=1",
         "--gpus=a100:4",
-        "--ntasks-per-gpu=1",
+        "--gpus-per-task=1",
         "--ntasks-per-node=4",
         "--cpus-per-task=4",
     } <= flags(line)
+    # sbatch refuses --ntasks-per-gpu beside --ntasks-per-node
+    assert "--ntasks-per-gpu" not in line
 
 
 def test_two_nodes_of_four_gpus():
@@ -69,7 +77,7 @@ def test_two_nodes_of_four_gpus():
     assert {
         "--nodes=2",
         "--gpus=8",
-        "--ntasks-per-gpu=1",
+        "--gpus-per-task=1",
         "--ntasks-per-node=4",
         "--cpus-per-task=2",
     } <= flags(line)

@@ -199,6 +199,12 @@ def received_resources(torch_module=None, environ=os.environ) -> dict:
         received["gpus_visible"] = (
             torch_module.cuda.device_count() if torch_module.cuda.is_available() else 0
         )
+    elif received["cuda_visible_devices"] is not None:
+        # a program without torch here (a command) finds its GPUs through the devices
+        # Slurm (or the user) left visible; unset, it could see all, a count unknown
+        received["gpus_visible"] = len(
+            [d for d in received["cuda_visible_devices"].split(",") if d.strip()]
+        )
     return received
 
 

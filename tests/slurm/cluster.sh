@@ -39,6 +39,7 @@ NODES=(node1 node2)
 declare -A NODE_ADDR=([node1]=$NET_PREFIX.11 [node2]=$NET_PREFIX.12)
 PARTITION=debug
 NODE_MEM_MB=8000 # RealMemory per node (both nodes share the RAM)
+GPUS_PER_NODE=2  # stand-in GPUs per node (no CUDA): see gres.conf below
 WAIT_SECONDS=${SCALESTUDY_SLURM_WAIT:-60}
 PACKAGES=(munge slurmctld slurmd slurm-client)
 
@@ -271,7 +272,10 @@ KillWait=5
 MessageTimeout=10
 ReturnToService=2
 
-NodeName=DEFAULT CPUs=$cpus Boards=${boards:-1} SocketsPerBoard=${sockets:-1} CoresPerSocket=$cores ThreadsPerCore=${threads:-1} RealMemory=$mem State=UNKNOWN
+# Two stand-in GPUs per node (gres.conf): no CUDA, but Slurm schedules them and
+# sets CUDA_VISIBLE_DEVICES for each job and step as it would for real ones.
+GresTypes=gpu
+NodeName=DEFAULT CPUs=$cpus Boards=${boards:-1} SocketsPerBoard=${sockets:-1} CoresPerSocket=$cores ThreadsPerCore=${threads:-1} RealMemory=$mem Gres=gpu:$GPUS_PER_NODE State=UNKNOWN
 $(for n in "${NODES[@]}"; do echo "NodeName=$n NodeAddr=${NODE_ADDR[$n]} NodeHostname=$n"; done)
 PartitionName=$PARTITION Nodes=$(
         IFS=,
@@ -290,6 +294,13 @@ write_config() {
     new=$(render_config)
     if [[ ! -f $CONF ]] || [[ "$new" != "$(<"$CONF")" ]]; then
         printf '%s\n' "$new" >"$CONF"
+        CONFIG_CHANGED=1
+    fi
+    # the stand-in GPUs: any existing character devices do; without cgroups nothing
+    # is done to them, Slurm only counts them and numbers them for CUDA_VISIBLE_DEVICES
+    new="Name=gpu File=/dev/tty[0-$((GPUS_PER_NODE - 1))]"
+    if [[ ! -f $CONF_DIR/gres.conf ]] || [[ "$new" != "$(<"$CONF_DIR/gres.conf")" ]]; then
+        printf '%s\n' "$new" >"$CONF_DIR/gres.conf"
         CONFIG_CHANGED=1
     fi
     # Default config location for the client tools: point it at ours, but
