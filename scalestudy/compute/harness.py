@@ -183,6 +183,11 @@ def environment(torch_module=None) -> dict:
     return env
 
 
+def visible_devices(environ=os.environ) -> list[str]:
+    """The GPUs CUDA_VISIBLE_DEVICES names (indices or UUIDs), in CUDA's order."""
+    return [v.strip() for v in environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+
+
 def received_resources(torch_module=None, environ=os.environ) -> dict:
     """What the process actually got, as seen from inside it."""
     received = {
@@ -202,9 +207,7 @@ def received_resources(torch_module=None, environ=os.environ) -> dict:
     elif received["cuda_visible_devices"] is not None:
         # a program without torch here (a command) finds its GPUs through the devices
         # Slurm (or the user) left visible; unset, it could see all, a count unknown
-        received["gpus_visible"] = len(
-            [d for d in received["cuda_visible_devices"].split(",") if d.strip()]
-        )
+        received["gpus_visible"] = len(visible_devices(environ))
     return received
 
 

@@ -32,6 +32,8 @@ import sys
 import threading
 from contextlib import contextmanager, suppress
 
+from scalestudy.compute.harness import visible_devices
+
 
 def _import_pynvml():
     import pynvml
@@ -46,7 +48,7 @@ def nvml_handle(nvml, device_index: int, uuid: str | None = None, environ=os.env
             return nvml.nvmlDeviceGetHandleByUUID(uuid)
         except Exception:
             pass  # e.g. a MIG instance whose UUID torch spells differently: map the index
-    visible = [v.strip() for v in environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    visible = visible_devices(environ)
     if visible and device_index < len(visible):
         entry = visible[device_index]
         if entry.isdigit():
