@@ -107,7 +107,7 @@ def judge(
 
     speedups = [speedup_of(n)[0] for n in ns]
     rec = recommend(ns, speedups, ns, threshold=rules.threshold)
-    moves = {"base": base, "speedups": dict(zip(ns, speedups, strict=True))}
+    speedup_at = dict(zip(ns, speedups, strict=True))
     intervals = step_intervals(samples, {n: n for n in ns}, base, rec["steps"], scale)
     by_step = {tuple(s[:2]): iv for s, iv in zip(rec["steps"], intervals, strict=True)}
     needs: dict[int, str] = {}
@@ -129,14 +129,14 @@ def judge(
     if recommended is not None:
         lo = (by_step[recommended[:2]] or (-math.inf,))[0]
         if not lo >= rules.threshold:
-            need(sorted(moved_by(moves, recommended[0], worth)),
+            need(sorted(moved_by(base, speedup_at, recommended[0], worth)),
                  f"the step {recommended[0]}->{worth} may not pay")  # fmt: skip
     extend = None
     stopped = rec["stopped_at"]
     if stopped is not None:
         hi = (by_step[tuple(stopped[:2])] or (None, math.inf))[1]
         if not hi < rules.threshold:
-            need(sorted(moved_by(moves, stopped[0], stopped[1])),
+            need(sorted(moved_by(base, speedup_at, stopped[0], stopped[1])),
                  f"the step {stopped[0]}->{stopped[1]} may pay")  # fmt: skip
     else:
         above = [n for n in sorted(candidates) if n > max(ns, default=-math.inf)]
@@ -163,7 +163,7 @@ def judge(
         "worth_n": worth,
         "steps": [[a, b, g, *(by_step[(a, b)] or (None, None))] for a, b, g in rec["steps"]],
         "speedup_ci": ci,
-        "speedups": moves["speedups"],
+        "speedups": speedup_at,
         "needs": needs,
         # N -> (its usable runs, the runs it needs) where too few: fewer than 2 (no
         # interval), or than MIN_DECIDING_RUNS at a point of a deciding step
@@ -229,7 +229,11 @@ def shrink_factors(judged: dict, n: int, rules: Rules) -> dict[str, float]:
     interval touching N is undecided."""
     factors = {}
     for a, b, gain, lo, hi in judged["steps"]:
-        if lo is None or not lo < rules.threshold <= hi or n not in moved_by(judged, a, b):
+        if (
+            lo is None
+            or not lo < rules.threshold <= hi
+            or n not in moved_by(judged["base"], judged["speedups"], a, b)
+        ):
             continue
         distance = abs(gain - rules.threshold)
         factor = (hi - lo) / 2 / distance if distance > 0 else math.inf
@@ -245,12 +249,11 @@ def shrink_factors(judged: dict, n: int, rules: Rules) -> dict[str, float]:
 VARIANCE_SHARE = 0.1
 
 
-def moved_by(judged: dict, a: int, b: int) -> set[int]:
+def moved_by(base: int, speedups: dict[int, float], a: int, b: int) -> set[int]:
     """The points whose runs move the step a -> b's gain: its ends, and the base case
     where its share of the gain's variance is at least VARIANCE_SHARE. With equal
     noise at every point (delta method on log times), the shares go as gain**2 for
-    the base and (S_x / (b - a))**2 for an end x."""
-    base, speedups = judged["base"], judged["speedups"]
+    the base and (S_x / (b - a))**2 for an end x (`speedups`: N -> speedup)."""
     ends = {a, b}
     if base in ends or not all(np.isfinite(speedups.get(x, math.nan)) for x in ends):
         return ends | {base}
