@@ -12,26 +12,33 @@ The rules, and why:
 
 * Round 1 measures the base case and the next `first_points - 1` candidates up, with
   `first_repeats` runs each: the smallest points of a strong-scaling study cost the
-  least SU, and they are the first steps of the walk that the recommendation takes
+  least SU, and the walk that the recommendation takes starts there
   (scalestudy.analysis.recommendation.recommend: up from the smallest N while each
   step's marginal gain is at least the threshold).
+* The gains of a speedup curve fall as N rises (Amdahl's law and the USL do, up to
+  their peak), so two steps decide the answer: the one into it and the one out of it,
+  each between neighbouring candidates. Candidates further away need no runs: a study
+  jumps to where the answer should be and measures around it (new_points). Where the
+  measured gains clearly rise instead, the candidates between are measured.
 * The answer is decided when (a) the recommended step's marginal-gain interval lies
   above the threshold, (b) the next step's lies below it, or there is no next
-  candidate, (c) the recommended point's speedup CI (the summary's, a bootstrap of
-  the ratio of medians) has a relative half-width within `target_ci`, and (d) the
-  points of those steps and the base have at least MIN_DECIDING_RUNS usable runs (of 2
-  runs, a bootstrap interval is far too narrow).
-* Otherwise the next round adds what decides it: while every measured step pays, the
-  next candidates up, NEW_POINT_RUNS runs each (the walk must see a step fail before
-  it can stop); repeats at both ends of an undecided step, and at the base case where
-  its runs move that step's gain (every speedup divides by the base's median, but a
-  step high up the curve hardly depends on it); repeats at the recommended point and
-  the base where its CI is too wide. How many: as many as would shrink the interval to
-  the distance between the gain and the threshold (width ~ 1/sqrt(runs)), at most
-  doubling a point's runs per round (the estimate itself is rough on few runs), and
-  never beyond `max_repeats`. A step is not given up before that: a projection from
-  a gain measured on few noisy runs gave up on easy studies. A CI target that would
-  take more than `max_repeats` runs gets none.
+  candidate, (c) both steps join neighbouring candidates, (d) the recommended point's
+  speedup CI (the summary's, a bootstrap of the ratio of medians) has a relative
+  half-width within `target_ci`, and (e) the points of those steps and the base have
+  at least MIN_DECIDING_RUNS usable runs (of 2 runs, a bootstrap interval is far too
+  narrow).
+* Otherwise the next round adds what decides it: candidates not yet measured,
+  NEW_POINT_RUNS runs each (new_points: where the fitted law says the gain crosses the
+  threshold, or next to the answer where the walk went over candidates); repeats at
+  both ends of an undecided step, and at the base case where its runs move that
+  step's gain (every speedup divides by the base's median, but a step high up the
+  curve hardly depends on it); repeats at the recommended point and the base where
+  its CI is too wide (once no new point may move the answer). How many: as many as
+  would shrink the interval to the distance between the gain and the threshold
+  (width ~ 1/sqrt(runs)), at most doubling a point's runs per round (the estimate
+  itself is rough on few runs), and never beyond `max_repeats`. A step is not given
+  up before that: a projection from a gain measured on few noisy runs gave up on easy
+  studies. A CI target that would take more than `max_repeats` runs gets none.
 * It stops, saying why, when the answer is decided, when the next round would take the
   study above its budget, or when the limits are reached (`max_rounds` rounds, or
   nothing left to add: the deciding points have `max_repeats` runs, or the CI target
@@ -42,6 +49,7 @@ The rules, and why:
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -95,7 +103,7 @@ def judge(
     a measured point whose runs all failed has an empty array). `scale`: N -> factor of
     the speedup (N / N_base for weak scaling). Returns the recommendation (`worth_n`),
     whether it is decided, and what is missing: `needs` (N -> why more runs there) and
-    `extend` (the next candidates up to measure, or None)."""
+    `new` (N -> why a candidate not yet measured should be)."""
     ns = sorted(n for n in samples if n in candidates)
     scale = scale or {}
     base_times = np.asarray(samples.get(base, []), dtype=float)
@@ -105,7 +113,8 @@ def judge(
         ratio, lo, hi = ratio_ci(base_times, samples[n])
         return k * ratio, k * lo, k * hi
 
-    speedups = [speedup_of(n)[0] for n in ns]
+    speedup_cis = {n: speedup_of(n) for n in ns}  # N -> (speedup, lo, hi)
+    speedups = [speedup_cis[n][0] for n in ns]
     rec = recommend(ns, speedups, ns, threshold=rules.threshold)
     speedup_at = dict(zip(ns, speedups, strict=True))
     intervals = step_intervals(samples, {n: n for n in ns}, base, rec["steps"], scale)
@@ -126,27 +135,31 @@ def judge(
             need((n,), f"only {usable[n]} usable run{'s' if usable[n] != 1 else ''} at N = {n}")
     worth = rec["worth_n"]
     recommended = next((s for s in rec["steps"] if s[1] == worth), None)
-    if recommended is not None:
+    stopped = rec["stopped_at"]
+    # the candidates to measure for the first time; the jump between measured points
+    # is planned on the speedups' lower CI ends
+    lower = {n: speedup_cis[n][1] if n != base else speedup_at[n] for n in ns}
+    unmeasured = sorted(set(candidates) - set(samples))
+    new = new_points(unmeasured, lower, rec, by_step, rules)
+    # repeats for a deciding step between neighbouring candidates (a step over
+    # unmeasured ones is split by `new` first)
+    if recommended is not None and not skips(unmeasured, *recommended[:2]):
         lo = (by_step[recommended[:2]] or (-math.inf,))[0]
         if not lo >= rules.threshold:
             need(sorted(moved_by(base, speedup_at, recommended[0], worth)),
                  f"the step {recommended[0]}->{worth} may not pay")  # fmt: skip
-    extend = None
-    stopped = rec["stopped_at"]
-    if stopped is not None:
+    if stopped is not None and not skips(unmeasured, *stopped[:2]):
         hi = (by_step[tuple(stopped[:2])] or (None, math.inf))[1]
         if not hi < rules.threshold:
             need(sorted(moved_by(base, speedup_at, stopped[0], stopped[1])),
                  f"the step {stopped[0]}->{stopped[1]} may pay")  # fmt: skip
-    else:
-        above = [n for n in sorted(candidates) if n > max(ns, default=-math.inf)]
-        extend = above[: predicted_paying_steps(ns, speedups, above, rules) + 1] or None
     ci = {"speedup": math.nan, "lo": math.nan, "hi": math.nan, "half_width": math.nan}
     if worth is not None and worth != base:
-        speedup, lo, hi = speedup_of(worth)
+        speedup, lo, hi = speedup_cis[worth]
         half = (hi - lo) / 2 / speedup if speedup > 0 else math.nan
         ci = {"speedup": speedup, "lo": lo, "hi": hi, "half_width": half}
-        if not half <= rules.target_ci:
+        # not while a new point may still move the answer
+        if not half <= rules.target_ci and not new:
             need((worth, base), f"the speedup at N = {worth} is not yet within the target")
     # the points of the deciding steps need runs enough to trust their intervals: of 2
     # runs, the bootstrap median takes 3 values, and decided answers were wrong in 5 %
@@ -154,7 +167,7 @@ def judge(
     # answer is otherwise decided: before, those runs may go to points that end up
     # deciding nothing.
     deciding = {base} | {n for step in (recommended, stopped) if step for n in step[:2]}
-    for n in sorted(deciding & set(ns)) if extend is None and not needs else ():
+    for n in sorted(deciding & set(ns)) if not new and not needs else ():
         if 2 <= usable[n] < min(MIN_DECIDING_RUNS, rules.max_repeats):
             short[n] = (usable[n], MIN_DECIDING_RUNS)
             need((n,), f"only {usable[n]} usable runs at N = {n}, too few to decide on")
@@ -168,46 +181,95 @@ def judge(
         # N -> (its usable runs, the runs it needs) where too few: fewer than 2 (no
         # interval), or than MIN_DECIDING_RUNS at a point of a deciding step
         "short": short,
-        "extend": extend,
-        "decided": not needs and extend is None and worth is not None,
+        # N -> why it is measured for the first time
+        "new": new,
+        "decided": not needs and not new and worth is not None,
     }
 
 
 # Runs of a candidate measured for the first time after round 1: the fewest that give
-# an interval; more follow where its step is unclear. Three instead: 0.75 of the 5-run
-# grid's SU (median) against 0.62, for 84.6 % right answers against 82.8 % (the grid:
-# 81.0 %; benchmarks/adaptive_simulator, target 0.05, before the CI's reach was judged
-# at both of its ends)
+# an interval; more follow where its step is unclear. Three instead: 0.61 of the 5-run
+# grid's SU (median) against 0.46, for 83.2 % right answers against 85.0 % (the grid:
+# 81.0 %; benchmarks/adaptive_simulator, 1000 studies, seed 1)
 NEW_POINT_RUNS = 2
 MIN_DECIDING_RUNS = 3
-MAX_NEW_POINTS = 2  # candidates added in one round: the model may be wrong beyond
 
 
-def predicted_paying_steps(ns, speedups, above, rules: Rules) -> int:
-    """How many of the next candidates `above` the Amdahl law fitted to the measured
-    speedups says are still worth a step (their marginal gain at least the
-    threshold), at most MAX_NEW_POINTS - 1: the round then measures them and the one
-    after, where the walk should stop. Amdahl is linear in 1/N (1/S = s + (1 - s)/N),
-    so a least-squares line is the fit; it is optimistic where contention grows,
-    which the cap bounds."""
-    good = [(n, sp) for n, sp in zip(ns, speedups, strict=True) if np.isfinite(sp) and sp > 0]
-    if len(good) < 2 or not above:
-        return 0
-    x, y = np.array([1 / n for n, _ in good]), np.array([1 / sp for _, sp in good])
-    slope, intercept = np.polyfit(x, y, 1)
-    if not (np.isfinite(slope) and np.isfinite(intercept)):
-        return 0
+def skips(unmeasured, a: int, b: int) -> bool:
+    """Does the step a -> b go over a candidate not yet measured?"""
+    return any(a < n < b for n in unmeasured)
+
+
+def new_points(unmeasured: list[int], lower: dict[int, float], rec: dict, by_step: dict,
+               rules: Rules) -> dict[int, str]:  # fmt: skip
+    """The candidates to measure for the first time (N -> why; `unmeasured`: those not
+    yet measured, sorted; `lower`: N -> the lower end of its speedup's CI). The gains
+    of a speedup curve fall as N rises (Amdahl's law and the USL: up to the peak), so
+    the steps into and out of the answer, between neighbouring candidates, decide it;
+    candidates further away need no runs. Three cases:
+
+    * the step into the answer goes over candidates: the one just below the answer;
+    * the step that stopped the walk goes over candidates: the one just above its
+      start (the cheapest; walking up, the next round's walk tells where to go on);
+    * every measured step pays, candidates remain above: where the Amdahl law fitted
+      to the speedups' lower CI ends says the gain falls below the threshold, and the
+      candidate after it. The lower ends, because overshooting costs more than an
+      extra round: a point beyond the answer is among the dearest in SU.
+    And where the measured gains clearly rise (a step's interval above the one
+    before it), the curve is not shaped so: every candidate the walk went over."""
+    new = {}
+    for (a, b, _), (c, d, _) in itertools.pairwise(rec["steps"]):
+        earlier, later = by_step[(a, b)], by_step[(c, d)]
+        if earlier and later and later[0] > earlier[1]:
+            for n in unmeasured:
+                if a < n < d:
+                    new.setdefault(n, f"the gain rises from the step {a}->{b} to {c}->{d}: "
+                                   "every candidate between them is measured")  # fmt: skip
+    recommended = next((s for s in rec["steps"] if s[1] == rec["worth_n"]), None)
+    if recommended is not None and skips(unmeasured, *recommended[:2]):
+        a, worth = recommended[:2]
+        below = max(n for n in unmeasured if n < worth)
+        new.setdefault(below, f"the walk went from {a} to {worth} over it: "
+                       f"does the step {below}->{worth} pay?")  # fmt: skip
+    stopped = rec["stopped_at"]
+    if stopped is not None and skips(unmeasured, *stopped[:2]):
+        a, b = stopped[:2]
+        above = min(n for n in unmeasured if n > a)
+        new.setdefault(above, f"the walk stopped at the step {a}->{b}, over it: "
+                       f"does the step {a}->{above} pay?")  # fmt: skip
+    elif stopped is None and lower:
+        top = max(lower)
+        span = [n for n in unmeasured if n > top]
+        answer = predicted_answer(lower, top, span, rules)
+        why = ("every measured step pays, and the Amdahl law fitted to the speedups' lower "
+               f"CI ends puts the last step that pays at N = {answer}")  # fmt: skip
+        for n in [n for n in span if n >= answer][: 1 + (answer in span)]:
+            new.setdefault(n, why)
+    return new
+
+
+def predicted_answer(speedups: dict[int, float], start: int, span: list[int],
+                     rules: Rules) -> int:  # fmt: skip
+    """Walking up from the measured point `start` through the candidates `span`, the
+    last one whose step still pays by the Amdahl law fitted to `speedups` (N ->
+    speedup); `start` when the first step does not. Amdahl is linear in 1/N (1/S = s +
+    (1 - s)/N), so a least-squares line is the fit. Without one (fewer than 2
+    speedups): `start`, so that the next candidate up is measured."""
+    good = {n: sp for n, sp in speedups.items() if np.isfinite(sp) and sp > 0}
+    if len(good) < 2:
+        return start
+    slope, intercept = np.polyfit([1 / n for n in good], [1 / sp for sp in good.values()], 1)
 
     def predicted(n):
         inverse = intercept + slope / n
         return 1 / inverse if inverse > 0 else math.inf
 
-    paying, last = 0, good[-1]
-    for n in above[: MAX_NEW_POINTS - 1]:
-        if (predicted(n) - last[1]) / (n - last[0]) < rules.threshold:
+    answer = start
+    for n in span:
+        if (predicted(n) - predicted(answer)) / (n - answer) < rules.threshold:
             break
-        paying, last = paying + 1, (n, predicted(n))
-    return paying
+        answer = n
+    return answer
 
 
 def more_runs(have: int, interval_factor: float, rules: Rules) -> int:
@@ -295,9 +357,9 @@ def next_round(
             return plan | {"stop": stop(LIMITS, f"{rules.max_rounds} rounds were run "
                                         "(max_rounds) and the answer is not decided")}  # fmt: skip
         added, why = {}, {}
-        for n in judged["extend"] or ():
+        for n, reason in judged["new"].items():
             added[n] = min(NEW_POINT_RUNS, rules.first_repeats, rules.max_repeats)
-            why[n] = f"every measured step pays: the next candidates up, to N = {n}"
+            why[n] = reason
         # a CI target beyond max_repeats at its point or at the base (both set its
         # width) gets no runs, and does not stop the work on the steps
         ci, ends = judged["speedup_ci"], {judged["worth_n"], base} & set(runs)
