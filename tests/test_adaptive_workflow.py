@@ -1,6 +1,7 @@
 """An adaptive study through the real workflow: a budget below round 1 refused before
 any job, rounds as Snakemake checkpoints, their report section, a rerun that does
-nothing, a deleted record redone, and a raised limit that continues from what exists."""
+nothing, a deleted record redone, a raised limit that continues from what exists, and
+a study over many candidates that runs only those that decide its answer."""
 
 import json
 import sys
@@ -117,3 +118,48 @@ def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflo
     assert plans(workflow)[-1]["totals"] == {"t1": 4, "t2": 4}
     assert run_ids(workflow) == now
     assert list(pd.read_csv(workflow.root / "results" / "a" / "summary.csv")["repeats"]) == [6, 6]
+
+
+# Amdahl with a 13.5 % serial share over 2 s, the interpreter's start-up adding ~15 %
+# to it: speedups about 1, 1.74, 2.8, 3.8, 4.7, 5.3, 5.6 at N = 1 ... 64; gains per
+# unit 0.74, 0.51, 0.26, 0.12, 0.035, 0.01. Against 0.08, the answer is 16, decided by
+# the steps 8 -> 16 and 16 -> 32 alone
+AMDAHL = "import sys, time; n = int(sys.argv[1]); time.sleep(2.0 * (0.135 + 0.865 / n))"
+
+
+@pytest.mark.slow
+def test_an_adaptive_study_runs_only_the_candidates_that_decide_its_answer(workflow):
+    study = {
+        "workload": "command",
+        "params": {"command": [PY, "-c", AMDAHL, "{n}"]},
+        "scaling": {"axis": "threads", "points": [1, 2, 4, 8, 16, 32, 64]},
+        "time": "train",
+        "resources": {"mem_mb": 500, "runtime": 1},
+        "budget_su": 30,
+        # the command sleeps whatever it is given: run on the 2 cores there are
+        "oversubscribe": True,
+        "include_mismatched": True,
+        "include_shared": True,
+        "recommend": {"min_marginal_speedup": 0.08},
+        "adaptive": {"target_ci": 0.5},
+    }
+    workflow.write_config({"studies": {"a": study}})
+    workflow.snakemake("--profile", "profiles/local")
+    rounds = plans(workflow)
+    assert rounds[0]["totals"] == {"t1": 3, "t2": 3}
+    # round 2 jumps to where the fitted law puts the answer, and the one after it
+    assert set(rounds[1]["added"]) in ({"t16", "t32"}, {"t8", "t16"}), rounds[1]["why"]
+    assert "the Amdahl law fitted to the speedups' lower CI ends" in rounds[1]["why"]["t16"]
+    assert rounds[-1]["stop"]["reason"] == "decided", rounds[-1]["stop"]
+    assert rounds[-1]["stop"]["text"].startswith("decided: ask for N = 16")
+    # the steps into and out of 16 join neighbours; 4 and 64 never ran
+    measured = {p.name for p in (workflow.root / "results" / "a" / "runs").iterdir()}
+    assert measured == {"t1", "t2", "t8", "t16", "t32"}
+    analysis = json.loads((workflow.root / "results" / "a" / "analysis.json").read_text())
+    answer = analysis["findings"]["answers"][0]
+    assert answer["worth_n"] == 16 and answer["decided"] is True
+    report = (workflow.root / "results" / "report.html").read_text()
+    assert "Stopped: the answer is decided." in report
+    # a round that filled the candidate below the answer says why
+    assert any("does the step 8->16 pay?" in why for r in rounds for why in r["why"].values())
+    assert "does the step 8-&gt;16 pay?" in report
