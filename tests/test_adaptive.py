@@ -453,3 +453,21 @@ def test_candidates_beyond_the_partition_are_refused_before_any_job():
     }
     problems = config_error(config)
     assert "studies.a: point t8 needs 8 CPUs per node, the partition has 4" in problems
+
+
+def test_an_adaptive_answer_shows_the_intervals_that_decided_it_unstable_points_too():
+    # N = 4 disagrees with itself (CV above 10 %: unstable, out of the model fits), but
+    # its step is clear of the threshold: the rounds decided on its runs, and the
+    # answer's step intervals are drawn from them too (the report showed none for the
+    # step after the answer, beside "decided", when they came from stable points only)
+    from scalestudy.analysis.predictions import fit_series
+    from scalestudy.analysis.tables import summarise
+
+    study = study_model(ADAPTIVE_STUDY, "a")
+    runs = records_table({1: [10.0, 10.1, 9.9], 2: [5.0, 5.05, 4.95], 4: [6.0, 7.6, 6.8]})
+    runs = runs.assign(reason=None, mismatches="")
+    summary = summarise(runs, study)
+    result = fit_series(summary, runs, study)
+    assert "t4" in result["excluded"]
+    steps = {(a, b): (lo, hi) for a, b, _, lo, hi in result["recommendation"]["step_intervals"]}
+    assert steps[(2, 4)][0] is not None and steps[(2, 4)][1] < 0.1

@@ -113,7 +113,10 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
     usable = usable_runs(runs[runs["point"].isin(eligible["point"])], study)
     mixed = provenance_differences(usable)
     rec = recommendation(summary, study)
-    rec |= recommendation_decision(rec, summary, usable, study, time_col, base)
+    # an adaptive study decided on every usable run, an unstable point's too
+    # (scalestudy.analysis.adaptive): its report shows the intervals that decided it
+    deciding = usable_runs(runs, study) if study.adaptive else usable
+    rec |= recommendation_decision(rec, summary, deciding, study, time_col, base)
     result = {
         "series": summary["series"].iloc[0],
         "base_n": base,
