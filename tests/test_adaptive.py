@@ -73,7 +73,7 @@ def test_a_clear_knee_with_tight_runs_is_decided():
     runs = {n: 6 for n in CANDIDATES}
     plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, RULES)
     assert plan["stop"]["reason"] == DECIDED and plan["added"] == {}
-    assert plan["stop"]["text"].startswith("decided: ask for N = 4")
+    assert plan["stop"]["text"].startswith("ask for N = 4")
     assert plan["totals"] == runs  # a stop adds nothing
 
 
@@ -274,6 +274,8 @@ def test_the_study_stops_at_its_limits_and_before_its_budget():
     runs = {n: 3 for n in CANDIDATES}
     plan = next_round(7, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 5.0, RULES)
     assert plan["stop"]["reason"] == LIMITS and "6 rounds" in plan["stop"]["text"]
+    # the report's heading says "not decided" before it: the text does not again
+    assert "not decided" not in plan["stop"]["text"]
     full = Rules(**{**RULES.__dict__, "max_repeats": 3})
     plan = next_round(2, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 5.0, full)
     assert plan["stop"]["reason"] == LIMITS and "max_repeats = 3" in plan["stop"]["text"]

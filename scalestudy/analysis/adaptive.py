@@ -355,7 +355,7 @@ def next_round(
             return plan | {"stop": stop(DECIDED, decided_text(judged, rules))}
         if round_no > rules.max_rounds:
             return plan | {"stop": stop(LIMITS, f"{rules.max_rounds} rounds were run "
-                                        "(max_rounds) and the answer is not decided")}  # fmt: skip
+                                        "(max_rounds)")}  # fmt: skip
         added, why = {}, {}
         for n, reason in judged["new"].items():
             added[n] = min(NEW_POINT_RUNS, rules.first_repeats, rules.max_repeats)
@@ -427,7 +427,7 @@ def stop(reason: str, text: str) -> dict:
 
 def decided_text(judged: dict, rules: Rules) -> str:
     worth, ci = judged["worth_n"], judged["speedup_ci"]
-    words = f"decided: ask for N = {worth}"
+    words = f"ask for N = {worth}"
     if math.isfinite(ci["half_width"]):
         words += (
             f" (speedup {ci['speedup']:.3g}, 95 % CI {ci['lo']:.3g}-{ci['hi']:.3g}, "
