@@ -31,6 +31,7 @@ def test_without_earlier_runs_every_job_is_priced_at_its_time_limit():
     assert rows["t4"]["su_per_job"] == pytest.approx(4 * 2 * 10 / 60)
     assert rows["t4"]["su"] == pytest.approx(3 * 4 * 2 * 10 / 60)
     assert plan["totals"]["jobs"] == 9 and plan["totals"]["upper_bound"]
+    assert plan["totals"]["slurm_jobs"] is None  # each run is a job of its own
     assert plan["totals"]["su"] == pytest.approx(3 * (1 + 2 + 4) * 2 * 10 / 60)
     assert plan["totals"]["seconds_to_run"] == 9 * 600
 
@@ -132,3 +133,13 @@ def test_a_study_over_its_budget_is_refused_before_any_job(workflow):
     # the plan itself still shows why
     workflow.snakemake("results/plan.html", "--cores", "1")
     assert "Over the study" in (workflow.root / "results" / "plan.html").read_text()
+
+
+def test_a_packed_study_says_how_many_slurm_jobs_its_runs_make():
+    from scalestudy.report.rendering import environment
+
+    plan = study_plan(study(submission={"pack_repeats": True}))
+    assert plan["totals"]["jobs"] == 9 and plan["totals"]["slurm_jobs"] == 3
+    html = environment().get_template("plan.html.j2").render(title="t", plans=[plan], generated="")
+    assert "9 jobs, about" in html
+    assert "(on Slurm, 3 jobs: the repeats of a point share one" in html

@@ -107,6 +107,11 @@ def study_plan(
         for key in ("su", "su_to_run", "seconds_to_run", "to_run", "done")
     }
     totals["jobs"] = sum(r["repeats"] for r in rows)
+    # on Slurm, a packed point's repeats share one job (the plan is made before any
+    # executor is chosen: locally each run stays a job of its own)
+    totals["slurm_jobs"] = (
+        sum(r["repeats"] > 0 for r in rows) if study.submission.pack_repeats else None
+    )
     totals["upper_bound"] = any(r["basis"] == LIMIT and r["to_run"] for r in rows)
     budget = study.budget_su
     return {
