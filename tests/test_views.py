@@ -195,6 +195,8 @@ def test_a_decided_adaptive_answer_does_not_ask_for_fixed_repeats(tmp_path):
     assert "Decided by these runs" in text
     # the stop's words follow the heading without repeating it ("decided: decided: ...")
     assert "Stopped: the answer is decided: ask for N = 2 (speedup" in text
+    # the rounds' note says how candidates are chosen as the rules do now
+    assert "candidates further away are not run" in text and "next candidate up" not in text
     assert "point t2 is unstable (its repeats disagree, so it stays out of the model fits)" in (
         text
     )
