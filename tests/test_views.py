@@ -192,7 +192,9 @@ def test_a_decided_adaptive_answer_does_not_ask_for_fixed_repeats(tmp_path):
     analysis["adaptive"] = jsonable(rounds_summary(plans, 0.01, study.repeats))
     analysis["findings"] = json.loads(json.dumps(study_findings(study, summary, runs, analysis)))
     text = text_of(render("t", [study_view(analysis, summary, {})]))
-    assert "Decided by these runs" in text
+    # the answer is the last candidate: the step into it is said, with its interval
+    assert "Decided by these runs: the step from 1 to 2 adds " in text
+    assert "speedup per unit, above 0.1 (95 % interval)." in text
     # the stop's words follow the heading without repeating it ("decided: decided: ...")
     assert "Stopped: the answer is decided: ask for N = 2 (speedup" in text
     # the rounds' note says how candidates are chosen as the rules do now
