@@ -110,6 +110,38 @@ def test_the_fitted_law_picks_the_candidates_to_jump_to():
     assert max(judge(WIDE, noisy, 1, RULES)["new"]) < 64
 
 
+def test_a_superlinear_first_step_gives_no_fit_and_the_next_candidate_up_is_measured():
+    # speedup 2.04 on 2 units: the line through 1/S against 1/N has a negative intercept
+    # (the fitted law's speedup grows without bound), which is no Amdahl curve; the
+    # next candidate up is measured, not the dearest one
+    samples = runs_of({1: 100.0, 2: 49.0}, 3, cv=0.0005)
+    judged = judge(WIDE, samples, 1, RULES)
+    assert set(judged["new"]) == {4}, judged["new"]
+    assert "the next candidate up" in judged["new"][4] and "fitted" not in judged["new"][4]
+
+
+def test_without_a_fit_the_reason_does_not_claim_one():
+    # the base's runs all failed: no speedup to fit; the reason says what is done
+    samples = runs_of({2: 50.0}, 3) | {1: np.empty(0)}
+    judged = judge(WIDE, samples, 1, RULES)
+    assert judged["new"] and all("fitted" not in why for why in judged["new"].values())
+
+
+def test_a_jump_beyond_the_budget_falls_back_to_the_next_candidate_up():
+    # the fitted law puts the answer at 32: the jump to 32 and 64 (2 runs each, 192 SU
+    # at N SU a run) is beyond a budget of 30 SU with 9 spent; the next candidate up
+    # (4: 8 SU) is not, and the study goes on instead of stopping at round 2
+    samples = runs_of({n: amdahl(0.05)[n] for n in (1, 2)}, 3, cv=0.002)
+    tight = replace(RULES, budget_su=30.0)
+    plan = next_round(2, WIDE, 1, {1: 3, 2: 3}, samples, su_per_run(WIDE), 9.0, tight)
+    assert plan["stop"] is None and plan["added"] == {4: 2}, plan
+    assert "budget" in plan["why"][4] and "32" in plan["why"][4]
+    # a budget that cannot pay even for that stops the study, naming the jump's price
+    poorer = replace(RULES, budget_su=12.0)
+    plan = next_round(2, WIDE, 1, {1: 3, 2: 3}, samples, su_per_run(WIDE), 9.0, poorer)
+    assert plan["stop"]["reason"] == BUDGET and plan["added"] == {}
+
+
 def test_the_candidates_next_to_the_answer_are_measured_not_those_further_away():
     times = amdahl(0.05)  # the answer is 32
     # the walk went 2 -> 32 over 4, 8, 16: only the candidate below the answer is
@@ -133,10 +165,19 @@ def test_the_candidates_next_to_the_answer_are_measured_not_those_further_away()
 def test_gains_that_rise_between_measured_points_fill_the_candidates_between():
     # a superlinear jump (the data fits in cache at 16): the gain of 4 -> 16 is above
     # that of 2 -> 4, which no Amdahl or USL curve does: the skipped 8 is measured
-    times = {1: 100.0, 2: 80.0, 4: 70.0, 16: 6.0}
+    times = {1: 100.0, 2: 50.0, 4: 30.0, 16: 3.0}
     samples = runs_of(times, 4, cv=0.002)
     judged = judge(WIDE, samples, 1, RULES)
     assert 8 in judged["new"] and "the gain rises from the step 2->4 to 4->16" in judged["new"][8]
+
+
+def test_gains_that_rise_after_the_walk_stopped_do_not_move_the_answer():
+    # the walk stops at 4 -> 8 (gain 0.02), between neighbours: what the curve does
+    # beyond 8 (superlinear up to 32) cannot change the answer, and 16 is not measured
+    times = {1: 100.0, 2: 50.0, 4: 26.0, 8: 25.0, 32: 3.0, 64: 2.9}
+    samples = runs_of(times, 4, cv=0.002)
+    judged = judge(WIDE, samples, 1, replace(RULES, target_ci=0.99))
+    assert judged["new"] == {} and judged["worth_n"] == 4 and judged["decided"], judged
 
 
 def test_an_undecided_step_gets_repeats_at_its_ends_and_the_base():

@@ -40,7 +40,8 @@ The rules, and why:
   up before that: a projection from a gain measured on few noisy runs gave up on easy
   studies. A CI target that would take more than `max_repeats` runs gets none.
 * It stops, saying why, when the answer is decided, when the next round would take the
-  study above its budget, or when the limits are reached (`max_rounds` rounds, or
+  study above its budget (a jump over candidates that the budget cannot afford gives
+  way to the next candidate up first), or when the limits are reached (`max_rounds` rounds, or
   nothing left to add: the deciding points have `max_repeats` runs, or the CI target
   would take more).
 * benchmarks/adaptive_simulator.py measures these rules against fixed grids (right
@@ -141,6 +142,10 @@ def judge(
     lower = {n: speedup_cis[n][1] if n != base else speedup_at[n] for n in ns}
     unmeasured = sorted(set(candidates) - set(samples))
     new = new_points(unmeasured, lower, rec, by_step, rules)
+    # where the new candidates jump over the next one up, the one a round the budget
+    # cannot afford measures instead (next_round)
+    up = step_up(unmeasured, lower)
+    fallback = up if new and up is not None and min(new) > up else None
     # repeats for a deciding step between neighbouring candidates (a step over
     # unmeasured ones is split by `new` first)
     if recommended is not None and not skips(unmeasured, *recommended[:2]):
@@ -183,6 +188,8 @@ def judge(
         "short": short,
         # N -> why it is measured for the first time
         "new": new,
+        # the next candidate up, where `new` jumps over it
+        "fallback": fallback,
         "decided": not needs and not new and worth is not None,
     }
 
@@ -214,13 +221,18 @@ def new_points(unmeasured: list[int], lower: dict[int, float], rec: dict, by_ste
     * every measured step pays, candidates remain above: where the Amdahl law fitted
       to the speedups' lower CI ends says the gain falls below the threshold, and the
       candidate after it. The lower ends, because overshooting costs more than an
-      extra round: a point beyond the answer is among the dearest in SU.
+      extra round: a point beyond the answer is among the dearest in SU. Where no
+      Amdahl law fits (predicted_answer), the next candidate up.
     And where the measured gains clearly rise (a step's interval above the one
-    before it), the curve is not shaped so: every candidate the walk went over."""
+    before it) up to the step that stopped the walk, the curve is not shaped so:
+    every candidate the walk went over."""
     new = {}
+    stopped = rec["stopped_at"]
     for (a, b, _), (c, d, _) in itertools.pairwise(rec["steps"]):
         earlier, later = by_step[(a, b)], by_step[(c, d)]
-        if earlier and later and later[0] > earlier[1]:
+        # steps beyond the one that stopped the walk cannot move the answer
+        past_the_stop = stopped is not None and c > stopped[0]
+        if earlier and later and later[0] > earlier[1] and not past_the_stop:
             for n in unmeasured:
                 if a < n < d:
                     new.setdefault(n, f"the gain rises from the step {a}->{b} to {c}->{d}: "
@@ -231,7 +243,6 @@ def new_points(unmeasured: list[int], lower: dict[int, float], rec: dict, by_ste
         below = max(n for n in unmeasured if n < worth)
         new.setdefault(below, f"the walk went from {a} to {worth} over it: "
                        f"does the step {below}->{worth} pay?")  # fmt: skip
-    stopped = rec["stopped_at"]
     if stopped is not None and skips(unmeasured, *stopped[:2]):
         a, b = stopped[:2]
         above = min(n for n in unmeasured if n > a)
@@ -241,32 +252,46 @@ def new_points(unmeasured: list[int], lower: dict[int, float], rec: dict, by_ste
         top = max(lower)
         span = [n for n in unmeasured if n > top]
         answer = predicted_answer(lower, top, span, rules)
-        why = ("every measured step pays, and the Amdahl law fitted to the speedups' lower "
-               f"CI ends puts the last step that pays at N = {answer}")  # fmt: skip
+        if answer is None:
+            why = ("every measured step pays, and no Amdahl law fits the speedups' lower CI "
+                   "ends: the next candidate up")  # fmt: skip
+            answer = top
+        else:
+            why = ("every measured step pays, and the Amdahl law fitted to the speedups' "
+                   f"lower CI ends puts the last step that pays at N = {answer}")  # fmt: skip
         for n in [n for n in span if n >= answer][: 1 + (answer in span)]:
             new.setdefault(n, why)
     return new
 
 
+def step_up(unmeasured: list[int], lower: dict[int, float]) -> int | None:
+    """The next candidate up from the measured ones: where a jump the budget cannot
+    afford falls back to."""
+    return next((n for n in unmeasured if lower and n > max(lower)), None)
+
+
 def predicted_answer(speedups: dict[int, float], start: int, span: list[int],
-                     rules: Rules) -> int:  # fmt: skip
+                     rules: Rules) -> int | None:  # fmt: skip
     """Walking up from the measured point `start` through the candidates `span`, the
     last one whose step still pays by the Amdahl law fitted to `speedups` (N ->
     speedup); `start` when the first step does not. Amdahl is linear in 1/N (1/S = s +
-    (1 - s)/N), so a least-squares line is the fit. Without one (fewer than 2
-    speedups): `start`, so that the next candidate up is measured."""
+    (1 - s)/N), so a least-squares line is the fit. None without a fit: fewer than 2
+    speedups, or a line whose serial share s is not positive (a superlinear step),
+    whose speedup grows without bound."""
     good = {n: sp for n, sp in speedups.items() if np.isfinite(sp) and sp > 0}
     if len(good) < 2:
-        return start
+        return None
     slope, intercept = np.polyfit([1 / n for n in good], [1 / sp for sp in good.values()], 1)
+    if not intercept > 0:
+        return None
 
     def predicted(n):
         inverse = intercept + slope / n
-        return 1 / inverse if inverse > 0 else math.inf
+        return 1 / inverse if inverse > 0 else math.nan  # nan: no step pays
 
     answer = start
     for n in span:
-        if (predicted(n) - predicted(answer)) / (n - answer) < rules.threshold:
+        if not (predicted(n) - predicted(answer)) / (n - answer) >= rules.threshold:
             break
         answer = n
     return answer
@@ -357,9 +382,9 @@ def next_round(
             return plan | {"stop": stop(LIMITS, f"{rules.max_rounds} rounds were run "
                                         "(max_rounds)")}  # fmt: skip
         added, why = {}, {}
+        new_runs = min(NEW_POINT_RUNS, rules.first_repeats, rules.max_repeats)
         for n, reason in judged["new"].items():
-            added[n] = min(NEW_POINT_RUNS, rules.first_repeats, rules.max_repeats)
-            why[n] = reason
+            added[n], why[n] = new_runs, reason
         # a CI target beyond max_repeats at its point or at the base (both set its
         # width) gets no runs, and does not stop the work on the steps
         ci, ends = judged["speedup_ci"], {judged["worth_n"], base} & set(runs)
@@ -401,7 +426,23 @@ def next_round(
                              f"({runs_needed(beyond)})")  # fmt: skip
             # the report says "stopped at the limits, not decided:" before it
             return plan | {"stop": stop(LIMITS, "; and ".join(parts))}
-    round_su = float(sum(k * su_per_run[n] for n, k in added.items()))
+
+    def price(runs_added):
+        return float(sum(k * su_per_run[n] for n, k in runs_added.items()))
+
+    round_su = price(added)
+    up = plan["judged"] and plan["judged"]["fallback"]
+    if spent_su + round_su > rules.budget_su and up:
+        # a jump the budget cannot afford: the next candidate up instead, as a walk
+        # without the fitted law would go
+        jump = {n: added.pop(n) for n in plan["judged"]["new"]}
+        for n in jump:
+            why.pop(n)
+        added[up] = new_runs
+        why[up] = (f"the jump to {', '.join(f'N = {n}' for n in jump)} (about "
+                   f"{price(jump):.3g} SU) would take the study above its budget of "
+                   f"{rules.budget_su:g} SU: the next candidate up")  # fmt: skip
+        round_su = price(added)
     plan |= {"added": added, "why": why, "round_su": round_su}
     if spent_su + round_su > rules.budget_su:
         text = (

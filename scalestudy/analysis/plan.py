@@ -108,7 +108,8 @@ def study_plan(
     }
     totals["jobs"] = sum(r["repeats"] for r in rows)
     # on Slurm, a packed point's repeats share one job (the plan is made before any
-    # executor is chosen: locally each run stays a job of its own)
+    # executor is chosen: locally each run stays a job of its own); finished ones
+    # count, as in "jobs"
     totals["slurm_jobs"] = (
         sum(r["repeats"] > 0 for r in rows) if study.submission.pack_repeats else None
     )

@@ -238,7 +238,8 @@ def recommendation_decision(
     rec: dict, summary: pd.DataFrame, usable: pd.DataFrame, study: Study, time_col: str, base
 ) -> dict:
     """Whether the recommendation is decided by the runs' spread, and what would decide
-    it (analysis.recommendation.decision), from the runs that enter the fits."""
+    it (analysis.recommendation.decision), from the runs given: those that enter the
+    fits, or every usable run of an adaptive study (its answer was decided on them)."""
     samples = times_by_n(usable, time_col)
     ns = summary["n"].astype(int)
     units = dict(zip(ns, summary["n"].astype(float), strict=True))
