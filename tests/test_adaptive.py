@@ -19,6 +19,7 @@ from scalestudy.analysis.adaptive import (
     first_round,
     judge,
     next_round,
+    predicted_answer,
     round_of_run,
     rounds_summary,
 )
@@ -118,6 +119,9 @@ def test_a_superlinear_first_step_gives_no_fit_and_the_next_candidate_up_is_meas
     judged = judge(WIDE, samples, 1, RULES)
     assert set(judged["new"]) == {4}, judged["new"]
     assert "the next candidate up" in judged["new"][4] and "fitted" not in judged["new"][4]
+    # exactly linear speedups: a serial share of 0, whatever the rounding makes of it
+    assert predicted_answer({1: 1.0, 2: 2.0}, 2, [4, 8, 16, 32, 64], RULES) is None
+    assert predicted_answer({1: 1.0, 2: 1.9}, 2, [4, 8, 16, 32, 64], RULES) == 32  # s = 5.3 %
 
 
 def test_without_a_fit_the_reason_does_not_claim_one():
@@ -125,6 +129,7 @@ def test_without_a_fit_the_reason_does_not_claim_one():
     samples = runs_of({2: 50.0}, 3) | {1: np.empty(0)}
     judged = judge(WIDE, samples, 1, RULES)
     assert judged["new"] and all("fitted" not in why for why in judged["new"].values())
+    assert all(why.startswith("too few speedups") for why in judged["new"].values())
 
 
 def test_a_jump_beyond_the_budget_falls_back_to_the_next_candidate_up():
@@ -135,11 +140,20 @@ def test_a_jump_beyond_the_budget_falls_back_to_the_next_candidate_up():
     tight = replace(RULES, budget_su=30.0)
     plan = next_round(2, WIDE, 1, {1: 3, 2: 3}, samples, su_per_run(WIDE), 9.0, tight)
     assert plan["stop"] is None and plan["added"] == {4: 2}, plan
-    assert "budget" in plan["why"][4] and "32" in plan["why"][4]
-    # a budget that cannot pay even for that stops the study, naming the jump's price
+    why = plan["why"][4]
+    assert "the round with N = 32, N = 64 (about 192 SU) would take the study to 201 SU" in why
+    assert why.endswith("budget of 30 SU: the next candidate up alone")
+    # the law puts the answer at the next candidate up: 4 and 8 (24 SU) do not fit in a
+    # budget of 20, 4 alone does
+    knee = runs_of({n: amdahl(0.4)[n] for n in (1, 2)}, 3, cv=0.002)
+    plan = next_round(2, WIDE, 1, {1: 3, 2: 3}, knee, su_per_run(WIDE), 9.0,
+                      replace(RULES, budget_su=20.0))  # fmt: skip
+    assert plan["stop"] is None and plan["added"] == {4: 2}, plan
+    # a budget that cannot pay even for that stops the study, refusing that round
     poorer = replace(RULES, budget_su=12.0)
     plan = next_round(2, WIDE, 1, {1: 3, 2: 3}, samples, su_per_run(WIDE), 9.0, poorer)
     assert plan["stop"]["reason"] == BUDGET and plan["added"] == {}
+    assert plan["refused"]["added"] == {4: 2} and "about 8 SU" in plan["stop"]["text"]
 
 
 def test_the_candidates_next_to_the_answer_are_measured_not_those_further_away():

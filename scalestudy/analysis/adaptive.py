@@ -19,7 +19,8 @@ The rules, and why:
   their peak), so two steps decide the answer: the one into it and the one out of it,
   each between neighbouring candidates. Candidates further away need no runs: a study
   jumps to where the answer should be and measures around it (new_points). Where the
-  measured gains clearly rise instead, the candidates between are measured.
+  measured gains clearly rise instead, up to the step that stopped the walk, the
+  candidates between are measured.
 * The answer is decided when (a) the recommended step's marginal-gain interval lies
   above the threshold, (b) the next step's lies below it, or there is no next
   candidate, (c) both steps join neighbouring candidates, (d) the recommended point's
@@ -29,7 +30,8 @@ The rules, and why:
   narrow).
 * Otherwise the next round adds what decides it: candidates not yet measured,
   NEW_POINT_RUNS runs each (new_points: where the fitted law says the gain crosses the
-  threshold, or next to the answer where the walk went over candidates); repeats at
+  threshold, the next candidate up where no law fits, or next to the answer where the
+  walk went over candidates); repeats at
   both ends of an undecided step, and at the base case where its runs move that
   step's gain (every speedup divides by the base's median, but a step high up the
   curve hardly depends on it); repeats at the recommended point and the base where
@@ -40,8 +42,8 @@ The rules, and why:
   up before that: a projection from a gain measured on few noisy runs gave up on easy
   studies. A CI target that would take more than `max_repeats` runs gets none.
 * It stops, saying why, when the answer is decided, when the next round would take the
-  study above its budget (a jump over candidates that the budget cannot afford gives
-  way to the next candidate up first), or when the limits are reached (`max_rounds` rounds, or
+  study above its budget (a round whose new candidates go beyond the next one up is
+  first cut to that one), or when the limits are reached (`max_rounds` rounds, or
   nothing left to add: the deciding points have `max_repeats` runs, or the CI target
   would take more).
 * benchmarks/adaptive_simulator.py measures these rules against fixed grids (right
@@ -142,10 +144,10 @@ def judge(
     lower = {n: speedup_cis[n][1] if n != base else speedup_at[n] for n in ns}
     unmeasured = sorted(set(candidates) - set(samples))
     new = new_points(unmeasured, lower, rec, by_step, rules)
-    # where the new candidates jump over the next one up, the one a round the budget
-    # cannot afford measures instead (next_round)
+    # where `new` goes beyond the next candidate up, a round the budget cannot afford
+    # measures that one alone (next_round)
     up = step_up(unmeasured, lower)
-    fallback = up if new and up is not None and min(new) > up else None
+    fallback = up if up is not None and new and min(new) >= up and set(new) != {up} else None
     # repeats for a deciding step between neighbouring candidates (a step over
     # unmeasured ones is split by `new` first)
     if recommended is not None and not skips(unmeasured, *recommended[:2]):
@@ -188,7 +190,7 @@ def judge(
         "short": short,
         # N -> why it is measured for the first time
         "new": new,
-        # the next candidate up, where `new` jumps over it
+        # the next candidate up, where `new` goes beyond it
         "fallback": fallback,
         "decided": not needs and not new and worth is not None,
     }
@@ -200,6 +202,8 @@ def judge(
 # 81.0 %; benchmarks/adaptive_simulator, 1000 studies, seed 1)
 NEW_POINT_RUNS = 2
 MIN_DECIDING_RUNS = 3
+# a fitted serial share at or below this is none: rounding decides it on linear speedups
+SERIAL_SHARE_TOLERANCE = 1e-9
 
 
 def skips(unmeasured, a: int, b: int) -> bool:
@@ -253,8 +257,11 @@ def new_points(unmeasured: list[int], lower: dict[int, float], rec: dict, by_ste
         span = [n for n in unmeasured if n > top]
         answer = predicted_answer(lower, top, span, rules)
         if answer is None:
-            why = ("every measured step pays, and no Amdahl law fits the speedups' lower CI "
-                   "ends: the next candidate up")  # fmt: skip
+            why = "too few speedups to fit a law to: the next candidate up"
+            if len(positive(lower)) >= 2:
+                why = ("every measured step pays, and the speedups' lower CI ends are linear "
+                       "or better, which no Amdahl law with a serial share fits: the next "
+                       "candidate up")  # fmt: skip
             answer = top
         else:
             why = ("every measured step pays, and the Amdahl law fitted to the speedups' "
@@ -264,9 +271,13 @@ def new_points(unmeasured: list[int], lower: dict[int, float], rec: dict, by_ste
     return new
 
 
+def positive(speedups: dict[int, float]) -> dict[int, float]:
+    """The speedups a law can be fitted to: finite and positive."""
+    return {n: sp for n, sp in speedups.items() if np.isfinite(sp) and sp > 0}
+
+
 def step_up(unmeasured: list[int], lower: dict[int, float]) -> int | None:
-    """The next candidate up from the measured ones: where a jump the budget cannot
-    afford falls back to."""
+    """The next candidate up from the measured ones (`lower`: N -> a measured point)."""
     return next((n for n in unmeasured if lower and n > max(lower)), None)
 
 
@@ -276,13 +287,13 @@ def predicted_answer(speedups: dict[int, float], start: int, span: list[int],
     last one whose step still pays by the Amdahl law fitted to `speedups` (N ->
     speedup); `start` when the first step does not. Amdahl is linear in 1/N (1/S = s +
     (1 - s)/N), so a least-squares line is the fit. None without a fit: fewer than 2
-    speedups, or a line whose serial share s is not positive (a superlinear step),
-    whose speedup grows without bound."""
-    good = {n: sp for n, sp in speedups.items() if np.isfinite(sp) and sp > 0}
+    speedups, or a line whose serial share s is not positive (speedups linear or
+    better, on the whole: the law's speedup would grow without bound)."""
+    good = positive(speedups)
     if len(good) < 2:
         return None
     slope, intercept = np.polyfit([1 / n for n in good], [1 / sp for sp in good.values()], 1)
-    if not intercept > 0:
+    if not intercept > SERIAL_SHARE_TOLERANCE:
         return None
 
     def predicted(n):
@@ -433,15 +444,15 @@ def next_round(
     round_su = price(added)
     up = plan["judged"] and plan["judged"]["fallback"]
     if spent_su + round_su > rules.budget_su and up:
-        # a jump the budget cannot afford: the next candidate up instead, as a walk
-        # without the fitted law would go
-        jump = {n: added.pop(n) for n in plan["judged"]["new"]}
-        for n in jump:
-            why.pop(n)
-        added[up] = new_runs
-        why[up] = (f"the jump to {', '.join(f'N = {n}' for n in jump)} (about "
-                   f"{price(jump):.3g} SU) would take the study above its budget of "
-                   f"{rules.budget_su:g} SU: the next candidate up")  # fmt: skip
+        # the new candidates beyond the next one up cost the most: that one alone, as
+        # a walk without the fitted law would go
+        planned = ", ".join(f"N = {n}" for n in plan["judged"]["new"])
+        text = (f"the round with {planned} (about {round_su:.3g} SU) would take the study "
+                f"to {spent_su + round_su:.3g} SU, above its budget of {rules.budget_su:g} "
+                "SU: the next candidate up alone")  # fmt: skip
+        for n in plan["judged"]["new"]:
+            added.pop(n), why.pop(n)
+        added[up], why[up] = new_runs, text
         round_su = price(added)
     plan |= {"added": added, "why": why, "round_su": round_su}
     if spent_su + round_su > rules.budget_su:
