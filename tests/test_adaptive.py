@@ -283,6 +283,33 @@ def test_a_study_that_stops_undecided_says_each_reason_and_only_true_ones():
     )
 
 
+def test_a_study_that_cannot_be_decided_spends_no_runs_that_would_hardly_change_it():
+    # a +-0.1 % CI is out of reach, so the study cannot be decided: runs only buy the
+    # chance of changing the answer. The step 4 -> 8 (gain 0.157 [0.088, 0.228] on 5
+    # runs) would cross the threshold with a chance under 1 % at max_repeats = 6.
+    near = {n: 100 * (0.3 + 0.7 / n) for n in CANDIDATES}
+    samples = runs_of(near, 5, cv=0.08, seed=5)
+    runs = {n: 5 for n in CANDIDATES}
+    strict = replace(RULES, target_ci=0.001, max_repeats=6)
+    plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, strict)
+    assert plan["added"] == {} and plan["stop"]["reason"] == LIMITS, plan["why"]
+    text = plan["stop"]["text"]
+    assert text.startswith(
+        "more runs would hardly change the answer: the step 4->8 (gain 0.157 [0.0882, "
+        "0.228]) would cross 0.1 with a chance of under 1 % at max_repeats = 6 runs; and "
+        "the speedup at N = 8 is known to ±"
+    ), text
+    # a study that can still be decided gets the runs that decide it
+    plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0,
+                      replace(strict, target_ci=0.99))  # fmt: skip
+    assert plan["stop"] is None and {4, 8} <= set(plan["added"]), plan["stop"]
+    # and so does a step that more runs may well move: gain 0.110 [0.020, 0.216] on 4
+    samples = runs_of(near, 4, cv=0.08, seed=4)
+    plan = next_round(3, CANDIDATES, 1, {n: 4 for n in CANDIDATES}, samples,
+                      su_per_run(CANDIDATES), 10.0, strict)  # fmt: skip
+    assert plan["stop"] is None and plan["added"] == {4: 2, 8: 2}, plan["stop"]
+
+
 def test_max_repeats_of_two_can_still_decide():
     samples = runs_of(KNEE, 2)
     two = Rules(**{**RULES.__dict__, "max_repeats": 2, "first_repeats": 2, "target_ci": 0.99})
@@ -448,18 +475,26 @@ def test_bad_adaptive_settings_are_refused_naming_the_key(change, words):
 
 def test_an_adaptive_study_is_a_valid_config():
     study = checked_study(ADAPTIVE_STUDY, "a")
-    assert study.adaptive.target_ci == 0.1 and study.adaptive.max_repeats == 10
+    assert study.adaptive.target_ci == 0.1 and study.adaptive.max_repeats == 6
 
 
 def test_the_simulator_against_fixed_grids():
-    """Kept short (200 studies, ~6 s); the figures in the notes come from 1000
-    (python -m benchmarks.adaptive_simulator). At a loose CI target, so that many
-    answers are decided (40 % of 1000), the bounds asserted: the rules' own error rate
-    (the goal: decided and wrong in at most 5 %), right answers as often as the 5-run
-    grid's within what 200 studies can tell (1000 give 0.85 against 0.81), and about
-    half that grid's SU in the median study (1000 give 0.50; 0.62 before the
-    candidates were picked by the fitted law). The reference that knows where the
-    answer lies spends less with 3 runs a point, and is right less often."""
+    """Kept short (200 studies, ~3 s each); the figures in the notes come from 5 x 1000
+    (python -m benchmarks.adaptive_simulator). At the schema's defaults, the goals:
+    right answers as often as the 5-run grid's (within what 200 studies can tell: 5,000
+    give 81.0 % against 79.5 %) for at most 0.4 of its SU in the median study (5,000
+    give 0.39; these 200, 0.40). At a loose CI target, so that many answers are decided
+    (34 % of 1000), the rules' own error rate: decided and wrong in at most 5 %. The
+    reference that knows where the answer lies spends less with 3 runs a point, and is
+    right less often."""
+    table = simulator.tally(simulator.simulate(200, seed=7, rules=simulator.RULES))
+    adaptive, grid5 = table["adaptive"], table["grid5"]
+    assert adaptive["right"] >= grid5["right"] - 0.05, (adaptive["right"], grid5["right"])
+    assert grid5["su_vs_grid5"]["median"] == pytest.approx(1.0)
+    assert adaptive["su_vs_grid5"]["median"] < 0.44
+    oracle = table["oracle3"]
+    assert oracle["su_vs_grid5"]["median"] < adaptive["su_vs_grid5"]["median"]
+    assert oracle["right"] < adaptive["right"]
     rules = replace(simulator.RULES, target_ci=0.99)
     table = simulator.tally(simulator.simulate(200, seed=7, rules=rules))
     adaptive, grid5 = table["adaptive"], table["grid5"]
@@ -469,11 +504,7 @@ def test_the_simulator_against_fixed_grids():
         pytest.approx(1)
     )
     assert adaptive["right"] >= grid5["right"] - 0.05, (adaptive["right"], grid5["right"])
-    assert grid5["su_vs_grid5"]["median"] == pytest.approx(1.0)
-    assert adaptive["su_vs_grid5"]["median"] < 0.58
-    oracle = table["oracle3"]
-    assert oracle["su_vs_grid5"]["median"] < adaptive["su_vs_grid5"]["median"]
-    assert oracle["right"] < adaptive["right"]
+    assert adaptive["su_vs_grid5"]["median"] < 0.52
 
 
 def test_candidates_can_be_a_range():

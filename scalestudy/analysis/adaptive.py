@@ -39,13 +39,17 @@ The rules, and why:
   would shrink the interval to the distance between the gain and the threshold
   (width ~ 1/sqrt(runs)), at most doubling a point's runs per round (the estimate
   itself is rough on few runs), and never beyond `max_repeats`. A step is not given
-  up before that: a projection from a gain measured on few noisy runs gave up on easy
-  studies. A CI target that would take more than `max_repeats` runs gets none.
+  up before that because deciding it would take more: a projection from a gain
+  measured on few noisy runs gave up on easy studies. A CI target that would take
+  more than `max_repeats` runs gets none; such a study cannot be decided, so a step
+  gets runs only while they may well change the answer (curtailed_steps: not when
+  even `max_repeats` runs would take its gain across the threshold with a chance
+  below CURTAIL_CHANCE).
 * It stops, saying why, when the answer is decided, when the next round would take the
   study above its budget (a round whose new candidates go beyond the next one up is
   first cut to that one), or when the limits are reached (`max_rounds` rounds, or
-  nothing left to add: the deciding points have `max_repeats` runs, or the CI target
-  would take more).
+  nothing left to add: the deciding points have `max_repeats` runs, more runs would
+  hardly change the answer, or the CI target would take more).
 * benchmarks/adaptive_simulator.py measures these rules against fixed grids (right
   answers, decided-and-wrong ones, SU); its docstring has the figures.
 """
@@ -57,9 +61,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import norm
 
 from scalestudy.analysis.intervals import ratio_ci
-from scalestudy.analysis.recommendation import recommend, step_intervals
+from scalestudy.analysis.recommendation import DECISION_LEVEL, recommend, step_intervals
 
 DECIDED, BUDGET, LIMITS = "decided", "budget", "limits"
 
@@ -320,16 +325,17 @@ def more_runs(have: int, interval_factor: float, rules: Rules) -> int:
     return max(min(extra, rules.max_repeats - have), 0)
 
 
-def shrink_factors(judged: dict, n: int, rules: Rules) -> dict[str, float]:
+def shrink_factors(judged: dict, n: int, rules: Rules, curtailed=()) -> dict[str, float]:
     """How much the intervals that N decides must shrink (their width over the width
     wanted; inf: unknown): "step", the widest undecided step interval that N's runs
-    move, and "ci", the speedup CI where N is the answer or the base. Empty when no
-    interval touching N is undecided."""
+    move (not of the `curtailed` steps), and "ci", the speedup CI where N is the answer
+    or the base. Empty when no such interval touching N is undecided."""
     factors = {}
     for a, b, gain, lo, hi in judged["steps"]:
         if (
             lo is None
             or not lo < rules.threshold <= hi
+            or (a, b) in curtailed
             or n not in moved_by(judged["base"], judged["speedups"], a, b)
         ):
             continue
@@ -340,6 +346,41 @@ def shrink_factors(judged: dict, n: int, rules: Rules) -> dict[str, float]:
     if n in (judged["worth_n"], judged["base"]) and ci["half_width"] > rules.target_ci:
         factors["ci"] = ci["half_width"] / rules.target_ci
     return factors
+
+
+# A study that cannot be decided (its CI target would take more than max_repeats runs)
+# spends runs on a step only for the chance that they change the answer: a step whose
+# gain would cross the threshold with a smaller chance, even at max_repeats runs, gets
+# none. At 0.1, with max_repeats 6: 0.387-0.393 of the 5-run grid's SU (median, five
+# seeds) against 0.393-0.409 without, for the same right answers (81.0 % of 5,000
+# studies; benchmarks/adaptive_simulator)
+CURTAIL_CHANCE = 0.1
+
+
+def curtailed_steps(judged: dict, runs: dict[int, int], rules: Rules) -> dict:
+    """The undecided steps (a, b) -> the chance that more runs, up to max_repeats at the
+    points that move the step's gain, take the gain across the threshold, where it is
+    below CURTAIL_CHANCE (stochastic curtailment: from `have` to max_repeats runs, the
+    estimate moves by a normal of sd se * sqrt(1 - have / max_repeats); se from the
+    step's interval, on its side toward the threshold). Only steps whose points have
+    MIN_DECIDING_RUNS runs (of 2 runs, a bootstrap interval is far too narrow to tell)
+    and fewer than max_repeats."""
+    z_level = norm.ppf((1 + DECISION_LEVEL) / 2)
+    found = {}
+    for a, b, gain, lo, hi in judged["steps"]:
+        if lo is None or not lo < rules.threshold <= hi:
+            continue
+        have = min(runs.get(n, 0) for n in moved_by(judged["base"], judged["speedups"], a, b))
+        if not MIN_DECIDING_RUNS <= have < rules.max_repeats:
+            continue
+        # the interval's side toward the threshold: a bootstrap interval of few runs
+        # is often lopsided
+        se = (gain - lo if gain >= rules.threshold else hi - gain) / z_level
+        left = math.sqrt(1 - have / rules.max_repeats)
+        chance = float(norm.sf(abs(gain - rules.threshold) / (se * left)))
+        if chance < CURTAIL_CHANCE:
+            found[(a, b)] = chance
+    return found
 
 
 # A point is measured again for a step when its runs carry at least this share of the
@@ -403,18 +444,26 @@ def next_round(
         if not any(k > rules.max_repeats for k in beyond.values()):
             beyond = {}
         at_limit = []  # points that still decide the answer but have max_repeats runs
+        # a study that cannot be decided: steps that more runs would hardly change
+        curtailed = curtailed_steps(judged, runs, rules) if beyond else {}
         for n, reason in judged["needs"].items():
             usable, wanted = judged["short"].get(n, (None, 0))
             # a point short of usable runs gets what it lacks
             extra = min(wanted - usable, rules.max_repeats - runs.get(n, 0)) if wanted else 0
-            factors = shrink_factors(judged, n, rules)
+            factors = shrink_factors(judged, n, rules, curtailed)
             if n in beyond:
                 factors.pop("ci", None)
+            if (
+                not factors
+                and not wanted
+                and any(n in moved_by(base, judged["speedups"], *step) for step in curtailed)
+            ):
+                continue  # only curtailed steps wanted its runs
             # as many runs as the intervals N decides ask for (not at a point without 2
-            # usable runs: no interval to project). A step is never given up before
-            # max_repeats: judged on its gain as measured, few noisy runs gave up on 8 %
-            # of the easy simulated studies, and giving up later still cost more right
-            # answers than it saved SU.
+            # usable runs: no interval to project). A step is not given up before
+            # max_repeats because deciding it would take more: judged on its gain as
+            # measured, few noisy runs gave up on 8 % of the easy simulated studies, and
+            # giving up later still cost more right answers than it saved SU.
             projected = usable is None or usable >= 2
             if projected and (factors or not wanted and n not in beyond):
                 factor = max(factors.values(), default=2.0)  # no interval yet: double
@@ -429,6 +478,8 @@ def next_round(
                 full = ", ".join(f"N = {n}" for n in sorted(at_limit))
                 parts.append(f"the points that would decide it ({full}) have max_repeats = "
                              f"{rules.max_repeats} runs")  # fmt: skip
+            if curtailed:
+                parts.append(curtailed_text(judged, curtailed, rules))
             if beyond:
                 parts.append(f"the speedup at N = {judged['worth_n']} is known to "
                              f"±{100 * ci['half_width']:.1f} %, and the target of "
@@ -465,6 +516,20 @@ def next_round(
                        "refused": {"added": added, "why": why, "round_su": round_su}}  # fmt: skip
     plan["totals"] = {n: runs.get(n, 0) + added.get(n, 0) for n in sorted(set(runs) | set(added))}
     return plan
+
+
+def curtailed_text(judged: dict, curtailed: dict, rules: Rules) -> str:
+    """'more runs would hardly change the answer: the step 16->32 (gain 0.13 [0.08,
+    0.19]) would cross 0.1 with a chance of 4 % at max_repeats = 6 runs'."""
+    gains = {(a, b): (g, lo, hi) for a, b, g, lo, hi in judged["steps"]}
+    steps = "; ".join(
+        f"the step {a}->{b} (gain {gains[(a, b)][0]:.3g} [{gains[(a, b)][1]:.3g}, "
+        f"{gains[(a, b)][2]:.3g}]) would cross {rules.threshold:g} with a chance of "
+        + (f"{100 * chance:.0f} %" if chance >= 0.005 else "under 1 %")
+        for (a, b), chance in sorted(curtailed.items())
+    )
+    return (f"more runs would hardly change the answer: {steps} at max_repeats = "
+            f"{rules.max_repeats} runs")  # fmt: skip
 
 
 def runs_needed(projected: dict[int, float]) -> str:
