@@ -254,10 +254,12 @@ def test_an_out_of_reach_speedup_target_does_not_stop_the_work_on_the_steps():
     plan = next_round(3, CANDIDATES, 1, {n: 6 for n in CANDIDATES}, samples,
                       su_per_run(CANDIDATES), 10.0, strict)  # fmt: skip
     assert plan["stop"]["reason"] == LIMITS and plan["added"] == {}
-    assert plan["stop"]["text"].startswith("the speedup at N = 4 is known to ±")
-    assert (
-        "the target of ±0.1 % would take more runs than max_repeats = 10 allows (about"
-        in (plan["stop"]["text"])
+    # 6 runs at both ends now; 10 at both would narrow the CI by sqrt(6 / 10)
+    half = plan["judged"]["speedup_ci"]["half_width"]
+    assert plan["stop"]["text"] == (
+        f"the speedup at N = 4 is known to ±{100 * half:.1f} %, and the target of ±0.1 % is "
+        "out of reach: max_repeats = 10 runs at N = 1 and N = 4 would give about "
+        f"±{100 * half * math.sqrt(6 / 10):.1f} %"
     )
 
 
@@ -308,6 +310,45 @@ def test_a_study_that_cannot_be_decided_spends_no_runs_that_would_hardly_change_
     plan = next_round(3, CANDIDATES, 1, {n: 4 for n in CANDIDATES}, samples,
                       su_per_run(CANDIDATES), 10.0, strict)  # fmt: skip
     assert plan["stop"] is None and plan["added"] == {4: 2, 8: 2}, plan["stop"]
+
+
+def test_curtailment_judges_a_step_on_its_usable_runs_not_its_failed_ones():
+    # N = 8 has 3 runs, one of them failed: the step 4 -> 8 (gain 0.129 [0.083, 0.145])
+    # rests on a 2-run interval, far too narrow to give up on. Before, it was curtailed
+    # ("a chance of 4 %") and the study stopped; now N = 8 gets its third usable run.
+    near = {n: 100 * (0.3 + 0.7 / n) for n in CANDIDATES}
+    samples = runs_of(near, 3, cv=0.08, seed=1)
+    samples[8] = samples[8][:2]
+    strict = replace(RULES, target_ci=0.001, max_repeats=6)
+    plan = next_round(3, CANDIDATES, 1, {n: 3 for n in CANDIDATES}, samples,
+                      su_per_run(CANDIDATES), 10.0, strict)  # fmt: skip
+    assert plan["stop"] is None and plan["added"].get(8, 0) >= 1, plan["stop"]
+
+
+def test_a_ci_target_that_runs_at_the_answer_alone_can_reach_is_not_given_up():
+    # the base has max_repeats = 6 runs, the answer N = 4 has 3: 6 runs at both would
+    # narrow the CI by sqrt((1/6 + 1/6) / (1/6 + 1/3)) = 0.82, within a target of the
+    # half-width / sqrt(1.3) = 0.88 of it. Before, the base's own projection (8 runs)
+    # called the target out of reach, so the study was curtailed and stopped undecided.
+    near = {n: 100 * (0.3 + 0.7 / n) for n in CANDIDATES}
+    samples = runs_of(near, 6, cv=0.08, seed=0)
+    samples = {n: times if n == 1 else times[:3] for n, times in samples.items()}
+    runs = {n: len(times) for n, times in samples.items()}
+    half = judge(CANDIDATES, samples, 1, RULES)["speedup_ci"]["half_width"]
+    rules = replace(RULES, target_ci=half / math.sqrt(1.3), max_repeats=6)
+    plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, rules)
+    assert plan["stop"] is None and plan["added"] == {4: 3, 8: 3}, plan["stop"]
+    # a target that 6 runs at both could not reach is out of reach: the study cannot be
+    # decided, and the step 4 -> 8 (gain 0.043 [-0.041, 0.117]) is curtailed
+    rules = replace(rules, target_ci=half * 0.8)
+    plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, rules)
+    assert plan["added"] == {} and plan["stop"]["reason"] == LIMITS
+    assert plan["stop"]["text"].startswith("more runs would hardly change the answer: the "
+                                           "step 4->8 (gain 0.0432 [-0.0408, 0.117])")  # fmt: skip
+    assert plan["stop"]["text"].endswith(
+        f"out of reach: max_repeats = 6 runs at N = 1 and N = 4 would give about "
+        f"±{100 * half * math.sqrt((1 / 6 + 1 / 6) / (1 / 6 + 1 / 3)):.1f} %"
+    )
 
 
 def test_max_repeats_of_two_can_still_decide():
@@ -479,19 +520,20 @@ def test_an_adaptive_study_is_a_valid_config():
 
 
 def test_the_simulator_against_fixed_grids():
-    """Kept short (200 studies, ~3 s each); the figures in the notes come from 5 x 1000
-    (python -m benchmarks.adaptive_simulator). At the schema's defaults, the goals:
-    right answers as often as the 5-run grid's (within what 200 studies can tell: 5,000
-    give 81.0 % against 79.5 %) for at most 0.4 of its SU in the median study (5,000
-    give 0.39; these 200, 0.40). At a loose CI target, so that many answers are decided
-    (34 % of 1000), the rules' own error rate: decided and wrong in at most 5 %. The
-    reference that knows where the answer lies spends less with 3 runs a point, and is
-    right less often."""
+    """Kept short (200 studies, ~3 s each, at a fixed seed: the same every run); the
+    figures in the notes come from 5 x 1000 (python -m benchmarks.adaptive_simulator).
+    At the schema's defaults, the goals: right answers as often as the 5-run grid's
+    (5,000 give 81.1 % against 79.5 %; these 200, 84 % against 78 %) for at most 0.40
+    of its SU in the median study (5,000 give 0.393; these 200, 0.400; 0.423 without
+    curtailment, 0.457 at max_repeats 10). At a loose CI target, so that many answers
+    are decided (32 % of these 200), the rules' own error rate: decided and wrong in at
+    most 5 %. The reference that knows where the answer lies spends less with 3 runs a
+    point, and is right less often."""
     table = simulator.tally(simulator.simulate(200, seed=7, rules=simulator.RULES))
     adaptive, grid5 = table["adaptive"], table["grid5"]
-    assert adaptive["right"] >= grid5["right"] - 0.05, (adaptive["right"], grid5["right"])
+    assert adaptive["right"] >= grid5["right"], (adaptive["right"], grid5["right"])
     assert grid5["su_vs_grid5"]["median"] == pytest.approx(1.0)
-    assert adaptive["su_vs_grid5"]["median"] < 0.44
+    assert adaptive["su_vs_grid5"]["median"] <= 0.41
     oracle = table["oracle3"]
     assert oracle["su_vs_grid5"]["median"] < adaptive["su_vs_grid5"]["median"]
     assert oracle["right"] < adaptive["right"]
@@ -504,7 +546,7 @@ def test_the_simulator_against_fixed_grids():
         pytest.approx(1)
     )
     assert adaptive["right"] >= grid5["right"] - 0.05, (adaptive["right"], grid5["right"])
-    assert adaptive["su_vs_grid5"]["median"] < 0.52
+    assert adaptive["su_vs_grid5"]["median"] < 0.47
 
 
 def test_candidates_can_be_a_range():

@@ -40,16 +40,16 @@ The rules, and why:
   (width ~ 1/sqrt(runs)), at most doubling a point's runs per round (the estimate
   itself is rough on few runs), and never beyond `max_repeats`. A step is not given
   up before that because deciding it would take more: a projection from a gain
-  measured on few noisy runs gave up on easy studies. A CI target that would take
-  more than `max_repeats` runs gets none; such a study cannot be decided, so a step
-  gets runs only while they may well change the answer (curtailed_steps: not when
-  even `max_repeats` runs would take its gain across the threshold with a chance
-  below CURTAIL_CHANCE).
+  measured on few noisy runs gave up on easy studies. A CI target that `max_repeats`
+  runs at both its ends would not reach (half_width_at_max_repeats) gets none; such
+  a study cannot be decided, so a deciding step gets runs only while they may well
+  change the answer (curtailed_steps: not when even `max_repeats` runs would take
+  its gain across the threshold with a chance below CURTAIL_CHANCE).
 * It stops, saying why, when the answer is decided, when the next round would take the
   study above its budget (a round whose new candidates go beyond the next one up is
   first cut to that one), or when the limits are reached (`max_rounds` rounds, or
   nothing left to add: the deciding points have `max_repeats` runs, more runs would
-  hardly change the answer, or the CI target would take more).
+  hardly change the answer, or the CI target is out of reach).
 * benchmarks/adaptive_simulator.py measures these rules against fixed grids (right
   answers, decided-and-wrong ones, SU); its docstring has the figures.
 """
@@ -187,6 +187,13 @@ def judge(
         "base": base,
         "worth_n": worth,
         "steps": [[a, b, g, *(by_step[(a, b)] or (None, None))] for a, b, g in rec["steps"]],
+        # the steps into and out of the answer, where they join measured neighbours
+        "deciding": [
+            tuple(step[:2])
+            for step in (recommended, stopped)
+            if step and not skips(unmeasured, *step[:2])
+        ],
+        "usable": usable,  # N -> its usable runs
         "speedup_ci": ci,
         "speedups": speedup_at,
         "needs": needs,
@@ -202,9 +209,10 @@ def judge(
 
 
 # Runs of a candidate measured for the first time after round 1: the fewest that give
-# an interval; more follow where its step is unclear. Three instead: 0.61 of the 5-run
-# grid's SU (median) against 0.46, for 83.2 % right answers against 85.0 % (the grid:
-# 81.0 %; benchmarks/adaptive_simulator, 1000 studies, seed 1)
+# an interval; more follow where its step is unclear. Three instead, at the config's
+# defaults: 0.472 of the 5-run grid's SU (median) against 0.393, for 80.6 % right
+# answers against 81.1 % (the grid: 79.5 %; benchmarks/adaptive_simulator, 5 x 1000
+# studies)
 NEW_POINT_RUNS = 2
 MIN_DECIDING_RUNS = 3
 # a fitted serial share at or below this is none: rounding decides it on linear speedups
@@ -348,29 +356,33 @@ def shrink_factors(judged: dict, n: int, rules: Rules, curtailed=()) -> dict[str
     return factors
 
 
-# A study that cannot be decided (its CI target would take more than max_repeats runs)
-# spends runs on a step only for the chance that they change the answer: a step whose
-# gain would cross the threshold with a smaller chance, even at max_repeats runs, gets
-# none. At 0.1, with max_repeats 6: 0.387-0.393 of the 5-run grid's SU (median, five
-# seeds) against 0.393-0.409 without, for the same right answers (81.0 % of 5,000
-# studies; benchmarks/adaptive_simulator)
+# A study that cannot be decided (max_repeats runs would not bring its speedup CI
+# within target) spends runs on a step only for the chance that they change the
+# answer: a step whose gain would cross the threshold with a smaller chance, even at
+# max_repeats runs, gets none. At the config's defaults, 0.1 gives 0.393 of the 5-run
+# grid's SU (median of 5,000 studies; 0.385-0.398 by seed) against 0.404 without
+# (0.397-0.413), for the same right answers (81.1 % and 81.0 %); 0.05 gives 0.396, and
+# 0.2 gives 0.389 but 80.8 % (benchmarks/adaptive_simulator)
 CURTAIL_CHANCE = 0.1
 
 
 def curtailed_steps(judged: dict, runs: dict[int, int], rules: Rules) -> dict:
-    """The undecided steps (a, b) -> the chance that more runs, up to max_repeats at the
-    points that move the step's gain, take the gain across the threshold, where it is
-    below CURTAIL_CHANCE (stochastic curtailment: from `have` to max_repeats runs, the
-    estimate moves by a normal of sd se * sqrt(1 - have / max_repeats); se from the
-    step's interval, on its side toward the threshold). Only steps whose points have
-    MIN_DECIDING_RUNS runs (of 2 runs, a bootstrap interval is far too narrow to tell)
-    and fewer than max_repeats."""
+    """The undecided deciding steps (a, b) -> the chance that more runs, up to
+    max_repeats at the points that move the step's gain, take the gain across the
+    threshold, where it is below CURTAIL_CHANCE (stochastic curtailment: from `have`
+    usable runs to max_repeats, the estimate moves by a normal of sd se * sqrt(1 - have
+    / max_repeats); se from the step's interval, on its side toward the threshold).
+    Only steps whose points have MIN_DECIDING_RUNS usable runs (of 2 runs, a bootstrap
+    interval is far too narrow to tell) and room for more (`runs`: made, failed too)."""
     z_level = norm.ppf((1 + DECISION_LEVEL) / 2)
     found = {}
     for a, b, gain, lo, hi in judged["steps"]:
-        if lo is None or not lo < rules.threshold <= hi:
+        if (a, b) not in judged["deciding"] or lo is None or not lo < rules.threshold <= hi:
             continue
-        have = min(runs.get(n, 0) for n in moved_by(judged["base"], judged["speedups"], a, b))
+        points = moved_by(judged["base"], judged["speedups"], a, b)
+        if not any(runs.get(n, 0) < rules.max_repeats for n in points):
+            continue
+        have = min(judged["usable"].get(n, 0) for n in points)
         if not MIN_DECIDING_RUNS <= have < rules.max_repeats:
             continue
         # the interval's side toward the threshold: a bootstrap interval of few runs
@@ -437,15 +449,15 @@ def next_round(
         new_runs = min(NEW_POINT_RUNS, rules.first_repeats, rules.max_repeats)
         for n, reason in judged["new"].items():
             added[n], why[n] = new_runs, reason
-        # a CI target beyond max_repeats at its point or at the base (both set its
-        # width) gets no runs, and does not stop the work on the steps
-        ci, ends = judged["speedup_ci"], {judged["worth_n"], base} & set(runs)
-        beyond = {n: max(runs[n], 1) * (ci["half_width"] / rules.target_ci) ** 2 for n in ends}
-        if not any(k > rules.max_repeats for k in beyond.values()):
-            beyond = {}
+        # a CI target that max_repeats runs at both its ends (the answer and the base)
+        # would not reach gets no runs, and does not stop the work on the steps
+        ci, ends = judged["speedup_ci"], sorted({judged["worth_n"], base} & set(runs))
+        reach = half_width_at_max_repeats(ci["half_width"], ends, judged["usable"], runs, rules)
+        beyond = set(ends) if reach > rules.target_ci else set()
         at_limit = []  # points that still decide the answer but have max_repeats runs
-        # a study that cannot be decided: steps that more runs would hardly change
+        # such a study cannot be decided: steps that more runs would hardly change get none
         curtailed = curtailed_steps(judged, runs, rules) if beyond else {}
+        open_steps = [step for step in judged["deciding"] if step not in curtailed]
         for n, reason in judged["needs"].items():
             usable, wanted = judged["short"].get(n, (None, 0))
             # a point short of usable runs gets what it lacks
@@ -454,9 +466,10 @@ def next_round(
             if n in beyond:
                 factors.pop("ci", None)
             if (
-                not factors
+                curtailed
+                and not factors
                 and not wanted
-                and any(n in moved_by(base, judged["speedups"], *step) for step in curtailed)
+                and not any(n in moved_by(base, judged["speedups"], *s) for s in open_steps)
             ):
                 continue  # only curtailed steps wanted its runs
             # as many runs as the intervals N decides ask for (not at a point without 2
@@ -481,11 +494,12 @@ def next_round(
             if curtailed:
                 parts.append(curtailed_text(judged, curtailed, rules))
             if beyond:
+                at = " and ".join(f"N = {n}" for n in ends)
                 parts.append(f"the speedup at N = {judged['worth_n']} is known to "
                              f"±{100 * ci['half_width']:.1f} %, and the target of "
-                             f"±{100 * rules.target_ci:g} % would take more runs than "
-                             f"max_repeats = {rules.max_repeats} allows "
-                             f"({runs_needed(beyond)})")  # fmt: skip
+                             f"±{100 * rules.target_ci:g} % is out of reach: max_repeats = "
+                             f"{rules.max_repeats} runs at {at} would give about "
+                             f"±{100 * reach:.1f} %")  # fmt: skip
             # the report says "stopped at the limits, not decided:" before it
             return plan | {"stop": stop(LIMITS, "; and ".join(parts))}
 
@@ -532,10 +546,17 @@ def curtailed_text(judged: dict, curtailed: dict, rules: Rules) -> str:
             f"{rules.max_repeats} runs")  # fmt: skip
 
 
-def runs_needed(projected: dict[int, float]) -> str:
-    """'about 40 at N = 1, about 35 at N = 8': the runs each point would take."""
-    return ", ".join(f"about {math.ceil(k) if math.isfinite(k) else 'unbounded'} at N = {n}"
-                     for n, k in sorted(projected.items()))  # fmt: skip
+def half_width_at_max_repeats(half_width: float, ends: list[int], usable: dict[int, int],
+                              runs: dict[int, int], rules: Rules) -> float:  # fmt: skip
+    """The speedup CI's relative half-width projected to max_repeats runs at its `ends`
+    (the answer and the base; failed runs count against max_repeats): with equal noise
+    at both (as moved_by), its square goes as the sum of 1 / usable runs over them."""
+    if len(ends) < 2:  # the answer is the base: no CI to reach
+        return math.nan
+    now = sum(1 / max(usable.get(n, 0), 1) for n in ends)
+    room = {n: max(rules.max_repeats - runs[n], 0) for n in ends}  # a lowered max_repeats: none
+    then = sum(1 / max(usable.get(n, 0) + room[n], 1) for n in ends)
+    return half_width * math.sqrt(then / now)
 
 
 def stop(reason: str, text: str) -> dict:
