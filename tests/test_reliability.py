@@ -124,6 +124,24 @@ def test_an_ok_record_without_a_time_does_not_count_as_a_repeat(tmp_path):
 # ------------------------------------------------------------ limits hold locally
 
 
+@pytest.mark.parametrize("pidfds", [True, False], ids=["pidfd", "without-pidfd"])
+def test_a_runs_wall_time_ends_when_its_processes_end_not_at_the_next_look(
+    tmp_path, monkeypatch, pidfds
+):
+    # the launcher looked at its processes every 0.5 s and took the time after the look
+    # that found them ended: every wall time was rounded up to the next half second (a
+    # 0.1 s and a 0.35 s program took the same time, or 0.5 s apart). A kernel before
+    # Linux 5.3 has no pidfds: Popen.wait's polling instead
+    if not pidfds:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    walls = []
+    for seconds, repeat in ((0.1, 1), (0.35, 2)):
+        spec = command_spec(tmp_path, [PY, "-c", f"import time; time.sleep({seconds})"])
+        spec["repeat"] = repeat
+        walls.append(launch(spec, tmp_path / f"rep{repeat}.json")["wall_s"])
+    assert 0.1 < walls[1] - walls[0] < 0.45, walls
+
+
 def test_a_local_run_is_stopped_at_its_time_limit(tmp_path, monkeypatch):
     monkeypatch.setattr(launch_module, "GRACE_S", 1.0)
     # a program that ignores SIGTERM: the group gets SIGKILL after the grace period

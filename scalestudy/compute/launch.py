@@ -359,24 +359,25 @@ class Supervisor:
     def _watch(self) -> None:
         started = last_memory = time.monotonic()
         roots = [p.pid for p in self.procs]
-        while any(p.poll() is None for p in self.procs):
-            time.sleep(WATCH_S)
-            if self.mem_limit_mb and time.monotonic() - last_memory >= MEMORY_WATCH_S:
-                last_memory = time.monotonic()
-                rss = processes.tree_rss_mb(roots)
-                self.peak_rss_mb = max(self.peak_rss_mb or 0.0, rss)
-                if rss > self.mem_limit_mb:
-                    self.limit_reason = (
-                        f"memory limit ({self.mem_limit_mb} MB) exceeded: the run's processes "
-                        f"held {rss:.0f} MB"
-                    )
-                    self.stop(signal.SIGKILL, 0)
+        with closing(processes.ExitWatch(self.procs)) as exits:
+            while exits.running():
+                exits.wait(WATCH_S)  # back at once when a process ends: its time ends there
+                if self.mem_limit_mb and time.monotonic() - last_memory >= MEMORY_WATCH_S:
+                    last_memory = time.monotonic()
+                    rss = processes.tree_rss_mb(roots)
+                    self.peak_rss_mb = max(self.peak_rss_mb or 0.0, rss)
+                    if rss > self.mem_limit_mb:
+                        self.limit_reason = (
+                            f"memory limit ({self.mem_limit_mb} MB) exceeded: the run's "
+                            f"processes held {rss:.0f} MB"
+                        )
+                        self.stop(signal.SIGKILL, 0)
+                        return
+                if self.time_limit_s and time.monotonic() - started > self.time_limit_s:
+                    self.limit_reason = f"time limit ({self.time_limit_s / 60:g} min) exceeded"
+                    self.log.note(f"[scalestudy: {self.limit_reason}: stopping the run]")
+                    self.stop()
                     return
-            if self.time_limit_s and time.monotonic() - started > self.time_limit_s:
-                self.limit_reason = f"time limit ({self.time_limit_s / 60:g} min) exceeded"
-                self.log.note(f"[scalestudy: {self.limit_reason}: stopping the run]")
-                self.stop()
-                return
 
 
 def read_results(result_dir: Path) -> dict[int, dict]:

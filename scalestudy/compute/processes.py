@@ -20,7 +20,9 @@ import ctypes
 import fcntl
 import os
 import resource
+import select
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -99,6 +101,47 @@ def reaper_watch(reaper, groups: list[int]) -> None:
 def signal_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+class ExitWatch:
+    """Wakes when one of a run's processes ends, so that the run's time ends with them:
+    sleeping between looks added up to a look's interval to every run's wall time.
+    Through a pidfd per process where the kernel has them (Linux 5.3), else through
+    Popen.wait's own polling (at most 50 ms apart)."""
+
+    def __init__(self, procs: list[subprocess.Popen]):
+        self.procs = procs
+        self.fds: list[int] = []
+        self.poller = select.poll() if hasattr(os, "pidfd_open") else None
+        for proc in procs if self.poller else ():
+            try:
+                self.fds.append(os.pidfd_open(proc.pid))
+            except ProcessLookupError:
+                continue  # ended and reaped already
+            except OSError:  # no pidfds on this kernel
+                self.close()
+                self.poller = None
+                break
+            self.poller.register(self.fds[-1], select.POLLIN)
+
+    def running(self) -> bool:
+        return any(p.poll() is None for p in self.procs)
+
+    def wait(self, timeout_s: float) -> None:
+        """Until another process has ended, or timeout_s."""
+        if self.poller is None:
+            waiting = next((p for p in self.procs if p.poll() is None), None)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                if waiting is not None:
+                    waiting.wait(timeout_s)
+            return
+        for fd, _ in self.poller.poll(timeout_s * 1000):
+            self.poller.unregister(fd)  # ended: readable from now on
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
 
 
 def tree_rss_mb(roots: list[int]) -> float:
