@@ -123,8 +123,19 @@ def test_instability_finds_planted_outlier():
 def test_instability_modified_z_by_hand():
     times = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 103.0]
     # median 100.1, MAD 0.5: z(103) = 0.6745 * 2.9 / 0.5 = 3.91, z(99) = -1.48
-    assert instability(times)["outliers"] == [7]
-    assert instability(times, z_limit=4.0)["outliers"] == []
+    assert instability(times, min_deviation=0)["outliers"] == [7]
+    assert instability(times, z_limit=4.0, min_deviation=0)["outliers"] == []
+    # but 103 lies only 2.9 % from the median: no outlier by default (5 %)
+    assert instability(times)["outliers"] == []
+    assert instability(times, min_deviation=0.02)["outliers"] == [7]
+
+
+def test_runs_that_agree_closely_are_not_outliers_however_tiny_their_mad():
+    # three runs of one point, 0.5 % apart (a new user's): MAD 0.0005 s, so rep2's
+    # |modified z| is 20, and the base case was flagged unstable and left out of fits
+    flag = instability([3.0274, 3.0425, 3.0269])
+    assert not flag["unstable"] and flag["outliers"] == [], flag
+    assert instability([3.0274, 3.2425, 3.0269])["outliers"] == [1]  # 7 % off: one
 
 
 def test_instability_flags_high_cv_and_passes_stable_data():

@@ -200,7 +200,7 @@ def test_an_outlier_is_named_as_its_file(tmp_path):
     records += [run("t2", 2, k, 2.0) for k in (1, 2, 3)]
     view = view_of(study, records, tmp_path)
     text = text_of(render("t", [view]))
-    assert "outlier runs rep4 (|modified z| &gt; 3.5)" in text
+    assert "outlier runs rep4 (|modified z| &gt; 3.5, over 5 % from the median)" in text
     assert "outlier repeats" not in text and "[2]" not in text
     # failed runs too: by point and file, t1/rep1
     assert "t1/rep1: boom" in text

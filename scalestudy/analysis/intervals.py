@@ -17,7 +17,7 @@ Statistical choices, and why:
   sample on its own (percentile interval). Ratios of single runs are never averaged.
 * A point is unstable when its repeats disagree: coefficient of variation above 10 %,
   or an outlier by the modified z-score (median and MAD, which the outlier itself
-  cannot drag along).
+  cannot drag along) that also lies more than 5 % from the median.
 
 Both CIs are hand-written; benchmarks/stats_scipy.py measures them against SciPy:
 
@@ -157,10 +157,14 @@ def efficiency_ci(
 # ---------------------------------------------------------------- stability
 
 
-def instability(times, cv_limit: float = 0.10, z_limit: float = 3.5, names=None) -> dict:
+def instability(
+    times, cv_limit: float = 0.10, z_limit: float = 3.5, names=None, min_deviation=0.05
+) -> dict:
     """Flags a point whose repeats disagree: coefficient of variation above `cv_limit`,
     or outliers with |modified z| = |0.6745 (x - median) / MAD| > `z_limit`
-    (Iglewicz & Hoaglin). MAD = 0 finds no outliers by z. Outlier indices refer to
+    (Iglewicz & Hoaglin) that lie more than `min_deviation` (a share of the median)
+    from the median: of few or very tight runs the MAD is tiny, and three runs 0.5 %
+    apart gave a |z| of 20. MAD = 0 finds no outliers by z. Outlier indices refer to
     `times` as given (non-finite values are skipped); the reason names them by `names`
     (one per time, e.g. the runs' files: rep3), else by those indices. Fewer than 2
     values: not judged."""
@@ -176,13 +180,17 @@ def instability(times, cv_limit: float = 0.10, z_limit: float = 3.5, names=None)
     outliers: list[int] = []
     if mad > 0:
         z = 0.6745 * (v - med) / mad
-        outliers = [int(i) for i in where[np.abs(z) > z_limit]]
+        far = np.abs(v - med) > min_deviation * abs(med)
+        outliers = [int(i) for i in where[(np.abs(z) > z_limit) & far]]
     reasons = []
     if cv > cv_limit:
         reasons.append(f"CV {cv:.1%} > {cv_limit:.0%}")
     if outliers:
         which = ", ".join(str(names[i]) for i in outliers) if names is not None else outliers
-        reasons.append(f"outlier runs {which} (|modified z| > {z_limit:g})")
+        reasons.append(
+            f"outlier runs {which} (|modified z| > {z_limit:g}, over "
+            f"{100 * min_deviation:g} % from the median)"
+        )
     return {"cv": cv, "outliers": outliers, "unstable": bool(reasons), "reason": "; ".join(reasons)}
 
 
