@@ -143,3 +143,11 @@ def test_a_packed_study_says_how_many_slurm_jobs_its_runs_make():
     html = environment().get_template("plan.html.j2").render(title="t", plans=[plan], generated="")
     assert "9 jobs, about" in html
     assert "(on Slurm, 3 jobs: the repeats of a point share one" in html
+
+
+def test_the_plan_page_says_the_time_and_the_budget_as_two_sentences():
+    from scalestudy.report.rendering import environment
+
+    plan = study_plan(study(budget_su=100))
+    html = environment().get_template("plan.html.j2").render(title="t", plans=[plan], generated="")
+    assert " min. Within the study's budget of 100 SU." in html  # was "min.Within"

@@ -595,6 +595,7 @@ def rounds_summary(plans: list[dict], spent_su: float, grid_repeats: int) -> dic
         ],
         "stop": last["stop"],
         "decided": last["stop"]["reason"] == DECIDED,
+        "points": last["points"],  # every candidate's label -> N, measured or not
         # the round the budget refused, and what it would have cost
         "refused": last.get("refused"),
         "budget_su": last["budget_su"],

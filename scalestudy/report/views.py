@@ -491,13 +491,13 @@ def grid_view(grid: dict | None) -> dict | None:
     return grid | {"rows": rows}
 
 
-def adaptive_view(rounds: dict | None, labels: dict[str, int]) -> dict | None:
+def adaptive_view(rounds: dict | None) -> dict | None:
     """An adaptive study's rounds in words and formatted numbers."""
     if rounds is None:
         return None
 
     def added_text(added: dict) -> str:
-        return ", ".join(f"{k} at N = {labels.get(p, p)}" for p, k in added.items())
+        return ", ".join(f"{k} at N = {rounds['points'][p]}" for p, k in added.items())
 
     refused = rounds["refused"]
     relative = rounds["relative_to_grid"]
@@ -587,7 +587,7 @@ def study_view(
         "requests": requests,
         "accounting_note": found["requests"]["accounting_note"],
         "layouts": [layouts_view(t) for t in found.get("layouts", [])],
-        "adaptive": adaptive_view(found.get("adaptive"), {r["point"]: r["n"] for r in rows}),
+        "adaptive": adaptive_view(found.get("adaptive")),
         "grid": grid_view(found.get("grid")),
         "models": [
             models_view(p, a["usable_points"])
