@@ -151,3 +151,21 @@ def test_the_plan_page_says_the_time_and_the_budget_as_two_sentences():
     plan = study_plan(study(budget_su=100))
     html = environment().get_template("plan.html.j2").render(title="t", plans=[plan], generated="")
     assert " min. Within the study's budget of 100 SU." in html  # was "min.Within"
+
+
+def test_an_adaptive_studys_plan_says_what_its_rounds_have_run_so_far():
+    from scalestudy.report.rendering import environment
+
+    adaptive = study(budget_su=10, adaptive={"first_points": 2})
+    plan = study_plan(adaptive)
+    assert plan["so_far"] is None  # nothing has run: round 1 is the whole price
+    runs = pd.DataFrame(
+        {"point": ["t1"] * 3 + ["t2"] * 3 + ["t4"] * 2, "n": [1] * 3 + [2] * 3 + [4] * 2,
+         "status": ["ok"] * 8, "wall_s": [36.0] * 3 + [18.0] * 3 + [9.0] * 2,
+         "cores": [1] * 3 + [2] * 3 + [4] * 2, "gpus": [0] * 8}
+    )  # fmt: skip
+    plan = study_plan(adaptive, runs)
+    # 8 runs of 36 core-seconds each: 0.08 SU at 1 SU per core-hour
+    assert plan["so_far"] == {"runs": 8, "su": pytest.approx(8 * 36 / 3600)}
+    html = environment().get_template("plan.html.j2").render(title="t", plans=[plan], generated="")
+    assert "So far the study has made 8 runs in all its rounds, about 0.08 SU" in html

@@ -125,6 +125,10 @@ def study_plan(
         "over_budget": budget is not None and totals["su"] > budget,
         # adaptive: these rows are round 1; later rounds stop within budget_su
         "adaptive": first is not None,
+        # an adaptive study's runs of every round so far, and what they cost
+        "so_far": {"runs": len(runs), "su": spent_su(runs, study)}
+        if first is not None and runs is not None and not runs.empty
+        else None,
     }
 
 
