@@ -306,12 +306,26 @@ def check_local_cpus():
         for study in studies_in_rounds()
         for point in POINTS.loc[study, "point"]
     }
-    refused = [
-        f"studies.{study}: point {point} needs {POINTS.loc[(study, point), 'cores']} CPUs"
+    too_big = [
+        (study, point)
         for study, point in sorted(needed)
         if POINTS.loc[(study, point), "cores"] > limit
-        and not STUDIES[study].oversubscribe
     ]
+    refused = [
+        f"studies.{study}: point {point} needs {POINTS.loc[(study, point), 'cores']} CPUs"
+        for study, point in too_big
+        if not STUDIES[study].oversubscribe
+    ]
+    # an adaptive study would ask for runs that never count again and again
+    wasted = sorted(
+        {
+            study
+            for study, _ in too_big
+            if STUDIES[study].oversubscribe
+            and STUDIES[study].adaptive is not None
+            and not STUDIES[study].include_mismatched
+        }
+    )
     several_nodes = sorted(
         f"studies.{study}: point {point} runs on {POINTS.loc[(study, point), 'nodes']} nodes"
         for study, point in needed
@@ -329,7 +343,23 @@ def check_local_cpus():
             + f", and this machine lets the workflow use {limit} (usable CPUs {usable}, "
             f"--cores {cores}). Run such points on Slurm (--profile profiles/slurm), "
             "remove them, or set oversubscribe: true in the study to run them anyway, "
-            "flagged as allocation mismatches."
+            "flagged as allocation mismatches (Snakemake gives such a job --cores threads: "
+            "{threads} is that, {n} the point's N) and left out of speedups unless "
+            "include_mismatched: true."
+        )
+    if wasted:
+        st.stop(
+            "; ".join(
+                f"studies.{study}: points "
+                + ", ".join(p for s, p in too_big if s == study)
+                + " of this adaptive study need more CPUs than this machine lets the "
+                f"workflow use ({limit})"
+                for study in wasted
+            )
+            + ". Their runs would all be allocation mismatches, left out of the answer, "
+            "and each round would ask for them again. Remove them from the candidates, "
+            "run the study on Slurm, or set include_mismatched: true to let their runs "
+            "count (they then measure the CPUs they were given)."
         )
 
 

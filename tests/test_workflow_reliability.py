@@ -91,6 +91,30 @@ def test_a_local_run_past_its_time_limit_is_stopped_and_the_rest_reach_the_repor
     assert "time limit (1 min) exceeded" in html
 
 
+def test_an_adaptive_study_is_refused_points_whose_runs_here_would_never_count(workflow):
+    # oversubscribed, t4's runs are allocation mismatches, left out of the answer: the
+    # rounds asked for them again and again ("only 0 usable runs at N = 4")
+    cpus = len(os.sched_getaffinity(0))
+    study = command_study(
+        [1, 2 * cpus], oversubscribe=True, budget_su=5, adaptive={}, resources={"runtime": 1}
+    )
+    workflow.write_config({"studies": {"c": study}})
+    proc = workflow.snakemake("--profile", "profiles/local", check=False)
+    assert proc.returncode != 0
+    assert (
+        f"studies.c: points t{2 * cpus} of this adaptive study need more CPUs than this "
+        f"machine lets the workflow use ({cpus}). Their runs would all be allocation "
+        "mismatches" in proc.output
+    ), proc.output
+    assert "include_mismatched: true" in proc.output
+    assert not (workflow.root / "results").exists()
+    # letting them count runs it
+    study["include_mismatched"] = True
+    workflow.write_config({"studies": {"c": study}})
+    dry = workflow.snakemake("--profile", "profiles/local", "-n")
+    assert "adaptive_round" in dry.output
+
+
 def test_a_point_bigger_than_the_machine_is_refused_before_any_job(workflow):
     cpus = len(os.sched_getaffinity(0))
     workflow.write_config({"studies": {"c": command_study([1, 2 * cpus])}})
