@@ -159,10 +159,9 @@ def test_a_grid_shows_its_heat_map_and_the_best_layout_per_total(tmp_path):
     assert html.count('class="band-') == 4 and 'band-excellent best"' in html
 
 
-def test_a_decided_adaptive_answer_does_not_ask_for_fixed_repeats(tmp_path):
-    """Issue 16: the default study answered "Decided by these runs", then told to raise
-    `repeats` (which an adaptive study does not run) for its unstable points, and to
-    measure beyond its largest candidate as if it were not decided."""
+def adaptive_report(points: list[int], times: dict[int, list[float]]) -> tuple[str, list]:
+    """The report's text of an adaptive study (first_repeats 4) whose rounds 1 and 2
+    were planned from these runs, and those plans."""
     from scalestudy.analysis.adaptive import round_of_run, rounds_summary
     from scalestudy.analysis.findings import study_findings
     from scalestudy.analysis.plan import round_plan
@@ -170,11 +169,9 @@ def test_a_decided_adaptive_answer_does_not_ask_for_fixed_repeats(tmp_path):
     from scalestudy.analysis.tables import summarise
     from tests.test_studies import model
 
-    adaptive = {"workload": "spiral_mlp", "scaling": {"points": [1, 2]}, "budget_su": 1,
+    adaptive = {"workload": "spiral_mlp", "scaling": {"points": points}, "budget_su": 1,
                 "adaptive": {"target_ci": 0.5, "first_repeats": 4}}  # fmt: skip
     study = model({"studies": {"a": adaptive}}, "a")
-    # t2's last run an outlier: unstable, yet the step 1 -> 2 clearly pays
-    times = {1: [10.0, 10.1, 9.9, 10.0], 2: [5.0, 5.1, 4.9, 9.0]}
     rows = [
         {"study": "a", "point": f"t{n}", "series": "", "n": n, "repeat": k, "status": "ok",
          "reason": None, "wall_s": t, "elapsed_s": t, "train_s": t, "mismatch": False,
@@ -184,14 +181,22 @@ def test_a_decided_adaptive_answer_does_not_ask_for_fixed_repeats(tmp_path):
     ]  # fmt: skip
     runs = pd.DataFrame(rows)
     plans = [round_plan(study, 1, None), round_plan(study, 2, runs)]
-    assert plans[-1]["stop"]["reason"] == "decided"
     pairs = zip(runs["point"], runs["repeat"], strict=True)
     runs["round"] = [round_of_run(plans, p, k) for p, k in pairs]
     summary = summarise(runs, study)
     analysis = study_predictions(summary, runs, study)
     analysis["adaptive"] = jsonable(rounds_summary(plans, 0.01, study.repeats))
     analysis["findings"] = json.loads(json.dumps(study_findings(study, summary, runs, analysis)))
-    text = text_of(render("t", [study_view(analysis, summary, {})]))
+    return text_of(render("t", [study_view(analysis, summary, {})])), plans
+
+
+def test_a_decided_adaptive_answer_does_not_ask_for_fixed_repeats(tmp_path):
+    """Issue 16: the default study answered "Decided by these runs", then told to raise
+    `repeats` (which an adaptive study does not run) for its unstable points, and to
+    measure beyond its largest candidate as if it were not decided."""
+    # t2's last run an outlier: unstable, yet the step 1 -> 2 clearly pays
+    text, plans = adaptive_report([1, 2], {1: [10.0, 10.1, 9.9, 10.0], 2: [5.0, 5.1, 4.9, 9.0]})
+    assert plans[-1]["stop"]["reason"] == "decided"
     # the answer is the last candidate: the step into it is said, with its interval
     assert "Decided by these runs: the step from 1 to 2 adds " in text
     assert "speedup per unit, above 0.1 (95 % interval)." in text
@@ -221,3 +226,18 @@ def test_a_round_the_budget_refused_names_its_candidates_by_n_measured_or_not():
     view = adaptive_view(rounds)
     assert view["refused_text"] == "2 at N = 8"
     assert view["rows"][0]["added"] == "3 at N = 1, 3 at N = 2"
+
+
+def test_a_grid_priced_at_time_limits_is_an_upper_bound_and_the_share_a_lower_one():
+    # t4 was never measured and no model prices it: its runs are priced at the time
+    # limit. The report said "would cost 0.414 SU (estimated ...): this study spent 3 %"
+    text, plans = adaptive_report([1, 2, 4], {1: [10.0, 10.1, 9.9, 10.0], 2: [5.0, 5.1, 4.9, 5.0]})
+    assert plans[-1]["priced_at_limit"] == ["t4"]
+    assert "runs each would cost at most " in text
+    assert (
+        "(candidates never measured are priced at their time limit): this study spent at "
+        "least " in text
+    )
+    # all measured: a plain figure
+    text, _ = adaptive_report([1, 2], {1: [10.0, 10.1, 9.9, 10.0], 2: [5.0, 5.1, 4.9, 5.0]})
+    assert "at most" not in text and "at least" not in text.split("Rounds")[1].split("What")[0]

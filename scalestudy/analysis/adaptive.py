@@ -603,5 +603,8 @@ def rounds_summary(plans: list[dict], spent_su: float, grid_repeats: int) -> dic
         "grid_repeats": grid_repeats,
         "grid_su": grid_su,
         "grid_su_estimated": not measured_all,
+        # some candidate priced at its time limit: the grid's SU is at most grid_su,
+        # and this study's share of it at least relative_to_grid
+        "grid_su_bound": bool(last.get("priced_at_limit")),
         "relative_to_grid": spent_su / grid_su if grid_su > 0 else None,
     }

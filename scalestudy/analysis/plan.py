@@ -191,6 +191,8 @@ def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None) -> dict:
             "study": study.name,
             "points": {label[n]: n for n in ns},
             "su_per_run": {label[n]: su_per_run[n] for n in ns},
+            # priced at their time limit: an upper bound
+            "priced_at_limit": [label[int(r["n"])] for r in priced["rows"] if r["basis"] == LIMIT],
             "budget_su": study.budget_su,
         }  # fmt: skip
     )
