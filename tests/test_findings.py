@@ -34,7 +34,7 @@ def test_aggregation_writes_the_findings_into_valid_json(tmp_path):
     found = json.loads(out["analysis"].read_text())["findings"]
     assert found["study"]["name"] == "rtx" and found["study"]["unit"] == "GPUs"
     assert found["base"] == {"point": "g1", "n": 1, "time_s": 171.0}
-    assert found["repeats"] == 1 and found["failures"] == []
+    assert found["repeats"] == [1, 1] and found["failures"] == []
 
 
 def test_the_answer_is_numbers():

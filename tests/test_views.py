@@ -241,3 +241,9 @@ def test_a_grid_priced_at_time_limits_is_an_upper_bound_and_the_share_a_lower_on
     # all measured: a plain figure
     text, _ = adaptive_report([1, 2], {1: [10.0, 10.1, 9.9, 10.0], 2: [5.0, 5.1, 4.9, 5.0]})
     assert "at most" not in text and "at least" not in text.split("Rounds")[1].split("What")[0]
+
+
+def test_the_runs_per_point_of_an_adaptive_study_are_said_as_a_range():
+    # rounds gave t1 4 runs and t2 3: the report said "4 runs per point"
+    text, _ = adaptive_report([1, 2], {1: [10.0, 10.1, 9.9, 10.0], 2: [5.0, 5.1, 4.9]})
+    assert "repeats per point 3-4" in text and "3-4 runs per point" in text

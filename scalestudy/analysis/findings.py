@@ -400,10 +400,12 @@ def study_findings(
     disturbed = runs.get("disturbed", pd.Series(None, index=runs.index, dtype=object))
     disturbed = runs[["point", "repeat"]].assign(disturbed=disturbed)
     facts = study_facts(study)
+    per_point = runs.groupby("n")["repeat"].nunique()
     return jsonable(
         {
             "study": facts,
-            "repeats": int(runs.groupby("n")["repeat"].nunique().max()) if len(runs) else 0,
+            # the fewest and the most runs of a point (an adaptive study's differ)
+            "repeats": [int(per_point.min()), int(per_point.max())] if len(runs) else [0, 0],
             "quality_metric": study_quality_metric(study, runs),
             # the weights every SU figure uses: the study's, its partitions', its series'
             "cost": cost_view(study),

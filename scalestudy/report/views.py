@@ -555,7 +555,9 @@ def study_view(
     return study | {
         "scaling": study["scaling"],
         "time_kind": study["time"],
-        "repeats": found["repeats"],
+        # "3" or "3-4" runs per point
+        "repeats": "-".join(map(str, dict.fromkeys(found["repeats"]))),
+        "repeats_most": found["repeats"][1],
         "quality_metric": found["quality_metric"],
         "cost": found["cost"],
         "base": None
