@@ -201,6 +201,9 @@ def test_an_outlier_is_named_as_its_file(tmp_path):
     view = view_of(study, records, tmp_path)
     text = text_of(render("t", [view]))
     assert "outlier runs rep4 (|modified z| &gt; 3.5, over 5 % from the median)" in text
+    # the caution states the rule with the analysis's own limits
+    assert ("their repeats disagree (coefficient of variation above 10 %, or an outlier: "
+            "modified z-score above 3.5 and over 5 % from the median)") in text  # fmt: skip
     assert "outlier repeats" not in text and "[2]" not in text
     # failed runs too: by point and file, t1/rep1
     assert "t1/rep1: boom" in text

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.cost import cost_view
+from scalestudy.analysis.intervals import CV_LIMIT, MIN_DEVIATION, Z_LIMIT
 from scalestudy.analysis.layouts import grid_cells, point_layout
 from scalestudy.analysis.predictions import jsonable, usable_runs
 from scalestudy.analysis.request import study_requests
@@ -100,6 +101,8 @@ def study_facts(study: Study) -> dict:
         "distributed": distributed,
         "include_shared": study.include_shared,
         "include_unstable": study.include_unstable,
+        # when repeats disagree: the rule intervals.instability applies
+        "instability": {"cv_limit": CV_LIMIT, "z_limit": Z_LIMIT, "min_deviation": MIN_DEVIATION},
         "profile_steps": study.profile.steps,
         "deadline_s": study.recommend.deadline_s,
         "budget_su": study.recommend.budget_su,

@@ -157,8 +157,12 @@ def efficiency_ci(
 # ---------------------------------------------------------------- stability
 
 
+# When a point's repeats disagree (instability); the report states them from here
+CV_LIMIT, Z_LIMIT, MIN_DEVIATION = 0.10, 3.5, 0.05
+
+
 def instability(
-    times, cv_limit: float = 0.10, z_limit: float = 3.5, names=None, min_deviation=0.05
+    times, cv_limit=CV_LIMIT, z_limit=Z_LIMIT, names=None, min_deviation=MIN_DEVIATION
 ) -> dict:
     """Flags a point whose repeats disagree: coefficient of variation above `cv_limit`,
     or outliers with |modified z| = |0.6745 (x - median) / MAD| > `z_limit`
