@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from scalestudy.analysis.adaptive import round_of_run, rounds_summary
+from scalestudy.analysis.cost import charges
 from scalestudy.analysis.findings import study_findings
-from scalestudy.analysis.plan import spent_su
 from scalestudy.analysis.predictions import jsonable, split_by_provenance, study_predictions
 from scalestudy.analysis.tables import (
     disturbed_reasons,
@@ -39,7 +39,7 @@ def aggregate(study: Study, inputs: list[str], out: dict, rounds: list[str] = ()
     summary = summarise(runs, study)
     predictions = study_predictions(summary, runs, study)
     if plans:
-        spent = float(spent_su(runs, study))
+        spent = charges(runs, study)["su"]
         predictions["adaptive"] = jsonable(rounds_summary(plans, spent, study.repeats))
     predictions["findings"] = study_findings(study, summary, runs, predictions)
     write_text_atomic(out["runs"], runs.to_csv(index=False))

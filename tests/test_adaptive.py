@@ -23,6 +23,7 @@ from scalestudy.analysis.adaptive import (
     round_of_run,
     rounds_summary,
 )
+from scalestudy.analysis.cost import charges
 from scalestudy.analysis.plan import budget_problem, round_plan, study_plan
 from tests.conftest import checked_study, study_model
 from tests.test_studies import config_error
@@ -444,7 +445,7 @@ ADAPTIVE_STUDY = {
 def records_table(times: dict[int, list[float]]) -> pd.DataFrame:
     rows = [
         {"study": "a", "series": "", "point": f"t{n}", "n": n, "repeat": k + 1, "status": "ok",
-         "wall_s": t, "train_s": t, "cores": n, "gpus": 0, "mismatch": False,
+         "wall_s": t, "elapsed_s": t, "train_s": t, "cores": n, "gpus": 0, "mismatch": False,
          "overlapped": False}
         for n, ts in times.items()
         for k, t in enumerate(ts)
@@ -464,6 +465,22 @@ def test_the_plan_of_a_round_from_a_studys_runs():
     assert second["added"] == {"t4": 2} and second["totals"] == {"t1": 3, "t2": 3, "t4": 2}
     assert math.isclose(second["spent_su"], (30.0 + 2 * 15.0) / 3600)
     assert second["su_per_run"]["t1"] == pytest.approx(10.0 / 3600)
+
+
+def test_runs_that_fail_are_charged_against_the_budget_and_stop_the_study():
+    # round 1's runs at N = 2 are all killed at the 2-minute limit: each is charged its
+    # whole 2 minutes on 2 cores (it used to count nothing, as a failed run has no wall_s)
+    runs = records_table({1: [10.0, 10.1, 9.9], 2: [120.0, 120.0, 120.0]})
+    killed = runs["n"] == 2
+    runs.loc[killed, ["status", "wall_s", "train_s"]] = ["failed", None, None]
+    runs["reason"] = np.where(killed, "time limit of 2 min reached", None)
+    study = study_model(ADAPTIVE_STUDY | {"budget_su": 0.3}, "a")
+    second = round_plan(study, 2, runs)
+    assert second["spent_su"] == pytest.approx((30.0 + 3 * 2 * 120.0) / 3600)
+    assert second["spent_su"] == pytest.approx(charges(runs, study)["su"])
+    # the 0.208 SU spent leave no room for another run at N = 2 or 4: the study stops
+    assert second["stop"] and second["stop"]["reason"] == "budget", second["stop"]
+    assert not second["added"]
 
 
 def test_a_round_plan_jumps_over_candidates_that_cannot_be_the_answer():

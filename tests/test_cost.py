@@ -6,9 +6,9 @@ import pytest
 import yaml
 
 from scalestudy.analysis import verdict
-from scalestudy.analysis.cost import Cost, Rate, cost_view
+from scalestudy.analysis.cost import Cost, Rate, charges, cost_view, run_su
 from scalestudy.analysis.predictions import gpu_verdict_of, study_predictions
-from scalestudy.analysis.tables import charges, summarise
+from scalestudy.analysis.tables import summarise
 from tests.conftest import SCHEMA, study_model
 
 CPU_TIMES = {1: 100.0, 2: 60.0}  # CPU threads -> whole-job seconds per result
@@ -130,6 +130,24 @@ def test_charges_price_each_run_on_its_partition():
     runs = cpu_gpu_runs(gpu_partition="gpu")
     cpu_su = 3 * sum(n * t for n, t in CPU_TIMES.items()) / 3600
     assert charges(runs, s)["su"] == pytest.approx(cpu_su + 3 * (1 + 8) * GPU_TIME / 3600)
+
+
+def test_failed_and_killed_runs_are_charged_at_their_whole_job_time():
+    # a failed run has no wall_s (it times nothing), but its allocation was held for its
+    # elapsed time; a run killed at its time limit the same, for the whole limit
+    s = study(cost={"partitions": {"gpu": {"gpu_weight": 8}}})
+    runs = pd.DataFrame(
+        [
+            run("cpu", 2, 100.0, 2, 0),
+            run("cpu", 2, 30.0, 2, 0, repeat=2) | {"status": "failed", "wall_s": None},
+            run("gpu", 1, 60.0, 1, 1, partition="gpu")
+            | {"status": "failed", "reason": "time limit of 1 min reached", "wall_s": None},
+        ]
+    )
+    expected = (2 * 100.0 + 2 * 30.0 + (1 + 8) * 60.0) / 3600
+    assert charges(runs, s)["su"] == pytest.approx(expected)
+    assert list(run_su(runs, s)) == pytest.approx([200 / 3600, 60 / 3600, 540 / 3600])
+    assert charges(runs, s)["gpu_hours"] == pytest.approx(60.0 / 3600)
 
 
 def test_defaults_come_from_the_schema():

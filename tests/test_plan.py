@@ -162,6 +162,7 @@ def test_an_adaptive_studys_plan_says_what_its_rounds_have_run_so_far():
     runs = pd.DataFrame(
         {"point": ["t1"] * 3 + ["t2"] * 3 + ["t4"] * 2, "n": [1] * 3 + [2] * 3 + [4] * 2,
          "status": ["ok"] * 8, "wall_s": [36.0] * 3 + [18.0] * 3 + [9.0] * 2,
+         "elapsed_s": [36.0] * 3 + [18.0] * 3 + [9.0] * 2,
          "cores": [1] * 3 + [2] * 3 + [4] * 2, "gpus": [0] * 8}
     )  # fmt: skip
     plan = study_plan(adaptive, runs)

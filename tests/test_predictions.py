@@ -5,8 +5,9 @@ import pandas as pd
 import pytest
 
 from scalestudy.analysis import models
+from scalestudy.analysis.cost import charges
 from scalestudy.analysis.predictions import split_by_provenance, study_predictions
-from scalestudy.analysis.tables import charges, runs_from_measured, summarise
+from scalestudy.analysis.tables import runs_from_measured, summarise
 from scalestudy.studies import point_for, points_table, run_spec, series_of_points, study_models
 from tests.conftest import REPO, study_model, tiny_mnist_study
 from tests.test_analysis import RTX_STUDY, synthetic_runs

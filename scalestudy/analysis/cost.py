@@ -12,12 +12,20 @@ Time basis: every SU figure prices whole-job (wall) time, what the allocation is
 charged, whatever time the study's speedups use (`time: train` or `steady`). The
 summary's `su` (and so `relative_su`, the Pareto front and the deadline and budget
 picks), the study's charges and the GPU verdict's SU per result all come from here.
+
+What runs cost is one function, `charges`: every run counts, failed and killed ones
+too, each at its whole-job (elapsed) time, priced with its series' weights on its
+partition. The report's charges, the plan's "so far", an adaptive study's budget
+(its rounds' `spent_su`) and the rounds' summary all take it from there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
 
 from scalestudy.model import Study
 
@@ -111,6 +119,42 @@ class Cost:
         """(where, weights in words): the cost's own, then each partition's."""
         rows = [("", self.rate.text())]
         return rows + [(f"partition {name}", rate.text()) for name, rate in self.partitions]
+
+
+def run_su(runs: pd.DataFrame, study: Study) -> np.ndarray:
+    """SU of each run of a runs table: its whole-job time (`elapsed_s`, which failed and
+    killed runs have too: scalestudy.analysis.tables.derived_columns) priced with its
+    series' cost on its partition. A run without a time costs 0: nothing says what it held."""
+    seconds = pd.to_numeric(runs["elapsed_s"], errors="coerce").fillna(0.0).to_numpy()
+    names = (
+        runs["series"].astype(object).fillna("").astype(str).tolist()
+        if "series" in runs
+        else [""] * len(runs)
+    )
+    partitions = runs["partition"] if "partition" in runs else [None] * len(runs)
+    costs = {name: Cost.of(study, name) for name in set(names)}
+    return np.array(
+        [
+            costs[name].su(cores, gpus, t, partition)
+            for name, cores, gpus, t, partition in zip(
+                names, runs["cores"], runs["gpus"], seconds, partitions, strict=True
+            )
+        ],
+        dtype=float,
+    )
+
+
+def charges(runs: pd.DataFrame, study: Study) -> dict:
+    """What a study's runs were charged: core-hours, GPU-hours and SU (run_su) of
+    every run, failed and killed ones too."""
+    seconds = pd.to_numeric(runs["elapsed_s"], errors="coerce").fillna(0.0).to_numpy()
+    cores = runs["cores"].to_numpy(dtype=float)
+    gpus = runs["gpus"].to_numpy(dtype=float)
+    return {
+        "core_hours": float((cores * seconds).sum() / SECONDS_PER_HOUR),
+        "gpu_hours": float((gpus * seconds).sum() / SECONDS_PER_HOUR),
+        "su": float(run_su(runs, study).sum()),
+    }
 
 
 def cost_view(study: Study) -> dict:

@@ -14,14 +14,13 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.cost import cost_view
+from scalestudy.analysis.cost import charges, cost_view
 from scalestudy.analysis.intervals import CV_LIMIT, MIN_DEVIATION, Z_LIMIT
 from scalestudy.analysis.layouts import grid_cells, point_layout
 from scalestudy.analysis.predictions import jsonable, usable_runs
 from scalestudy.analysis.request import study_requests
 from scalestudy.analysis.tables import (
     TIME_COLUMNS,
-    charges,
     metric_columns,
     shared_machines,
     study_quality_metric,

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.adaptive import Rules, first_round, next_round
-from scalestudy.analysis.cost import SECONDS_PER_MINUTE, Cost
+from scalestudy.analysis.cost import SECONDS_PER_MINUTE, Cost, charges
 from scalestudy.analysis.predictions import jsonable, times_by_n, usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS, disturbed_reasons
 from scalestudy.model import Study
@@ -126,7 +126,7 @@ def study_plan(
         # adaptive: these rows are round 1; later rounds stop within budget_su
         "adaptive": first is not None,
         # an adaptive study's runs of every round so far, and what they cost
-        "so_far": {"runs": len(runs), "su": spent_su(runs, study)}
+        "so_far": {"runs": len(runs), "su": charges(runs, study)["su"]}
         if first is not None and runs is not None and not runs.empty
         else None,
     }
@@ -174,7 +174,7 @@ def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None) -> dict:
         # a point whose runs are all unusable is measured, with no times
         samples = {n: np.empty(0) for n in made}
         samples |= times_by_n(usable_runs(runs, study), TIME_COLUMNS[study.time])
-        spent = spent_su(runs, study)
+        spent = charges(runs, study)["su"]
     priced = study_plan(study, runs)
     su_per_run = {int(r["n"]): r["su_per_job"] for r in priced["rows"]}
     scale = {n: n / base for n in ns} if study.scaling.kind == "weak" else None
@@ -196,9 +196,3 @@ def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None) -> dict:
             "budget_su": study.budget_su,
         }  # fmt: skip
     )
-
-
-def spent_su(runs: pd.DataFrame, study: Study) -> float:
-    """What a study's runs cost, failed ones too: SU on each run's whole-job time."""
-    wall = pd.to_numeric(runs["wall_s"], errors="coerce").fillna(0.0)
-    return float(np.nansum(Cost.of(study).su(runs["cores"], runs["gpus"], wall)))

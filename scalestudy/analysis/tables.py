@@ -182,30 +182,6 @@ def queue_wait(env: dict) -> float | None:
     return max(0.0, (start - submit).total_seconds())
 
 
-def charges(runs: pd.DataFrame, study: Study) -> dict:
-    """What the study's runs were charged: every run counts, failed ones too, each at
-    its whole-job time, priced by its series' cost on its partition (scalestudy.analysis.cost)."""
-    seconds = pd.to_numeric(runs["elapsed_s"], errors="coerce").fillna(0).to_numpy()
-    cores = runs["cores"].to_numpy(dtype=float)
-    gpus = runs["gpus"].to_numpy(dtype=float)
-    names = (
-        runs["series"].astype(object).fillna("").astype(str)
-        if "series" in runs
-        else [""] * len(runs)
-    )
-    partitions = runs["partition"] if "partition" in runs else [None] * len(runs)
-    costs = {name: Cost.of(study, name) for name in set(names)}
-    su = [
-        costs[name].su(c, g, t, partition)
-        for name, c, g, t, partition in zip(names, cores, gpus, seconds, partitions, strict=True)
-    ]
-    return {
-        "core_hours": float((cores * seconds).sum() / 3600),
-        "gpu_hours": float((gpus * seconds).sum() / 3600),
-        "su": float(sum(su)),
-    }
-
-
 def shared_machines(runs: pd.DataFrame) -> list[str]:
     """Host names that are one physical machine (same boot id): their timings are
     not those of separate nodes."""
