@@ -2,9 +2,10 @@
 
 Writes 10,000 schema-valid records (50 studies x 10 points x 20 repeats, times
 from a USL curve with 5 % noise), then times, in one run:
-  aggregate: read and validate every record, summarise, fit the three models
-             with bootstrap uncertainty, recommend, and the report's findings
-             (goal: < 10 s for all 50; the findings' share is printed apart);
+  aggregate: the workflow's one aggregation (scalestudy.analysis.pipeline): read
+             and validate every record, summarise, fit the three models with
+             bootstrap uncertainty, recommend, and the report's findings
+             (goal: < 10 s for all 50);
   figures:   the six figures of every study (reported, no goal);
   report:    the views of analysis.json and summary.csv, and the one HTML report
              rendered from them; its size (goal: < 15 MB) and the time
@@ -16,16 +17,13 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from scalestudy.analysis.findings import study_findings
-from scalestudy.analysis.predictions import split_by_provenance, study_predictions
-from scalestudy.analysis.tables import runs_from_records, summarise
+from scalestudy.analysis.pipeline import aggregate
 from scalestudy.records import write_json_atomic
 from scalestudy.report.rendering import write_report
 from scalestudy.report.views import study_view
@@ -97,23 +95,10 @@ def main() -> None:
         # the workflow builds every study's model once, when it reads the config
         studies = {name: study_model(config | {"description": name}, name) for name in paths}
         start = time.perf_counter()
-        analysed, findings_s = {}, 0.0
-        for name, files in paths.items():
-            study = studies[name]
-            runs = split_by_provenance(runs_from_records(files), study)
-            runs["series"] = ""
-            summary = summarise(runs, study)
-            predictions = study_predictions(summary, runs, study)
-            found = time.perf_counter()
-            predictions["findings"] = study_findings(study, summary, runs, predictions)
-            findings_s += time.perf_counter() - found
-            analysed[name] = (summary, runs, predictions)
+        results = {name: aggregate(studies[name], files) for name, files in paths.items()}
         aggregate_s = time.perf_counter() - start
         # the report reads analysis.json as aggregation wrote it
-        analysed = {
-            name: (summary, runs, json.loads(json.dumps(p, allow_nan=False)))
-            for name, (summary, runs, p) in analysed.items()
-        }
+        analysed = {name: (r.summary, r.runs, r.analysis_as_read()) for name, r in results.items()}
         from scalestudy.report.plots import write_figures
 
         start = time.perf_counter()
@@ -130,8 +115,7 @@ def main() -> None:
         report_s = time.perf_counter() - start
         size_mb = html.stat().st_size / 2**20
         print(f"{total} records, {args.studies} studies")
-        print(f"  aggregate + fit + recommend: {aggregate_s:.2f} s  (goal < 10 s), "
-              f"of which findings {findings_s:.2f} s")  # fmt: skip
+        print(f"  aggregate + fit + recommend: {aggregate_s:.2f} s  (goal < 10 s)")
         print(f"  figures ({args.studies} x 6):        {figures_s:.2f} s")
         print(f"  views + render report:       {report_s:.2f} s")
         print(f"  report size:                 {size_mb:.2f} MB  (goal < 15 MB)")

@@ -2,35 +2,28 @@
 analysis.json as plain JSON: numbers stay numbers, missing ones are null."""
 
 import json
-import sys
 
 import pandas as pd
 import pytest
 
-from scalestudy.analysis.findings import staging, study_findings
-from scalestudy.analysis.predictions import study_predictions
-from scalestudy.analysis.tables import runs_from_measured, runs_from_records, summarise
+from scalestudy.analysis.findings import staging
+from scalestudy.analysis.pipeline import aggregate
 from scalestudy.records import write_json_atomic
 from tests.conftest import REPO, study_model
 from tests.test_analysis import RTX_STUDY
 from tests.test_records import good_record
 
-sys.path.insert(0, str(REPO / "scripts"))
-from aggregate import aggregate  # noqa: E402
-
 
 def rtx_findings() -> dict:
     study = study_model(RTX_STUDY | {"description": "published"}, "rtx")
-    runs = runs_from_measured(REPO / RTX_STUDY["measured"], study)
-    summary = summarise(runs, study)
-    return study_findings(study, summary, runs, study_predictions(summary, runs, study))
+    return aggregate(study, [REPO / RTX_STUDY["measured"]]).analysis["findings"]
 
 
 def test_aggregation_writes_the_findings_into_valid_json(tmp_path):
     study = study_model(RTX_STUDY, "rtx")
     out = {k: tmp_path / f"{k}.{ext}" for k, ext in
            [("runs", "csv"), ("summary", "csv"), ("analysis", "json")]}  # fmt: skip
-    aggregate(study, [str(REPO / RTX_STUDY["measured"])], out)
+    aggregate(study, [str(REPO / RTX_STUDY["measured"])]).write(out)
     found = json.loads(out["analysis"].read_text())["findings"]
     assert found["study"]["name"] == "rtx" and found["study"]["unit"] == "GPUs"
     assert found["base"] == {"point": "g1", "n": 1, "time_s": 171.0}
@@ -89,9 +82,7 @@ def test_failures_mismatches_and_missing_numbers_are_json(tmp_path):
         path = tmp_path / "results" / "s" / "runs" / r["point"] / f"rep{r['repeat']}.json"
         write_json_atomic(path, r | {"run_id": f"run-of-{r['point']}-rep{r['repeat']}"})
         paths.append(path)
-    runs = runs_from_records(paths)
-    summary = summarise(runs, study)
-    found = study_findings(study, summary, runs, study_predictions(summary, runs, study))
+    found = aggregate(study, paths).analysis["findings"]
     json.dumps(found, allow_nan=False)  # NaN became null
     assert found["failures"] == [{"point": "t2", "repeat": 2, "reason": None}]
     assert found["mismatches"] == [

@@ -2,13 +2,12 @@
 runs.csv, its median per point summary.csv, and the report, with no other edit."""
 
 import io
-import json
 import uuid
 
 import pandas as pd
 import pytest
 
-from scalestudy.analysis.findings import study_findings
+from scalestudy.analysis.pipeline import analyse
 from scalestudy.analysis.tables import (
     derived_columns,
     record_row,
@@ -52,12 +51,11 @@ def round_trip(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
 
 
-def report_view(summary: pd.DataFrame, runs: pd.DataFrame) -> dict:
-    """The report's view of the study as the workflow makes it: the findings in
-    analysis.json at aggregation, summary.csv read back by the report."""
-    analysis = {"series": [], "findings": study_findings(STUDY, summary, runs, {})}
-    analysis = json.loads(json.dumps(analysis, allow_nan=False))
-    return study_view(analysis, round_trip(summary), {})
+def report_view(runs: pd.DataFrame) -> dict:
+    """The report's view of the study as the workflow makes it: analysis.json written
+    at aggregation, summary.csv read back by the report."""
+    result = analyse(STUDY, runs)
+    return study_view(result.analysis_as_read(), round_trip(result.summary), {})
 
 
 SPEED = {"samples_per_s": 64.0}  # a metric the results table shows
@@ -85,7 +83,7 @@ def test_a_new_metric_reaches_runs_summary_and_report(tmp_path):
 
     # the report, from the files as the workflow writes them
     assert round_trip(runs)["compression_ratio"].tolist() == [3.0, 3.4, 3.2, 2.8, 3.0, 99.0]
-    context = report_view(summary.reset_index(), runs)
+    context = report_view(runs)
     metrics = context["metrics"]
     column = metrics["columns"].index("compression_ratio")
     assert metrics["columns"][0] == "point"
@@ -112,7 +110,7 @@ def test_a_missing_or_non_numeric_metric_does_not_break_aggregation(tmp_path):
     assert summary.loc["t2", "speed"] == 20.0 and pd.isna(summary.loc["t1", "label_only"])
     assert list(summary["status"]) == ["ok", "ok", "ok"]
 
-    context = report_view(summary.reset_index(), runs)
+    context = report_view(runs)
     columns = context["metrics"]["columns"]
     # a metric with no number at any point has nothing to show
     assert "compression_ratio" in columns and "speed" in columns
@@ -124,7 +122,7 @@ def test_records_without_any_metric_leave_no_metrics_part(tmp_path):
     runs = runs_from_records(paths)
     summary = summarise(runs, STUDY)
     assert summary["speedup"].notna().all()
-    assert report_view(summary, runs)["metrics"] is None
+    assert report_view(runs)["metrics"] is None
 
 
 def test_a_field_named_like_a_derived_column_keeps_both(tmp_path):

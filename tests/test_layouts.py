@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from scalestudy import studies as st
+from scalestudy.analysis.pipeline import analyse
 from scalestudy.analysis.tables import runs_from_measured, summarise
 from scalestudy.compute.launch import srun_command
 from tests.conftest import study_model
@@ -286,9 +287,6 @@ def test_the_best_layout_per_total_with_its_interval():
 
 
 def test_packed_and_spread_placements_are_compared_as_series():
-    from scalestudy.analysis.predictions import study_predictions
-    from scalestudy.analysis.tables import summarise
-
     study = model({"studies": {"s": {"workload": "spiral_mlp", "scaling": {
         "axis": "processes", "points": [1, 2, 4]},
         "series": {"packed": {"scaling": {"per_node": 2}},
@@ -303,11 +301,10 @@ def test_packed_and_spread_placements_are_compared_as_series():
         slow = 1.3 if series == "spread" and n > 1 else 1.0
         made[label] = (series, n, list(100 / n * slow * np.exp(rng.normal(0, 0.02, 3))))
     runs = runs_of(made).assign(
-        study="s", reason=None, mismatches="", cores=lambda r: r["n"], gpus=0,
+        study="s", reason=None, mismatches="", cores=lambda r: r["n"], gpus=0, overlapped=False,
         elapsed_s=lambda r: r["wall_s"], train_s=lambda r: r["wall_s"],
     )  # fmt: skip
-    summary = summarise(runs, study)
-    pred = study_predictions(summary, runs, study)
+    pred = analyse(study, runs).analysis
     (comparison,) = pred["comparisons"]
     assert (comparison["a"], comparison["b"]) == ("packed", "spread")
     four = next(c for c in pred["layouts"] if c["n"] == 4)

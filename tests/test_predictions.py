@@ -4,9 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalestudy.analysis import models
+from scalestudy.analysis import models, pipeline
 from scalestudy.analysis.cost import charges
-from scalestudy.analysis.predictions import split_by_provenance, study_predictions
 from scalestudy.analysis.tables import runs_from_measured, summarise
 from scalestudy.studies import point_for, points_table, run_spec, series_of_points, study_models
 from tests.conftest import REPO, study_model, tiny_mnist_study
@@ -28,10 +27,8 @@ def amdahl_runs(serial=0.1, ns=(1, 2, 4, 8), repeats=4, noise=0.02, seed=1, **co
 def analyse(runs, study: dict):
     """Aggregate made runs as the workflow would, for `study` (a test's keys; the rest
     the schema's defaults)."""
-    study = study_model(study, "rtx" if "measured" in study else "s")
-    runs = split_by_provenance(runs, study)
-    summary = summarise(runs, study)
-    return summary, study_predictions(summary, runs, study)
+    result = pipeline.analyse(study_model(study, "rtx" if "measured" in study else "s"), runs)
+    return result.summary, result.analysis
 
 
 def test_rtx_table_recommends_6_and_predicts_a_peak_beyond_it():

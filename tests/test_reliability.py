@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from scalestudy import studies as st
+from scalestudy.analysis.pipeline import aggregate
 from scalestudy.analysis.tables import (
     disturbed_reasons,
     runs_from_measured,
@@ -487,8 +488,6 @@ def test_a_thread_can_still_call_launch(tmp_path):
 
 
 def test_the_report_shows_shared_runs_in_red_with_the_reason(tmp_path):
-    from scalestudy.analysis.findings import study_findings
-    from scalestudy.analysis.predictions import study_predictions
     from scalestudy.report.views import study_view
 
     quiet = {"cpu_time_s": 2.0, "window_s": 2.0, "cores_used": 1.0, "cpus_watched": 1,
@@ -500,12 +499,8 @@ def test_the_report_shows_shared_runs_in_red_with_the_reason(tmp_path):
         for k, use in ((1, quiet), (2, busy if point == "t2" else quiet))
     ]
     study = validated_study()
-    runs = runs_from_records(paths, {"t1": "", "t2": ""})
-    runs["disturbed"] = disturbed_reasons(runs, study)
-    summary = summarise(runs, study)
-    analysis = study_predictions(summary, runs, study)
-    analysis["findings"] = study_findings(study, summary, runs, analysis)
-    context = study_view(analysis, summary, {})
+    result = aggregate(study, paths)
+    context = study_view(result.analysis_as_read(), result.summary, {})
     t2 = context["rows"][1]
     assert t2["status_class"] == "bad"
     assert t2["cells"][-1].startswith("shared CPUs: rep2: other processes used 0.9 cores of its 1")

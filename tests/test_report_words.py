@@ -8,9 +8,8 @@ import uuid
 import pandas as pd
 import pytest
 
-from scalestudy.analysis.findings import study_facts, study_findings
-from scalestudy.analysis.predictions import study_predictions
-from scalestudy.analysis.tables import runs_from_records, summarise
+from scalestudy.analysis.findings import study_facts
+from scalestudy.analysis.pipeline import aggregate
 from scalestudy.records import write_json_atomic
 from scalestudy.report.rendering import render
 from scalestudy.report.views import results_view, study_view
@@ -31,13 +30,9 @@ def view_of(study, records: list[dict], root) -> dict:
         path = root / "results" / study.name / "runs" / r["point"] / f"rep{r['repeat']}.json"
         write_json_atomic(path, r | {"study": study.name, "run_id": uuid.uuid4().hex})
         paths.append(path)
-    runs = runs_from_records(paths)
-    summary = summarise(runs, study)
-    analysis = study_predictions(summary, runs, study)
-    analysis["findings"] = study_findings(study, summary, runs, analysis)
-    analysis = json.loads(json.dumps(analysis, allow_nan=False))
-    summary.to_csv(root / "summary.csv", index=False)
-    return study_view(analysis, pd.read_csv(root / "summary.csv"), {})
+    result = aggregate(study, paths)
+    result.summary.to_csv(root / "summary.csv", index=False)
+    return study_view(result.analysis_as_read(), pd.read_csv(root / "summary.csv"), {})
 
 
 def run(point: str, n: int, repeat: int, wall_s: float, **fields) -> dict:

@@ -8,13 +8,13 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
+from scalestudy.analysis.pipeline import aggregate, analyse
 from scalestudy.report.rendering import render
 from scalestudy.report.views import study_view
 from tests.conftest import REPO, study_model
 from tests.test_analysis import RTX_STUDY
 
 sys.path.insert(0, str(REPO / "scripts"))
-from aggregate import aggregate  # noqa: E402
 from report import build  # noqa: E402
 
 SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>'
@@ -25,7 +25,7 @@ def aggregated(folder, name: str = "rtx", **study) -> dict:
     folder.mkdir(parents=True)
     out = {k: folder / f"{k}.{ext}" for k, ext in
            [("runs", "csv"), ("summary", "csv"), ("analysis", "json")]}  # fmt: skip
-    aggregate(study_model(RTX_STUDY | study, name), [str(REPO / RTX_STUDY["measured"])], out)
+    aggregate(study_model(RTX_STUDY | study, name), [str(REPO / RTX_STUDY["measured"])]).write(out)
     return out
 
 
@@ -126,9 +126,6 @@ def test_a_grid_shows_its_heat_map_and_the_best_layout_per_total(tmp_path):
     """Issue 12: a 2 x 2 threads x processes grid; 2 cores as 2 x 1 is faster than 1 x 2."""
     import numpy as np
 
-    from scalestudy.analysis.findings import study_findings
-    from scalestudy.analysis.predictions import study_predictions
-    from scalestudy.analysis.tables import summarise
     from scalestudy.studies import series_of_points
     from tests.test_studies import model
 
@@ -144,10 +141,8 @@ def test_a_grid_shows_its_heat_map_and_the_best_layout_per_total(tmp_path):
         for p, series in series_of_points(study).items()
         for k, t in enumerate(speed[p] * np.exp(rng.normal(0, 0.01, 3)), 1)
     ]  # fmt: skip
-    runs = pd.DataFrame(rows)
-    summary = summarise(runs, study)
-    analysis = study_predictions(summary, runs, study)
-    analysis["findings"] = json.loads(json.dumps(study_findings(study, summary, runs, analysis)))
+    result = analyse(study, pd.DataFrame(rows))
+    summary, analysis = result.summary, result.analysis_as_read()
     text = text_of(render("t", [study_view(analysis, summary, {})]))
     assert "The best layout for each total" in text
     assert "For 2 cores: 1 node, 2 processes per node, 1 thread each (p2-c2-2x1, 52" in text
@@ -162,11 +157,7 @@ def test_a_grid_shows_its_heat_map_and_the_best_layout_per_total(tmp_path):
 def adaptive_report(points: list[int], times: dict[int, list[float]]) -> tuple[str, list]:
     """The report's text of an adaptive study (first_repeats 4) whose rounds 1 and 2
     were planned from these runs, and those plans."""
-    from scalestudy.analysis.adaptive import round_of_run, rounds_summary
-    from scalestudy.analysis.findings import study_findings
     from scalestudy.analysis.plan import round_plan
-    from scalestudy.analysis.predictions import jsonable, study_predictions
-    from scalestudy.analysis.tables import summarise
     from tests.test_studies import model
 
     adaptive = {"workload": "spiral_mlp", "scaling": {"points": points}, "budget_su": 1,
@@ -181,13 +172,8 @@ def adaptive_report(points: list[int], times: dict[int, list[float]]) -> tuple[s
     ]  # fmt: skip
     runs = pd.DataFrame(rows)
     plans = [round_plan(study, 1, None), round_plan(study, 2, runs)]
-    pairs = zip(runs["point"], runs["repeat"], strict=True)
-    runs["round"] = [round_of_run(plans, p, k) for p, k in pairs]
-    summary = summarise(runs, study)
-    analysis = study_predictions(summary, runs, study)
-    analysis["adaptive"] = jsonable(rounds_summary(plans, 0.01, study.repeats))
-    analysis["findings"] = json.loads(json.dumps(study_findings(study, summary, runs, analysis)))
-    return text_of(render("t", [study_view(analysis, summary, {})])), plans
+    result = analyse(study, runs, plans)
+    return text_of(render("t", [study_view(result.analysis_as_read(), result.summary, {})])), plans
 
 
 def test_a_decided_adaptive_answer_does_not_ask_for_fixed_repeats(tmp_path):
