@@ -154,9 +154,9 @@ def test_a_grid_shows_its_heat_map_and_the_best_layout_per_total(tmp_path):
     assert html.count('class="band-') == 4 and 'band-excellent best"' in html
 
 
-def adaptive_report(points: list[int], times: dict[int, list[float]]) -> tuple[str, list]:
-    """The report's text of an adaptive study (first_repeats 4) whose rounds 1 and 2
-    were planned from these runs, and those plans."""
+def adaptive_result(points: list[int], times: dict[int, list[float]], failed=()):
+    """An adaptive study (first_repeats 4) whose rounds 1 and 2 were planned from these
+    runs, aggregated; `failed`: (N, repeat) of runs that failed after their time."""
     from scalestudy.analysis.plan import round_plan
     from tests.test_studies import model
 
@@ -171,9 +171,31 @@ def adaptive_report(points: list[int], times: dict[int, list[float]]) -> tuple[s
         for k, t in enumerate(ts, 1)
     ]  # fmt: skip
     runs = pd.DataFrame(rows)
+    for n, k in failed:  # a failed run times nothing, but held its allocation
+        at = (runs["n"] == n) & (runs["repeat"] == k)
+        runs.loc[at, ["status", "reason", "wall_s", "train_s"]] = ["failed", "exit 1", None, None]
     plans = [round_plan(study, 1, None), round_plan(study, 2, runs)]
-    result = analyse(study, runs, plans)
+    return analyse(study, runs, plans), plans
+
+
+def adaptive_report(points: list[int], times: dict[int, list[float]]) -> tuple[str, list]:
+    """The report's text of adaptive_result, and its plans."""
+    result, plans = adaptive_result(points, times)
     return text_of(render("t", [study_view(result.analysis_as_read(), result.summary, {})])), plans
+
+
+def test_an_adaptive_study_costs_its_charges_failed_runs_included():
+    """Issue 26: the rounds priced wall_s, empty for a failed run, and the charges each
+    run's elapsed time: the report said the study cost less than it was charged."""
+    times = {1: [10.0, 10.1, 9.9, 10.0], 2: [5.0, 5.1, 4.9, 5.0, 60.0, 60.0]}
+    result, plans = adaptive_result([1, 2], times, failed=[(2, 5), (2, 6)])
+    assert plans[-1]["stop"]["reason"] == "decided"
+    analysis = result.analysis_as_read()
+    spent = analysis["adaptive"]["spent_su"]
+    assert spent == pytest.approx((40 + 2 * (20 + 2 * 60)) / 3600)
+    assert spent == pytest.approx(analysis["findings"]["charges"]["su"])
+    text = text_of(render("t", [study_view(analysis, result.summary, {})]))
+    assert f"The study cost {spent:.3g} SU" in text
 
 
 def test_a_decided_adaptive_answer_does_not_ask_for_fixed_repeats(tmp_path):
