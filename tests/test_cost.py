@@ -10,6 +10,7 @@ from scalestudy.analysis.cost import Cost, Rate, charges, cost_view, run_su
 from scalestudy.analysis.predictions import gpu_verdict_of, study_predictions
 from scalestudy.analysis.tables import summarise
 from tests.conftest import SCHEMA, study_model
+from tests.test_studies import config_error
 
 CPU_TIMES = {1: 100.0, 2: 60.0}  # CPU threads -> whole-job seconds per result
 GPU_TIME = 10.0  # 1 core + 1 GPU
@@ -185,15 +186,15 @@ def test_series_override_and_provenance_split_series():
 @pytest.mark.parametrize(
     "bad, message",
     [
-        ({"gpu_weigth": 50}, "unknown key"),
-        ({"gpu_weight": -1}, ">= 0"),
-        ({"core_weight": "1"}, ">= 0"),
-        ({"partitions": {"p": {"cores": 1}}}, "cost.partitions.p: unknown key"),
+        ({"gpu_weigth": 50}, "studies.s.cost.gpu_weigth: Additional properties"),
+        ({"gpu_weight": -1}, "studies.s.cost.gpu_weight: -1 is less than the minimum of 0"),
+        ({"core_weight": "1"}, "studies.s.cost.core_weight: '1' is not of type 'number'"),
+        ({"partitions": {"p": {"cores": 1}}}, "studies.s.cost.partitions.p.cores: Additional"),
     ],
 )
-def test_bad_cost_is_refused(bad, message):
-    with pytest.raises(ValueError, match=message):
-        Cost.from_config({"core_weight": 1, "gpu_weight": 2, "partitions": {}} | bad)
+def test_bad_cost_is_refused_by_the_schema_naming_the_key(bad, message):
+    # the weights are checked in one place, the config schema, before any job
+    assert message in config_error({"studies": {"s": {"workload": "spiral_mlp", "cost": bad}}})
 
 
 def test_from_frame_needs_su_or_a_cost():

@@ -36,20 +36,10 @@ WEIGHTS = ("core_weight", "gpu_weight")
 BASIS = "hours of whole-job (wall) time"
 
 
-def _weight(value, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise ValueError(f"{where}: a weight must be a number >= 0, not {value!r}")
-    return float(value)
-
-
-def _rate(weights: Mapping, fallback: Mapping, where: str) -> Rate:
-    """A Rate from `weights`, a weight it lacks taken from `fallback`."""
-    unknown = sorted(set(weights) - set(WEIGHTS))
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {', '.join(map(str, unknown))}")
-    return Rate(
-        *(_weight(weights[k] if k in weights else fallback[k], f"{where}.{k}") for k in WEIGHTS)
-    )
+def _rate(weights: Mapping, fallback: Mapping) -> Rate:
+    """A Rate from `weights`, a weight it lacks taken from `fallback`. The config schema
+    ($defs/cost) has checked the weights (known keys, numbers >= 0): not again here."""
+    return Rate(*(float(weights.get(k, fallback.get(k))) for k in WEIGHTS))
 
 
 def _number(value: float) -> str:
@@ -80,16 +70,13 @@ class Cost:
 
     @classmethod
     def from_config(cls, cost: Mapping) -> Cost:
-        """From a study's validated `cost` (Study.cost: both weights, and partitions).
-        Unknown keys and negative weights are refused all the same."""
-        cost = dict(cost)
-        partitions = cost.pop("partitions")
-        rate = _rate(cost, {}, "cost")
+        """From a study's validated `cost` (Study.cost: both weights, and partitions)."""
+        rate = Rate(*(float(cost[k]) for k in WEIGHTS))
         return cls(
             rate,
             tuple(
-                (str(name), _rate(own or {}, asdict(rate), f"cost.partitions.{name}"))
-                for name, own in partitions.items()
+                (str(name), _rate(own or {}, asdict(rate)))
+                for name, own in cost["partitions"].items()
             ),
         )
 
