@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from tests.browser import open_report
+from tests.conftest import NOT_JUDGED_ON_SHARED_CPUS
 from tests.test_workflow import needs_chromium
 
 CANARY = "canary-COMET-KEY-7f3e9a1d"
@@ -24,7 +25,7 @@ def spiral_study() -> dict:
         "time": "train",
         "profile": {"enabled": True, "point": 2, "steps": 3},
         "resources": {"mem_mb": 2000, "runtime": 5},
-    }
+    } | NOT_JUDGED_ON_SHARED_CPUS
 
 
 def command_study() -> dict:
@@ -43,7 +44,7 @@ def command_study() -> dict:
         "repeats": 1,
         "time": "train",  # the command's own run, as the speedup's time
         "resources": {"mem_mb": 1000, "runtime": 5},
-    }
+    } | NOT_JUDGED_ON_SHARED_CPUS
 
 
 def files_containing(root: Path, text: str) -> list[Path]:

@@ -8,12 +8,12 @@ import pandas as pd
 import pytest
 
 from scalestudy.analysis.predictions import gpu_verdict_of
-from tests.conftest import study_model
+from tests.conftest import NOT_JUDGED_ON_SHARED_CPUS, study_model
 
 
 def tiny_studies() -> dict:
     cpu = {"axis": "threads", "points": [1, 2]}
-    return {
+    studies = {
         "solve": {
             "workload": "linear_solve",
             "params": {"systems": 16, "size": 32},
@@ -50,6 +50,7 @@ def tiny_studies() -> dict:
             "repeats": 1,
         },
     }  # fmt: skip
+    return {name: study | NOT_JUDGED_ON_SHARED_CPUS for name, study in studies.items()}
 
 
 @pytest.mark.slow
