@@ -1,13 +1,13 @@
 # The two commands of the quick start, and the set-up both depend on.
 #   make report   run the default study end to end -> results/report.html
-#   make test     run every test (add PYTEST_ARGS='-m "not slow"' for the quick ones)
+#   make test     run every test (make test-fast: the quick tier, no cluster, browser or end-to-end run)
 SHELL := /bin/bash
 VENV ?= .venv
 PYTHON ?= python3
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: report test lint setup clean slurm-profile slurm-polling redo plan
+.PHONY: report test test-fast lint setup clean slurm-profile slurm-polling redo plan
 
 report: setup
 	$(VENV)/bin/snakemake --profile profiles/local
@@ -18,6 +18,11 @@ plan: setup
 
 test: setup
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# The quick tier (about 2 minutes on 2 cores): every test but the end-to-end runs
+# of the workflow, the Slurm cluster and the browser.
+test-fast: setup
+	$(VENV)/bin/pytest -m "not slow and not slurm and not browser" $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

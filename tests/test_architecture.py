@@ -124,3 +124,20 @@ def test_the_checks_can_fail():
         elif isinstance(node, ast.Import):
             names |= {a.name for a in node.names}
     assert {layer_of(n) for n in names} == {"analysis", "report"}
+
+
+def test_parsing_the_workflow_loads_no_scipy_stats():
+    """Every Snakemake start (the head's, each Slurm job's, each packed member's) runs
+    the imports of the Snakefile and the rules: scipy.stats there cost ~0.9 s each, so
+    the analysis imports it where it is used."""
+    imports = [
+        line
+        for path in [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
+        for line in path.read_text().splitlines()
+        if line.startswith(("import ", "from ")) and "snakemake" not in line
+    ]
+    code = "\n".join(imports) + "\nimport sys\nprint('scipy.stats' in sys.modules)"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert imports and proc.stdout.strip() == "False", imports

@@ -61,7 +61,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
 
 from scalestudy.analysis.intervals import ratio_ci
 from scalestudy.analysis.recommendation import DECISION_LEVEL, recommend, step_intervals
@@ -374,6 +373,10 @@ def curtailed_steps(judged: dict, runs: dict[int, int], rules: Rules) -> dict:
     / max_repeats); se from the step's interval, on its side toward the threshold).
     Only steps whose points have MIN_DECIDING_RUNS usable runs (of 2 runs, a bootstrap
     interval is far too narrow to tell) and room for more (`runs`: made, failed too)."""
+    # imported here: scipy.stats costs ~0.9 s of every Snakemake start (the workflow
+    # imports this module through the plan), each Slurm job's and packed member's too
+    from scipy.stats import norm
+
     z_level = norm.ppf((1 + DECISION_LEVEL) / 2)
     found = {}
     for a, b, gain, lo, hi in judged["steps"]:
