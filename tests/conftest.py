@@ -113,16 +113,18 @@ def tiny_mnist_study(**overrides) -> dict:
     return study
 
 
+def copy_of_the_workflow(root: Path) -> Workflow:
+    """A copy of the workflow in `root`, and a way to run Snakemake in it."""
+    for part in WORKFLOW_PARTS:
+        src = REPO / part
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, root / part)
+    return Workflow(root)
+
+
 @pytest.fixture
 def workflow(tmp_path: Path):
     """A copy of the workflow in a temporary folder, and a way to run Snakemake in it."""
-    for part in WORKFLOW_PARTS:
-        src = REPO / part
-        if src.is_dir():
-            shutil.copytree(src, tmp_path / part)
-        else:
-            shutil.copy2(src, tmp_path / part)
-    return Workflow(tmp_path)
+    return copy_of_the_workflow(tmp_path)
 
 
 class Workflow:

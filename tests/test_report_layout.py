@@ -2,7 +2,6 @@
 sideways, the figure grid has no dead space, and no legend covers data (measured in the
 figures' SVG, whose legend and data artists carry gids: scalestudy.report.plots)."""
 
-import shutil
 import sys
 
 import matplotlib.pyplot as plt
@@ -12,7 +11,7 @@ import pytest
 from scalestudy import FIGURES
 from scalestudy.report.plots import phases_figure, plain_number, times_figure
 from tests.browser import report_layout
-from tests.conftest import REPO, WORKFLOW_PARTS, Workflow
+from tests.conftest import copy_of_the_workflow
 from tests.test_workflow import MEASURED, needs_chromium
 
 
@@ -35,10 +34,7 @@ WIDTHS = (900, 1400)
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     root = tmp_path_factory.mktemp("layout")
-    for part in WORKFLOW_PARTS:
-        src = REPO / part
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, root / part)
-    workflow = Workflow(root)
+    workflow = copy_of_the_workflow(root)
     workflow.write_config({"studies": {"sleep": SLEEP, "published": MEASURED}})
     workflow.snakemake("--cores", "2")
     return root / "results" / "report.html"

@@ -12,7 +12,7 @@ import time
 import pandas as pd
 import pytest
 
-from tests.conftest import FASHION_DIR, REPO, tiny_mnist_study
+from tests.conftest import FASHION_DIR, REPO, copy_of_the_workflow, tiny_mnist_study
 from tests.test_workflow import planned_runs
 
 CLUSTER = REPO / "tests" / "slurm" / "cluster.sh"
@@ -94,12 +94,65 @@ def test_thread_and_node_studies_run_through_the_slurm_plugin(cluster, workflow)
     assert "What to ask for, per point" in html and "sacct was not available" in html
 
 
-def test_a_job_given_fewer_cpus_than_threads_is_flagged(cluster, workflow):
-    study = tiny_mnist_study(repeats=1)
-    study["scaling"]["points"] = [2]
-    workflow.write_config({"studies": {"short": study}})
-    # A site override that hands the job one CPU while the rule runs two threads.
-    workflow.snakemake(*PROFILES, "--set-resources", "run_point:cpus_per_task=1")
+@pytest.fixture(scope="module")
+def mixed(cluster, tmp_path_factory):
+    """One invocation for the scenarios that need neither node to itself, so that their
+    jobs run while one job waits out its one-minute time limit (Slurm checks limits
+    every 30 s or so: the floor of this fixture): a job killed for time, one for memory,
+    a packed point whose repeats are each killed for memory, a job handed fewer CPUs
+    than its threads, packed GPU repeats, and a run that goes well."""
+    # far more than its minute; it needs no data, so it is submitted first
+    slow = {
+        "workload": "command",
+        "params": {"command": ["sleep", "600"]},
+        "scaling": {"axis": "threads", "points": [1]},
+        "repeats": 1,
+        "resources": {"mem_mb": 500, "runtime": 1},
+    }
+    hungry = tiny_mnist_study(repeats=1)
+    hungry["scaling"]["points"] = [1]
+    hungry["resources"] = {"mem_mb": 250, "runtime": 5}  # torch alone needs more
+    hungry_packed = hungry | {"repeats": 2, "submission": {"pack_repeats": True}}
+    fine = {
+        "workload": "spiral_mlp",
+        "params": {"epochs": 1},
+        "scaling": {"axis": "threads", "points": [1]},
+        "repeats": 1,
+    }
+    short = tiny_mnist_study(repeats=1)
+    short["scaling"]["points"] = [2]
+    gpus = {
+        "workload": "command",
+        "params": {"command": ["sleep", "0.2"]},
+        "scaling": {"axis": "gpus", "device": "gpu", "points": [1, 2], "threads": 1},
+        "repeats": 2,
+        "resources": {"mem_mb": 500, "runtime": 2},
+        "submission": {"pack_repeats": True},
+    }
+    studies = {"slow": slow, "hungry": hungry, "hungry_packed": hungry_packed, "fine": fine,
+               "short": short, "gpus": gpus}  # fmt: skip
+    workflow = copy_of_the_workflow(tmp_path_factory.mktemp("mixed"))
+    workflow.write_config({"partition_limits": limits() | {"gpus_per_node": 2}, "studies": studies})
+    # A site override that hands every job one CPU: short's point runs two threads on it
+    # (every other point asks for one CPU per process anyway). Three jobs at once: the
+    # slow one holds a CPU of one node while the others pass.
+    proc = workflow.snakemake(
+        *PROFILES, "--set-resources", "run_point:cpus_per_task=1", "--jobs", "3", timeout=900
+    )
+    return workflow, proc
+
+
+def submissions(proc, study: str) -> list[str]:
+    """The Slurm job ids the plugin gave a study's run_point jobs, from its log of its
+    submissions (a packed point's log folder is named after its group)."""
+    folder = rf"(?:group_pack-{study}-[^/]+|rule_run_point/{study}_[^/]+)"
+    return re.findall(
+        rf"submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/{folder}/", proc.output
+    )
+
+
+def test_a_job_given_fewer_cpus_than_threads_is_flagged(mixed):
+    workflow, _ = mixed
     rec = record(workflow, "short", "t2")
     assert rec["status"] == "ok"
     assert rec["resources"]["mismatch"] is True
@@ -110,23 +163,8 @@ def test_a_job_given_fewer_cpus_than_threads_is_flagged(cluster, workflow):
     assert "allocation mismatch" in (workflow.root / "results" / "report.html").read_text()
 
 
-def test_time_and_memory_kills_are_failed_points_and_only_they_rerun(cluster, workflow):
-    slow = tiny_mnist_study(repeats=1)
-    slow["params"].update(max_batches=0, epochs=20)  # far more than a minute
-    slow["scaling"]["points"] = [1]
-    slow["resources"] = {"mem_mb": 2000, "runtime": 1}
-    hungry = tiny_mnist_study(repeats=1)
-    hungry["scaling"]["points"] = [1]
-    hungry["resources"] = {"mem_mb": 250, "runtime": 5}  # torch alone needs more
-    fine = {
-        "workload": "spiral_mlp",
-        "params": {"epochs": 1},
-        "scaling": {"axis": "threads", "points": [1]},
-        "repeats": 1,
-    }
-    workflow.write_config({"studies": {"slow": slow, "hungry": hungry, "fine": fine}})
-    workflow.snakemake(*PROFILES, timeout=900)
-
+def test_time_and_memory_kills_are_failed_points_and_only_they_rerun(mixed):
+    workflow, _ = mixed
     timed_out = record(workflow, "slow", "t1")
     assert timed_out["status"] == "failed"
     assert timed_out["reason"].startswith("Slurm: ") and "TIME LIMIT" in timed_out["reason"]
@@ -138,7 +176,45 @@ def test_time_and_memory_kills_are_failed_points_and_only_they_rerun(cluster, wo
     assert "TIME LIMIT" in html and "exceeded memory limit" in html
 
     dry = workflow.snakemake(*PROFILES, "-n")
-    assert planned_runs(dry) == {("slow", "t1", "1"), ("hungry", "t1", "1")}
+    assert planned_runs(dry) == {
+        ("slow", "t1", "1"), ("hungry", "t1", "1"),
+        ("hungry_packed", "t1", "1"), ("hungry_packed", "t1", "2"),
+    }  # fmt: skip
+
+
+def test_each_run_sees_the_gpus_slurm_gave_it_packed_or_not(mixed):
+    """Issue 14: GPUs under packing. The test cluster's nodes have two stand-in GPUs
+    each (tests/slurm/cluster.sh: no CUDA, but Slurm schedules them and sets
+    CUDA_VISIBLE_DEVICES as it would for real ones). A command study on 1 and 2 GPUs
+    (one process per GPU), its repeats packed: each run is its own srun step, each of
+    its processes sees the one GPU it asked for, the record says which, and none is
+    flagged as short of GPUs. Before, a 2-GPU point was refused by sbatch
+    (--ntasks-per-gpu beside --ntasks-per-node), and a command's runs were flagged
+    "0 visible" (only torch counted GPUs)."""
+    workflow, proc = mixed
+    assert len(submissions(proc, "gpus")) == 2
+    for point, n in (("g1", 1), ("g2", 2)):
+        runs = [record(workflow, "gpus", point, k) for k in (1, 2)]
+        assert runs[0]["environment"]["slurm_job_id"] == runs[1]["environment"]["slurm_job_id"]
+        for rec in runs:
+            received = rec["resources"]["received"]
+            assert rec["status"] == "ok", rec["reason"]
+            assert received["cuda_visible_devices"] in ("0", "1"), received
+            assert received["gpus_visible"] == 1
+            assert rec["resources"]["mismatch"] is False, rec["resources"]["mismatches"]
+            assert received["world_size"] == n
+
+
+def test_a_packed_run_that_fails_leaves_its_record_and_the_next_one_still_runs(mixed):
+    """Each packed run is its own srun step with its own memory limit: Slurm stops the
+    first repeat for memory, the launcher records why, and the job goes on to the next."""
+    workflow, proc = mixed
+    assert len(submissions(proc, "hungry_packed")) == 1
+    first, second = (record(workflow, "hungry_packed", "t1", k) for k in (1, 2))
+    for rec in (first, second):
+        assert rec["status"] == "failed"
+        assert "exceeded memory limit" in rec["reason"]
+    assert first["environment"]["slurm_job_id"] == second["environment"]["slurm_job_id"]
 
 
 def test_processes_packed_and_spread_over_the_two_nodes(cluster, workflow):
@@ -275,56 +351,6 @@ def test_packed_repeats_share_one_job_per_point_on_nodes_of_their_own(cluster, w
     assert "6 runs in 2 Slurm jobs: 2 jobs ran several runs (packed repeats)" in html
     assert "Every job had its nodes to itself (--exclusive)." in html
     assert "t1/rep2, t1/rep3" in html
-
-
-def test_each_run_sees_the_gpus_slurm_gave_it_packed_or_not(cluster, workflow):
-    """Issue 14: GPUs under packing. The test cluster's nodes have two stand-in GPUs
-    each (tests/slurm/cluster.sh: no CUDA, but Slurm schedules them and sets
-    CUDA_VISIBLE_DEVICES as it would for real ones). A command study on 1 and 2 GPUs
-    (one process per GPU), its repeats packed: each run is its own srun step, each of
-    its processes sees the one GPU it asked for, the record says which, and none is
-    flagged as short of GPUs. Before, a 2-GPU point was refused by sbatch
-    (--ntasks-per-gpu beside --ntasks-per-node), and a command's runs were flagged
-    "0 visible" (only torch counted GPUs)."""
-    gpus = {
-        "workload": "command",
-        "params": {"command": ["sleep", "0.2"]},
-        "scaling": {"axis": "gpus", "device": "gpu", "points": [1, 2], "threads": 1},
-        "repeats": 2,
-        "resources": {"mem_mb": 500, "runtime": 2},
-        "submission": {"pack_repeats": True},
-    }
-    workflow.write_config(
-        {"partition_limits": limits() | {"gpus_per_node": 2}, "studies": {"gpus": gpus}}
-    )
-    proc = workflow.snakemake(*PROFILES)
-    assert len(re.findall(r"has been submitted with SLURM jobid", proc.output)) == 2
-    for point, n in (("g1", 1), ("g2", 2)):
-        runs = [record(workflow, "gpus", point, k) for k in (1, 2)]
-        assert runs[0]["environment"]["slurm_job_id"] == runs[1]["environment"]["slurm_job_id"]
-        for rec in runs:
-            received = rec["resources"]["received"]
-            assert rec["status"] == "ok", rec["reason"]
-            assert received["cuda_visible_devices"] in ("0", "1"), received
-            assert received["gpus_visible"] == 1
-            assert rec["resources"]["mismatch"] is False, rec["resources"]["mismatches"]
-            assert received["world_size"] == n
-
-
-def test_a_packed_run_that_fails_leaves_its_record_and_the_next_one_still_runs(cluster, workflow):
-    """Each packed run is its own srun step with its own memory limit: Slurm stops the
-    first repeat for memory, the launcher records why, and the job goes on to the next."""
-    hungry = tiny_mnist_study(repeats=2, submission={"pack_repeats": True})
-    hungry["scaling"]["points"] = [1]
-    hungry["resources"] = {"mem_mb": 250, "runtime": 5}  # torch alone needs more
-    workflow.write_config({"studies": {"hungry": hungry}})
-    proc = workflow.snakemake(*PROFILES)
-    assert len(re.findall(r"has been submitted with SLURM jobid", proc.output)) == 1
-    first, second = (record(workflow, "hungry", "t1", k) for k in (1, 2))
-    for rec in (first, second):
-        assert rec["status"] == "failed"
-        assert "exceeded memory limit" in rec["reason"]
-    assert first["environment"]["slurm_job_id"] == second["environment"]["slurm_job_id"]
 
 
 def test_an_adaptive_study_runs_its_rounds_on_slurm_one_job_per_point_and_round(cluster, workflow):
