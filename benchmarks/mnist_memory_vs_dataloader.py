@@ -16,7 +16,8 @@ import torch.nn.functional as F
 from torchvision import datasets, transforms
 
 from benchmarks.common import alternate, fashion_root
-from workloads.mnist_cnn import NORMALISATION, Net, load_split, train_epoch
+from scalestudy.compute.data import DATASETS
+from workloads.mnist_cnn import Net, load_split, train_epoch
 
 
 def dataloader_loop(model, optimizer, loader, batches):
@@ -36,7 +37,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     root = fashion_root()
-    mean, std = NORMALISATION["fashion_mnist"]
+    mean, std = DATASETS["fashion_mnist"]["mean"], DATASETS["fashion_mnist"]["std"]
     dataset = datasets.FashionMNIST(
         str(root),
         train=True,

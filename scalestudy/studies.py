@@ -15,11 +15,12 @@ from pathlib import Path
 import pandas as pd
 
 import workloads as registry
+from scalestudy.compute import data
 from scalestudy.compute.commandline import command_params_problems
 from scalestudy.model import AXIS_TOTALS, Study
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
-DATASETS = ("mnist", "fashion_mnist")
+DATASETS = tuple(data.DATASETS)  # the prepared data sets: scalestudy.compute.data
 
 
 class ConfigError(ValueError):

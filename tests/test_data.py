@@ -69,3 +69,27 @@ def test_idx_header_is_checked(tmp_path):
     path.write_bytes(b"\x00\x00\x08\x01\x00\x00\x00\x05")
     with pytest.raises(data.DataError, match="IDX header"):
         data.check_idx(path)
+
+
+def test_the_data_set_names_are_the_data_modules():
+    """The prepared data sets are written once (scalestudy.compute.data.DATASETS); the
+    literals that must repeat their names, the config schema's data_sources and the
+    `dataset` enum of each workload that reads them, agree with it."""
+    import yaml
+
+    import workloads
+    from scalestudy.compute.data import DATASETS
+    from tests.conftest import SCHEMA
+
+    schema = yaml.safe_load(SCHEMA.read_text())
+    assert list(schema["properties"]["data_sources"]["properties"]) == list(DATASETS)
+    readers = {
+        name: w.params["properties"]["dataset"]
+        for name, w in workloads.discover().items()
+        if "dataset" in w.params.get("properties", {})
+    }
+    prepared = {
+        name: spec["enum"] for name, spec in readers.items() if set(spec["enum"]) & set(DATASETS)
+    }
+    assert set(prepared) == {"mnist_cnn", "lightning_autoencoder"}
+    assert all(enum == list(DATASETS) for enum in prepared.values()), prepared

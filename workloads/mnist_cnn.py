@@ -78,10 +78,6 @@ WORKLOAD = {
 }
 
 
-# per-channel mean and std of the training images
-NORMALISATION = {"mnist": (0.1307, 0.3081), "fashion_mnist": (0.2860, 0.3530)}
-
-
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
@@ -105,10 +101,10 @@ class Net(nn.Module):
 
 def load_split(dataset: str, root, train: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """The whole split as (N, 1, 28, 28) normalised floats and labels."""
-    from scalestudy.compute.data import torchvision_class
+    from scalestudy.compute.data import DATASETS, torchvision_class
 
     ds = torchvision_class(dataset)(root=str(root), train=train, download=False)
-    mean, std = NORMALISATION[dataset]
+    mean, std = DATASETS[dataset]["mean"], DATASETS[dataset]["std"]
     images = ds.data.unsqueeze(1).float().div_(255).sub_(mean).div_(std)
     return images, ds.targets.clone()
 

@@ -17,7 +17,15 @@ from pathlib import Path
 
 from scalestudy.records import write_json_atomic
 
-CLASS_NAMES = {"mnist": "MNIST", "fashion_mnist": "FashionMNIST"}
+# The data sets the workflow prepares, written here once: name -> torchvision's class
+# of it, and the per-channel mean and std of its training images (normalisation).
+# Where a name must be written again as a literal (the config schema's data_sources, a
+# workload's params enum: neither can import this), tests/test_data.py checks it.
+DATASETS = {
+    "mnist": {"class": "MNIST", "mean": 0.1307, "std": 0.3081},
+    "fashion_mnist": {"class": "FashionMNIST", "mean": 0.2860, "std": 0.3530},
+}
+CLASS_NAMES = {name: d["class"] for name, d in DATASETS.items()}
 
 # md5 of the uncompressed IDX files, for copies whose .gz differs from the
 # original archive (Debian recompresses them). Measured from Debian's
