@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from scalestudy.analysis.findings import study_findings
+from scalestudy.analysis.findings import analysis_of, study_findings
 from scalestudy.analysis.predictions import split_by_provenance, study_predictions
 from scalestudy.analysis.tables import runs_from_records, summarise
+from scalestudy.contract import Analysis
 from scalestudy.records import write_json_atomic
 from scalestudy.report.rendering import write_report
 from scalestudy.report.views import study_view
@@ -106,14 +106,12 @@ def main() -> None:
             predictions = study_predictions(summary, runs, study)
             found = time.perf_counter()
             predictions["findings"] = study_findings(study, summary, runs, predictions)
+            analysis = analysis_of(predictions)
             findings_s += time.perf_counter() - found
-            analysed[name] = (summary, runs, predictions)
+            analysed[name] = (summary, runs, analysis)
         aggregate_s = time.perf_counter() - start
         # the report reads analysis.json as aggregation wrote it
-        analysed = {
-            name: (summary, runs, json.loads(json.dumps(p, allow_nan=False)))
-            for name, (summary, runs, p) in analysed.items()
-        }
+        written = {name: a.to_json() for name, (_, _, a) in analysed.items()}
         from scalestudy.report.plots import write_figures
 
         start = time.perf_counter()
@@ -124,7 +122,10 @@ def main() -> None:
             figures[name] = {f.stem: f for f in out.glob("*.svg")}
         figures_s = time.perf_counter() - start
         start = time.perf_counter()
-        views = [study_view(p, s, figures[name]) for name, (s, _, p) in analysed.items()]
+        views = [
+            study_view(Analysis.from_json(written[name]), s, figures[name])
+            for name, (s, _, _) in analysed.items()
+        ]
         html = root / "report.html"
         write_report(html, "benchmark", views)
         report_s = time.perf_counter() - start

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from scalestudy.analysis.adaptive import round_of_run, rounds_summary
-from scalestudy.analysis.findings import study_findings
+from scalestudy.analysis.findings import analysis_of, study_findings
 from scalestudy.analysis.plan import spent_su
 from scalestudy.analysis.predictions import jsonable, split_by_provenance, study_predictions
 from scalestudy.analysis.tables import (
@@ -44,7 +44,7 @@ def aggregate(study: Study, inputs: list[str], out: dict, rounds: list[str] = ()
     predictions["findings"] = study_findings(study, summary, runs, predictions)
     write_text_atomic(out["runs"], runs.to_csv(index=False))
     write_text_atomic(out["summary"], summary.to_csv(index=False))
-    write_text_atomic(out["analysis"], json.dumps(predictions, indent=1, allow_nan=False))
+    write_text_atomic(out["analysis"], analysis_of(predictions).to_json())
     return summary
 
 

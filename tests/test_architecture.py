@@ -13,8 +13,9 @@ from tests.conftest import REPO
 
 PACKAGE = REPO / "scalestudy"
 LAYERS = ("compute", "analysis", "report")
-# shared by the layers and the rules: the study model, studies and points, records
-SHARED = {"model", "studies", "records", "paths", "redo"}
+# shared by the layers and the rules: the study model, studies and points, records, and
+# the contract of analysis.json between the analysis and the report
+SHARED = {"model", "studies", "records", "paths", "redo", "contract"}
 HEAVY = {"pandas", "scipy", "matplotlib", "seaborn", "jinja2", "numpy", "yaml"}
 
 

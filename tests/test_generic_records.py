@@ -8,7 +8,7 @@ import uuid
 import pandas as pd
 import pytest
 
-from scalestudy.analysis.findings import study_findings
+from scalestudy.analysis.findings import analysis_of, study_findings
 from scalestudy.analysis.tables import (
     derived_columns,
     record_row,
@@ -55,8 +55,9 @@ def round_trip(frame: pd.DataFrame) -> pd.DataFrame:
 def report_view(summary: pd.DataFrame, runs: pd.DataFrame) -> dict:
     """The report's view of the study as the workflow makes it: the findings in
     analysis.json at aggregation, summary.csv read back by the report."""
-    analysis = {"series": [], "findings": study_findings(STUDY, summary, runs, {})}
-    analysis = json.loads(json.dumps(analysis, allow_nan=False))
+    found = study_findings(STUDY, summary, runs, {})
+    analysis = {"series": [], "comparisons": [], "layouts": [], "gpu_verdict": None}
+    analysis = json.loads(analysis_of(analysis | {"findings": found}).to_json())
     return study_view(analysis, round_trip(summary), {})
 
 

@@ -487,7 +487,9 @@ def test_a_thread_can_still_call_launch(tmp_path):
 
 
 def test_the_report_shows_shared_runs_in_red_with_the_reason(tmp_path):
-    from scalestudy.analysis.findings import study_findings
+    from dataclasses import asdict
+
+    from scalestudy.analysis.findings import analysis_of, study_findings
     from scalestudy.analysis.predictions import study_predictions
     from scalestudy.report.views import study_view
 
@@ -505,11 +507,11 @@ def test_the_report_shows_shared_runs_in_red_with_the_reason(tmp_path):
     summary = summarise(runs, study)
     analysis = study_predictions(summary, runs, study)
     analysis["findings"] = study_findings(study, summary, runs, analysis)
-    context = study_view(analysis, summary, {})
+    context = study_view(analysis_of(analysis), summary, {})
     t2 = context["rows"][1]
     assert t2["status_class"] == "bad"
     assert t2["cells"][-1].startswith("shared CPUs: rep2: other processes used 0.9 cores of its 1")
-    assert context["disturbed"] == [
+    assert [asdict(d) for d in context["disturbed"]] == [
         {"point": "t2", "repeat": 2,
          "what": "other processes used 0.9 cores of its 1 CPUs during this run (tolerance 10%)"}
     ]  # fmt: skip

@@ -126,7 +126,7 @@ def test_a_grid_shows_its_heat_map_and_the_best_layout_per_total(tmp_path):
     """Issue 12: a 2 x 2 threads x processes grid; 2 cores as 2 x 1 is faster than 1 x 2."""
     import numpy as np
 
-    from scalestudy.analysis.findings import study_findings
+    from scalestudy.analysis.findings import analysis_of, study_findings
     from scalestudy.analysis.predictions import study_predictions
     from scalestudy.analysis.tables import summarise
     from scalestudy.studies import series_of_points
@@ -147,7 +147,8 @@ def test_a_grid_shows_its_heat_map_and_the_best_layout_per_total(tmp_path):
     runs = pd.DataFrame(rows)
     summary = summarise(runs, study)
     analysis = study_predictions(summary, runs, study)
-    analysis["findings"] = json.loads(json.dumps(study_findings(study, summary, runs, analysis)))
+    analysis["findings"] = study_findings(study, summary, runs, analysis)
+    analysis = analysis_of(analysis)
     text = text_of(render("t", [study_view(analysis, summary, {})]))
     assert "The best layout for each total" in text
     assert "For 2 cores: 1 node, 2 processes per node, 1 thread each (p2-c2-2x1, 52" in text
@@ -163,7 +164,7 @@ def adaptive_report(points: list[int], times: dict[int, list[float]]) -> tuple[s
     """The report's text of an adaptive study (first_repeats 4) whose rounds 1 and 2
     were planned from these runs, and those plans."""
     from scalestudy.analysis.adaptive import round_of_run, rounds_summary
-    from scalestudy.analysis.findings import study_findings
+    from scalestudy.analysis.findings import analysis_of, study_findings
     from scalestudy.analysis.plan import round_plan
     from scalestudy.analysis.predictions import jsonable, study_predictions
     from scalestudy.analysis.tables import summarise
@@ -186,8 +187,8 @@ def adaptive_report(points: list[int], times: dict[int, list[float]]) -> tuple[s
     summary = summarise(runs, study)
     analysis = study_predictions(summary, runs, study)
     analysis["adaptive"] = jsonable(rounds_summary(plans, 0.01, study.repeats))
-    analysis["findings"] = json.loads(json.dumps(study_findings(study, summary, runs, analysis)))
-    return text_of(render("t", [study_view(analysis, summary, {})])), plans
+    analysis["findings"] = study_findings(study, summary, runs, analysis)
+    return text_of(render("t", [study_view(analysis_of(analysis), summary, {})])), plans
 
 
 def test_a_decided_adaptive_answer_does_not_ask_for_fixed_repeats(tmp_path):
@@ -214,6 +215,7 @@ def test_a_decided_adaptive_answer_does_not_ask_for_fixed_repeats(tmp_path):
 def test_a_round_the_budget_refused_names_its_candidates_by_n_measured_or_not():
     # t8 was never measured: the view knew only the measured points' N, and said
     # "2 at N = t8"
+    from scalestudy.contract import Rounds, build
     from scalestudy.report.views import adaptive_view
 
     rounds = {
@@ -222,8 +224,11 @@ def test_a_round_the_budget_refused_names_its_candidates_by_n_measured_or_not():
         "refused": {"added": {"t8": 2}, "why": {"t8": "a jump"}, "round_su": 0.267},
         "spent_su": 0.011, "grid_su": 0.4, "relative_to_grid": 0.0275, "budget_needed": 0.278,
         "points": {"t1": 1, "t2": 2, "t4": 4, "t8": 8},
+        "stop": {"reason": "budget", "text": "the next round would pass the budget"},
+        "decided": False, "budget_su": 0.1, "grid_repeats": 3, "grid_su_estimated": True,
+        "grid_su_bound": False, "runs": [], "later_runs": 0,
     }  # fmt: skip
-    view = adaptive_view(rounds)
+    view = adaptive_view(build(Rounds, rounds))
     assert view["refused_text"] == "2 at N = 8"
     assert view["rows"][0]["added"] == "3 at N = 1, 3 at N = 2"
 
