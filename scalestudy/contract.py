@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from scalestudy.model import Request, Scaling
+
 AGAIN = "aggregate the study again"
 
 
@@ -237,7 +239,7 @@ class StudyFacts:
     measured: str | None
     kind: str  # measured | command | training | distributed
     params: dict[str, Any]
-    scaling: dict[str, Any]
+    scaling: Scaling  # the study model's own parts, as configured
     unit: str  # what N counts: several, and one
     unit_one: str
     time: str
@@ -249,7 +251,7 @@ class StudyFacts:
     profile_steps: int | None
     deadline_s: float | None
     budget_su: float | None
-    request: dict[str, Any]
+    request: Request
     # the global batch is kept fixed over the processes (strong scaling of the batch)
     global_batch_fixed: bool
 

@@ -432,12 +432,12 @@ def staging_view(staging: Staging | None) -> dict | None:
     last as numbers too (the template's sentence compares them)."""
     if staging is None:
         return None
-    rows = [shallow(r) for r in staging.rows]
-    formatted = table(rows, ["slowest_s", "typical_s", "growth", "mb_per_s"])
+    columns = {"slowest": "slowest_s", "typical": "typical_s", "growth": "growth",
+               "rate": "mb_per_s"}  # fmt: skip
+    formatted = table([shallow(r) for r in staging.rows], columns.values())
     view = [
-        {"k": r["k"], "runs": r["runs"], "slowest": f["slowest_s"], "typical": f["typical_s"]}
-        | {"growth": f["growth"], "rate": f["mb_per_s"]}
-        for r, f in zip(rows, formatted, strict=True)
+        {"k": r.k, "runs": r.runs} | {key: f[c] for key, c in columns.items()}
+        for r, f in zip(staging.rows, formatted, strict=True)
     ]
     return {"first": staging.rows[0], "last": staging.rows[-1], "rows": view}
 
@@ -463,11 +463,11 @@ def request_view(r: PointRequest) -> dict:
     }
 
 
-def request_for(answer: contract.Answer, requests: list[dict]) -> dict | None:
-    """The request of the point an answer recommends."""
+def request_for(answer: contract.Answer, requests: list[PointRequest]) -> dict | None:
+    """The request of the point an answer recommends, formatted."""
     for r in requests:
-        if r["series"] == answer.series and r["n"] == answer.worth_n:
-            return r
+        if r.series == answer.series and r.n == answer.worth_n:
+            return request_view(r)
     return None
 
 
@@ -571,10 +571,8 @@ def study_view(
     results = results_view(rows, analysis.series, has_series)
     distributed = study.distributed
     ddp = ddp_view(rows, found.ddp) if distributed else None
-    measured = [shallow(t) for t in found.telemetry]
-    telemetry = [
-        {"point": t["point"]} | f for t, f in zip(measured, table(measured, TELEMETRY), strict=True)
-    ]
+    measured = table([shallow(t) for t in found.telemetry], TELEMETRY)
+    telemetry = [{"point": t.point} | f for t, f in zip(found.telemetry, measured, strict=True)]
     framework = found.framework
     # every metric the runs reported that no other part of the report shows
     shown = {*results["keys"], *(DDP if distributed else ())}
@@ -587,8 +585,8 @@ def study_view(
     return shallow(study) | {
         "time_kind": study.time,
         "request": study.request,
-        "mem_margin": pct(study.request["mem_margin"]),
-        "time_margin": pct(study.request["time_margin"]),
+        "mem_margin": pct(study.request.mem_margin),
+        "time_margin": pct(study.request.time_margin),
         "tolerance": pct(study.tolerance),
         "instability": {
             "cv_limit": pct(study.instability.cv_limit),
@@ -621,7 +619,8 @@ def study_view(
         # the answer's numbers in the results table's formats
         "answers": [
             shallow(a)
-            | {"request": request_for(a, requests), "cells": cells(shallow(a), ANSWER)}
+            | {"request": request_for(a, found.requests.points)}
+            | {"cells": cells(shallow(a), ANSWER)}
             # the headline states efficiency without its interval, beside the speedup's
             | {"efficiency_text": fmt(a.efficiency, pattern("efficiency"))}
             | {"steps": {"to": step_text(a.steps.to), "after": step_text(a.steps.after)}}
