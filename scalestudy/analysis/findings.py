@@ -2,8 +2,10 @@
 aggregation and written to analysis.json under "findings" (scripts/aggregate.py).
 
 The report formats these and computes nothing; the study facts it states (title,
-scaling, cost model) are here too, so it needs no config. Values are plain JSON:
-numbers stay numbers, missing ones are null.
+scaling, cost model) are here too, so it needs no config, and so are its verdicts (which
+steps the answer stands on, whether the headline names the layout). Values are plain
+JSON: numbers stay numbers, missing ones are null; analysis_of builds them, with the
+predictions, into analysis.json's typed contract (scalestudy.contract).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """What the report shows of a study: analysis.json and summary.csv rows as display rows.
 
-A view chooses columns and formats each number with its column's one precision
-(COLUMNS); it computes nothing (aggregation did: scalestudy.analysis.findings) and says
+analysis.json arrives as its typed contract (scalestudy.contract), read by attribute. A
+view chooses columns and formats each number with its column's one precision (COLUMNS);
+it computes and decides nothing (aggregation did: scalestudy.analysis.findings) and says
 nothing in sentences (the template does, scalestudy/report/templates/report.html.j2).
 """
 
