@@ -34,20 +34,23 @@ PROFILES = st.profile_targets(STUDIES)
 DATA_DIR = CONFIG["data_dir"]
 PYTHON = sys.executable
 # Outputs are recomputed when the code that makes them changes: the analysis package
-# (and the record and study model it reads) for aggregation, the report's for the rest.
+# (and the record and study model it reads) for aggregation, the report's for the rest;
+# analysis.json's contract for each of them (they write or read it).
 PACKAGE = Path(st.__file__).parent
 CODE = {
     "analysis": sorted(str(p) for p in (PACKAGE / "analysis").glob("*.py"))
     + [
         str(PACKAGE / "records.py"),
         str(PACKAGE / "model.py"),
+        str(PACKAGE / "contract.py"),
         str(PACKAGE / "schemas/record.schema.json"),
     ],
-    "plots": [str(PACKAGE / "report" / "plots.py")],
+    "plots": [str(PACKAGE / "report" / "plots.py"), str(PACKAGE / "contract.py")],
     "report": [
         str(PACKAGE / "report" / "views.py"),
         str(PACKAGE / "report" / "rendering.py"),
         str(PACKAGE / "report" / "templates" / "report.html.j2"),
+        str(PACKAGE / "contract.py"),
     ],
 }
 

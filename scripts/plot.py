@@ -1,11 +1,11 @@
 """Snakemake entry: the figures of one study (see scalestudy.report.plots)."""
 
-import json
 import logging
 from pathlib import Path
 
 import pandas as pd
 
+from scalestudy.contract import Analysis
 from scalestudy.report.plots import write_figures
 
 
@@ -13,8 +13,9 @@ def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
     summary = pd.read_csv(smk.input.summary)
     runs = pd.read_csv(smk.input.runs)
-    predictions = json.loads(Path(smk.input.analysis).read_text())
-    figures = write_figures(summary, runs, smk.params.axis, smk.params.out_dir, predictions)
+    path = Path(smk.input.analysis)
+    analysis = Analysis.from_json(path.read_text(), str(path))
+    figures = write_figures(summary, runs, smk.params.axis, smk.params.out_dir, analysis)
     for path in figures:
         logging.info("wrote %s", path)
 

@@ -1,12 +1,12 @@
 """Snakemake entry: results/report.html from every study's analysis.json, summary.csv,
 figures and profiling runs, as the rule declares them (nothing else is read)."""
 
-import json
 import logging
 from pathlib import Path
 
 import pandas as pd
 
+from scalestudy.contract import Analysis
 from scalestudy.report.rendering import write_report
 from scalestudy.report.views import profile_links, study_view
 
@@ -25,11 +25,11 @@ def build(inputs, title: str, out: Path) -> None:
         (summary,) = of_study(inputs.summaries, folder, 0)
         figures = {f.stem: f for f in of_study(inputs.figures, folder, 1)}
         traces = profile_links(of_study(inputs.profiles, folder, 1), out)
-        found = json.loads(analysis.read_text())
         try:
+            found = Analysis.from_json(analysis.read_text(), str(analysis))
             views.append(study_view(found, pd.read_csv(summary), figures, traces))
         except ValueError as e:
-            raise SystemExit(f"report: {analysis}: {e}") from None
+            raise SystemExit(f"report: {e}") from None
     write_report(out, title, views)
 
 

@@ -13,8 +13,9 @@ from tests.conftest import REPO
 
 PACKAGE = REPO / "scalestudy"
 LAYERS = ("compute", "analysis", "report")
-# shared by the layers and the rules: the study model, studies and points, records
-SHARED = {"model", "studies", "records", "paths", "redo"}
+# shared by the layers and the rules: the study model, studies and points, records, and
+# the contract of analysis.json between the analysis and the report
+SHARED = {"model", "studies", "records", "paths", "redo", "contract"}
 HEAVY = {"pandas", "scipy", "matplotlib", "seaborn", "jinja2", "numpy", "yaml"}
 
 
@@ -124,6 +125,117 @@ def test_the_checks_can_fail():
         elif isinstance(node, ast.Import):
             names |= {a.name for a in node.names}
     assert {layer_of(n) for n in names} == {"analysis", "report"}
+
+
+# The report's code, and the workflow's scripts that read analysis.json for it.
+REPORT_CODE = [*sorted((PACKAGE / "report").glob("*.py")), REPO / "scripts" / "report.py",
+               REPO / "scripts" / "plot.py"]  # fmt: skip
+# string-keyed reads on attributes that are not analysis data (matplotlib, Jinja)
+NOT_ANALYSIS = {"plt.rcParams", "env.filters"}
+
+
+def keyed_reads(source: str) -> list[str]:
+    """Where code reads a key of analysis data by its name: json.load(s) (analysis.json
+    loaded outside the contract), and a string subscript or .get("...") on an attribute
+    (a contract part's dict field: `study.request["mem_margin"]`)."""
+
+    def on_attribute(value: ast.expr, key: ast.expr) -> bool:
+        return (
+            isinstance(value, ast.Attribute)
+            and isinstance(key, ast.Constant)
+            and isinstance(key.value, str)
+            and ast.unparse(value) not in NOT_ANALYSIS
+        )
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            loads = ast.unparse(node.func) in ("json.load", "json.loads")
+            get = node.func.attr == "get" and node.args
+            if loads or (get and on_attribute(node.func.value, node.args[0])):
+                found.append(ast.unparse(node))
+        elif isinstance(node, ast.Subscript) and on_attribute(node.value, node.slice):
+            found.append(ast.unparse(node))
+    return found
+
+
+def test_the_report_reads_analysis_json_only_through_the_contract():
+    """analysis.json reaches the report as scalestudy.contract's frozen dataclasses
+    (Analysis.from_json), read by attribute: no key outside the contract is read."""
+    for path in REPORT_CODE:
+        reads = keyed_reads(path.read_text())
+        assert not reads, f"{path.relative_to(REPO)} reads by key: {reads}"
+    assert "Analysis.from_json" in (REPO / "scripts" / "report.py").read_text()
+    assert "Analysis.from_json" in (REPO / "scripts" / "plot.py").read_text()
+
+
+def template_names() -> set[str]:
+    """What the template may read: the contract's fields, the keys the views put in
+    their dicts, the columns they format and the names render() passes."""
+    from scalestudy.contract import field_names
+    from scalestudy.report.views import COLUMNS
+
+    keys = set()
+    for node in ast.walk(ast.parse((PACKAGE / "report" / "views.py").read_text())):
+        if isinstance(node, ast.Dict):
+            keys |= {k.value for k in node.keys if isinstance(k, ast.Constant)}
+    return field_names() | keys | set(COLUMNS) | {"title", "studies", "generated", "items"}
+
+
+# filters that compute or round a number: the views format, the analysis decides
+COMPUTING_FILTERS = {"float", "int", "round", "abs", "format", "max", "min"}
+
+
+def template_decisions(source: str, names: set[str]) -> list[str]:
+    """What a template decides or reads that it should not: an attribute neither the
+    contract nor the views define, a comparison of order, arithmetic, a computing filter."""
+    from jinja2 import nodes
+
+    from scalestudy.report.rendering import environment
+
+    def own(n) -> bool:
+        """Jinja's own: the loop's counters, a list the template builds, a literal map
+        of words."""
+        return (
+            (isinstance(n.node, nodes.Name) and n.node.name == "loop")
+            or n.attr == "append"
+            or isinstance(n.node, nodes.Dict)
+        )
+
+    tree = environment().parse(source)
+    found = [f"{n.attr} (line {n.lineno})" for n in tree.find_all(nodes.Getattr)
+             if n.attr not in names and not own(n)]  # fmt: skip
+    found += [
+        f"{op.op} (line {n.lineno})"
+        for n in tree.find_all(nodes.Compare)
+        for op in n.ops
+        if op.op in ("lt", "lteq", "gt", "gteq")
+    ]
+    arithmetic = (nodes.Add, nodes.Sub, nodes.Mul, nodes.Div, nodes.FloorDiv, nodes.Mod, nodes.Pow)
+    found += [f"{type(n).__name__} (line {n.lineno})" for n in tree.find_all(arithmetic)]
+    found += [f"| {n.name} (line {n.lineno})" for n in tree.find_all(nodes.Filter)
+              if n.name in COMPUTING_FILTERS]  # fmt: skip
+    return found
+
+
+def test_the_template_reads_the_contract_and_the_views_and_decides_nothing():
+    """The report's template (the plan's, plan.html.j2, formats plan.json: not this
+    contract)."""
+    template = PACKAGE / "report" / "templates" / "report.html.j2"
+    found = template_decisions(template.read_text(), template_names())
+    assert not found, f"{template.relative_to(REPO)}: {found}"
+
+
+def test_the_contract_checks_can_fail():
+    assert keyed_reads('x = study.request["mem_margin"]') == ["study.request['mem_margin']"]
+    assert keyed_reads('found.grid.get("rows")') == ["found.grid.get('rows')"]
+    assert keyed_reads("json.loads(path.read_text())")
+    assert not keyed_reads('row["point"]; plt.rcParams["svg.fonttype"] = "none"')
+    old = ("{% if o.lo | float <= 1 %}not told apart{% endif %}{{ (m * 100) | round }}"
+           "{{ o.lo_text }}{{ a.get('adaptive') }}{{ loop.index0 }}")  # fmt: skip
+    found = template_decisions(old, template_names())
+    assert found == ["lo_text (line 1)", "get (line 1)", "lteq (line 1)", "Mul (line 1)",
+                     "| float (line 1)", "| round (line 1)"]  # fmt: skip
 
 
 def test_parsing_the_workflow_loads_no_scipy_stats():

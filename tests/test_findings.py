@@ -16,7 +16,7 @@ from tests.test_records import good_record
 
 def rtx_findings() -> dict:
     study = study_model(RTX_STUDY | {"description": "published"}, "rtx")
-    return aggregate(study, [REPO / RTX_STUDY["measured"]]).analysis["findings"]
+    return json.loads(aggregate(study, [REPO / RTX_STUDY["measured"]]).analysis_json())["findings"]
 
 
 def test_aggregation_writes_the_findings_into_valid_json(tmp_path):
@@ -82,7 +82,7 @@ def test_failures_mismatches_and_missing_numbers_are_json(tmp_path):
         path = tmp_path / "results" / "s" / "runs" / r["point"] / f"rep{r['repeat']}.json"
         write_json_atomic(path, r | {"run_id": f"run-of-{r['point']}-rep{r['repeat']}"})
         paths.append(path)
-    found = aggregate(study, paths).analysis["findings"]
+    found = json.loads(aggregate(study, paths).analysis_json())["findings"]
     json.dumps(found, allow_nan=False)  # NaN became null
     assert found["failures"] == [{"point": "t2", "repeat": 2, "reason": None}]
     assert found["mismatches"] == [

@@ -472,6 +472,7 @@ def test_gpu_series_at_one_size_stay_apart_and_the_fastest_is_named():
 
 def test_staging_view_shows_growth_with_copies_at_once():
     from scalestudy.analysis.findings import staging
+    from scalestudy.contract import Staging, build
     from scalestudy.report.views import staging_view
 
     runs = pd.DataFrame(
@@ -484,7 +485,7 @@ def test_staging_view_shows_growth_with_copies_at_once():
     found = staging(runs)
     assert [r["k"] for r in found["rows"]] == [1, 4]  # the failed run is no point
     assert found["rows"][1]["growth"] == pytest.approx(2.0)  # median 2.2 s against 1.1 s
-    view = staging_view(found)
+    view = staging_view(build(Staging, found))
     assert view["rows"][1]["growth"] == "2.00x"
     assert view["rows"][1]["rate"] == f"{4 * 60 / 2.2:.0f} MB/s"
     # the sentence ("From 1 to 4 copies at once, ...") is the template's:

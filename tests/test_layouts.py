@@ -2,6 +2,8 @@
 such, their labels and N, their Slurm request through the plugin's own builder, and the
 launcher's srun step."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -304,7 +306,7 @@ def test_packed_and_spread_placements_are_compared_as_series():
         study="s", reason=None, mismatches="", cores=lambda r: r["n"], gpus=0, overlapped=False,
         elapsed_s=lambda r: r["wall_s"], train_s=lambda r: r["wall_s"],
     )  # fmt: skip
-    pred = analyse(study, runs).analysis
+    pred = json.loads(analyse(study, runs).analysis_json())
     (comparison,) = pred["comparisons"]
     assert (comparison["a"], comparison["b"]) == ("packed", "spread")
     four = next(c for c in pred["layouts"] if c["n"] == 4)

@@ -1,5 +1,7 @@
 """Validity gates, fits, the recommendation and series, from runs to analysis.json."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -28,7 +30,7 @@ def analyse(runs, study: dict):
     """Aggregate made runs as the workflow would, for `study` (a test's keys; the rest
     the schema's defaults)."""
     result = pipeline.analyse(study_model(study, "rtx" if "measured" in study else "s"), runs)
-    return result.summary, result.analysis
+    return result.summary, json.loads(result.analysis_json())
 
 
 def test_rtx_table_recommends_6_and_predicts_a_peak_beyond_it():
@@ -62,11 +64,12 @@ def test_rtx_peak_is_stated_against_the_measured_base_time():
 def test_speedup_figure_has_x_ticks_over_the_extrapolated_range():
     import matplotlib.pyplot as plt
 
+    from scalestudy.contract import SeriesFit, build
     from scalestudy.report.plots import extrapolated_ticks, speedup_figure
 
     runs = runs_from_measured(REPO / RTX_STUDY["measured"], study_model(RTX_STUDY, "rtx"))
     summary, pred = analyse(runs, RTX_STUDY)
-    fig = speedup_figure(summary, pred, "N")
+    fig = speedup_figure(summary, [build(SeriesFit, s) for s in pred["series"]], "N")
     ax = fig.axes[0]
     # measured N = 1..10, predictions drawn to 2 x 10 = 20
     assert list(ax.get_xticks()) == [*range(1, 11), 12, 14, 16, 18, 20]

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 import uuid
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
@@ -500,7 +501,7 @@ def test_the_report_shows_shared_runs_in_red_with_the_reason(tmp_path):
     t2 = context["rows"][1]
     assert t2["status_class"] == "bad"
     assert t2["cells"][-1].startswith("shared CPUs: rep2: other processes used 0.9 cores of its 1")
-    assert context["disturbed"] == [
+    assert [asdict(d) for d in context["disturbed"]] == [
         {"point": "t2", "repeat": 2,
          "what": "other processes used 0.9 cores of its 1 CPUs during this run (tolerance 10%)"}
     ]  # fmt: skip

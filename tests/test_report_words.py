@@ -4,6 +4,7 @@ that fit what the study is, runs named as their files are, one precision per col
 import json
 import re
 import uuid
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -226,20 +227,20 @@ def test_one_precision_per_column_and_significant_digits_for_rates():
         summary_row("t2", 2, samples_per_s=3.35, quality=0.567, time_s=9.5, efficiency=0.66),
         summary_row("t4", 4, samples_per_s=3.3, quality=0.6, time_s=49.0, efficiency=0.5),
     ]
-    view = results_view(rows, {"series": []}, False)
+    view = results_view(rows, [], False)
     assert column(view, "samples_per_s") == ["3.22", "3.35", "3.30"]
     assert column(view, "quality") == ["0.569", "0.567", "0.600"]
     assert column(view, "time_s") == ["171.0", "9.5", "49.0"]
     assert column(view, "efficiency") == ["100 %", "66 %", "50 %"]
-    fast = results_view([summary_row("t1", 1, samples_per_s=5412.3)], {"series": []}, False)
+    fast = results_view([summary_row("t1", 1, samples_per_s=5412.3)], [], False)
     assert column(fast, "samples_per_s") == ["5412"]
 
 
 def test_a_reason_left_out_of_the_fit_is_said_once_in_its_row():
     reason = "allocation mismatch: cpus: asked for 2, only 1 usable (affinity)"
     rows = [summary_row("t1", 1), summary_row("t2", 2, status=reason, time_s=None)]
-    fit = {"series": "", "excluded": {"t2": reason}, "fits": []}
-    view = results_view(rows, {"series": [fit]}, False)
+    fit = SimpleNamespace(series="", excluded={"t2": reason}, fits=[])  # a SeriesFit's parts
+    view = results_view(rows, [fit], False)
     cells = view["rows"][1]["cells"]
     assert cells[view["keys"].index("fit")] == "allocation mismatch"
     assert sum("asked for 2" in c for c in cells) == 1

@@ -122,8 +122,9 @@ def test_an_undecided_answer_says_what_would_decide_it(tmp_path):
     ) in text
 
 
-def test_a_grid_shows_its_heat_map_and_the_best_layout_per_total(tmp_path):
-    """Issue 12: a 2 x 2 threads x processes grid; 2 cores as 2 x 1 is faster than 1 x 2."""
+def grid_analysis():
+    """A 2 x 2 threads x processes grid (issue 12) aggregated as the workflow does: the
+    contract of its analysis.json, and its summary."""
     import numpy as np
 
     from scalestudy.studies import series_of_points
@@ -142,7 +143,12 @@ def test_a_grid_shows_its_heat_map_and_the_best_layout_per_total(tmp_path):
         for k, t in enumerate(speed[p] * np.exp(rng.normal(0, 0.01, 3)), 1)
     ]  # fmt: skip
     result = analyse(study, pd.DataFrame(rows))
-    summary, analysis = result.summary, result.analysis_as_read()
+    return result.analysis, result.summary
+
+
+def test_a_grid_shows_its_heat_map_and_the_best_layout_per_total(tmp_path):
+    """Issue 12: a 2 x 2 threads x processes grid; 2 cores as 2 x 1 is faster than 1 x 2."""
+    analysis, summary = grid_analysis()
     text = text_of(render("t", [study_view(analysis, summary, {})]))
     assert "The best layout for each total" in text
     assert "For 2 cores: 1 node, 2 processes per node, 1 thread each (p2-c2-2x1, 52" in text
@@ -191,9 +197,9 @@ def test_an_adaptive_study_costs_its_charges_failed_runs_included():
     result, plans = adaptive_result([1, 2], times, failed=[(2, 5), (2, 6)])
     assert plans[-1]["stop"]["reason"] == "decided"
     analysis = result.analysis_as_read()
-    spent = analysis["adaptive"]["spent_su"]
+    spent = analysis.findings.adaptive.spent_su
     assert spent == pytest.approx((40 + 2 * (20 + 2 * 60)) / 3600)
-    assert spent == pytest.approx(analysis["findings"]["charges"]["su"])
+    assert spent == pytest.approx(analysis.findings.charges.su)
     text = text_of(render("t", [study_view(analysis, result.summary, {})]))
     assert f"The study cost {spent:.3g} SU" in text
 
@@ -222,6 +228,7 @@ def test_a_decided_adaptive_answer_does_not_ask_for_fixed_repeats(tmp_path):
 def test_a_round_the_budget_refused_names_its_candidates_by_n_measured_or_not():
     # t8 was never measured: the view knew only the measured points' N, and said
     # "2 at N = t8"
+    from scalestudy.contract import Rounds, build
     from scalestudy.report.views import adaptive_view
 
     rounds = {
@@ -230,8 +237,11 @@ def test_a_round_the_budget_refused_names_its_candidates_by_n_measured_or_not():
         "refused": {"added": {"t8": 2}, "why": {"t8": "a jump"}, "round_su": 0.267},
         "spent_su": 0.011, "grid_su": 0.4, "relative_to_grid": 0.0275, "budget_needed": 0.278,
         "points": {"t1": 1, "t2": 2, "t4": 4, "t8": 8},
+        "stop": {"reason": "budget", "text": "the next round would pass the budget"},
+        "decided": False, "budget_su": 0.1, "grid_repeats": 3, "grid_su_estimated": True,
+        "grid_su_bound": False, "runs": [], "later_runs": 0,
     }  # fmt: skip
-    view = adaptive_view(rounds)
+    view = adaptive_view(build(Rounds, rounds))
     assert view["refused_text"] == "2 at N = 8"
     assert view["rows"][0]["added"] == "3 at N = 1, 3 at N = 2"
 

@@ -2,8 +2,10 @@
 aggregation and written to analysis.json under "findings" (scripts/aggregate.py).
 
 The report formats these and computes nothing; the study facts it states (title,
-scaling, cost model) are here too, so it needs no config. Values are plain JSON:
-numbers stay numbers, missing ones are null.
+scaling, cost model) are here too, so it needs no config, and so are its verdicts (which
+steps the answer stands on, whether the headline names the layout). Values are plain
+JSON: numbers stay numbers, missing ones are null; analysis_of builds them, with the
+predictions, into analysis.json's typed contract (scalestudy.contract).
 """
 
 from __future__ import annotations
@@ -25,14 +27,10 @@ from scalestudy.analysis.tables import (
     shared_machines,
     study_quality_metric,
 )
+from scalestudy.contract import TELEMETRY, Analysis, build
 from scalestudy.model import Study, base_series
 from scalestudy.studies import point_for, workload_capabilities
 
-# medians per point of how the data was loaded and the GPU used
-TELEMETRY = [
-    "stage_s", "stagers", "time_to_first_batch_s", "wait_fraction", "gpu_util_mean_pct",
-    "gpu_util_peak_pct", "gpu_mem_peak_mb",
-]  # fmt: skip
 # what the runs received, and where they ran (distinct values over the runs)
 RECEIVED = [
     "cpus_usable", "threads_given", "torch_threads", "gpus_visible", "mem_limit_mb", "world_size",
@@ -106,6 +104,7 @@ def study_facts(study: Study) -> dict:
         "deadline_s": study.recommend.deadline_s,
         "budget_su": study.recommend.budget_su,
         "request": asdict(study.request),
+        "global_batch_fixed": bool(study.params.get("global_batch_size")),
     }
 
 
@@ -326,17 +325,22 @@ def answer(pred: dict, summary: pd.DataFrame, study: Study) -> dict:
     found = {"series": pred["series"], "worth_n": worth, "base_n": pred["base_n"]}
     if worth is not None:
         r = rows.loc[worth]
+        layout = point_layout(study, pred["series"], worth)
         found |= {k: r[k] for k in ANSWERED} | {
-            "layout": point_layout(study, pred["series"], worth)
+            "layout": layout,
+            # the headline names the layout where N alone does not say it
+            "says_layout": layout["nodes"] > 1
+            or study.scaling.axis in ("processes", "gpus", "cores"),
         }
     stopped = rec["stopped_at"]
+    stopped_at = None
+    if stopped:
+        stopped_at = dict(zip(("from_n", "to_n", "marginal"), stopped, strict=True))
     peak = pred.get("peak")
     fits = pred["fits"]
     return found | {
         "threshold": rec["threshold"],
-        "stopped_at": dict(zip(("from_n", "to_n", "marginal"), stopped, strict=True))
-        if stopped
-        else None,
+        "stopped_at": stopped_at,
         "cheapest_meeting_deadline": rec["cheapest_meeting_deadline"],
         "deadline_note": rec["deadline_note"],
         "fastest_within_budget": rec["fastest_within_budget"],
@@ -349,6 +353,7 @@ def answer(pred: dict, summary: pd.DataFrame, study: Study) -> dict:
         "next_measurements": rec.get("next_measurements"),
         # each step's marginal gain with its interval: [from, to, gain, lo, hi]
         "step_intervals": rec.get("step_intervals", []),
+        "steps": decision_steps(worth, stopped_at, rec.get("step_intervals", [])),
         "fitted": any(f["ok"] for f in fits),
         "provenance_note": pred["fit_note"] if pred.get("mixed_provenance") else None,
         "unstable": [p for p, why in pred["excluded"].items() if why.startswith("unstable")],
@@ -357,6 +362,18 @@ def answer(pred: dict, summary: pd.DataFrame, study: Study) -> dict:
         if fits and not any(f["ok"] for f in fits)
         else None,
     }
+
+
+def decision_steps(worth_n, stopped_at: dict | None, intervals: list) -> dict:
+    """The two steps the answer stands on, each gain with its interval: the step to the
+    recommended N and the step after it (None where there is none, or no interval)."""
+    found = {"to": None, "after": None}
+    after_from = (stopped_at or {}).get("from_n")
+    for a, b, gain, lo, hi in intervals:
+        which = "to" if b == worth_n else "after" if a == after_from else None
+        if which and lo is not None:
+            found[which] = {"from_n": a, "to_n": b, "gain": gain, "lo": lo, "hi": hi}
+    return found
 
 
 def adaptive_answer(rounds: dict | None) -> dict:
@@ -388,6 +405,14 @@ def adaptive_findings(study: Study, runs: pd.DataFrame, predictions: dict) -> di
         # a budget stop: the SU the refused round needed on top of what was spent
         "budget_needed": rounds["spent_su"] + refused["round_su"] if refused else None,
     }
+
+
+def analysis_of(predictions: dict) -> Analysis:
+    """A study's analysis.json as the contract (scalestudy.contract): its predictions
+    (study_predictions) and their findings (study_findings). An adaptive study's rounds
+    are written once, in the findings."""
+    found = jsonable({k: v for k, v in predictions.items() if k != "adaptive"})
+    return build(Analysis, found)
 
 
 def study_findings(

@@ -18,7 +18,7 @@ import pandas as pd
 
 from scalestudy.analysis.adaptive import round_of_run, rounds_summary
 from scalestudy.analysis.cost import charges
-from scalestudy.analysis.findings import study_findings
+from scalestudy.analysis.findings import analysis_of, study_findings
 from scalestudy.analysis.predictions import jsonable, split_by_provenance, study_predictions
 from scalestudy.analysis.tables import (
     disturbed_reasons,
@@ -26,6 +26,7 @@ from scalestudy.analysis.tables import (
     runs_from_records,
     summarise,
 )
+from scalestudy.contract import Analysis
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
 from scalestudy.studies import series_of_points
@@ -33,19 +34,20 @@ from scalestudy.studies import series_of_points
 
 @dataclass(frozen=True)
 class Aggregation:
-    """What aggregation makes of one study: runs.csv, summary.csv and analysis.json."""
+    """What aggregation makes of one study: runs.csv, summary.csv and analysis.json (the
+    typed contract the report reads, scalestudy.contract)."""
 
     runs: pd.DataFrame
     summary: pd.DataFrame
-    analysis: dict
+    analysis: Analysis
 
     def analysis_json(self) -> str:
         """analysis.json's text (strict JSON: a NaN left anywhere is an error here)."""
-        return json.dumps(self.analysis, indent=1, allow_nan=False)
+        return self.analysis.to_json()
 
-    def analysis_as_read(self) -> dict:
+    def analysis_as_read(self) -> Analysis:
         """The analysis as the report reads it back from analysis.json."""
-        return json.loads(self.analysis_json())
+        return Analysis.from_json(self.analysis_json())
 
     def write(self, out: Mapping[str, str | Path]) -> None:
         """Each table and the analysis to its path in `out` (keys runs, summary,
@@ -82,7 +84,7 @@ def analyse(study: Study, runs: pd.DataFrame, plans: Sequence[dict] = ()) -> Agg
         spent = charges(runs, study)["su"]
         analysis["adaptive"] = jsonable(rounds_summary(plans, spent, study.repeats))
     analysis["findings"] = study_findings(study, summary, runs, analysis)
-    return Aggregation(runs, summary, analysis)
+    return Aggregation(runs, summary, analysis_of(analysis))
 
 
 def aggregate(

@@ -266,10 +266,12 @@ def compare_all_series(runs: pd.DataFrame, study: Study) -> list[dict]:
         }
 
     first = by_n(names[0])
-    return [
+    found = [
         {"a": names[0], "b": other} | comparison.compare_series(first, by_n(other))
         for other in names[1:]
     ]
+    # whether an overall test was made: there was a common N to test at
+    return [c | {"tested": bool(math.isfinite(c["p_value"]))} for c in found]
 
 
 def gpu_verdict_of(summary: pd.DataFrame, study: Study) -> dict | None:

@@ -77,6 +77,20 @@ def memory_request_mb(peak_mb: float, margin: float) -> int:
     return math.ceil(wanted / MB_PER_GB) * MB_PER_GB
 
 
+def mem_amount(mb: int) -> tuple[int, str]:
+    """--mem as sites write it: whole GB where it is, else MB (the amount, and "G" or
+    "M"): the #SBATCH line and the report's words both say it so."""
+    return (mb // MB_PER_GB, "G") if mb % MB_PER_GB == 0 else (mb, "M")
+
+
+def mem_text(mb: int | None) -> str | None:
+    """--mem in words: "2 GB", "1536 MB" (None: no figure)."""
+    if mb is None:
+        return None
+    amount, unit = mem_amount(mb)
+    return f"{amount} {unit}B"
+
+
 def sbatch_lines(resources: dict) -> list[str]:
     """`#SBATCH` lines for Snakemake resources, from the Slurm plugin's own submit
     command (its resource flags only; `-t` minutes become --time=H:MM:00)."""
@@ -98,8 +112,7 @@ def sbatch_lines(resources: dict) -> list[str]:
             minutes = int(value)
             flag, value = "--time", f"{minutes // 60}:{minutes % 60:02d}:00"
         elif flag == "--mem":
-            mb = int(value)
-            value = f"{mb // MB_PER_GB}G" if mb % MB_PER_GB == 0 else f"{mb}M"
+            value = "".join(map(str, mem_amount(int(value))))
         lines.append(f"#SBATCH {flag}={value}")
     return lines
 
@@ -137,6 +150,7 @@ def point_request(study: Study, series: str, n: int, runs: pd.DataFrame) -> dict
     found |= {
         "runs": len(ok),
         "asked_mem_mb": asked_mb,
+        "asked_mem_text": mem_text(asked_mb),
         "peak_mem_mb": peak,
         "memory_used": None if peak is None else peak / asked_mb,
         "cpu_busy": None if cpu_busy.isna().all() else float(cpu_busy.median()),
@@ -145,7 +159,7 @@ def point_request(study: Study, series: str, n: int, runs: pd.DataFrame) -> dict
         else float(_numbers(ok, "gpu_util_mean_pct").median()),
     }
     if ok.empty:
-        unmeasured = ("mem_mb", "mem_from", "time_min", "slowest_s", "resources")
+        unmeasured = ("mem_mb", "mem_text", "mem_from", "time_min", "slowest_s", "resources")
         return found | dict.fromkeys(unmeasured) | {"time_scaled": False, "sbatch": [], "waste": []}
     full = [full_length_seconds(r) for _, r in ok.iterrows()]
     slowest, scaled = max(full)
@@ -161,6 +175,7 @@ def point_request(study: Study, series: str, n: int, runs: pd.DataFrame) -> dict
         "time_scaled": any(s for _, s in full),
         "time_min": time_min,
         "mem_mb": mem_mb,
+        "mem_text": mem_text(mem_mb),
         "mem_from": "measured" if mem_mb is not None else "asked",
         "sbatch": sbatch_lines(resources),
         "resources": snakemake,

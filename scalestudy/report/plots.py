@@ -17,6 +17,7 @@ import seaborn as sns  # noqa: E402
 from matplotlib.ticker import Formatter, FuncFormatter, LogLocator  # noqa: E402
 
 from scalestudy import FIGURES  # noqa: E402
+from scalestudy.contract import Analysis, Grid, Rounds, SeriesFit  # noqa: E402
 
 PHASE_COLUMNS = {
     "startup_s": "start-up (imports)",
@@ -182,19 +183,19 @@ def error_bars(ax, rows: pd.DataFrame, column: str, colour: str, label: str, sca
     ax.errorbar(rows["n"], y, yerr=[lo, hi], fmt="o-", color=colour, capsize=3, label=label)
 
 
-def times_figure(summary: pd.DataFrame, xlabel: str, rounds: dict | None = None):
+def times_figure(summary: pd.DataFrame, xlabel: str, rounds: Rounds | None = None):
     """Absolute times of every series on one axis: CPU-thread curves and GPU points
     side by side, where speedups (each against its own base) cannot be compared.
     An adaptive study's runs are drawn too, those added after round 1 marked."""
     fig, ax = _axes("Time per point (median, 95 % CI)", xlabel, "time (s, log scale)")
-    if rounds and rounds["runs"]:
-        marked = pd.DataFrame(rounds["runs"])
+    if rounds and rounds.runs:
         for later, style in ((False, dict(marker=".", color="0.6", label="runs of round 1")),
                              (True, dict(marker="x", color="tab:orange",
                                          label="runs added in later rounds"))):  # fmt: skip
-            part = marked[(marked["round"] > 1) == later]
-            if len(part):
-                ax.scatter(part["n"], part["time_s"], s=18, zorder=3, **style)
+            part = [r for r in rounds.runs if (r.round > 1) == later]
+            if part:
+                ax.scatter([r.n for r in part], [r.time_s for r in part], s=18, zorder=3,
+                           **style)  # fmt: skip
     for name, rows, colour in by_series(summary):
         ok = rows.dropna(subset=["time_s"])
         gpu = ok["gpus"].gt(0).any() if "gpus" in ok else False
@@ -209,9 +210,9 @@ def times_figure(summary: pd.DataFrame, xlabel: str, rounds: dict | None = None)
     return fig
 
 
-def speedup_figure(summary: pd.DataFrame, predictions: dict, xlabel: str):
+def speedup_figure(summary: pd.DataFrame, fitted: list[SeriesFit], xlabel: str):
     fig, ax = _axes("Speedup (95 % CI) and fitted model", xlabel, "speedup t_base / t_N")
-    fits = {p["series"]: p for p in predictions.get("series", [])}
+    fits = {p.series: p for p in fitted}
     top_n = summary["n"].max()
     for name, rows, colour in by_series(summary):
         base = rows.loc[rows["is_base"], "n"]
@@ -219,18 +220,18 @@ def speedup_figure(summary: pd.DataFrame, predictions: dict, xlabel: str):
         ok = rows.dropna(subset=["speedup"])
         suffix = f" {name}" if name else ""
         error_bars(ax, ok, "speedup", colour, f"measured{suffix} (base N={base})")
-        curve = (fits.get(name) or {}).get("curve")
+        curve = fits[name].curve if name in fits else None
         if curve:
-            n = pd.Series(curve["n"], dtype=float)
-            s = pd.Series(curve["speedup"], dtype=float)
-            lo = pd.Series(curve["band_lo"], dtype=float)
-            hi = pd.Series(curve["band_hi"], dtype=float)
-            inside = n <= curve["measured_max_n"]
-            model = fits[name]["selected"]
+            n = pd.Series(curve.n, dtype=float)
+            s = pd.Series(curve.speedup, dtype=float)
+            lo = pd.Series(curve.band_lo, dtype=float)
+            hi = pd.Series(curve.band_hi, dtype=float)
+            inside = n <= curve.measured_max_n
+            model = fits[name].selected
             # the curve is against the measured base median, as the measured speedups
             # (scalestudy.analysis.predictions); older analyses, or a base without a time, used
             # the model's own t(base): say so on the figure
-            against = "" if curve.get("base_source") == "measured" else ", vs its own t(base)"
+            against = "" if curve.base_source == "measured" else ", vs its own t(base)"
             ax.plot(n[inside], s[inside], "-", color=colour, alpha=0.5, lw=1,
                     label=f"model: {model}{suffix}{against}")  # fmt: skip
             ax.plot(n[~inside], s[~inside], ":", color=colour, alpha=0.8, lw=1.5)
@@ -322,7 +323,7 @@ def phases_figure(runs: pd.DataFrame, xlabel: str):
     return fig
 
 
-def layouts_figure(grid: dict | None):
+def layouts_figure(grid: Grid | None):
     """A grid study's heat map: efficiency (against the grid's one base case) of every
     layout, its median time written in the cell, and dashed lines through the cells of
     equal total. A study without a grid gets a figure that says so (not shown)."""
@@ -331,28 +332,27 @@ def layouts_figure(grid: dict | None):
         ax.text(0.5, 0.5, "no grid in this study", ha="center", va="center")
         ax.set_axis_off()
         return fig
-    rows, columns = grid["rows"], grid["columns"]
+    rows, columns = grid.rows, grid.columns
     values = np.array(
-        [[np.nan if c["efficiency"] is None else 100 * c["efficiency"] for c in r["cells"]]
-         for r in rows]
-    )  # fmt: skip
+        [[np.nan if c.efficiency is None else 100 * c.efficiency for c in r.cells] for r in rows]
+    )
     fig, ax = _axes(
         "Efficiency of each layout (%)",
-        grid["along_key"].replace("_", " "),
-        grid["line_key"].replace("_", " "),
+        grid.along_key.replace("_", " "),
+        grid.line_key.replace("_", " "),
     )
     ax.grid(False)
     image = ax.imshow(values, cmap="RdYlGn", vmin=50, vmax=100, aspect="auto", origin="lower")
     fig.colorbar(image, ax=ax, label="efficiency (%)")
     ax.set_xticks(range(len(columns)), [str(c) for c in columns])
-    ax.set_yticks(range(len(rows)), [str(r["value"]) for r in rows])
+    ax.set_yticks(range(len(rows)), [str(r.value) for r in rows])
     totals: dict = {}
     for i, row in enumerate(rows):
-        for j, cell in enumerate(row["cells"]):
-            if cell["point"] is None:
+        for j, cell in enumerate(row.cells):
+            if cell.point is None:
                 continue
-            totals.setdefault(cell["n"], []).append((j, i))
-            text = f"{cell['time_s']:.3g} s" + ("\nbest" if cell["best"] else "")
+            totals.setdefault(cell.n, []).append((j, i))
+            text = f"{cell.time_s:.3g} s" + ("\nbest" if cell.best else "")
             ax.text(j, i, text, ha="center", va="center", fontsize=7)
     for n, cells in sorted(totals.items()):
         if len(cells) > 1:
@@ -363,8 +363,14 @@ def layouts_figure(grid: dict | None):
 
 
 def write_figures(
-    summary: pd.DataFrame, runs: pd.DataFrame, axis: str, out_dir: Path, predictions=None
+    summary: pd.DataFrame,
+    runs: pd.DataFrame,
+    axis: str,
+    out_dir: Path,
+    analysis: Analysis | None = None,
 ) -> list:
+    """The study's figures, from its summary, runs and analysis (None: measured times
+    only, no model)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     sns.set_theme(style="whitegrid", context="notebook", font_scale=0.85)
@@ -372,15 +378,13 @@ def write_figures(
     plt.rcParams["svg.fonttype"] = "none"
     xlabel = AXIS_LABELS[axis]
     makers = {
-        "times": lambda: times_figure(
-            summary, xlabel, (predictions or {}).get("findings", {}).get("adaptive")
-        ),
-        "speedup": lambda: speedup_figure(summary, predictions or {}, xlabel),
+        "times": lambda: times_figure(summary, xlabel, analysis and analysis.findings.adaptive),
+        "speedup": lambda: speedup_figure(summary, analysis.series if analysis else [], xlabel),
         "pareto": lambda: pareto_figure(summary, xlabel),
         "efficiency": lambda: efficiency_figure(summary, xlabel),
         "cost": lambda: cost_figure(summary, xlabel),
         "phases": lambda: phases_figure(runs, xlabel),
-        "layouts": lambda: layouts_figure((predictions or {}).get("findings", {}).get("grid")),
+        "layouts": lambda: layouts_figure(analysis and analysis.findings.grid),
     }
     for name in FIGURES:
         _save(makers[name](), out_dir, name)

@@ -1,13 +1,15 @@
 """What the report shows of a study: analysis.json and summary.csv rows as display rows.
 
-A view chooses columns and formats each number with its column's one precision
-(COLUMNS); it computes nothing (aggregation did: scalestudy.analysis.findings) and says
+analysis.json arrives as its typed contract (scalestudy.contract), read by attribute. A
+view chooses columns and formats each number with its column's one precision (COLUMNS);
+it computes and decides nothing (aggregation did: scalestudy.analysis.findings) and says
 nothing in sentences (the template does, scalestudy/report/templates/report.html.j2).
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import math
 import numbers
 import os
@@ -15,6 +17,19 @@ from pathlib import Path
 
 import pandas as pd
 
+from scalestudy import contract
+from scalestudy.contract import (
+    TELEMETRY,  # the telemetry table's columns, the analysis's list
+    Analysis,
+    Comparison,
+    GpuVerdict,
+    Grid,
+    PointRequest,
+    Rounds,
+    SeriesFit,
+    Staging,
+    Total,
+)
 from scalestudy.records import RecordError, read_record
 
 
@@ -55,6 +70,12 @@ class Percent:
 
 def is_number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def shallow(part) -> dict:
+    """A part of the contract's fields, one level deep (its own parts stay dataclasses),
+    for a view to add its formatted text to."""
+    return {f.name: getattr(part, f.name) for f in dataclasses.fields(part)}
 
 
 # Every column the report shows, declared once: its label and its format (one precision
@@ -144,16 +165,6 @@ DDP = [
     "job_ids", "config", "world_size", "nodes", "wall_s", "time_per_epoch_s", "val_loss",
     "val_accuracy", "speedup", "efficiency", "band", "throughput",
 ]  # fmt: skip
-# the telemetry table's cells (the template's names for them) and their columns
-TELEMETRY = {
-    "stage": "stage_s",
-    "stagers": "stagers",
-    "first_batch": "time_to_first_batch_s",
-    "wait": "wait_fraction",
-    "util": "gpu_util_mean_pct",
-    "util_peak": "gpu_util_peak_pct",
-    "mem": "gpu_mem_peak_mb",
-}
 # the Slurm jobs' table: the template's names for its cells, and their columns
 SCHEDULER = {"queue_wait": "queue_wait_s", "run": "run_s", "submitted": "submitted"}
 # what the answers (the headline, the summary at the top) state of their points
@@ -263,7 +274,7 @@ def profile_links(records: list[Path], report_path: Path) -> list[dict]:
 OPTIONAL = ["warmup_s", "steady_epoch_s", "samples_per_s", "global_batch", "quality"]
 
 
-def results_view(summary: list[dict], predictions: dict, has_series: bool) -> dict:
+def results_view(summary: list[dict], fitted_series: list[SeriesFit], has_series: bool) -> dict:
     """The results table: a column only where it has something to show (no series
     column without series, OPTIONAL ones only with a value)."""
     columns = [
@@ -273,11 +284,9 @@ def results_view(summary: list[dict], predictions: dict, has_series: bool) -> di
         and (c not in OPTIONAL or any(cell(r, c) != "–" for r in summary))
     ]
     excluded = {
-        (p["series"], point): reason
-        for p in predictions.get("series", [])
-        for point, reason in p["excluded"].items()
+        (p.series, point): reason for p in fitted_series for point, reason in p.excluded.items()
     }
-    fitted = {p["series"]: any(f["ok"] for f in p["fits"]) for p in predictions.get("series", [])}
+    fitted = {p.series: any(f.ok for f in p.fits) for p in fitted_series}
     forms = column_formats(summary, columns)
     rows = []
     for r in summary:
@@ -314,12 +323,12 @@ def metrics_view(summary: list[dict], metrics: list[str], shown: set[str], has_s
     }
 
 
-def ddp_view(summary: list[dict], ddp: list[dict]) -> dict:
+def ddp_view(summary: list[dict], ddp: list[contract.DdpPoint]) -> dict:
     """The source's table: each cell formatted; `config` and `band` are said by the
     template from their numbers. A column none of the study's points has a value in
     (no job ids for published times, no val loss where the runs report none) is left out."""
-    found = {(d["series"], d["point"]): d for d in ddp}
-    rows = [r | {"world_size": found[(series_of(r), r["point"])]["world_size"]} for r in summary]
+    found = {(d.series, d.point): d for d in ddp}
+    rows = [r | {"world_size": found[(series_of(r), r["point"])].world_size} for r in summary]
     formatted = table(rows, DDP + ["global_batch"])
     order = [
         c for c in DDP if c in ("config", "band") or any(f[c] not in ("–", "") for f in formatted)
@@ -329,291 +338,330 @@ def ddp_view(summary: list[dict], ddp: list[dict]) -> dict:
         d = found[(series_of(r), r["point"])]
         view.append(
             f
-            | {"processes_per_node": d["processes_per_node"], "nodes_n": fmt(r["nodes"], "{}")}
-            | {"band": d["band"]}
+            | {"processes_per_node": d.processes_per_node, "nodes_n": fmt(r["nodes"], "{}")}
+            | {"nodes_count": r["nodes"], "band": d.band}
         )
     return {"columns": [label(c) for c in order], "order": order, "rows": view}
 
 
-def models_view(pred: dict, usable_points: int | None) -> dict:
+def models_view(pred: SeriesFit, usable_points: int | None) -> dict:
     """The fitted models of one series, for the report's table."""
     fits = [
         {
-            "name": f["name"],
-            "formula": f["formula"],
+            "name": f.name,
+            "formula": f.formula,
             "params": [
                 {
                     "name": k,
                     "value": fmt(v, "{:.4g}"),
-                    "lo": fmt(f["param_ci"].get(k, (None, None))[0], "{:.3g}"),
-                    "hi": fmt(f["param_ci"].get(k, (None, None))[1], "{:.3g}"),
+                    "lo": fmt(f.param_ci.get(k, (None, None))[0], "{:.3g}"),
+                    "hi": fmt(f.param_ci.get(k, (None, None))[1], "{:.3g}"),
                 }
-                for k, v in f["params"].items()
+                for k, v in f.params.items()
             ],
-            "r2": fmt(f["r2"], "{:.4f}"),
-            "aicc": fmt(f["aicc"], "{:.2f}"),
-            "weight": fmt(f["weight"], "{:.0%}"),
-            "selected": f["name"] == pred["selected"],
+            "r2": fmt(f.r2, "{:.4f}"),
+            "aicc": fmt(f.aicc, "{:.2f}"),
+            "weight": fmt(f.weight, "{:.0%}"),
+            "selected": f.name == pred.selected,
         }
-        for f in pred["fits"]
-        if f["ok"]
+        for f in pred.fits
+        if f.ok
     ]
     return {
-        "series": pred["series"],
+        "series": pred.series,
         "fits": fits,
-        "fit_note": pred.get("fit_note", ""),
+        "fit_note": pred.fit_note or "",
         "usable_points": usable_points,
         # a model that did not fit beside one that did, with why
-        "unfitted": [{"name": f["name"], "note": f["note"]} for f in pred["fits"] if not f["ok"]]
+        "unfitted": [{"name": f.name, "note": f.note} for f in pred.fits if not f.ok]
         if fits
         else [],
-        "excluded": pred["excluded"],
-        "bound": pred.get("bound"),
+        "excluded": pred.excluded,
+        "bound": None if pred.bound is None else fmt(pred.bound, "{:.2f}"),
     }
 
 
-def comparison_view(c: dict) -> dict:
+def comparison_view(c: Comparison) -> dict:
     return {
-        "a": c["a"] or "(default)",
-        "b": c["b"],
-        "significant": c["significant"],
-        "tested": c["p_value"] is not None,
-        "p": fmt(c["p_value"], "{:.3g}"),
-        "method": c.get("method", ""),
-        "note": c.get("note", ""),
+        "a": c.a or "(default)",
+        "b": c.b,
+        "significant": c.significant,
+        "tested": c.tested,
+        "p": fmt(c.p_value, "{:.3g}"),
+        "method": c.method,
+        "note": c.note,
         "per_n": [
             {
-                "n": e["n"],
-                "ratio": fmt(e["ratio"], "{:.3f}"),
-                "lo": fmt(e["lo"], "{:.3f}"),
-                "hi": fmt(e["hi"], "{:.3f}"),
-                "p": fmt(e["p_value"], "{:.3g}"),
+                "n": e.n,
+                "ratio": fmt(e.ratio, "{:.3f}"),
+                "lo": fmt(e.lo, "{:.3f}"),
+                "hi": fmt(e.hi, "{:.3f}"),
+                "p": fmt(e.p_value, "{:.3g}"),
             }
-            for e in c["per_n"]
+            for e in c.per_n
         ],
     }
 
 
-def staging_view(staging: dict | None) -> dict | None:
+def gpu_verdict_view(v: GpuVerdict | None) -> dict | None:
+    """Is the GPU worth it: the verdict, and each size's figures formatted."""
+    if v is None:
+        return None
+    return {
+        "verdict": v.verdict,
+        "crossover_size": v.crossover_size,
+        "sizes": [
+            {
+                "size": r.size,
+                "gpu_series": r.gpu_series or "",
+                "gpu_time": fmt(r.gpu_time_s, "{:.4g}"),
+                "fastest_cpu_threads": r.fastest_cpu_threads,
+                "fastest_cpu_time": fmt(r.fastest_cpu_time_s, "{:.4g}"),
+                "speedup": fmt(r.speedup, "{:.2f}"),
+                "gpu_su": fmt(r.gpu_su, "{:.3g}"),
+                "best_cpu_threads": r.best_cpu_threads,
+                "best_cpu_su": fmt(r.best_cpu_su, "{:.3g}"),
+                "break_even_speedup": fmt(r.break_even_speedup, "{:.2f}"),
+            }
+            for r in v.sizes
+        ],
+    }
+
+
+def staging_view(staging: Staging | None) -> dict | None:
     """Per number of copies at once, its copies' times formatted; the first and the
     last as numbers too (the template's sentence compares them)."""
     if staging is None:
         return None
-    formatted = table(staging["rows"], ["slowest_s", "typical_s", "growth", "mb_per_s"])
-    rows = [
-        {"k": r["k"], "runs": r["runs"], "slowest": f["slowest_s"], "typical": f["typical_s"]}
-        | {"growth": f["growth"], "rate": f["mb_per_s"]}
-        for r, f in zip(staging["rows"], formatted, strict=True)
+    columns = {"slowest": "slowest_s", "typical": "typical_s", "growth": "growth",
+               "rate": "mb_per_s"}  # fmt: skip
+    formatted = table([shallow(r) for r in staging.rows], columns.values())
+    view = [
+        {"k": r.k, "runs": r.runs} | {key: f[c] for key, c in columns.items()}
+        for r, f in zip(staging.rows, formatted, strict=True)
     ]
-    return {"first": staging["rows"][0], "last": staging["rows"][-1], "rows": rows}
+    return {"first": staging.rows[0], "last": staging.rows[-1], "rows": view}
 
 
-def mem_text(mb) -> str:
-    """--mem as a site writes it: whole GB where it is, else MB."""
-    if mb is None:
-        return "–"
-    return f"{mb // 1024} GB" if mb % 1024 == 0 else f"{mb} MB"
+def gigabytes(mb) -> str:
+    """A measured memory in GB, two significant digits."""
+    return fmt(mb and mb / 1024, "{:.2g} GB")
 
 
-def request_view(r: dict) -> dict:
-    """One point's request, its numbers formatted."""
-    return r | {
-        "mem": mem_text(r["mem_mb"]),
-        "asked_mem": mem_text(r["asked_mem_mb"]),
-        "peak_mem": fmt(r["peak_mem_mb"] and r["peak_mem_mb"] / 1024, "{:.2g} GB"),
-        "time": fmt(r["time_min"], "{} min"),
-        "slowest": fmt(r.get("slowest_s"), "{:.3g} s"),
-        "cpu_busy_pct": fmt(r["cpu_busy"] and 100 * r["cpu_busy"], "{:.0f} %"),
-        "memory_used_pct": fmt(r["memory_used"] and 100 * r["memory_used"], "{:.0f} %"),
-        "gpu_util": fmt(r["gpu_util_pct"], "{:.0f} %"),
-        "sacct_cpu_busy_pct": fmt(r["sacct_cpu_busy"] and 100 * r["sacct_cpu_busy"], "{:.0f} %"),
-        "sacct_peak_mem": fmt(
-            r["sacct_peak_mem_mb"] and r["sacct_peak_mem_mb"] / 1024, "{:.2g} GB"
-        ),
+def request_view(r: PointRequest) -> dict:
+    """One point's request, its numbers formatted (--mem as the analysis words it)."""
+    return shallow(r) | {
+        "mem": r.mem_text or "–",
+        "asked_mem": r.asked_mem_text or "–",
+        "peak_mem": gigabytes(r.peak_mem_mb),
+        "time": fmt(r.time_min, "{} min"),
+        "slowest": fmt(r.slowest_s, "{:.3g} s"),
+        "cpu_busy_pct": fmt(r.cpu_busy and 100 * r.cpu_busy, "{:.0f} %"),
+        "memory_used_pct": fmt(r.memory_used and 100 * r.memory_used, "{:.0f} %"),
+        "gpu_util": fmt(r.gpu_util_pct, "{:.0f} %"),
+        "sacct_cpu_busy_pct": fmt(r.sacct_cpu_busy and 100 * r.sacct_cpu_busy, "{:.0f} %"),
+        "sacct_peak_mem": gigabytes(r.sacct_peak_mem_mb),
     }
 
 
-def request_for(answer: dict, requests: list[dict]) -> dict | None:
-    """The request of the point an answer recommends."""
+def request_for(answer: contract.Answer, requests: list[PointRequest]) -> dict | None:
+    """The request of the point an answer recommends, formatted."""
     for r in requests:
-        if r["series"] == answer["series"] and r["n"] == answer["worth_n"]:
-            return r
+        if r.series == answer.series and r.n == answer.worth_n:
+            return request_view(r)
     return None
 
 
-def decision_steps(answer: dict) -> dict:
-    """The two steps the answer stands on, each gain with its interval: the step to the
-    recommended N and the step after it (None where there is none, or no interval)."""
-    found = {"to": None, "after": None}
-    stopped = answer.get("stopped_at") or {}
-    for a, b, gain, lo, hi in answer.get("step_intervals", []):
-        which = "to" if b == answer["worth_n"] else "after" if a == stopped.get("from_n") else None
-        if which and lo is not None:
-            found[which] = {"from_n": a, "to_n": b, "gain": fmt(gain, "{:.2f}"),
-                            "lo": fmt(lo, "{:.2f}"), "hi": fmt(hi, "{:.2f}")}  # fmt: skip
-    return found
+def step_text(step: contract.Step | None) -> dict | None:
+    """A step the answer stands on, its gain and interval to two decimals."""
+    if step is None:
+        return None
+    return {"from_n": step.from_n, "to_n": step.to_n, "gain": fmt(step.gain, "{:.2f}"),
+            "lo": fmt(step.lo, "{:.2f}"), "hi": fmt(step.hi, "{:.2f}")}  # fmt: skip
 
 
-def layout_text(cell: dict) -> dict:
+def layout_text(cell) -> dict:
     """A layout's numbers for the template's words (nodes x processes x threads)."""
-    return cell | {"time": fmt(cell["time_s"], "{:.3g} s")}
+    return shallow(cell) | {"time": fmt(cell.time_s, "{:.3g} s")}
 
 
-def layouts_view(total: dict) -> dict:
-    """The best layout of one total against the others, ratios to two decimals."""
+def layouts_view(total: Total) -> dict:
+    """The best layout of one total against the others, ratios to two decimals (whether
+    the runs tell them apart is the analysis's `told_apart`)."""
     return {
-        "n": total["n"],
-        "best": layout_text(total["best"]),
+        "n": total.n,
+        "best": layout_text(total.best),
         "others": [
             layout_text(o)
             | {
-                "ratio": fmt(o["ratio"], "{:.2f}"),
-                "lo": fmt(o["lo"], "{:.2f}"),
-                "hi": fmt(o["hi"], "{:.2f}"),
+                "ratio": fmt(o.ratio, "{:.2f}"),
+                "lo": fmt(o.lo, "{:.2f}"),
+                "hi": fmt(o.hi, "{:.2f}"),
             }  # fmt: skip
-            for o in total["others"]
+            for o in total.others
         ],
     }
 
 
-def grid_view(grid: dict | None) -> dict | None:
+def grid_view(grid: Grid | None) -> dict | None:
     """A grid's heat map: each cell's time and efficiency (its band, the cell's colour,
     came with it from the findings)."""
     if grid is None:
         return None
     rows = []
-    for row in grid["rows"]:
-        formatted = []
-        for c in row["cells"]:
-            formatted.append(c | {"time": fmt(c["time_s"], "{:.3g} s"),
-                                  "efficiency_pct": fmt(c["efficiency"], "{:.0%}")})  # fmt: skip
-        rows.append({"value": row["value"], "cells": formatted})
-    return grid | {"rows": rows}
+    for row in grid.rows:
+        formatted = [
+            shallow(c)
+            | {"time": fmt(c.time_s, "{:.3g} s"), "efficiency_pct": fmt(c.efficiency, "{:.0%}")}
+            for c in row.cells
+        ]
+        rows.append({"value": row.value, "cells": formatted})
+    return shallow(grid) | {"rows": rows}
 
 
-def adaptive_view(rounds: dict | None) -> dict | None:
+def adaptive_view(rounds: Rounds | None) -> dict | None:
     """An adaptive study's rounds in words and formatted numbers."""
     if rounds is None:
         return None
 
     def added_text(added: dict) -> str:
-        return ", ".join(f"{k} at N = {rounds['points'][p]}" for p, k in added.items())
+        return ", ".join(f"{k} at N = {rounds.points[p]}" for p, k in added.items())
 
-    refused = rounds["refused"]
-    relative = rounds["relative_to_grid"]
-    return rounds | {
+    refused = rounds.refused
+    relative = rounds.relative_to_grid
+    return shallow(rounds) | {
         "rows": [
             {
-                "round": r["round"],
-                "added": added_text(r["added"]),
-                "why": "; ".join(dict.fromkeys(r["why"].values())),
-                "su": fmt(r["su"], "{:.3g}"),
+                "round": r.round,
+                "added": added_text(r.added),
+                "why": "; ".join(dict.fromkeys(r.why.values())),
+                "su": fmt(r.su, "{:.3g}"),
             }
-            for r in rounds["rounds"]
+            for r in rounds.rounds
         ],  # fmt: skip
-        "spent": fmt(rounds["spent_su"], "{:.3g}"),
-        "grid": fmt(rounds["grid_su"], "{:.3g}"),
-        "relative_pct": fmt(100 * relative, "{:.0f} %") if relative is not None else "–",
-        "refused_text": added_text(refused["added"]) if refused else None,
-        "refused_su": fmt(refused["round_su"], "{:.3g}") if refused else None,
-        "budget_needed": fmt(rounds["budget_needed"], "{:.3g}"),
+        "budget": fmt(rounds.budget_su, "{:g}"),
+        "spent": fmt(rounds.spent_su, "{:.3g}"),
+        "grid": fmt(rounds.grid_su, "{:.3g}"),
+        "relative_pct": fmt(relative and 100 * relative, "{:.0f} %"),
+        "refused_text": added_text(refused.added) if refused else None,
+        "refused_su": fmt(refused.round_su, "{:.3g}") if refused else None,
+        "budget_needed": fmt(rounds.budget_needed, "{:.3g}"),
     }
 
 
+def pct(share: float) -> str:
+    """A share of the study's rules (a margin, a limit) in per cent, without the sign:
+    the template says "10 %"."""
+    return fmt(100 * share, "{:g}")
+
+
 def study_view(
-    analysis: dict,
+    analysis: Analysis | dict,
     summary: pd.DataFrame,
     figures: dict[str, Path],
     profiles: list[dict] = (),
 ) -> dict:
-    """One study of the report, from its analysis.json, summary.csv, figures and
-    profiling runs."""
-    if "findings" not in analysis:
-        raise ValueError("analysis.json has no findings: aggregate the study again")
-    found = analysis["findings"]
-    study = found["study"]
+    """One study of the report, from its analysis.json (the contract, or its JSON
+    values, loaded strictly), summary.csv, figures and profiling runs."""
+    if isinstance(analysis, dict):
+        analysis = contract.from_dict(Analysis, analysis)
+    found = analysis.findings
+    study = found.study
     rows = summary.to_dict("records")
     has_series = any(series_of(r) for r in rows)
-    results = results_view(rows, analysis, has_series)
-    distributed = study["distributed"]
-    ddp = ddp_view(rows, found["ddp"]) if distributed else None
-    telemetry = [
-        {"point": t["point"]} | {key: f[column] for key, column in TELEMETRY.items()}
-        for t, f in zip(
-            found["telemetry"], table(found["telemetry"], TELEMETRY.values()), strict=True
-        )
-    ]
-    framework = found["framework"]
+    results = results_view(rows, analysis.series, has_series)
+    distributed = study.distributed
+    ddp = ddp_view(rows, found.ddp) if distributed else None
+    measured = table([shallow(t) for t in found.telemetry], TELEMETRY)
+    telemetry = [{"point": t.point} | f for t, f in zip(found.telemetry, measured, strict=True)]
+    framework = found.framework
     # every metric the runs reported that no other part of the report shows
     shown = {*results["keys"], *(DDP if distributed else ())}
     if telemetry:
-        shown |= set(TELEMETRY.values())
+        shown |= set(TELEMETRY)
     if framework:
         shown |= {"step_time_median_s", "plain_step_time_median_s"}
-    answers = found["answers"]
-    requests = [request_view(r) for r in found["requests"]["points"]]
-    return study | {
-        "scaling": study["scaling"],
-        "time_kind": study["time"],
+    answers = found.answers
+    requests = [request_view(r) for r in found.requests.points]
+    return shallow(study) | {
+        "time_kind": study.time,
+        "request": study.request,
+        "mem_margin": pct(study.request.mem_margin),
+        "time_margin": pct(study.request.time_margin),
+        "tolerance": pct(study.tolerance),
+        "instability": {
+            "cv_limit": pct(study.instability.cv_limit),
+            "z_limit": fmt(study.instability.z_limit, "{:g}"),
+            "min_deviation": pct(study.instability.min_deviation),
+        },
+        "deadline": fmt(study.deadline_s, "{:g}"),
+        "budget": fmt(study.budget_su, "{:g}"),
         # "3" or "3-4" runs per point
-        "repeats": "-".join(map(str, dict.fromkeys(found["repeats"]))),
-        "repeats_most": found["repeats"][1],
-        "quality_metric": found["quality_metric"],
-        "cost": found["cost"],
+        "repeats": "-".join(map(str, dict.fromkeys(found.repeats))),
+        "repeats_most": found.repeats[1],
+        "quality_metric": found.quality_metric,
+        "cost": found.cost,
         "base": None
-        if found["base"] is None
-        else found["base"] | {"time": cell(found["base"], "time_s")},
+        if found.base is None
+        else shallow(found.base) | {"time": cell(shallow(found.base), "time_s")},
         "columns": results["columns"],
         "rows": results["rows"],
-        "metrics": metrics_view(rows, found["metrics"], shown, has_series),
+        "metrics": metrics_view(rows, found.metrics, shown, has_series),
         # times measured elsewhere have no phases to show
         "figures": {
             k: data_uri(v)
             for k, v in figures.items()
-            if (k != "phases" or study["measured"] is None)
-            and (k != "layouts" or found.get("grid"))
+            if (k != "phases" or study.measured is None) and (k != "layouts" or found.grid)
         },
-        "failures": found["failures"],
-        "mismatches": found["mismatches"],
-        "disturbed": found["disturbed"],
+        "failures": found.failures,
+        "mismatches": found.mismatches,
+        "disturbed": found.disturbed,
         "profiles": list(profiles),
         # the answer's numbers in the results table's formats
         "answers": [
-            a
-            | {"request": request_for(a, requests), "cells": cells(a, ANSWER)}
+            shallow(a)
+            | {"request": request_for(a, found.requests.points)}
+            | {"cells": cells(shallow(a), ANSWER)}
             # the headline states efficiency without its interval, beside the speedup's
-            | {"efficiency_text": fmt(a.get("efficiency"), pattern("efficiency"))}
-            | {"steps": decision_steps(a)}
+            | {"efficiency_text": fmt(a.efficiency, pattern("efficiency"))}
+            | {"steps": {"to": step_text(a.steps.to), "after": step_text(a.steps.after)}}
+            | {"threshold": fmt(a.threshold, "{:g}")}
             for a in answers
         ],
+        "any_fitted": any(a.fitted for a in answers),
         "requests": requests,
-        "accounting_note": found["requests"]["accounting_note"],
-        "layouts": [layouts_view(t) for t in found.get("layouts", [])],
-        "adaptive": adaptive_view(found.get("adaptive")),
-        "grid": grid_view(found.get("grid")),
+        "requests_asked": any(r.sbatch for r in found.requests.points),
+        "requests_sacct": any(r.sacct_cpu_busy is not None for r in found.requests.points),
+        "requests_gpus": any(r.gpus for r in found.requests.points),
+        "accounting_note": found.requests.accounting_note,
+        "layouts": [layouts_view(t) for t in found.layouts],
+        "adaptive": adaptive_view(found.adaptive),
+        "grid": grid_view(found.grid),
         "models": [
-            models_view(p, a["usable_points"])
-            for p, a in zip(analysis.get("series", []), answers, strict=True)
+            models_view(p, a.usable_points) for p, a in zip(analysis.series, answers, strict=True)
         ],
-        "comparisons": [comparison_view(c) for c in analysis.get("comparisons", [])],
+        "comparisons": [comparison_view(c) for c in analysis.comparisons],
         "ddp": ddp,
-        "framework": framework and cells(framework, ["lightning_ms", "plain_ms", "share"]),
-        "unstable": found["unstable"],
-        "overlapped": found["overlapped"],
-        "shared_machines": found["shared_machines"],
-        "charges": cells(found["charges"], ["core_hours", "gpu_hours", "su"]),
+        "framework": framework and cells(shallow(framework), ["lightning_ms", "plain_ms", "share"]),
+        "unstable": found.unstable,
+        "overlapped": found.overlapped,
+        "shared_machines": found.shared_machines,
+        "charges": cells(shallow(found.charges), ["core_hours", "gpu_hours", "su"]),
         "scheduler": [
-            j | {k: f[c] for k, c in SCHEDULER.items()}
+            shallow(j) | {k: f[c] for k, c in SCHEDULER.items()}
             for j, f in zip(
-                found["scheduler"], table(found["scheduler"], SCHEDULER.values()), strict=True
+                found.scheduler,
+                table([shallow(j) for j in found.scheduler], SCHEDULER.values()),
+                strict=True,
             )
         ],
-        "allocations": found.get("allocations"),
+        "allocations": found.allocations,
         "received": [
-            r | {"got": [[label(c), values] for c, values in r["got"]]} for r in found["received"]
+            shallow(r) | {"got": [[label(c), values] for c, values in r.got]}
+            for r in found.received
         ],
-        "gpu_verdict": analysis.get("gpu_verdict"),
+        "gpu_verdict": gpu_verdict_view(analysis.gpu_verdict),
         "telemetry": telemetry,
-        "staging": staging_view(found["staging"]),
-        "environment": [(label(c), values) for c, values in found["environment"]],
+        "staging": staging_view(found.staging),
+        "environment": [(label(c), values) for c, values in found.environment],
     }

@@ -1,0 +1,704 @@
+"""What analysis.json holds: the typed contract between the analysis, which writes it
+(scalestudy.analysis.findings.analysis_of), and the report, which reads it
+(scalestudy.report.views) by attribute and decides nothing.
+
+Every part the report reads a field of is a frozen dataclass here; parts it passes on
+whole, or never reads (a model's parameters, the recommendation's working), stay plain
+JSON. `to_json` writes `dataclasses.asdict` as JSON, so the file keeps the shape other
+readers know (scalestudy.analysis.plan reads series[i].curve). Loading is strict: a key
+the contract does not name, or one it names that is missing, is refused with the key's
+path and the file, so an analysis.json older or newer than the report is said, not
+half-read. The analysis builds the contract with `build`, which fills the fields that
+have a default (parts of the analysis leave out what does not apply), and refuses
+unknown keys just the same.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from scalestudy.model import Request, Scaling
+
+AGAIN = "aggregate the study again"
+
+
+class ContractError(ValueError):
+    """analysis.json does not hold what the contract says."""
+
+
+# --- the parts -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One scaling model fitted to a series (scalestudy.analysis.predictions.fit_summary)."""
+
+    name: str
+    formula: str
+    ok: bool
+    note: str
+    params: dict[str, Any]
+    param_ci: dict[str, Any]
+    r2: float | None
+    aicc: float | None
+    rmse: float | None
+    k: int | None
+    n_points: int | None
+    weight: float | None
+
+
+@dataclass(frozen=True)
+class Curve:
+    """The selected model's predicted speedup over N, with its 95 % prediction band."""
+
+    n: list[float]
+    speedup: list[float | None]
+    band_lo: list[float | None]
+    band_hi: list[float | None]
+    measured_max_n: float
+    base_time_s: float | None
+    base_source: str
+
+
+@dataclass(frozen=True)
+class Peak:
+    n: float
+    speedup: float
+    beyond_measured: bool
+    base_source: str
+
+
+@dataclass(frozen=True)
+class SeriesFit:
+    """One series' validity gates, fits, prediction and recommendation."""
+
+    series: str | None
+    base_n: int | None
+    excluded: dict[str, str]  # point -> why it stays out of the fits
+    mixed_provenance: dict[str, Any]
+    fits: list[Fit]
+    selected: str | None
+    peak: Peak | None
+    curve: Curve | None
+    recommendation: dict[str, Any]  # the working the answer (Answer) was made from
+    fit_note: str | None = None
+    fit_basis: str | None = None
+    prediction_base: dict[str, Any] | None = None
+    bound: float | None = None  # Amdahl's bound on the speedup
+
+
+@dataclass(frozen=True)
+class TestAtN:
+    """Two series' times at one N: ratio of medians with its interval, and the test."""
+
+    n: int
+    n_a: int
+    n_b: int
+    ratio: float | None
+    lo: float | None
+    hi: float | None
+    p_value: float | None
+    method: str
+    note: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A series against the first (scalestudy.analysis.comparison.compare_series)."""
+
+    a: str | None
+    b: str
+    per_n: list[TestAtN]
+    common_n: list[int]
+    p_value: float | None
+    significant: bool
+    mean_log_ratio: float | None
+    method: str
+    note: str
+    tested: bool  # whether an overall test was made (there was a common N to test)
+
+
+@dataclass(frozen=True)
+class GpuSize:
+    """The GPU against the CPU points at one problem size (scalestudy.analysis.verdict)."""
+
+    size: Any
+    gpu_series: str | None
+    fastest_cpu_series: str | None
+    best_cpu_series: str | None
+    gpu_time_s: float
+    gpu_su: float
+    fastest_cpu_threads: int
+    fastest_cpu_time_s: float
+    fastest_cpu_su: float
+    best_cpu_threads: int
+    best_cpu_time_s: float
+    best_cpu_su: float
+    speedup: float
+    break_even_speedup: float
+    gpu_faster: bool
+    gpu_cheaper: bool
+
+
+@dataclass(frozen=True)
+class GpuVerdict:
+    verdict: str
+    sizes: list[GpuSize]
+    # absent where no verdict could be made (the verdict says why)
+    worth_it: bool | None = None
+    worth_it_size: Any = None
+    crossover_size: Any = None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a point runs."""
+
+    nodes: int
+    tasks_per_node: int
+    threads: int
+    gpus_per_node: int
+
+
+@dataclass(frozen=True)
+class PlacedPoint(Layout):
+    """A point of a total and where it ran, with its median time."""
+
+    point: str
+    series: str
+    time_s: float
+
+
+@dataclass(frozen=True)
+class OtherLayout(PlacedPoint):
+    """Another layout of a total, against the best one: its median time over the best
+    one's, with a 95 % interval; told apart where the interval excludes 1."""
+
+    ratio: float | None
+    lo: float | None
+    hi: float | None
+    told_apart: bool
+
+
+@dataclass(frozen=True)
+class Total:
+    """The layouts of one total N: the fastest, and the others against it."""
+
+    n: int
+    best: PlacedPoint
+    others: list[OtherLayout]
+
+
+@dataclass(frozen=True)
+class GridCell:
+    point: str | None
+    n: int | None
+    time_s: float | None
+    efficiency: float | None
+    best: bool
+    band: str | None = None  # the efficiency band, the heat map's colour
+
+
+@dataclass(frozen=True)
+class GridRow:
+    value: Any
+    cells: list[GridCell]
+
+
+@dataclass(frozen=True)
+class Grid:
+    line_key: str
+    along_key: str
+    base: str | None
+    columns: list[Any]
+    rows: list[GridRow]
+
+
+@dataclass(frozen=True)
+class Instability:
+    """When repeats disagree (scalestudy.analysis.intervals.instability)."""
+
+    cv_limit: float
+    z_limit: float
+    min_deviation: float
+
+
+@dataclass(frozen=True)
+class StudyFacts:
+    """The study as configured, in what the report states of it."""
+
+    name: str
+    description: str | None
+    workload: str | None
+    measured: str | None
+    kind: str  # measured | command | training | distributed
+    params: dict[str, Any]
+    scaling: Scaling  # the study model's own parts, as configured
+    unit: str  # what N counts: several, and one
+    unit_one: str
+    time: str
+    tolerance: float
+    distributed: bool
+    include_shared: bool
+    include_unstable: bool
+    instability: Instability
+    profile_steps: int | None
+    deadline_s: float | None
+    budget_su: float | None
+    request: Request
+    # the global batch is kept fixed over the processes (strong scaling of the batch)
+    global_batch_fixed: bool
+
+
+@dataclass(frozen=True)
+class CostRate:
+    where: str
+    rate: str
+
+
+@dataclass(frozen=True)
+class CostModel:
+    rate: str
+    others: list[CostRate]
+    basis: str
+
+
+@dataclass(frozen=True)
+class Charges:
+    core_hours: float
+    gpu_hours: float
+    su: float
+
+
+@dataclass(frozen=True)
+class BaseCase:
+    point: str
+    n: int
+    time_s: float | None
+
+
+@dataclass(frozen=True)
+class RunNote:
+    """One run and what is wrong with it."""
+
+    point: str
+    repeat: int
+
+
+@dataclass(frozen=True)
+class Failure(RunNote):
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class Mismatch(RunNote):
+    what: Any
+
+
+@dataclass(frozen=True)
+class StoppedAt:
+    from_n: int
+    to_n: int
+    marginal: float
+
+
+@dataclass(frozen=True)
+class MoreRuns:
+    n: int
+    more: int
+    at_least: bool
+
+
+@dataclass(frozen=True)
+class NextMeasurements:
+    repeats: list[MoreRuns]
+    su: float | None
+
+
+@dataclass(frozen=True)
+class Step:
+    """A step of N and the speedup per added unit it gains, with its 95 % interval."""
+
+    from_n: int
+    to_n: int
+    gain: float
+    lo: float
+    hi: float
+
+
+@dataclass(frozen=True)
+class DecisionSteps:
+    """The two steps an answer stands on: into the recommended N, and the one after it."""
+
+    to: Step | None
+    after: Step | None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One series' recommendation (scalestudy.analysis.findings.answer)."""
+
+    series: str | None
+    worth_n: int | None
+    base_n: int | None
+    threshold: float
+    stopped_at: StoppedAt | None
+    cheapest_meeting_deadline: int | None
+    deadline_note: str | None
+    fastest_within_budget: int | None
+    budget_note: str | None
+    peak: Peak | None
+    selected: str | None
+    decided: bool | None  # whether the runs' spread settles the answer (None: not judged)
+    next_measurements: NextMeasurements | None
+    step_intervals: list[list[Any]]
+    steps: DecisionSteps
+    fitted: bool
+    provenance_note: str | None
+    unstable: list[str]
+    usable_points: int | None
+    # the recommended point (absent where there is none)
+    point: str | None = None
+    speedup: float | None = None
+    speedup_ci_lo: float | None = None
+    speedup_ci_hi: float | None = None
+    efficiency: float | None = None
+    efficiency_ci_lo: float | None = None
+    efficiency_ci_hi: float | None = None
+    relative_su: float | None = None
+    layout: Layout | None = None
+    # whether the headline says the recommended point's layout
+    says_layout: bool = False
+    adaptive: bool = False
+
+
+@dataclass(frozen=True)
+class Round:
+    round: int
+    added: dict[str, int]
+    why: dict[str, str]
+    su: float
+
+
+@dataclass(frozen=True)
+class AdaptiveStop:
+    reason: str
+    text: str
+
+
+@dataclass(frozen=True)
+class RefusedRound:
+    added: dict[str, int]
+    why: dict[str, str]
+    round_su: float
+
+
+@dataclass(frozen=True)
+class TimedRun:
+    n: int
+    time_s: float
+    round: int
+    series: str | None
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """An adaptive study's rounds (scalestudy.analysis.adaptive.rounds_summary)."""
+
+    rounds: list[Round]
+    stop: AdaptiveStop
+    decided: bool
+    points: dict[str, int]  # every candidate's label -> N, measured or not
+    refused: RefusedRound | None
+    budget_su: float
+    spent_su: float
+    grid_repeats: int
+    grid_su: float
+    grid_su_estimated: bool
+    grid_su_bound: bool
+    relative_to_grid: float | None
+    runs: list[TimedRun]
+    later_runs: int
+    budget_needed: float | None
+
+
+@dataclass(frozen=True)
+class PointRequest:
+    """What to ask for at one point (scalestudy.analysis.request.point_request)."""
+
+    point: str
+    series: str
+    n: int
+    nodes: int
+    tasks_per_node: int
+    threads: int
+    gpus_per_node: int
+    cores: int
+    gpus: int
+    world_size: int
+    runs: int
+    asked_mem_mb: int | None
+    peak_mem_mb: float | None
+    memory_used: float | None
+    cpu_busy: float | None
+    gpu_util_pct: float | None
+    mem_mb: int | None
+    mem_from: str | None
+    time_min: int | None
+    slowest_s: float | None
+    resources: dict[str, Any] | None
+    time_scaled: bool
+    sbatch: list[str]
+    waste: list[str]
+    sacct_cpu_busy: float | None
+    sacct_peak_mem_mb: float | None
+    # --mem and the memory asked for in the words of the #SBATCH line (request.mem_text)
+    mem_text: str | None
+    asked_mem_text: str | None
+
+
+@dataclass(frozen=True)
+class Requests:
+    points: list[PointRequest]
+    accounting_note: str | None
+
+
+@dataclass(frozen=True)
+class DdpPoint:
+    series: str
+    point: str
+    world_size: float
+    processes_per_node: int
+    band: str | None
+
+
+@dataclass(frozen=True)
+class FrameworkShare:
+    lightning_ms: float
+    plain_ms: float
+    share: float
+
+
+@dataclass(frozen=True)
+class StagingRow:
+    k: int
+    runs: int
+    slowest_s: float
+    typical_s: float
+    mb_per_s: float | None
+    growth: float | None
+
+
+@dataclass(frozen=True)
+class Staging:
+    rows: list[StagingRow]
+
+
+@dataclass(frozen=True)
+class SlurmRun:
+    point: str
+    repeat: int
+    job: Any
+    nodes: str
+    submitted: Any
+    queue_wait_s: float | None
+    run_s: float | None
+    status: str
+    shared_with: list[list[Any]]
+    exclusive: bool | None
+
+
+@dataclass(frozen=True)
+class Allocations:
+    runs: int
+    jobs: int
+    shared_jobs: int
+    exclusive: str | None  # all | some | none (None: not known)
+
+
+@dataclass(frozen=True)
+class Received:
+    point: str
+    threads: int
+    processes: int
+    gpus: int
+    nodes: int
+    got: list[list[str]]  # [column, distinct values]
+
+
+@dataclass(frozen=True)
+class PointTelemetry:
+    """Per point, medians over its runs of how the data was loaded and the GPU used
+    (None: not measured)."""
+
+    point: str
+    stage_s: float | None = None
+    stagers: float | None = None
+    time_to_first_batch_s: float | None = None
+    wait_fraction: float | None = None
+    gpu_util_mean_pct: float | None = None
+    gpu_util_peak_pct: float | None = None
+    gpu_mem_peak_mb: float | None = None
+
+
+# the telemetry columns, one list for the analysis, which takes their medians from the
+# runs (scalestudy.analysis.findings.telemetry), and the report, which shows them
+TELEMETRY = [f.name for f in dataclasses.fields(PointTelemetry) if f.name != "point"]
+
+
+@dataclass(frozen=True)
+class Findings:
+    """Every number the report shows beyond summary.csv and the predictions."""
+
+    study: StudyFacts
+    repeats: list[int]  # the fewest and the most runs of a point
+    quality_metric: str | None
+    cost: CostModel
+    charges: Charges
+    base: BaseCase | None
+    unstable: int
+    overlapped: int
+    shared_machines: list[str]
+    failures: list[Failure]
+    mismatches: list[Mismatch]
+    disturbed: list[Mismatch]
+    answers: list[Answer]
+    adaptive: Rounds | None
+    requests: Requests
+    layouts: list[Total]
+    grid: Grid | None
+    metrics: list[str]
+    ddp: list[DdpPoint] | None
+    framework: FrameworkShare | None
+    telemetry: list[PointTelemetry]
+    staging: Staging | None
+    scheduler: list[SlurmRun]
+    allocations: Allocations | None
+    received: list[Received]
+    environment: list[list[str]]  # [column, distinct values]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """A study's analysis.json."""
+
+    series: list[SeriesFit]
+    comparisons: list[Comparison]
+    layouts: list[Total]
+    gpu_verdict: GpuVerdict | None
+    findings: Findings
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=1, allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "analysis.json") -> Analysis:
+        return from_dict(cls, json.loads(text), source)
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+def from_dict(cls, data, source: str = "analysis.json"):
+    """`data` (JSON values) as the contract dataclass `cls`, strictly: every key named,
+    no other (ContractError names the key, its path and `source`)."""
+    return _convert(cls, data, _Where(source, cls.__name__), strict=True)
+
+
+def build(cls, data):
+    """The analysis's side: `data` as `cls`, fields with a default filled where absent,
+    unknown keys refused."""
+    return _convert(cls, data, _Where("the analysis", cls.__name__), strict=False)
+
+
+def field_names() -> set[str]:
+    """Every field name of every part of the contract."""
+    names, todo, seen = set(), [Analysis], set()
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        for name, hint in _hints(cls).items():
+            names.add(name)
+            todo.extend(_dataclasses_in(hint))
+    return names
+
+
+@dataclass(frozen=True)
+class _Where:
+    source: str
+    path: str
+
+    def at(self, key) -> _Where:
+        return _Where(self.source, f"{self.path}.{key}")
+
+
+@cache
+def _hints(cls) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+@cache
+def _required(cls) -> frozenset[str]:
+    return frozenset(
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    )
+
+
+def _dataclasses_in(hint) -> list[type]:
+    if dataclasses.is_dataclass(hint):
+        return [hint]
+    return [c for arg in typing.get_args(hint) for c in _dataclasses_in(arg)]
+
+
+def _convert(hint, value, where: _Where, strict: bool):
+    if value is None or hint is Any:
+        return value
+    if dataclasses.is_dataclass(hint):
+        return _record(hint, value, where, strict)
+    origin = typing.get_origin(hint)
+    if origin in (types.UnionType, typing.Union):
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _convert(inner[0], value, where, strict) if len(inner) == 1 else value
+    if origin is list and isinstance(value, list | tuple):
+        (item,) = typing.get_args(hint)
+        if not _dataclasses_in(item):
+            return list(value)
+        return [_convert(item, v, where.at(i), strict) for i, v in enumerate(value)]
+    if origin is dict and isinstance(value, dict):
+        _, item = typing.get_args(hint)
+        if not _dataclasses_in(item):
+            return value
+        return {k: _convert(item, v, where.at(k), strict) for k, v in value.items()}
+    return value
+
+
+def _record(cls, value, where: _Where, strict: bool):
+    if isinstance(value, cls):
+        return value
+    if not isinstance(value, dict):
+        raise ContractError(f"{where.source}: {where.path} is not an object: {AGAIN}")
+    hints = _hints(cls)
+    unknown = [k for k in value if k not in hints]
+    if unknown:
+        raise ContractError(
+            f"{where.source}: unknown key {where.at(unknown[0]).path!r}, which the contract "
+            f"(scalestudy.contract.{cls.__name__}) does not name: {AGAIN}, or add it there"
+        )
+    needed = _required(cls) if not strict else frozenset(hints)
+    missing = [k for k in hints if k in needed and k not in value]
+    if missing:
+        raise ContractError(
+            f"{where.source}: missing key {where.at(missing[0]).path!r} "
+            f"(scalestudy.contract.{cls.__name__}): {AGAIN}"
+        )
+    return cls(**{k: _convert(hints[k], v, where.at(k), strict) for k, v in value.items()})

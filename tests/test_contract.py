@@ -1,0 +1,101 @@
+"""analysis.json is a typed contract (scalestudy/contract.py): the analysis writes it,
+the report loads it strictly and reads it by attribute; verdicts (told apart, --mem in
+words) come from the analysis, once."""
+
+import json
+import re
+
+import pandas as pd
+import pytest
+
+from scalestudy.analysis import layouts as layouts_module
+from scalestudy.analysis.request import mem_amount, mem_text, point_request
+from scalestudy.contract import Analysis, Answer, ContractError, Findings, Total
+from scalestudy.report import views
+from scalestudy.report.rendering import render
+from scalestudy.report.views import study_view
+from tests.conftest import REPO
+from tests.test_request import runs, threads_study
+from tests.test_views import aggregated, grid_analysis, text_of
+
+
+def test_an_aggregated_analysis_json_loads_into_the_contract_and_writes_back_the_same(tmp_path):
+    out = aggregated(tmp_path / "rtx", recommend={"deadline_s": 60, "budget_su": 0.1})
+    text = out["analysis"].read_text()
+    analysis = Analysis.from_json(text, str(out["analysis"]))
+    assert isinstance(analysis.findings, Findings)
+    (answer,) = analysis.findings.answers
+    assert isinstance(answer, Answer) and (answer.worth_n, answer.base_n) == (6, 1)
+    assert analysis.series[0].curve.measured_max_n == 10
+    assert json.loads(analysis.to_json()) == json.loads(text)
+    # the shape other readers know stays: the planner reads series[i].curve
+    assert set(json.loads(text)) == {"series", "comparisons", "layouts", "gpu_verdict", "findings"}
+
+
+def test_a_grid_analysis_round_trips_with_its_layouts_and_heat_map():
+    analysis, _ = grid_analysis()
+    again = Analysis.from_json(analysis.to_json())
+    assert again == analysis
+    assert isinstance(again.findings.layouts[0], Total) and again.findings.grid.rows
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda a: a["findings"]["answers"][0].update(surprise=1),
+         "unknown key 'Analysis.findings.answers.0.surprise'"),
+        (lambda a: a["findings"]["study"].pop("unit"),
+         "missing key 'Analysis.findings.study.unit'"),
+        (lambda a: a.pop("findings"), "missing key 'Analysis.findings'"),
+        (lambda a: a["series"][0]["curve"].pop("band_lo"),
+         "missing key 'Analysis.series.0.curve.band_lo'"),
+    ],
+)  # fmt: skip
+def test_an_unknown_or_a_missing_key_is_refused_with_its_name_and_file(tmp_path, change, named):
+    out = aggregated(tmp_path / "rtx")
+    data = json.loads(out["analysis"].read_text())
+    change(data)
+    with pytest.raises(ContractError, match=re.escape(named)) as refused:
+        Analysis.from_json(json.dumps(data), str(out["analysis"]))
+    assert str(out["analysis"]) in str(refused.value)
+    assert "aggregate the study again" in str(refused.value)
+    # the report refuses it the same way, and the workflow's script names the file
+    with pytest.raises(ValueError, match=re.escape(named)):
+        study_view(data, pd.read_csv(out["summary"]), {})
+
+
+def test_a_layout_whose_interval_just_excludes_1_is_told_apart(monkeypatch):
+    """The template tested `lo <= 1` on lo rounded to two decimals: a lo of 1.004 printed
+    "1.00" and was said "not told apart". The verdict is the analysis's: the interval
+    excludes 1."""
+    monkeypatch.setattr(layouts_module, "ratio_ci", lambda other, best: (1.3, 1.004, 1.6))
+    analysis, summary = grid_analysis()
+    others = [o for t in analysis.findings.layouts for o in t.others]
+    assert others and all(o.told_apart for o in others)
+    text = text_of(render("t", [study_view(analysis, summary, {})]))
+    assert "1.30x [1.00, 1.60] faster than" in text
+    assert "not told apart" not in text
+    # an interval that reaches 1 is not
+    monkeypatch.setattr(layouts_module, "ratio_ci", lambda other, best: (1.3, 1.0, 1.6))
+    analysis, summary = grid_analysis()
+    text = text_of(render("t", [study_view(analysis, summary, {})]))
+    assert "not told apart by these runs" in text
+
+
+@pytest.mark.parametrize("mb", [21, 1000, 1023, 1024, 1536, 2048, 10240])
+def test_mem_is_worded_once_as_its_sbatch_line_says_it(mb):
+    amount, unit = mem_amount(mb)
+    assert mem_text(mb) == f"{amount} {unit}B"
+    assert (amount, unit) == ((mb // 1024, "G") if mb % 1024 == 0 else (mb, "M"))
+
+
+def test_the_report_shows_the_analysis_words_for_mem_and_repeats_no_rule():
+    # 1500 MB x 1.2 = 1800 MB -> 2 GB; asked 4000 MB, not whole GB: in MB
+    made = runs("t4", elapsed_s=[100.0, 120.0], usage_peak_rss_mb=[1500.0, 1400.0])
+    request = point_request(threads_study(), "", 4, made)
+    assert "#SBATCH --mem=2G" in request["sbatch"]
+    assert (request["mem_text"], request["asked_mem_text"]) == ("2 GB", "4000 MB")
+    source = (REPO / "scalestudy" / "report" / "views.py").read_text()
+    # the whole-GB rule (a remainder of 1024) lives in scalestudy.analysis.request alone
+    assert not re.search(r"%\s*1024|MB_PER_GB", source)
+    assert not hasattr(views, "mem_text")
