@@ -8,50 +8,10 @@ rerun, a raised budget or a tighter target continue from what exists and redo
 nothing). Pure functions of the runs' times, shared by the workflow and by
 benchmarks/adaptive_simulator.py.
 
-The rules, and why:
-
-* Round 1 measures the base case and the next `first_points - 1` candidates up, with
-  `first_repeats` runs each: the smallest points of a strong-scaling study cost the
-  least SU, and the walk that the recommendation takes starts there
-  (scalestudy.analysis.recommendation.recommend: up from the smallest N while each
-  step's marginal gain is at least the threshold).
-* The gains of a speedup curve fall as N rises (Amdahl's law and the USL do, up to
-  their peak), so two steps decide the answer: the one into it and the one out of it,
-  each between neighbouring candidates. Candidates further away need no runs: a study
-  jumps to where the answer should be and measures around it (new_points). Where the
-  measured gains clearly rise instead, up to the step that stopped the walk, the
-  candidates between are measured.
-* The answer is decided when (a) the recommended step's marginal-gain interval lies
-  above the threshold, (b) the next step's lies below it, or there is no next
-  candidate, (c) both steps join neighbouring candidates, (d) the recommended point's
-  speedup CI (the summary's, a bootstrap of the ratio of medians) has a relative
-  half-width within `target_ci`, and (e) the points of those steps and the base have
-  at least MIN_DECIDING_RUNS usable runs (of 2 runs, a bootstrap interval is far too
-  narrow).
-* Otherwise the next round adds what decides it: candidates not yet measured,
-  NEW_POINT_RUNS runs each (new_points: where the fitted law says the gain crosses the
-  threshold, the next candidate up where no law fits, or next to the answer where the
-  walk went over candidates); repeats at
-  both ends of an undecided step, and at the base case where its runs move that
-  step's gain (every speedup divides by the base's median, but a step high up the
-  curve hardly depends on it); repeats at the recommended point and the base where
-  its CI is too wide (once no new point may move the answer). How many: as many as
-  would shrink the interval to the distance between the gain and the threshold
-  (width ~ 1/sqrt(runs)), at most doubling a point's runs per round (the estimate
-  itself is rough on few runs), and never beyond `max_repeats`. A step is not given
-  up before that because deciding it would take more: a projection from a gain
-  measured on few noisy runs gave up on easy studies. A CI target that `max_repeats`
-  runs at both its ends would not reach (half_width_at_max_repeats) gets none; such
-  a study cannot be decided, so a deciding step gets runs only while they may well
-  change the answer (curtailed_steps: not when even `max_repeats` runs would take
-  its gain across the threshold with a chance below CURTAIL_CHANCE).
-* It stops, saying why, when the answer is decided, when the next round would take the
-  study above its budget (a round whose new candidates go beyond the next one up is
-  first cut to that one), or when the limits are reached (`max_rounds` rounds, or
-  nothing left to add: the deciding points have `max_repeats` runs, more runs would
-  hardly change the answer, or the CI target is out of reach).
-* benchmarks/adaptive_simulator.py measures these rules against fixed grids (right
-  answers, decided-and-wrong ones, SU); its docstring has the figures.
+The rules, and why, are written once, for users and developers alike, in
+docs/adaptive.md; the functions here carry their names (new_points, curtailed_steps,
+half_width_at_max_repeats, next_round). benchmarks/adaptive_simulator.py measures them
+against fixed grids.
 """
 
 from __future__ import annotations
