@@ -3,6 +3,7 @@
 import json
 import os
 import threading
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -50,7 +51,16 @@ def good_record(**overrides) -> dict:
         "rerun_token": "first",
     }
     record.update(overrides)
+    wall_s = overrides.get("wall_s")
+    if "finished_at" not in overrides and isinstance(wall_s, float | int) and 0 <= wall_s < 1e9:
+        # a record's own times agree (records.self_inconsistency): it ends wall_s after it began
+        record["finished_at"] = finished_after(record["started_at"], wall_s)
     return record
+
+
+def finished_after(started_at: str, wall_s: float) -> str:
+    end = datetime.fromisoformat(started_at) + timedelta(seconds=wall_s)
+    return end.isoformat(timespec="milliseconds")
 
 
 def test_round_trip(tmp_path):
