@@ -127,6 +127,18 @@ def parse_record_text(text: str, source: str) -> dict:
     return record
 
 
+def plain(value) -> str:
+    """A value as a message shows it: numbers plain (0, 2.5, nan; never np.int64(0) or
+    np.float64(nan), which repr gives numpy's scalars), text quoted ('fast'), lists
+    and tuples of them likewise."""
+    if isinstance(value, list | tuple):
+        inner = ", ".join(plain(v) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        value = value.item()  # a numpy scalar as the Python value it holds
+    return repr(value) if isinstance(value, str) else str(value)
+
+
 def seconds(value: float) -> str:
     """A figure of seconds as a person reads it: 2.5, 0.001, 1000000, 1e+308."""
     if not abs(value) < 1e15:

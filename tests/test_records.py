@@ -145,3 +145,14 @@ def test_missing_field(tmp_path):
     path.write_text(json.dumps(record))
     with pytest.raises(RecordError, match="'wall_s' is a required property"):
         read_record(path)
+
+
+def test_messages_print_plain_numbers():
+    import numpy as np
+
+    from scalestudy.records import plain
+
+    assert f"N={plain(np.int64(0))}" == "N=0"
+    assert f"time_s={plain(np.float64('nan'))}" == "time_s=nan"
+    assert plain([np.int64(2), np.float64(2.5), "fast"]) == "[2, 2.5, 'fast']"
+    assert plain((np.int64(1), "a")) == "(1, 'a')" and plain(None) == "None"
