@@ -222,9 +222,13 @@ def get_profile_spec(wildcards):
 
 def get_rerun_token(wildcards):
     """A failed run's token differs from the one it ran with, so Snakemake's params
-    trigger reruns it on the next invocation; a good run keeps its token. A record that
-    cannot be read, or is not the run its path names (copied or moved by hand), gets a
-    token from the file's own change time: new for every new fault, however often."""
+    trigger reruns it on the next invocation; a good run keeps its token. An adaptive
+    study's failed run keeps its token too: its rounds judged it (a run killed at its
+    limit says the point is too slow), and a later round asks for new runs where it
+    needs them, so a stopped study stays stopped; `make redo` retries it on request. A
+    record that cannot be read, is not the run its path names (copied or moved by hand),
+    or whose figures disagree, gets a token from the file's own change time: new for
+    every new fault, however often."""
     path = Path(paths.record_path(wildcards.study, wildcards.point, wildcards.repeat))
     if not path.exists():
         return "first"
@@ -236,7 +240,7 @@ def get_rerun_token(wildcards):
     if problem:
         logger.warning(f"{problem} It is run again.")
         return f"invalid-{path.stat().st_mtime_ns}"
-    if record["status"] == "ok":
+    if record["status"] == "ok" or wildcards.study in ADAPTIVE:
         return record["rerun_token"]
     return f"retry-after-{record['finished_at']}"
 

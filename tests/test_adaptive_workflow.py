@@ -4,10 +4,13 @@ nothing, a deleted record redone, a raised limit that continues from what exists
 a study over many candidates that runs only those that decide its answer."""
 
 import json
+import subprocess
 import sys
 
 import pandas as pd
 import pytest
+
+from tests.test_workflow import planned_runs
 
 PY = sys.executable
 # a command whose time halves with its threads, and whose odd repeats take 1.5x as long:
@@ -163,3 +166,34 @@ def test_an_adaptive_study_runs_only_the_candidates_that_decide_its_answer(workf
     if "t32" in rounds[1]["added"]:  # (the usual jump) a later round filled 8, saying why
         assert any("does the step 8->16 pay?" in w for r in rounds for w in r["why"].values())
         assert "does the step 8-&gt;16 pay?" in report
+
+
+@pytest.mark.slow
+def test_a_stopped_study_with_failed_runs_runs_nothing_on_a_rerun(workflow):
+    # the fault probe's study stopped with its N = 2 runs all killed at their limit; a
+    # plain rerun started them again, each another minute and another charge
+    fails_at_2 = "import sys, time; n = int(sys.argv[1]); time.sleep(0.2); sys.exit(n == 2)"
+    study = adaptive_study(max_repeats=2)
+    study["params"]["command"] = [PY, "-c", fails_at_2, "{threads}"]
+    workflow.write_config({"studies": {"a": study}})
+    workflow.snakemake("--profile", "profiles/local")
+    assert plans(workflow)[-1]["stop"] is not None
+    failed = json.loads((workflow.root / "results/a/runs/t2/rep1.json").read_text())
+    assert failed["status"] == "failed"
+    first = run_ids(workflow)
+    assert sorted(first) == ["t1/rep1", "t1/rep2", "t2/rep1", "t2/rep2"]
+
+    dry = workflow.snakemake("--profile", "profiles/local", "-n")
+    assert planned_runs(dry) == set(), dry.output
+    again = workflow.snakemake("--profile", "profiles/local")
+    assert "Nothing to be done" in again.output
+    assert run_ids(workflow) == first
+
+    # retried on request: redo moves the failed records aside, and they run again
+    redo = subprocess.run([PY, "-m", "scalestudy.redo", "a", "t2"], cwd=workflow.root,
+                          capture_output=True, text=True)  # fmt: skip
+    assert redo.returncode == 0, redo.stderr
+    assert planned_runs(workflow.snakemake("--profile", "profiles/local", "-n")) == {
+        ("a", "t2", "1"),
+        ("a", "t2", "2"),
+    }
