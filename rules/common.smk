@@ -11,6 +11,7 @@ from snakemake.logging import logger
 
 from scalestudy import studies as st
 from scalestudy import FIGURES, paths
+from scalestudy.analysis.adaptive import config_fingerprint
 from scalestudy.analysis.plan import budget_problem, study_plan
 from scalestudy.analysis.request import partition_time_limits
 from scalestudy.records import RecordError, misplacement, read_record
@@ -91,14 +92,43 @@ def records_of(study, totals):
 def adaptive_rounds(study):
     """The plans of an adaptive study's rounds, up to the one that stops it: (path,
     plan) each. Each plan is a checkpoint: until it exists Snakemake builds it (and the
-    runs before it) first, then evaluates this again."""
+    runs before it) first, then evaluates this again. Rounds are history: a round that
+    stopped the study is followed by the rounds planned after it (under a later config),
+    and if the last stopped it under another config than today's, the next round is
+    planned under today's, from the runs that exist."""
     rounds = []
+    current = config_fingerprint(CONFIG["studies"][study])
     for round_no in itertools.count(1):
         path = checkpoints.adaptive_round.get(study=study, round=round_no).output.plan
         plan = json.loads(Path(path).read_text())
         rounds.append((path, plan))
-        if plan["stop"]:
+        later = Path(paths.ROUND.format(study=study, round=round_no + 1)).exists()
+        if (
+            plan["stop"]
+            and not later
+            and plan.get("config_fingerprint", current) == current
+        ):
             return rounds
+
+
+def planned_round(study, round_no):
+    """The plan in a round's file, if it holds one (None: not planned yet)."""
+    path = Path(paths.ROUND.format(study=study, round=round_no))
+    try:
+        plan = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return plan if isinstance(plan, dict) else None
+
+
+def get_round_config(wildcards):
+    """The config a round is planned under: today's for a new round; for one that ran,
+    the one its file says it was planned under, so that a changed config never plans
+    it again (Snakemake would see its params change and rewrite the history)."""
+    plan = planned_round(wildcards.study, int(wildcards.round))
+    if plan is not None and isinstance(plan.get("config"), dict):
+        return plan["config"]
+    return CONFIG["studies"][wildcards.study]
 
 
 def adaptive_records(study):
@@ -126,7 +156,7 @@ def get_previous_round(wildcards):
     round_no = int(wildcards.round)
     if round_no == 1:
         return []
-    return [paths.ROUND.format(study=wildcards.study, round=round_no - 1)]
+    return [ancient(paths.ROUND.format(study=wildcards.study, round=round_no - 1))]
 
 
 def get_round_records(wildcards):
@@ -136,7 +166,8 @@ def get_round_records(wildcards):
         return []
     previous = checkpoints.adaptive_round.get(study=wildcards.study, round=round_no - 1)
     plan = json.loads(Path(previous.output.plan).read_text())
-    return records_of(wildcards.study, plan["totals"])
+    # ancient: a record redone after the round was planned does not plan it again
+    return [ancient(path) for path in records_of(wildcards.study, plan["totals"])]
 
 
 def get_study_rounds(wildcards):

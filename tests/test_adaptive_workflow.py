@@ -39,11 +39,12 @@ def adaptive_study(**adaptive) -> dict:
 
 
 def plans(workflow) -> list[dict]:
-    """The study's round plans, up to the one that stops it (a later file can be left
-    from plans made before a change of the config)."""
+    """The study's round plans, every one that ran (a round that stopped the study under
+    an earlier config is followed by those planned under a later one)."""
     folder, found = workflow.root / "results" / "a" / "rounds", []
-    while not found or not found[-1]["stop"]:
+    while (folder / f"round{len(found) + 1}.json").exists():
         found.append(json.loads((folder / f"round{len(found) + 1}.json").read_text()))
+    assert found[-1]["stop"], found[-1]
     return found
 
 
@@ -97,8 +98,11 @@ def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflo
     # nothing to do again; a deleted record is run again, and only it
     again = workflow.snakemake("--profile", "profiles/local")
     assert "Nothing to be done" in again.output
+    folder = workflow.root / "results" / "a" / "rounds"
+    history = {p.name: p.read_bytes() for p in folder.glob("round*.json")}
     (workflow.root / "results" / "a" / "runs" / "t2" / "rep3.json").unlink()
     workflow.snakemake("--profile", "profiles/local")
+    assert {p.name: p.read_bytes() for p in folder.glob("round*.json")} == history
     redone = run_ids(workflow)
     assert redone["t2/rep3"] != first["t2/rep3"]
     assert {k: v for k, v in redone.items() if k != "t2/rep3"} == {
@@ -115,10 +119,14 @@ def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflo
     assert {k: now[k] for k in redone} == redone
     assert len(now) == 12
 
-    # a lowered limit remakes the plans smaller, but drops no measured run
+    # a lowered limit keeps the rounds that ran (history), plans one that adds nothing,
+    # and drops no measured run
+    history = plans(workflow)
     workflow.write_config({"studies": {"a": adaptive_study(max_repeats=4)}})
     workflow.snakemake("--profile", "profiles/local")
-    assert plans(workflow)[-1]["totals"] == {"t1": 4, "t2": 4}
+    rounds = plans(workflow)
+    assert rounds[: len(history)] == history and len(rounds) == len(history) + 1
+    assert rounds[-1]["added"] == {} and rounds[-1]["totals"] == {"t1": 6, "t2": 6}
     assert run_ids(workflow) == now
     assert list(pd.read_csv(workflow.root / "results" / "a" / "summary.csv")["repeats"]) == [6, 6]
 
@@ -197,3 +205,36 @@ def test_a_stopped_study_with_failed_runs_runs_nothing_on_a_rerun(workflow):
         ("a", "t2", "1"),
         ("a", "t2", "2"),
     }
+
+
+@pytest.mark.slow
+def test_the_rounds_are_history_a_changed_config_plans_new_ones(workflow):
+    # the fault probe changed a stopped study's config: Snakemake saw "Params have
+    # changed", planned every round again, and the report told a history that never ran
+    workflow.write_config({"studies": {"a": adaptive_study(max_repeats=2)}})
+    workflow.snakemake("--profile", "profiles/local")
+    folder = workflow.root / "results" / "a" / "rounds"
+    history = {p.name: p.read_bytes() for p in folder.glob("round*.json")}
+    before = plans(workflow)
+    assert before[-1]["stop"]["reason"] == "limits"
+    first = run_ids(workflow)
+
+    workflow.write_config({"studies": {"a": adaptive_study(max_repeats=3, max_rounds=9)}})
+    workflow.snakemake("--profile", "profiles/local")
+    assert {name: (folder / name).read_bytes() for name in history} == history
+    after = plans(workflow)
+    assert after[: len(before)] == before and len(after) > len(before)
+    new = after[len(before)]
+    assert new["config_fingerprint"] != before[-1]["config_fingerprint"]
+    assert new["totals"]["t1"] >= 2 and after[-1]["totals"] == {"t1": 3, "t2": 3}
+    now = run_ids(workflow)
+    assert {k: now[k] for k in first} == first and len(now) == 6
+    report = (workflow.root / "results" / "report.html").read_text()
+    assert "The study&#39;s config changed between rounds" in report or (
+        "The study's config changed between rounds" in report
+    )
+    assert f"round {new['round']} on was planned under config" in report
+
+    # running again does nothing
+    again = workflow.snakemake("--profile", "profiles/local")
+    assert "Nothing to be done" in again.output
