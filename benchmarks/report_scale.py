@@ -19,6 +19,7 @@ import argparse
 import copy
 import tempfile
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +49,9 @@ RECORD = {
 def record(study: str, n: int, repeat: int, seconds: float) -> dict:
     r = copy.deepcopy(RECORD)
     r.update(study=study, point=f"t{n}", n=n, repeat=repeat, wall_s=seconds + 1.0)
+    # its own times agree (scalestudy.records.self_inconsistency): it ends wall_s later
+    end = datetime.fromisoformat(r["started_at"]) + timedelta(seconds=r["wall_s"])
+    r["finished_at"] = end.isoformat(timespec="milliseconds")
     r["run_id"] = f"{study}-t{n}-rep{repeat}"  # each run once
     r["phases"] = [
         {"name": "startup", "kind": "startup", "seconds": 1.0},

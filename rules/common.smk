@@ -11,6 +11,7 @@ from snakemake.logging import logger
 
 from scalestudy import studies as st
 from scalestudy import FIGURES, paths
+from scalestudy.analysis.adaptive import config_fingerprint
 from scalestudy.analysis.plan import budget_problem, study_plan
 from scalestudy.analysis.request import partition_time_limits
 from scalestudy.records import RecordError, misplacement, read_record
@@ -94,14 +95,43 @@ def records_of(study, totals):
 def adaptive_rounds(study):
     """The plans of an adaptive study's rounds, up to the one that stops it: (path,
     plan) each. Each plan is a checkpoint: until it exists Snakemake builds it (and the
-    runs before it) first, then evaluates this again."""
+    runs before it) first, then evaluates this again. Rounds are history: a round that
+    stopped the study is followed by the rounds planned after it (under a later config),
+    and if the last stopped it under another config than today's, the next round is
+    planned under today's, from the runs that exist."""
     rounds = []
+    current = config_fingerprint(CONFIG["studies"][study])
     for round_no in itertools.count(1):
         path = checkpoints.adaptive_round.get(study=study, round=round_no).output.plan
         plan = json.loads(Path(path).read_text())
         rounds.append((path, plan))
-        if plan["stop"]:
+        later = Path(paths.ROUND.format(study=study, round=round_no + 1)).exists()
+        if (
+            plan["stop"]
+            and not later
+            and plan.get("config_fingerprint", current) == current
+        ):
             return rounds
+
+
+def planned_round(study, round_no):
+    """The plan in a round's file, if it holds one (None: not planned yet)."""
+    path = Path(paths.ROUND.format(study=study, round=round_no))
+    try:
+        plan = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return plan if isinstance(plan, dict) else None
+
+
+def get_round_config(wildcards):
+    """The config a round is planned under: today's for a new round; for one that ran,
+    the one its file says it was planned under, so that a changed config never plans
+    it again (Snakemake would see its params change and rewrite the history)."""
+    plan = planned_round(wildcards.study, int(wildcards.round))
+    if plan is not None and isinstance(plan.get("config"), dict):
+        return plan["config"]
+    return CONFIG["studies"][wildcards.study]
 
 
 def adaptive_records(study):
@@ -129,7 +159,7 @@ def get_previous_round(wildcards):
     round_no = int(wildcards.round)
     if round_no == 1:
         return []
-    return [paths.ROUND.format(study=wildcards.study, round=round_no - 1)]
+    return [ancient(paths.ROUND.format(study=wildcards.study, round=round_no - 1))]
 
 
 def get_round_records(wildcards):
@@ -139,7 +169,8 @@ def get_round_records(wildcards):
         return []
     previous = checkpoints.adaptive_round.get(study=wildcards.study, round=round_no - 1)
     plan = json.loads(Path(previous.output.plan).read_text())
-    return records_of(wildcards.study, plan["totals"])
+    # ancient: a record redone after the round was planned does not plan it again
+    return [ancient(path) for path in records_of(wildcards.study, plan["totals"])]
 
 
 def get_study_rounds(wildcards):
@@ -225,9 +256,13 @@ def get_profile_spec(wildcards):
 
 def get_rerun_token(wildcards):
     """A failed run's token differs from the one it ran with, so Snakemake's params
-    trigger reruns it on the next invocation; a good run keeps its token. A record that
-    cannot be read, or is not the run its path names (copied or moved by hand), gets a
-    token from the file's own change time: new for every new fault, however often."""
+    trigger reruns it on the next invocation; a good run keeps its token. An adaptive
+    study's failed run keeps its token too: its rounds judged it (a run killed at its
+    limit says the point is too slow), and a later round asks for new runs where it
+    needs them, so a stopped study stays stopped; `make redo` retries it on request. A
+    record that cannot be read, is not the run its path names (copied or moved by hand),
+    or whose figures disagree, gets a token from the file's own change time: new for
+    every new fault, however often."""
     path = Path(paths.record_path(wildcards.study, wildcards.point, wildcards.repeat))
     if not path.exists():
         return "first"
@@ -239,7 +274,7 @@ def get_rerun_token(wildcards):
     if problem:
         logger.warning(f"{problem} It is run again.")
         return f"invalid-{path.stat().st_mtime_ns}"
-    if record["status"] == "ok":
+    if record["status"] == "ok" or wildcards.study in ADAPTIVE:
         return record["rerun_token"]
     return f"retry-after-{record['finished_at']}"
 

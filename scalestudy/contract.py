@@ -408,6 +408,15 @@ class TimedRun:
 
 
 @dataclass(frozen=True)
+class ConfigChange:
+    """From this round on, the rounds were planned under this config (its fingerprint,
+    scalestudy.analysis.adaptive.config_fingerprint; None in plans made before them)."""
+
+    round: int
+    config: str | None
+
+
+@dataclass(frozen=True)
 class Rounds:
     """An adaptive study's rounds (scalestudy.analysis.adaptive.rounds_summary)."""
 
@@ -426,6 +435,8 @@ class Rounds:
     runs: list[TimedRun]
     later_runs: int
     budget_needed: float | None
+    # where the config changed between rounds (none: one config throughout)
+    configs: list[ConfigChange] = dataclasses.field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import tempfile
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 
@@ -19,6 +20,19 @@ from scalestudy.paths import identity_from_path
 
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("schemas") / "record.schema.json"
+
+# How far a record's own times may disagree (self_inconsistency). The launcher takes
+# started_at just before its timer starts and finished_at once the record is assembled,
+# after the timer stops: wall_s lies inside that span. Both are wall-clock times cut to
+# the millisecond, and that clock may be slewed (NTP: at most 0.05 %) while the timer
+# (a monotonic clock) is not; rank 0's start-up phase is timed from the launcher's clock.
+# So wall_s, and the phases together, may exceed the span, or wall_s, by no more than
+CLOCK_TOLERANCE_S = 1.0
+CLOCK_TOLERANCE_FRACTION = 0.01  # of the longer of the two
+# and the span may exceed wall_s by the launcher's work after its timer stops (reading
+# the ranks' results, the host's ledger, a git call of up to 2 x 10 s), by no more than
+BOOKKEEPING_S = 60.0
+BOOKKEEPING_FRACTION = 0.1  # of the span
 
 
 class RecordError(ValueError):
@@ -107,10 +121,69 @@ def parse_record_text(text: str, source: str) -> dict:
         raise RecordError(f"{source}: not a complete JSON record ({e})") from None
     if not isinstance(record, dict):
         raise RecordError(f"{source}: a record must be a JSON object")
-    problem = schema_errors(record)
+    problem = schema_errors(record) or self_inconsistency(record)
     if problem:
         raise RecordError(f"{source}: {problem}")
     return record
+
+
+def plain(value) -> str:
+    """A value as a message shows it: numbers plain (0, 2.5, nan; never np.int64(0) or
+    np.float64(nan), which repr gives numpy's scalars), text quoted ('fast'), lists
+    and tuples of them likewise."""
+    if isinstance(value, list | tuple):
+        inner = ", ".join(plain(v) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        value = value.item()  # a numpy scalar as the Python value it holds
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def seconds(value: float) -> str:
+    """A figure of seconds as a person reads it: 2.5, 0.001, 1000000, 1e+308."""
+    if not abs(value) < 1e15:
+        return f"{value:.3g}"
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+def _timestamp(record: dict, key: str) -> datetime:
+    try:
+        when = datetime.fromisoformat(record[key])
+    except ValueError:
+        raise RecordError(f"{key} {record[key]!r} is not an ISO 8601 time") from None
+    if when.tzinfo is None:
+        raise RecordError(f"{key} {record[key]!r} has no time zone (records are in UTC)")
+    return when
+
+
+def self_inconsistency(record: dict) -> str | None:
+    """Why a record's own figures disagree (None: they agree): its wall_s with its
+    started_at..finished_at, and its phases with its wall time. Such a record was edited
+    or damaged (a 1-s run with wall_s 1e6 once gave a speedup of 914385): none of its
+    figures can be trusted. The tolerances are those above (CLOCK_TOLERANCE_S ...)."""
+    try:
+        started, finished = (_timestamp(record, k) for k in ("started_at", "finished_at"))
+    except RecordError as e:
+        return str(e)
+    span = (finished - started).total_seconds()
+    wall = record["wall_s"]
+    phases = sum(p["seconds"] for p in record["phases"])
+
+    def slack(*figures: float) -> float:
+        return CLOCK_TOLERANCE_S + CLOCK_TOLERANCE_FRACTION * max(figures)
+
+    where = f"its started_at and finished_at, {seconds(span)} s apart"
+    if span < -slack(0.0):
+        return f"finished_at is {seconds(-span)} s before started_at"
+    if wall is not None:
+        if not math.isfinite(wall) or wall > span + slack(wall, span):
+            return f"wall_s {seconds(wall)} s is longer than {where}"
+        if wall < span - (BOOKKEEPING_S + BOOKKEEPING_FRACTION * span):
+            return f"wall_s {seconds(wall)} s is far shorter than {where}"
+    limit, what = (wall, f"wall_s, {seconds(wall)} s") if wall is not None else (span, where)
+    if not math.isfinite(phases) or phases > limit + slack(phases, limit):
+        return f"its phases take {seconds(phases)} s together, longer than {what}"
+    return None
 
 
 def read_record(path: str | os.PathLike) -> dict:

@@ -3,9 +3,10 @@ invocation runs them again (a missing record is redone, and its study re-aggrega
 
     python -m scalestudy.redo STUDY [POINT [REPEAT]]   (or: make redo STUDY=... POINT=...)
 
-STUDY alone: the whole study starts over; with POINT: that point; with REPEAT: that
-one run (rep REPEAT). The records go to results/STUDY/discarded/<time>/, with their
-folders, and are never read again by the workflow; delete them when sure.
+STUDY alone: the whole study starts over (an adaptive one's rounds too); with POINT:
+that point; with REPEAT: that one run (rep REPEAT). The records go to
+results/STUDY/discarded/<time>/, with their folders, and are never read again by the
+workflow; delete them when sure.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ def redo(results: Path, study: str, point: str | None = None, repeat: str | None
         target = aside / record.relative_to(runs)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(record, target)
+    rounds = results / study / "rounds"
+    if point is None and rounds.is_dir():
+        # an adaptive study over: its rounds (history of runs now aside) go with them
+        shutil.move(rounds, aside / "rounds")
     print(f"moved {len(records)} record(s) to {aside}; the next invocation runs them again")
     return aside
 

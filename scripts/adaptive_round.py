@@ -5,7 +5,9 @@ scalestudy.analysis.adaptive)."""
 import json
 import logging
 import sys
+from pathlib import Path
 
+from scalestudy.analysis.adaptive import config_fingerprint
 from scalestudy.analysis.plan import round_plan
 from scalestudy.analysis.tables import runs_from_records
 from scalestudy.model import Study
@@ -13,8 +15,30 @@ from scalestudy.records import RecordError, write_text_atomic
 from scalestudy.studies import series_of_points
 
 
+def kept_plan(path: Path) -> str | None:
+    """The text of a round that was planned before, from its history copy (None: not
+    planned yet, or a copy that holds no plan)."""
+    try:
+        text = path.read_text()
+        return text if isinstance(json.loads(text), dict) else None
+    except (OSError, ValueError):
+        return None
+
+
 def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
+    # A round that ran is history: planned again (Snakemake reruns a checkpoint whose
+    # input a redone run updated, after removing its file), it is written back byte for
+    # byte from its copy beside it, never planned anew from other runs or another config
+    output = Path(smk.output.plan)
+    history = output.with_name(f".{output.name}")
+    kept = kept_plan(history)
+    if kept is not None:
+        logging.info(
+            "round %s ran before: kept as it was planned (%s)", smk.wildcards.round, history
+        )
+        write_text_atomic(output, kept)
+        return
     study = Study.from_config(smk.wildcards.study, smk.params.study)
     records = list(smk.input.records)
     try:
@@ -23,8 +47,14 @@ def main(smk) -> None:
         logging.error("%s", e)
         sys.exit(f"adaptive_round: refusing to plan round {smk.wildcards.round}: {e}")
     plan = round_plan(study, int(smk.wildcards.round), runs)
+    # the config it was planned under: the round is history, never planned again
+    # (rules/common.smk, get_round_config), and the report says where the config changed
+    plan |= {"config_fingerprint": config_fingerprint(smk.params.study),
+             "config": smk.params.study}  # fmt: skip
     logging.info("round %s: %s", smk.wildcards.round, json.dumps(plan, indent=1))
-    write_text_atomic(smk.output.plan, json.dumps(plan, indent=1, allow_nan=False))
+    text = json.dumps(plan, indent=1, allow_nan=False)
+    write_text_atomic(history, text)
+    write_text_atomic(output, text)
 
 
 if "snakemake" in globals():

@@ -4,10 +4,13 @@ nothing, a deleted record redone, a raised limit that continues from what exists
 a study over many candidates that runs only those that decide its answer."""
 
 import json
+import subprocess
 import sys
 
 import pandas as pd
 import pytest
+
+from tests.test_workflow import planned_runs
 
 PY = sys.executable
 # a command whose time halves with its threads, and whose odd repeats take 1.5x as long:
@@ -36,11 +39,12 @@ def adaptive_study(**adaptive) -> dict:
 
 
 def plans(workflow) -> list[dict]:
-    """The study's round plans, up to the one that stops it (a later file can be left
-    from plans made before a change of the config)."""
+    """The study's round plans, every one that ran (a round that stopped the study under
+    an earlier config is followed by those planned under a later one)."""
     folder, found = workflow.root / "results" / "a" / "rounds", []
-    while not found or not found[-1]["stop"]:
+    while (folder / f"round{len(found) + 1}.json").exists():
         found.append(json.loads((folder / f"round{len(found) + 1}.json").read_text()))
+    assert found[-1]["stop"], found[-1]
     return found
 
 
@@ -94,8 +98,11 @@ def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflo
     # nothing to do again; a deleted record is run again, and only it
     again = workflow.snakemake("--profile", "profiles/local")
     assert "Nothing to be done" in again.output
+    folder = workflow.root / "results" / "a" / "rounds"
+    history = {p.name: p.read_bytes() for p in folder.glob("round*.json")}
     (workflow.root / "results" / "a" / "runs" / "t2" / "rep3.json").unlink()
     workflow.snakemake("--profile", "profiles/local")
+    assert {p.name: p.read_bytes() for p in folder.glob("round*.json")} == history
     redone = run_ids(workflow)
     assert redone["t2/rep3"] != first["t2/rep3"]
     assert {k: v for k, v in redone.items() if k != "t2/rep3"} == {
@@ -112,10 +119,14 @@ def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflo
     assert {k: now[k] for k in redone} == redone
     assert len(now) == 12
 
-    # a lowered limit remakes the plans smaller, but drops no measured run
+    # a lowered limit keeps the rounds that ran (history), plans one that adds nothing,
+    # and drops no measured run
+    history = plans(workflow)
     workflow.write_config({"studies": {"a": adaptive_study(max_repeats=4)}})
     workflow.snakemake("--profile", "profiles/local")
-    assert plans(workflow)[-1]["totals"] == {"t1": 4, "t2": 4}
+    rounds = plans(workflow)
+    assert rounds[: len(history)] == history and len(rounds) == len(history) + 1
+    assert rounds[-1]["added"] == {} and rounds[-1]["totals"] == {"t1": 6, "t2": 6}
     assert run_ids(workflow) == now
     assert list(pd.read_csv(workflow.root / "results" / "a" / "summary.csv")["repeats"]) == [6, 6]
 
@@ -163,3 +174,67 @@ def test_an_adaptive_study_runs_only_the_candidates_that_decide_its_answer(workf
     if "t32" in rounds[1]["added"]:  # (the usual jump) a later round filled 8, saying why
         assert any("does the step 8->16 pay?" in w for r in rounds for w in r["why"].values())
         assert "does the step 8-&gt;16 pay?" in report
+
+
+@pytest.mark.slow
+def test_a_stopped_study_with_failed_runs_runs_nothing_on_a_rerun(workflow):
+    # the fault probe's study stopped with its N = 2 runs all killed at their limit; a
+    # plain rerun started them again, each another minute and another charge
+    fails_at_2 = "import sys, time; n = int(sys.argv[1]); time.sleep(0.2); sys.exit(n == 2)"
+    study = adaptive_study(max_repeats=2)
+    study["params"]["command"] = [PY, "-c", fails_at_2, "{threads}"]
+    workflow.write_config({"studies": {"a": study}})
+    workflow.snakemake("--profile", "profiles/local")
+    assert plans(workflow)[-1]["stop"] is not None
+    failed = json.loads((workflow.root / "results/a/runs/t2/rep1.json").read_text())
+    assert failed["status"] == "failed"
+    first = run_ids(workflow)
+    assert sorted(first) == ["t1/rep1", "t1/rep2", "t2/rep1", "t2/rep2"]
+
+    dry = workflow.snakemake("--profile", "profiles/local", "-n")
+    assert planned_runs(dry) == set(), dry.output
+    again = workflow.snakemake("--profile", "profiles/local")
+    assert "Nothing to be done" in again.output
+    assert run_ids(workflow) == first
+
+    # retried on request: redo moves the failed records aside, and they run again
+    redo = subprocess.run([PY, "-m", "scalestudy.redo", "a", "t2"], cwd=workflow.root,
+                          capture_output=True, text=True)  # fmt: skip
+    assert redo.returncode == 0, redo.stderr
+    assert planned_runs(workflow.snakemake("--profile", "profiles/local", "-n")) == {
+        ("a", "t2", "1"),
+        ("a", "t2", "2"),
+    }
+
+
+@pytest.mark.slow
+def test_the_rounds_are_history_a_changed_config_plans_new_ones(workflow):
+    # the fault probe changed a stopped study's config: Snakemake saw "Params have
+    # changed", planned every round again, and the report told a history that never ran
+    workflow.write_config({"studies": {"a": adaptive_study(max_repeats=2)}})
+    workflow.snakemake("--profile", "profiles/local")
+    folder = workflow.root / "results" / "a" / "rounds"
+    history = {p.name: p.read_bytes() for p in folder.glob("round*.json")}
+    before = plans(workflow)
+    assert before[-1]["stop"]["reason"] == "limits"
+    first = run_ids(workflow)
+
+    workflow.write_config({"studies": {"a": adaptive_study(max_repeats=3, max_rounds=9)}})
+    workflow.snakemake("--profile", "profiles/local")
+    assert {name: (folder / name).read_bytes() for name in history} == history
+    after = plans(workflow)
+    assert after[: len(before)] == before and len(after) > len(before)
+    new = after[len(before)]
+    assert new["config_fingerprint"] != before[-1]["config_fingerprint"]
+    assert new["totals"]["t1"] >= 2 and after[-1]["totals"] == {"t1": 3, "t2": 3}
+    now = run_ids(workflow)
+    assert {k: now[k] for k in first} == first and len(now) == 6
+    report = (workflow.root / "results" / "report.html").read_text()
+    assert "The study&#39;s config changed between rounds" in report or (
+        "The study's config changed between rounds" in report
+    )
+    assert f"round {new['round']} on was planned under config" in report
+
+    # running again does nothing
+    again = workflow.snakemake("--profile", "profiles/local")
+    assert "Nothing to be done" in again.output

@@ -150,9 +150,11 @@ def test_one_bad_record_stops_aggregation_and_names_it(tmp_path):
     [
         ("N,seconds\n1,3\n", "missing column(s) ['time_s']"),
         ("N,time_s\n1,3\n2,fast\n", "line 3: time_s='fast'"),
-        ("N,time_s\n1,3\n2,nan\n", "line 3"),
-        ("N,time_s\n1,3\n2,inf\n", "line 3"),
-        ("N,time_s\n1,3\n2,-1\n", "line 3"),
+        # plain numbers, not numpy's repr ("time_s=np.float64(nan)", "N=np.int64(0)")
+        ("N,time_s\n1,3\n2,nan\n", "line 3: time_s=nan is not"),
+        ("N,time_s\n1,3\n2,inf\n", "line 3: time_s=inf is not"),
+        ("N,time_s\n1,3\n2,-1\n", "line 3: time_s=-1 is not"),
+        ("N,time_s\n1,3\n0,2\n", "line 3: N=0 is not a positive finite number"),
         ("N,time_s\n", "no rows"),
         ("N,time_s\n1.5,3\n", "whole numbers"),
     ],

@@ -3,6 +3,7 @@
 import json
 import os
 import threading
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -50,7 +51,16 @@ def good_record(**overrides) -> dict:
         "rerun_token": "first",
     }
     record.update(overrides)
+    wall_s = overrides.get("wall_s")
+    if "finished_at" not in overrides and isinstance(wall_s, float | int) and 0 <= wall_s < 1e9:
+        # a record's own times agree (records.self_inconsistency): it ends wall_s after it began
+        record["finished_at"] = finished_after(record["started_at"], wall_s)
     return record
+
+
+def finished_after(started_at: str, wall_s: float) -> str:
+    end = datetime.fromisoformat(started_at) + timedelta(seconds=wall_s)
+    return end.isoformat(timespec="milliseconds")
 
 
 def test_round_trip(tmp_path):
@@ -135,3 +145,14 @@ def test_missing_field(tmp_path):
     path.write_text(json.dumps(record))
     with pytest.raises(RecordError, match="'wall_s' is a required property"):
         read_record(path)
+
+
+def test_messages_print_plain_numbers():
+    import numpy as np
+
+    from scalestudy.records import plain
+
+    assert f"N={plain(np.int64(0))}" == "N=0"
+    assert f"time_s={plain(np.float64('nan'))}" == "time_s=nan"
+    assert plain([np.int64(2), np.float64(2.5), "fast"]) == "[2, 2.5, 'fast']"
+    assert plain((np.int64(1), "a")) == "(1, 'a')" and plain(None) == "None"

@@ -31,8 +31,12 @@ from scalestudy.compute import ledger as ledger_module
 from scalestudy.compute import processes
 from scalestudy.compute.launch import launch
 from scalestudy.compute.processes import CappedLog
-from scalestudy.records import RecordError, write_json_atomic
+from scalestudy.contract import Analysis
+from scalestudy.records import RecordError, self_inconsistency, write_json_atomic
+from scalestudy.report import plots
+from scalestudy.report.plots import write_figures
 from tests.conftest import REPO, on_the_quietest_cpu, study_model
+from tests.test_analysis import RTX_STUDY
 from tests.test_records import good_record
 from tests.test_studies import validated
 
@@ -121,6 +125,129 @@ def test_an_ok_record_without_a_time_does_not_count_as_a_repeat(tmp_path):
     summary = summarise(runs, study_model({}))
     assert summary.loc[0, "repeats"] == 2 and summary.loc[0, "repeats_ok"] == 1
     assert "the record says ok but holds no time" in summary.loc[0, "status"]
+
+
+# ------------------------------------------------------------ a record agrees with itself
+
+
+@pytest.mark.parametrize("wall_s", [1e6, 1e308])
+def test_a_record_whose_wall_time_its_own_times_deny_is_refused_naming_both(tmp_path, wall_s):
+    # the fault probe's case: a 1-s run edited to wall_s 1e6 gave "speedup 914385.87",
+    # and 1e308 a matplotlib traceback instead of a report
+    base = place(tmp_path, "s", "t1", 1, n=1)
+    edited = place(tmp_path, "s", "t2", 1, n=2, wall_s=1.0)
+    write_json_atomic(edited, json.loads(edited.read_text()) | {"wall_s": wall_s})
+    with pytest.raises(RecordError) as info:
+        runs_from_records([base, edited], {"t1": "", "t2": ""})
+    figure = "1000000" if wall_s == 1e6 else "1e+308"
+    assert str(info.value) == (
+        f"{edited}: wall_s {figure} s is longer than its started_at and finished_at, 2.5 s apart"
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        (
+            {"wall_s": 0.5},
+            "wall_s 0.5 s is far shorter than its started_at and finished_at, 100 s apart",
+        ),  # fmt: skip
+        (
+            {"phases": [{"name": "epoch 1", "kind": "epoch", "seconds": 60.0}]},
+            "its phases take 60 s together, longer than wall_s, 2.5 s",
+        ),  # fmt: skip
+        (
+            {"wall_s": None, "phases": [{"name": "e", "kind": "epoch", "seconds": 900.0}]},
+            "its phases take 900 s together, longer than its started_at and finished_at, "
+            "100 s apart",
+        ),  # fmt: skip
+        (
+            {
+                "finished_at": "2026-01-01T00:00:00.000+00:00",
+                "started_at": "2026-01-01T00:01:00.000+00:00",
+            },
+            "finished_at is 60 s before started_at",
+        ),  # fmt: skip
+        ({"started_at": "yesterday"}, "started_at 'yesterday' is not an ISO 8601 time"),
+        (
+            {"finished_at": "2026-01-01T00:00:02"},
+            "finished_at '2026-01-01T00:00:02' has no time zone (records are in UTC)",
+        ),
+    ],
+)
+def test_a_record_whose_own_figures_disagree_is_refused_saying_why(tmp_path, fields, expected):
+    times = {"started_at": "2026-01-01T00:00:00.000+00:00"}
+    if "wall_s" in fields:
+        times["finished_at"] = "2026-01-01T00:01:40.000+00:00"  # 100 s later
+    path = place(tmp_path, "s", "t1", 1, **times | fields)
+    with pytest.raises(RecordError) as info:
+        runs_from_records([path], {"t1": ""})
+    assert str(info.value) == f"{path}: {expected}"
+
+
+@pytest.mark.parametrize(
+    ("wall_s", "span_s"),
+    [
+        (2.5, 2.5),
+        (2.5009, 2.5),  # the timestamps are cut to the millisecond
+        (100.9, 100.0),  # the wall clock slewed, or stepped back a little, during the run
+        (1.0, 21.0),  # finished_at comes after the record's bookkeeping (git, the ledger)
+        (3600.0, 3900.0),  # ... which grows with the run's length
+    ],
+)
+def test_a_good_record_is_never_refused_for_its_clocks(tmp_path, wall_s, span_s):
+    finished = pd.Timestamp("2026-01-01T00:00:00+00:00") + pd.Timedelta(seconds=span_s)
+    path = place(
+        tmp_path, "s", "t1", 1, wall_s=wall_s, started_at="2026-01-01T00:00:00.000+00:00",
+        finished_at=finished.isoformat(timespec="milliseconds"),
+        phases=[{"name": "startup", "kind": "startup", "seconds": 0.2},
+                {"name": "epoch 1", "kind": "epoch", "seconds": wall_s - 0.2 + 0.5}],
+    )  # fmt: skip
+    assert runs_from_records([path], {"t1": ""}).loc[0, "wall_s"] == wall_s
+
+
+def test_a_launched_runs_record_agrees_with_itself(tmp_path):
+    spec = command_spec(tmp_path, [PY, "-c", "import time; time.sleep(0.3)"])
+    record = launch(spec, tmp_path / "results/own/runs/t1/rep1.json")
+    assert record["status"] == "ok", record["reason"]
+    assert self_inconsistency(record) is None
+
+
+@pytest.mark.parametrize("value", [float("inf"), -float("inf"), 1e308, float("nan"), -1e308])
+def test_the_figures_are_drawn_whatever_the_numbers(tmp_path, value):
+    # wall_s 1e308 once made the plot step fail: "Axis limits cannot be NaN or Inf"
+    study = study_model(RTX_STUDY, "rtx")
+    out = {k: tmp_path / f"{k}.{ext}" for k, ext in
+           [("runs", "csv"), ("summary", "csv"), ("analysis", "json")]}  # fmt: skip
+    aggregate(study, [str(REPO / RTX_STUDY["measured"])]).write(out)
+    summary, runs = pd.read_csv(out["summary"]), pd.read_csv(out["runs"])
+    analysis = Analysis.from_json(out["analysis"].read_text())
+    for table in (summary, runs):
+        for column in table.select_dtypes("number"):
+            if column != "n" and table[column].notna().any():
+                table[column] = table[column].astype(float)
+                table.loc[table.index[:2], column] = value
+    figures = write_figures(summary, runs, "devices", tmp_path / "figures", analysis)
+    assert all(path.stat().st_size > 0 for path in figures)
+    svgs = [path.read_text() for path in figures if path.suffix == ".svg"]
+    assert not any("could not be drawn" in svg for svg in svgs)
+
+
+def test_a_figure_matplotlib_cannot_draw_says_so_and_the_rest_are_drawn(tmp_path, monkeypatch):
+    def broken(*args):
+        raise ValueError("Axis limits cannot be NaN or Inf")
+
+    monkeypatch.setattr(plots, "cost_figure", broken)
+    study = study_model(RTX_STUDY, "rtx")
+    out = {k: tmp_path / f"{k}.{ext}" for k, ext in
+           [("runs", "csv"), ("summary", "csv"), ("analysis", "json")]}  # fmt: skip
+    aggregate(study, [str(REPO / RTX_STUDY["measured"])]).write(out)
+    summary, runs = pd.read_csv(out["summary"]), pd.read_csv(out["runs"])
+    analysis = Analysis.from_json(out["analysis"].read_text())
+    plots.write_figures(summary, runs, "devices", tmp_path / "figures", analysis)
+    cost = (tmp_path / "figures" / "cost.svg").read_text()
+    assert "could not be drawn" in cost and "Axis limits cannot be NaN or Inf" in cost
+    assert "could not be drawn" not in (tmp_path / "figures" / "speedup.svg").read_text()
 
 
 # ------------------------------------------------------------ limits hold locally

@@ -77,6 +77,28 @@ def test_moved_corrupted_and_deleted_records_are_redone_every_time(workflow):
 
 
 @pytest.mark.slow
+def test_a_record_whose_own_times_deny_its_wall_time_is_measured_again(workflow):
+    # the fault probe's edit: a 1-s run given wall_s 1e6 reached the headline ("speedup
+    # 914385.87"), and 1e308 stopped the plot step with a matplotlib traceback
+    workflow.write_config({"studies": {"c": command_study([1, 2], repeats=1)}})
+    workflow.snakemake("--profile", "profiles/local")
+    path = workflow.root / "results" / "c" / "runs" / "t2" / "rep1.json"
+    for wall_s, figure in ((1e6, "1000000"), (1e308, "1e+308")):
+        path.write_text(json.dumps(json.loads(path.read_text()) | {"wall_s": wall_s}))
+        dry = workflow.snakemake("--profile", "profiles/local", "-n")
+        assert planned_runs(dry) == {("c", "t2", "1")}
+        assert (
+            f"{path.relative_to(workflow.root)}: wall_s {figure} s is longer than its "
+            in dry.output
+        )
+        workflow.snakemake("--profile", "profiles/local")
+        assert json.loads(path.read_text())["wall_s"] < 10
+        table = summary(workflow)
+        assert table.loc["t2", "repeats_ok"] == 1 and 0.5 < table.loc["t2", "speedup"] < 5
+        assert figure not in (workflow.root / "results" / "c" / "analysis.json").read_text()
+
+
+@pytest.mark.slow
 def test_a_local_run_past_its_time_limit_is_stopped_and_the_rest_reach_the_report(workflow):
     study = command_study([1, 4], repeats=1, resources={"runtime": 1}, oversubscribe=True)
     workflow.write_config({"studies": {"c": study}})

@@ -16,7 +16,9 @@ against fixed grids.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import math
 from dataclasses import dataclass
 
@@ -542,6 +544,25 @@ def round_of_run(plans: list[dict], point: str, repeat: int) -> int | None:
     return next((p["round"] for p in plans if p["totals"].get(point, 0) >= repeat), None)
 
 
+def config_fingerprint(study_config: dict) -> str:
+    """A short name of a study's (validated) config: each round file keeps the one it
+    was planned under, so that the report can say where the config changed."""
+    text = json.dumps(study_config, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def config_changes(plans: list[dict]) -> list[dict]:
+    """Where the rounds' config changed: [{"round", "config"}] from the first round,
+    one entry per config in order; [] when every round was planned under one (or the
+    plans predate fingerprints)."""
+    runs = [
+        {"round": p["round"], "config": p.get("config_fingerprint")}
+        for i, p in enumerate(plans)
+        if i == 0 or p.get("config_fingerprint") != plans[i - 1].get("config_fingerprint")
+    ]
+    return runs if len(runs) > 1 else []
+
+
 def rounds_summary(plans: list[dict], spent_su: float, grid_repeats: int) -> dict:
     """What the report says of an adaptive study's rounds: what each added and why,
     its SU, the stopping reason, and the study's SU against the full grid of the same
@@ -557,6 +578,8 @@ def rounds_summary(plans: list[dict], spent_su: float, grid_repeats: int) -> dic
             if p["added"]
         ],
         "stop": last["stop"],
+        # the config each run of rounds was planned under, where it changed
+        "configs": config_changes(plans),
         "decided": last["stop"]["reason"] == DECIDED,
         "points": last["points"],  # every candidate's label -> N, measured or not
         # the round the budget refused, and what it would have cost

@@ -28,7 +28,7 @@ import pandas as pd
 from scalestudy.analysis import intervals, recommendation
 from scalestudy.analysis.cost import Cost
 from scalestudy.model import Study
-from scalestudy.records import RecordError, read_placed_record
+from scalestudy.records import RecordError, plain, read_placed_record
 from scalestudy.studies import point_for
 
 SERIES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
@@ -270,7 +270,7 @@ def runs_from_measured(csv_path: str | Path, study: Study) -> pd.DataFrame:
         if bad.any():
             row = int(bad.idxmax()) + 2  # 1-based, after the header line
             raise RecordError(
-                f"{csv_path}: line {row}: {col}={table[col].iloc[bad.idxmax()]!r} "
+                f"{csv_path}: line {row}: {col}={plain(table[col].iloc[bad.idxmax()])} "
                 "is not a positive finite number"
             )
         table[col] = values

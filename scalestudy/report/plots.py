@@ -5,6 +5,7 @@ Each figure is written as SVG (inlined in the report) and PNG.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import matplotlib
@@ -100,6 +101,17 @@ def plain_log_axis(axis) -> None:
     axis.set_minor_locator(LogLocator(base=10, subs=np.arange(2, 10)))
     axis.set_major_formatter(PlainLogFormatter())
     axis.set_minor_formatter(PlainLogFormatter())
+
+
+def axis_top(values, floor: float, headroom: float) -> float:
+    """The top of a linear axis from 0: `headroom` times the largest value, at least
+    `floor`. A value no axis can hold (infinite, or overflowing with the headroom) sets
+    no limit: matplotlib refuses one ("Axis limits cannot be NaN or Inf")."""
+    numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").astype(float)
+    with np.errstate(over="ignore"):
+        tops = numbers[np.isfinite(numbers)] * headroom
+    tops = tops[np.isfinite(tops)]
+    return max(floor, float(tops.max())) if len(tops) else floor
 
 
 def plain_linear_axes(ax) -> None:
@@ -245,9 +257,9 @@ def speedup_figure(summary: pd.DataFrame, fitted: list[SeriesFit], xlabel: str):
     base_n = summary.loc[summary["is_base"], "n"].min()
     ideal_n = pd.Series(sorted(set(summary["n"]) | {top_n}), dtype=float)
     ax.plot(ideal_n, ideal_n / base_n, "--", color="grey", lw=1, label="ideal (N / N_base)")
-    ymax = summary["speedup_ci_hi"].fillna(summary["speedup"]).max()
+    highest = summary["speedup_ci_hi"].fillna(summary["speedup"])
     # headroom over the highest interval, none for a legend: that stands below the axes
-    ax.set_ylim(0, max(1.2, float(ymax) * 1.1 if pd.notna(ymax) else 1.2))
+    ax.set_ylim(0, axis_top(highest, 1.2, 1.1))
     _ticks(ax, summary["n"], top=top_n)
     _legend(ax)
     return fig
@@ -263,8 +275,7 @@ def efficiency_figure(summary: pd.DataFrame, xlabel: str):
     for name, rows, colour in by_series(summary):
         ok = rows.dropna(subset=["efficiency"])
         error_bars(ax, ok, "efficiency", colour, name or "measured", scale=100)
-        if len(ok):
-            top = max(top, float(ok["efficiency_ci_hi"].fillna(ok["efficiency"]).max()) * 110)
+        top = max(top, axis_top(ok["efficiency_ci_hi"].fillna(ok["efficiency"]), 0, 110))
     ax.set_ylim(0, top)
     _ticks(ax, summary["n"])
     _legend(ax)
@@ -362,6 +373,15 @@ def layouts_figure(grid: Grid | None):
     return fig
 
 
+def not_drawn(name: str, error: Exception):
+    """The figure that stands in for one matplotlib could not draw."""
+    fig, ax = _axes(name.capitalize(), "", "")
+    ax.text(0.5, 0.5, f"this figure could not be drawn:\n{error}", ha="center", va="center",
+            wrap=True, transform=ax.transAxes)  # fmt: skip
+    ax.set_axis_off()
+    return fig
+
+
 def write_figures(
     summary: pd.DataFrame,
     runs: pd.DataFrame,
@@ -387,5 +407,12 @@ def write_figures(
         "layouts": lambda: layouts_figure(analysis and analysis.findings.grid),
     }
     for name in FIGURES:
-        _save(makers[name](), out_dir, name)
+        try:
+            figure = makers[name]()
+            _save(figure, out_dir, name)
+        except (ValueError, OverflowError, FloatingPointError) as e:
+            # a number no axis can hold must not cost the report: the figure says so
+            plt.close("all")
+            logging.warning("figure %s not drawn: %s", name, e)
+            _save(not_drawn(name, e), out_dir, name)
     return [out_dir / f"{name}.{ext}" for name in FIGURES for ext in ("svg", "png")]
