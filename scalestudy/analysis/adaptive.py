@@ -8,10 +8,10 @@ rerun, a raised budget or a tighter target continue from what exists and redo
 nothing). Pure functions of the runs' times, shared by the workflow and by
 benchmarks/adaptive_simulator.py.
 
-The rules, and why, are written once, for users and developers alike, in
-docs/adaptive.md; the functions here carry their names (new_points, curtailed_steps,
-half_width_at_max_repeats, next_round). benchmarks/adaptive_simulator.py measures them
-against fixed grids.
+In short: two steps decide the answer (into it and out of it), so each round adds
+only the candidates around the answer and repeats where a step's marginal-gain
+interval, or the answer's speedup CI, is not yet decided, within the budget and the
+limits. The rules in full, and why, are in docs/adaptive.md (written once, there).
 """
 
 from __future__ import annotations
