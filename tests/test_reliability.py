@@ -213,15 +213,19 @@ def test_a_launched_runs_record_agrees_with_itself(tmp_path):
     assert self_inconsistency(record) is None
 
 
+def rtx_outputs(tmp_path):
+    """The published RTX study aggregated, and read back as the plot step reads it."""
+    out = {k: tmp_path / f"{k}.{ext}" for k, ext in
+           [("runs", "csv"), ("summary", "csv"), ("analysis", "json")]}  # fmt: skip
+    aggregate(study_model(RTX_STUDY, "rtx"), [str(REPO / RTX_STUDY["measured"])]).write(out)
+    summary, runs = pd.read_csv(out["summary"]), pd.read_csv(out["runs"])
+    return summary, runs, Analysis.from_json(out["analysis"].read_text())
+
+
 @pytest.mark.parametrize("value", [float("inf"), -float("inf"), 1e308, float("nan"), -1e308])
 def test_the_figures_are_drawn_whatever_the_numbers(tmp_path, value):
     # wall_s 1e308 once made the plot step fail: "Axis limits cannot be NaN or Inf"
-    study = study_model(RTX_STUDY, "rtx")
-    out = {k: tmp_path / f"{k}.{ext}" for k, ext in
-           [("runs", "csv"), ("summary", "csv"), ("analysis", "json")]}  # fmt: skip
-    aggregate(study, [str(REPO / RTX_STUDY["measured"])]).write(out)
-    summary, runs = pd.read_csv(out["summary"]), pd.read_csv(out["runs"])
-    analysis = Analysis.from_json(out["analysis"].read_text())
+    summary, runs, analysis = rtx_outputs(tmp_path)
     for table in (summary, runs):
         for column in table.select_dtypes("number"):
             if column != "n" and table[column].notna().any():
@@ -238,12 +242,7 @@ def test_a_figure_matplotlib_cannot_draw_says_so_and_the_rest_are_drawn(tmp_path
         raise ValueError("Axis limits cannot be NaN or Inf")
 
     monkeypatch.setattr(plots, "cost_figure", broken)
-    study = study_model(RTX_STUDY, "rtx")
-    out = {k: tmp_path / f"{k}.{ext}" for k, ext in
-           [("runs", "csv"), ("summary", "csv"), ("analysis", "json")]}  # fmt: skip
-    aggregate(study, [str(REPO / RTX_STUDY["measured"])]).write(out)
-    summary, runs = pd.read_csv(out["summary"]), pd.read_csv(out["runs"])
-    analysis = Analysis.from_json(out["analysis"].read_text())
+    summary, runs, analysis = rtx_outputs(tmp_path)
     plots.write_figures(summary, runs, "devices", tmp_path / "figures", analysis)
     cost = (tmp_path / "figures" / "cost.svg").read_text()
     assert "could not be drawn" in cost and "Axis limits cannot be NaN or Inf" in cost
