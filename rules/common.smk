@@ -9,33 +9,40 @@ import pandas as pd
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from scalestudy import studies as st
+import scalestudy
+from scalestudy.study.errors import ConfigError, config_error_text, stop
+from scalestudy.study.points import point_for
+from scalestudy.study.workload_bridge import WorkloadError
+from scalestudy.study.run_spec import DATASETS, dataset_of, profile_targets, run_spec
+from scalestudy.study.slurm import runtime_problems, slurm_resources
+from scalestudy.study.tables import points_table, runs_table
+from scalestudy.study.validation import checked_config, study_models
 from scalestudy import FIGURES, paths
 from scalestudy.analysis.plan import budget_problem, study_plan
 from scalestudy.analysis.request import partition_time_limits
 from scalestudy.records import RecordError, misplacement, read_record
 
 # Validate first: nothing below may see a config the schema has not accepted. Every
-# problem is listed at once, and printed without a traceback (st.stop).
+# problem is listed at once, and printed without a traceback (stop).
 CONFIG_SCHEMA = Path(workflow.basedir) / "config" / "schema" / "config.schema.yaml"
 try:
-    CONFIG = st.checked_config(config, CONFIG_SCHEMA, Path.cwd())
-except st.ConfigError as e:
-    st.stop(st.config_error_text(e.problems))
-except st.WorkloadError as e:  # a workload module's declaration, not the config
-    st.stop(str(e))
+    CONFIG = checked_config(config, CONFIG_SCHEMA, Path.cwd())
+except ConfigError as e:
+    stop(config_error_text(e.problems))
+except WorkloadError as e:  # a workload module's declaration, not the config
+    stop(str(e))
 
 
 # The study model (scalestudy.model): every study as the validated config gives it.
-STUDIES = st.study_models(CONFIG)
-POINTS = st.points_table(STUDIES).set_index(["study", "point"], drop=False)
-RUNS = st.runs_table(STUDIES)
-PROFILES = st.profile_targets(STUDIES)
+STUDIES = study_models(CONFIG)
+POINTS = points_table(STUDIES).set_index(["study", "point"], drop=False)
+RUNS = runs_table(STUDIES)
+PROFILES = profile_targets(STUDIES)
 DATA_DIR = CONFIG["data_dir"]
 PYTHON = sys.executable
 # Outputs are recomputed when the code that makes them changes: the analysis package
 # (and the record and study model it reads) for aggregation, the report's for the rest.
-PACKAGE = Path(st.__file__).parent
+PACKAGE = Path(scalestudy.__file__).parent
 CODE = {
     "analysis": sorted(str(p) for p in (PACKAGE / "analysis").glob("*.py"))
     + [
@@ -57,7 +64,7 @@ wildcard_constraints:
     point="|".join(map(re.escape, sorted(set(POINTS["point"])))) or "(?!)",
     repeat=r"[1-9][0-9]*",
     round=r"[1-9][0-9]*",
-    dataset="|".join(st.DATASETS),
+    dataset="|".join(DATASETS),
 
 
 def get_final_outputs(wildcards):
@@ -160,10 +167,10 @@ def get_point_study(wildcards):
 
 
 def get_job_resources(wildcards):
-    """What the point's job asks the scheduler for (see st.slurm_resources)."""
+    """What the point's job asks the scheduler for (see slurm_resources)."""
     row = get_point(wildcards)
     study = STUDIES[wildcards.study]
-    return st.slurm_resources(st.point_for(study, int(row["n"]), row["series"]), study)
+    return slurm_resources(point_for(study, int(row["n"]), row["series"]), study)
 
 
 def job_resource(name):
@@ -195,7 +202,7 @@ def get_pack_group(wildcards):
 
 
 def get_run_data(wildcards):
-    dataset = st.dataset_of(get_point_study(wildcards))
+    dataset = dataset_of(get_point_study(wildcards))
     return [f"{DATA_DIR}/{dataset}/ready.json"] if dataset else []
 
 
@@ -204,7 +211,7 @@ def get_run_spec(wildcards):
     study = STUDIES[wildcards.study]
     point = get_point(wildcards)
     repeat = int(getattr(wildcards, "repeat", 1))  # a profiling job has no repeats
-    spec = st.run_spec(study, int(point["n"]), repeat, point["series"])
+    spec = run_spec(study, int(point["n"]), repeat, point["series"])
     spec["data_dir"] = DATA_DIR
     spec["series"] = point["series"]
     return json.dumps(spec, sort_keys=True)
@@ -332,13 +339,13 @@ def check_local_cpus():
         if POINTS.loc[(study, point), "nodes"] > 1
     )
     if several_nodes:
-        st.stop(
+        stop(
             "; ".join(several_nodes)
             + ". A point on several nodes needs a Slurm allocation: run it with the "
             "Slurm profile (--profile profiles/slurm), or remove it from this run."
         )
     if refused:
-        st.stop(
+        stop(
             "; ".join(refused)
             + f", and this machine lets the workflow use {limit} (usable CPUs {usable}, "
             f"--cores {cores}). Run such points on Slurm (--profile profiles/slurm), "
@@ -348,7 +355,7 @@ def check_local_cpus():
             "include_mismatched: true."
         )
     if wasted:
-        st.stop(
+        stop(
             "; ".join(
                 f"studies.{study}: points "
                 + ", ".join(p for s, p in too_big if s == study)
@@ -425,7 +432,7 @@ def check_budgets():
     budgeted = [name for name in sorted(running) if STUDIES[name].budget_su is not None]
     problems = [budget_problem(p) for p in study_plans(budgeted)]
     if any(problems):
-        st.stop("\n".join(p for p in problems if p))
+        stop("\n".join(p for p in problems if p))
 
 
 def check_packing():
@@ -460,7 +467,7 @@ def check_packing():
             f"job (--resources timed_runs=1, as the Slurm profile gives), not {timed_runs}"
         )
     if problems:
-        st.stop("\n".join(problems))
+        stop("\n".join(problems))
 
 
 def check_partition_time():
@@ -481,11 +488,9 @@ def check_partition_time():
     problems = []
     for (study, part), labels in sorted(needed.items()):
         rows = [POINTS.loc[(study, label)] for label in sorted(labels)]
-        points = [st.point_for(STUDIES[study], int(r["n"]), r["series"]) for r in rows]
+        points = [point_for(STUDIES[study], int(r["n"]), r["series"]) for r in rows]
         where = f"partition {part}" if part else "the default partition"
         source = f"{where}'s MaxTime, from sinfo"
-        problems += st.runtime_problems(
-            STUDIES[study], points, limits.get(part), source
-        )
+        problems += runtime_problems(STUDIES[study], points, limits.get(part), source)
     if problems:
-        st.stop("\n".join(problems))
+        stop("\n".join(problems))

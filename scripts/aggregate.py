@@ -19,7 +19,7 @@ from scalestudy.analysis.tables import (
 )
 from scalestudy.model import Study
 from scalestudy.records import RecordError, write_text_atomic
-from scalestudy.studies import series_of_points
+from scalestudy.study.points import series_of_points
 
 
 def aggregate(study: Study, inputs: list[str], out: dict, rounds: list[str] = ()):

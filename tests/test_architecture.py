@@ -14,7 +14,9 @@ from tests.conftest import REPO
 PACKAGE = REPO / "scalestudy"
 LAYERS = ("compute", "analysis", "report")
 # shared by the layers and the rules: the study model, studies and points, records
-SHARED = {"model", "studies", "records", "paths", "redo"}
+SHARED = {"model", "records", "paths", "redo"}
+# shared too: the config's studies and points, a module a topic (scalestudy/study/)
+SHARED_PACKAGES = ("study",)
 HEAVY = {"pandas", "scipy", "matplotlib", "seaborn", "jinja2", "numpy", "yaml"}
 
 
@@ -64,7 +66,7 @@ def layer_of(module: str) -> str | None:
 def test_every_module_is_in_a_layer_or_shared():
     loose = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
     assert loose == SHARED, "put a new module in compute/, analysis/ or report/"
-    for layer in LAYERS:
+    for layer in (*LAYERS, *SHARED_PACKAGES):
         assert (PACKAGE / layer / "__init__.py").is_file()
 
 
@@ -78,11 +80,15 @@ def test_compute_node_code_never_imports_the_analysis_or_the_report():
 
 
 def test_the_shared_modules_import_no_layer_but_the_compute_one():
-    """studies.py checks a command's params with the compute side's parser; nothing
-    shared reaches the analysis or the report."""
-    for name in SHARED:
-        modules = {m for m in reached(PACKAGE / f"{name}.py") if layer_of(m) in LAYERS}
-        assert {layer_of(m) for m in modules} <= {"compute"}, f"{name}.py imports {modules}"
+    """study/validation.py checks a command's params with the compute side's parser;
+    nothing shared reaches the analysis or the report."""
+    paths = [PACKAGE / f"{name}.py" for name in SHARED]
+    paths += [p for name in SHARED_PACKAGES for p in sorted((PACKAGE / name).glob("*.py"))]
+    assert len(paths) > len(SHARED)
+    for path in paths:
+        modules = {m for m in reached(path) if layer_of(m) in LAYERS}
+        where = path.relative_to(PACKAGE)
+        assert {layer_of(m) for m in modules} <= {"compute"}, f"{where} imports {modules}"
 
 
 def test_starting_a_run_loads_no_analysis_library():

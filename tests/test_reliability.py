@@ -17,7 +17,6 @@ import pandas as pd
 import psutil
 import pytest
 
-from scalestudy import studies as st
 from scalestudy.analysis.tables import (
     disturbed_reasons,
     runs_from_measured,
@@ -30,6 +29,8 @@ from scalestudy.compute import processes
 from scalestudy.compute.launch import launch
 from scalestudy.compute.processes import CappedLog
 from scalestudy.records import RecordError, write_json_atomic
+from scalestudy.study.run_spec import run_spec
+from scalestudy.study.validation import study_models
 from tests.conftest import REPO, study_model
 from tests.test_records import good_record
 from tests.test_studies import validated
@@ -49,7 +50,7 @@ def command_spec(tmp_path, command, threads=1, **study):
             | study
         }
     }
-    spec = st.run_spec(st.study_models(validated(config))["own"], threads, 1)
+    spec = run_spec(study_models(validated(config))["own"], threads, 1)
     spec["data_dir"] = str(tmp_path)
     return spec
 
@@ -385,7 +386,7 @@ def validated_study(**extra):
             | extra
         }
     }
-    return st.study_models(validated(config))["s"]
+    return study_models(validated(config))["s"]
 
 
 # ------------------------------------------------------------ shared CPUs

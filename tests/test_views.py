@@ -129,7 +129,7 @@ def test_a_grid_shows_its_heat_map_and_the_best_layout_per_total(tmp_path):
     from scalestudy.analysis.findings import study_findings
     from scalestudy.analysis.predictions import study_predictions
     from scalestudy.analysis.tables import summarise
-    from scalestudy.studies import series_of_points
+    from scalestudy.study.points import series_of_points
     from tests.test_studies import model
 
     scaling = {"axis": "cores", "grid": {"processes_per_node": [1, 2], "threads": [1, 2]}}

@@ -27,7 +27,8 @@ from scalestudy.analysis.tables import (
     study_quality_metric,
 )
 from scalestudy.model import Study, base_series
-from scalestudy.studies import point_for, workload_capabilities
+from scalestudy.study.points import point_for
+from scalestudy.study.workload_bridge import workload_capabilities
 
 # medians per point of how the data was loaded and the GPU used
 TELEMETRY = [
