@@ -208,22 +208,29 @@ def get_run_data(wildcards):
 
 def get_run_spec(wildcards):
     """Everything the launcher needs, as one JSON string (shell-quoted by the rule)."""
-    study = STUDIES[wildcards.study]
     point = get_point(wildcards)
     repeat = int(getattr(wildcards, "repeat", 1))  # a profiling job has no repeats
-    spec = run_spec(study, int(point["n"]), repeat, point["series"])
-    spec["data_dir"] = DATA_DIR
-    spec["series"] = point["series"]
+    spec = run_spec(
+        STUDIES[wildcards.study],
+        int(point["n"]),
+        repeat,
+        point["series"],
+        data_dir=DATA_DIR,
+    )
     return json.dumps(spec, sort_keys=True)
 
 
 def get_profile_spec(wildcards):
     """The run spec of a profiling job: one extra run of the point, traced."""
-    spec = json.loads(get_run_spec(wildcards))
-    spec["profile"] = {
-        "steps": STUDIES[wildcards.study].profile.steps,
-        "trace": f"results/{wildcards.study}/profile/{wildcards.point}.trace.json",
-    }
+    point = get_point(wildcards)
+    spec = run_spec(
+        STUDIES[wildcards.study],
+        int(point["n"]),
+        1,
+        point["series"],
+        data_dir=DATA_DIR,
+        profile_trace=f"results/{wildcards.study}/profile/{wildcards.point}.trace.json",
+    )
     return json.dumps(spec, sort_keys=True)
 
 

@@ -130,6 +130,17 @@ def test_run_spec_carries_the_request():
     spec = run_spec(study_models(config)["s"], 2, 1)
     assert spec["point"] == "t2" and spec["requested"]["threads"] == 2
     assert spec["requested"]["mem_mb"] == 2000
+    assert spec["series"] == "" and "data_dir" not in spec and "profile" not in spec
+
+
+def test_run_spec_is_built_whole_with_the_data_and_the_profile():
+    """The rules pass data_dir and a profiling job's trace; nothing adds to the spec."""
+    config = validated({"studies": {"s": tiny_mnist_study()}})
+    study = study_models(config)["s"]
+    spec = run_spec(study, 2, 3, data_dir="data")
+    assert spec["data_dir"] == "data" and spec["repeat"] == 3 and "profile" not in spec
+    traced = run_spec(study, 2, 1, data_dir="data", profile_trace="t.trace.json")
+    assert traced["profile"] == {"steps": study.profile.steps, "trace": "t.trace.json"}
 
 
 def test_only_keeps_the_named_studies_and_refuses_unknown_names():

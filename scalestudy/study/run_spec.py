@@ -14,11 +14,21 @@ def dataset_of(study: Study) -> str | None:
     return dataset if dataset in DATASETS else None
 
 
-def run_spec(study: Study, n: int, repeat: int, series: str = "") -> dict:
-    """What the launcher needs to run one job of a point."""
+def run_spec(
+    study: Study,
+    n: int,
+    repeat: int,
+    series: str = "",
+    *,
+    data_dir: str | None = None,
+    profile_trace: str | None = None,
+) -> dict:
+    """What the launcher needs to run one job of a point, whole: the prepared data sets'
+    folder (data_dir, when the workflow gives one), and for a profiling job (one extra
+    run of the point, traced) the steps to profile and where the trace goes."""
     point = point_for(study, n, series)
     own = study.for_series(series)
-    return {
+    spec = {
         "study": study.name,
         "point": point.label,
         "repeat": repeat,
@@ -33,7 +43,13 @@ def run_spec(study: Study, n: int, repeat: int, series: str = "") -> dict:
             "mem_mb": own.resources.mem_mb,
         },
         "time_limit_min": own.resources.runtime,
+        "series": series,
     }
+    if data_dir is not None:
+        spec["data_dir"] = data_dir
+    if profile_trace is not None:
+        spec["profile"] = {"steps": study.profile.steps, "trace": profile_trace}
+    return spec
 
 
 def profile_targets(studies: dict[str, Study]) -> list[tuple[str, str]]:
