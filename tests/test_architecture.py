@@ -14,7 +14,7 @@ from tests.conftest import REPO
 PACKAGE = REPO / "scalestudy"
 LAYERS = ("compute", "analysis", "report")
 # shared by the layers and the rules: the study model, studies and points, records
-SHARED = {"model", "records", "paths", "redo"}
+SHARED = {"model", "records", "paths", "redo", "snakemake_internals"}
 # shared too: the config's studies and points, a module a topic (scalestudy/study/)
 SHARED_PACKAGES = ("study",)
 HEAVY = {"pandas", "scipy", "matplotlib", "seaborn", "jinja2", "numpy", "yaml"}
