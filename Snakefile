@@ -1,6 +1,6 @@
 from snakemake.utils import min_version
 
-from scalestudy.studies import stop_on_unreadable_config
+from scalestudy.study.errors import stop_on_unreadable_config
 
 min_version("9.0")
 # Snakemake's own message for a broken config file names neither the file nor the line.

@@ -92,7 +92,7 @@ import numpy as np
 from scalestudy.analysis.adaptive import DECIDED, Rules, next_round
 from scalestudy.analysis.recommendation import recommend
 from scalestudy.model import SCHEMA_FILE
-from scalestudy.studies import checked_config, study_models
+from scalestudy.study.validation import checked_config, study_models
 
 CANDIDATES = [1, 2, 4, 8, 16, 32, 64]
 

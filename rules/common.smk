@@ -5,39 +5,51 @@ import re
 import sys
 from pathlib import Path
 
-import pandas as pd
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from scalestudy import studies as st
+import scalestudy
+from scalestudy import snakemake_internals as sm
+from scalestudy.study.errors import ConfigError, config_error_text, stop
+from scalestudy.study.points import point_for
+from scalestudy.study.workload_bridge import WorkloadError
+from scalestudy.study.run_spec import DATASETS, dataset_of, profile_targets, run_spec
+from scalestudy.study.slurm import slurm_resources
+from scalestudy.study.startup_checks import (
+    local_cpu_problems,
+    packing_problems,
+    partition_time_problems,
+)
+from scalestudy.study.tables import points_table, runs_table
+from scalestudy.study.validation import checked_config, study_models
 from scalestudy import FIGURES, paths
 from scalestudy.analysis.adaptive import config_fingerprint
-from scalestudy.analysis.plan import budget_problem, study_plan
+from scalestudy.analysis.budgets import budget_problems, study_plans
 from scalestudy.analysis.request import partition_time_limits
 from scalestudy.records import RecordError, misplacement, read_record
 
 # Validate first: nothing below may see a config the schema has not accepted. Every
-# problem is listed at once, and printed without a traceback (st.stop).
+# problem is listed at once, and printed without a traceback (stop).
 CONFIG_SCHEMA = Path(workflow.basedir) / "config" / "schema" / "config.schema.yaml"
 try:
-    CONFIG = st.checked_config(config, CONFIG_SCHEMA, Path.cwd())
-except st.ConfigError as e:
-    st.stop(st.config_error_text(e.problems))
-except st.WorkloadError as e:  # a workload module's declaration, not the config
-    st.stop(str(e))
+    CONFIG = checked_config(config, CONFIG_SCHEMA, Path.cwd())
+except ConfigError as e:
+    stop(config_error_text(e.problems))
+except WorkloadError as e:  # a workload module's declaration, not the config
+    stop(str(e))
 
 
 # The study model (scalestudy.model): every study as the validated config gives it.
-STUDIES = st.study_models(CONFIG)
-POINTS = st.points_table(STUDIES).set_index(["study", "point"], drop=False)
-RUNS = st.runs_table(STUDIES)
-PROFILES = st.profile_targets(STUDIES)
+STUDIES = study_models(CONFIG)
+POINTS = points_table(STUDIES).set_index(["study", "point"], drop=False)
+RUNS = runs_table(STUDIES)
+PROFILES = profile_targets(STUDIES)
 DATA_DIR = CONFIG["data_dir"]
 PYTHON = sys.executable
 # Outputs are recomputed when the code that makes them changes: the analysis package
 # (and the record and study model it reads) for aggregation, the report's for the rest;
 # analysis.json's contract for each of them (they write or read it).
-PACKAGE = Path(st.__file__).parent
+PACKAGE = Path(scalestudy.__file__).parent
 CODE = {
     "analysis": sorted(str(p) for p in (PACKAGE / "analysis").glob("*.py"))
     + [
@@ -61,7 +73,7 @@ wildcard_constraints:
     point="|".join(map(re.escape, sorted(set(POINTS["point"])))) or "(?!)",
     repeat=r"[1-9][0-9]*",
     round=r"[1-9][0-9]*",
-    dataset="|".join(st.DATASETS),
+    dataset="|".join(DATASETS),
 
 
 def get_final_outputs(wildcards):
@@ -140,19 +152,10 @@ def adaptive_records(study):
     config or the code asked for are never dropped from the answer."""
     totals = dict(adaptive_rounds(study)[-1][1]["totals"])
     for point in POINTS.loc[study, "point"]:
-        on_disk = len(list(records_on_disk(study, point)))
+        on_disk = len(list(paths.records_on_disk(study, point)))
         if on_disk > totals.get(point, 0):
             totals[point] = on_disk
     return records_of(study, totals)
-
-
-def records_on_disk(study, point):
-    """(repeat, path) of the point's records that exist, from rep1 up to the first gap."""
-    for repeat in itertools.count(1):
-        path = Path(paths.record_path(study, point, repeat))
-        if not path.exists():
-            return
-        yield repeat, path
 
 
 def get_previous_round(wildcards):
@@ -194,10 +197,10 @@ def get_point_study(wildcards):
 
 
 def get_job_resources(wildcards):
-    """What the point's job asks the scheduler for (see st.slurm_resources)."""
+    """What the point's job asks the scheduler for (see slurm_resources)."""
     row = get_point(wildcards)
     study = STUDIES[wildcards.study]
-    return st.slurm_resources(st.point_for(study, int(row["n"]), row["series"]), study)
+    return slurm_resources(point_for(study, int(row["n"]), row["series"]), study)
 
 
 def job_resource(name):
@@ -221,36 +224,43 @@ def get_pack_group(wildcards):
     them (submission.pack_repeats); None, a job of its own, otherwise, locally, and for
     a profiling run (profile_point, no repeat: its times are not used)."""
     packs = STUDIES[wildcards.study].submission.pack_repeats
-    if not packs or workflow.local_exec or "repeat" not in wildcards.keys():
+    if not packs or sm.local_exec(workflow) or "repeat" not in wildcards.keys():
         return None
     group = f"{PACK_GROUP}-{wildcards.study}-{wildcards.point}"
-    workflow.parent_groupids[group] = PACK_GROUP
+    sm.register_group(workflow, group, PACK_GROUP)
     return group
 
 
 def get_run_data(wildcards):
-    dataset = st.dataset_of(get_point_study(wildcards))
+    dataset = dataset_of(get_point_study(wildcards))
     return [f"{DATA_DIR}/{dataset}/ready.json"] if dataset else []
 
 
 def get_run_spec(wildcards):
     """Everything the launcher needs, as one JSON string (shell-quoted by the rule)."""
-    study = STUDIES[wildcards.study]
     point = get_point(wildcards)
     repeat = int(getattr(wildcards, "repeat", 1))  # a profiling job has no repeats
-    spec = st.run_spec(study, int(point["n"]), repeat, point["series"])
-    spec["data_dir"] = DATA_DIR
-    spec["series"] = point["series"]
+    spec = run_spec(
+        STUDIES[wildcards.study],
+        int(point["n"]),
+        repeat,
+        point["series"],
+        data_dir=DATA_DIR,
+    )
     return json.dumps(spec, sort_keys=True)
 
 
 def get_profile_spec(wildcards):
     """The run spec of a profiling job: one extra run of the point, traced."""
-    spec = json.loads(get_run_spec(wildcards))
-    spec["profile"] = {
-        "steps": STUDIES[wildcards.study].profile.steps,
-        "trace": f"results/{wildcards.study}/profile/{wildcards.point}.trace.json",
-    }
+    point = get_point(wildcards)
+    spec = run_spec(
+        STUDIES[wildcards.study],
+        int(point["n"]),
+        1,
+        point["series"],
+        data_dir=DATA_DIR,
+        profile_trace=f"results/{wildcards.study}/profile/{wildcards.point}.trace.json",
+    )
     return json.dumps(spec, sort_keys=True)
 
 
@@ -323,207 +333,82 @@ def get_report_inputs():
     }
 
 
-def check_local_cpus():
-    """Locally, refuse (before any job runs) a point that needs more CPUs than this
-    machine lets the workflow use: Snakemake would cut its threads to --cores, and
-    every run of it would measure another point; and a point on several nodes, which
-    only a Slurm allocation has. Slurm jobs get their own CPUs."""
-    if not workflow.local_exec or workflow.remote_exec:
-        return
-    usable = len(os.sched_getaffinity(0))
-    cores = workflow.resource_settings.cores
-    limit = min(usable, cores) if isinstance(cores, int) else usable
-    needed = {
-        (job.wildcards.study, job.wildcards.point)
-        for job in workflow.dag.needrun_jobs()
-        if job.rule.name in ("run_point", "profile_point")
+# Start-up checks (run.smk's onstart:): what this invocation runs, read from Snakemake
+# (scalestudy.snakemake_internals), judged by package functions; all problems at once.
+RUN_RULES = ("run_point", "profile_point")
+
+
+def get_plans(wildcards):
+    return study_plans(STUDIES, POINTS, STUDIES, logger.warning)
+
+
+def studies_in_rounds():
+    """Adaptive studies with a round still to plan in this invocation."""
+    return {
+        job.wildcards.study for job in sm.jobs_to_run(workflow, ("adaptive_round",))
     }
+
+
+def local_cpu_problems_now():
+    """Locally: the points this invocation may run against the CPUs it may use."""
+    if not sm.local_exec(workflow) or sm.remote_exec(workflow):
+        return []
+    needed = sm.needed_pairs(workflow, RUN_RULES)
     # an adaptive study's rounds may run any of its candidates
     needed |= {
         (study, point)
         for study in studies_in_rounds()
         for point in POINTS.loc[study, "point"]
     }
-    too_big = [
-        (study, point)
-        for study, point in sorted(needed)
-        if POINTS.loc[(study, point), "cores"] > limit
-    ]
-    refused = [
-        f"studies.{study}: point {point} needs {POINTS.loc[(study, point), 'cores']} CPUs"
-        for study, point in too_big
-        if not STUDIES[study].oversubscribe
-    ]
-    # an adaptive study would ask for runs that never count again and again
-    wasted = sorted(
-        {
-            study
-            for study, _ in too_big
-            if STUDIES[study].oversubscribe
-            and STUDIES[study].adaptive is not None
-            and not STUDIES[study].include_mismatched
-        }
+    usable = len(os.sched_getaffinity(0))
+    return local_cpu_problems(STUDIES, POINTS, needed, usable, sm.cores(workflow))
+
+
+def budget_problems_now():
+    """Anywhere: the plans of the studies with jobs to come against their budget_su."""
+    running = {study for study, _ in sm.needed_pairs(workflow, RUN_RULES)}
+    return budget_problems(
+        STUDIES, POINTS, running | studies_in_rounds(), logger.warning
     )
-    several_nodes = sorted(
-        f"studies.{study}: point {point} runs on {POINTS.loc[(study, point), 'nodes']} nodes"
-        for study, point in needed
-        if POINTS.loc[(study, point), "nodes"] > 1
+
+
+def packing_problems_now():
+    """On Slurm: packed studies against --group-components and timed_runs."""
+    if sm.local_exec(workflow) or sm.remote_exec(workflow):
+        return []
+    running = {study for study, _ in sm.needed_pairs(workflow, ("run_point",))}
+    return packing_problems(
+        STUDIES,
+        running,
+        sm.group_components(workflow, PACK_GROUP),
+        sm.global_resource(workflow, "timed_runs"),
+        PACK_GROUP,
     )
-    if several_nodes:
-        st.stop(
-            "; ".join(several_nodes)
-            + ". A point on several nodes needs a Slurm allocation: run it with the "
-            "Slurm profile (--profile profiles/slurm), or remove it from this run."
-        )
-    if refused:
-        st.stop(
-            "; ".join(refused)
-            + f", and this machine lets the workflow use {limit} (usable CPUs {usable}, "
-            f"--cores {cores}). Run such points on Slurm (--profile profiles/slurm), "
-            "remove them, or set oversubscribe: true in the study to run them anyway, "
-            "flagged as allocation mismatches (Snakemake gives such a job --cores threads: "
-            "{threads} is that, {n} the point's N) and left out of speedups unless "
-            "include_mismatched: true."
-        )
-    if wasted:
-        st.stop(
-            "; ".join(
-                f"studies.{study}: points "
-                + ", ".join(p for s, p in too_big if s == study)
-                + " of this adaptive study need more CPUs than this machine lets the "
-                f"workflow use ({limit})"
-                for study in wasted
-            )
-            + ". Their runs would all be allocation mismatches, left out of the answer, "
-            "and each round would ask for them again. Remove them from the candidates, "
-            "run the study on Slurm, or set include_mismatched: true to let their runs "
-            "count (they then measure the CPUs they were given)."
-        )
 
 
-def earlier_results(study):
-    """A study's runs table and analysis from an earlier invocation (None for each
-    that does not exist yet): what scalestudy.analysis.plan prices its jobs from."""
-    runs_path = Path(paths.RUNS_TABLE.format(study=study))
-    analysis_path = Path(paths.ANALYSIS.format(study=study))
-    try:
-        runs = pd.read_csv(runs_path) if runs_path.exists() else None
-        analysis = (
-            json.loads(analysis_path.read_text()) if analysis_path.exists() else None
-        )
-    except (OSError, ValueError) as e:
-        logger.warning(f"{e}: the plan of study {study} ignores its earlier results.")
-        return None, None
-    return runs, analysis
-
-
-def finished_runs(study):
-    """(point, repeat) of a study's runs whose records say ok: they will not run again."""
-    finished = set()
-    for point in POINTS.loc[study, "point"]:
-        for repeat, path in records_on_disk(study, point):
-            try:
-                if read_record(path)["status"] == "ok":
-                    finished.add((point, repeat))
-            except RecordError:
-                pass
-    return finished
-
-
-def study_plans(names):
-    """The plan (scalestudy.analysis.plan) of each named study that runs jobs."""
-    return [
-        study_plan(STUDIES[name], *earlier_results(name), finished_runs(name))
-        for name in names
-        if STUDIES[name].workload is not None
-    ]
-
-
-def get_plans(wildcards):
-    return study_plans(STUDIES)
-
-
-def studies_in_rounds():
-    """Adaptive studies with a round still to plan in this invocation."""
-    return {
-        job.wildcards.study
-        for job in workflow.dag.needrun_jobs()
-        if job.rule.name == "adaptive_round"
-    }
-
-
-def check_budgets():
-    """Refuse (before any job runs) a study whose jobs are about to run while its
-    plan (an adaptive study's: its round 1) is estimated above its budget_su."""
-    running = {
-        job.wildcards.study
-        for job in workflow.dag.needrun_jobs()
-        if job.rule.name in ("run_point", "profile_point")
-    } | studies_in_rounds()
-    budgeted = [name for name in sorted(running) if STUDIES[name].budget_su is not None]
-    problems = [budget_problem(p) for p in study_plans(budgeted)]
-    if any(problems):
-        st.stop("\n".join(p for p in problems if p))
-
-
-def check_packing():
-    """Refuse (before any job runs) to pack a study's repeats under settings that would
-    not do it as asked: Snakemake then submits the repeats in several jobs (fewer
-    group-components than repeats), or asks for them side by side, with their CPUs
-    summed and one runtime, and would time them at once (timed_runs not 1)."""
-    if workflow.local_exec or workflow.remote_exec:
-        return
-    packed = sorted(
-        {
-            job.wildcards.study
-            for job in workflow.dag.needrun_jobs()
-            if job.rule.name == "run_point"
-            and STUDIES[job.wildcards.study].submission.pack_repeats
-        }
-    )
-    if not packed:
-        return
-    components = workflow.group_settings.group_components.get(PACK_GROUP, 1)
-    timed_runs = workflow.global_resources.get("timed_runs").value
-    problems = [
-        f"studies.{name}.submission.pack_repeats packs {STUDIES[name].repeats} repeats, "
-        f"and Snakemake puts {components} in one job (--group-components "
-        f"{PACK_GROUP}={components}; the Slurm profile gives {PACK_GROUP}=100)"
-        for name in packed
-        if STUDIES[name].repeats > components
-    ]
-    if timed_runs != 1:
-        problems.append(
-            f"studies.{packed[0]}.submission.pack_repeats needs one timed run at a time in a "
-            f"job (--resources timed_runs=1, as the Slurm profile gives), not {timed_runs}"
-        )
-    if problems:
-        st.stop("\n".join(problems))
-
-
-def check_partition_time():
-    """On Slurm, refuse (before any job runs) a point whose job asks for more time than
-    its partition's limit as Slurm itself says it (sinfo; a packed point's job asks for
-    all its repeats' time): sbatch would refuse each such job only at its submission.
-    partition_limits.runtime checks the same when the config is read."""
-    if workflow.local_exec or workflow.remote_exec:
-        return
-    jobs = [job for job in workflow.dag.needrun_jobs() if job.rule.name == "run_point"]
+def partition_time_problems_now():
+    """On Slurm: each job's time against its partition's limit (sinfo)."""
+    if sm.local_exec(workflow) or sm.remote_exec(workflow):
+        return []
+    jobs = sm.jobs_to_run(workflow, ("run_point",))
     if not jobs:
-        return
-    limits = partition_time_limits()
+        return []
     needed = {}
     for job in jobs:
-        key = (job.wildcards.study, job.resources.get("slurm_partition") or "")
+        key = (job.wildcards.study, sm.job_partition(job))
         needed.setdefault(key, set()).add(job.wildcards.point)
-    problems = []
-    for (study, part), labels in sorted(needed.items()):
-        rows = [POINTS.loc[(study, label)] for label in sorted(labels)]
-        points = [st.point_for(STUDIES[study], int(r["n"]), r["series"]) for r in rows]
-        where = f"partition {part}" if part else "the default partition"
-        source = f"{where}'s MaxTime, from sinfo"
-        problems += st.runtime_problems(
-            STUDIES[study], points, limits.get(part), source
-        )
-    if problems:
-        st.stop("\n".join(problems))
+    return partition_time_problems(STUDIES, POINTS, needed, partition_time_limits())
+
+
+def check_before_any_job():
+    """Stop, before any job runs, on any problem of the start-up checks, in turn: a
+    local point bigger than the machine, a budget, packing, a partition's time limit."""
+    for problems in (
+        local_cpu_problems_now,
+        budget_problems_now,
+        packing_problems_now,
+        partition_time_problems_now,
+    ):
+        found = problems()
+        if found:
+            stop("\n".join(found))

@@ -2,10 +2,7 @@
 # a study whose estimated cost is above its budget_su; on Slurm, packing without the
 # profile's settings for it, and a job longer than its partition allows.
 onstart:
-    check_local_cpus()
-    check_budgets()
-    check_packing()
-    check_partition_time()
+    check_before_any_job()
 
 
 # timed_runs bounds each submission, not the whole workflow: under Slurm the profile's

@@ -5,8 +5,8 @@
   predictions, cost, the request, every number the report shows);
 - report/: formats and draws what the analysis computed;
 - shared, here: the study model (model.py), the config's studies and points
-  (studies.py), records and their paths (records.py, paths.py), redo.py, and what
-  analysis.json holds, typed, between the analysis and the report (contract.py).
+  (study/, a module a topic), records and their paths (records.py, paths.py), redo.py,
+  and what analysis.json holds, typed, between the analysis and the report (contract.py).
 
 Rules call it through thin scripts in scripts/; tests/test_architecture.py keeps the
 layers apart."""

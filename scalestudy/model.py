@@ -2,7 +2,7 @@
 
 The config schema (config/schema/config.schema.yaml) is the only place a default is
 written: snakemake.utils.validate fills them in, and the workloads' own schemas fill
-in their params (scalestudy.studies.checked_config does both). `Study.from_config`
+in their params (scalestudy.study.validation.checked_config does both). `Study.from_config`
 then reads every key as given. A field that the schema gives a default is read with
 `data[key]` (a missing key means the config was not validated, an error); a field
 typed `... | None` has no default in the schema and None means "not set". Nothing
@@ -26,7 +26,7 @@ SCHEMA_FILE = "config/schema/config.schema.yaml"  # relative to the workflow's f
 
 class StudyModelError(KeyError):
     """A study dict that lacks a key its schema would have filled in: it was not
-    validated (scalestudy.studies.checked_config)."""
+    validated (scalestudy.study.validation.checked_config)."""
 
     def __str__(self) -> str:
         return self.args[0]
@@ -48,7 +48,7 @@ def _build(cls, data: dict, where: str):
             if not optional:
                 raise StudyModelError(
                     f"{where}.{f.name} is missing: build studies from a validated config "
-                    "(scalestudy.studies.checked_config fills in the schema's defaults)"
+                    "(scalestudy.study.validation.checked_config fills in the schema's defaults)"
                 )
             values[f.name] = None
             continue

@@ -7,6 +7,7 @@ or moved by hand) is refused.
 
 from __future__ import annotations
 
+import itertools
 import re
 import string
 from pathlib import Path
@@ -40,3 +41,12 @@ def identity_from_path(path: str | Path) -> dict | None:
     if not match:
         return None
     return match.groupdict() | {"repeat": int(match["repeat"])}
+
+
+def records_on_disk(study: str, point: str):
+    """(repeat, path) of the point's records that exist, from rep1 up to the first gap."""
+    for repeat in itertools.count(1):
+        path = Path(record_path(study, point, repeat))
+        if not path.exists():
+            return
+        yield repeat, path

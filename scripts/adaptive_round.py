@@ -12,7 +12,7 @@ from scalestudy.analysis.plan import round_plan
 from scalestudy.analysis.tables import runs_from_records
 from scalestudy.model import Study
 from scalestudy.records import RecordError, write_text_atomic
-from scalestudy.studies import series_of_points
+from scalestudy.study.points import series_of_points
 
 
 def kept_plan(path: Path) -> str | None:

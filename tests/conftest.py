@@ -26,10 +26,10 @@ WORKFLOW_PARTS = ["Snakefile", "rules", "scripts", "config", "profiles", "worklo
 def checked_study(study: dict, name: str = "s", workdir: Path = REPO):
     """One study as the workflow sees it: checked against the config schema (which
     fills in every default) and the workload's own, then as the study model."""
-    from scalestudy import studies as st
+    from scalestudy.study.validation import checked_config, study_models
 
-    config = st.checked_config({"studies": {name: copy.deepcopy(study)}}, SCHEMA, workdir)
-    return st.study_models(config)[name]
+    config = checked_config({"studies": {name: copy.deepcopy(study)}}, SCHEMA, workdir)
+    return study_models(config)[name]
 
 
 def resolved(schema: dict, root: dict) -> dict:

@@ -13,9 +13,11 @@ from tests.conftest import REPO
 
 PACKAGE = REPO / "scalestudy"
 LAYERS = ("compute", "analysis", "report")
-# shared by the layers and the rules: the study model, studies and points, records, and
-# the contract of analysis.json between the analysis and the report
-SHARED = {"model", "studies", "records", "paths", "redo", "contract"}
+# shared by the layers and the rules: the study model, records, the contract of
+# analysis.json between the analysis and the report, the Snakemake internals
+SHARED = {"model", "records", "paths", "redo", "contract", "snakemake_internals"}
+# shared too: the config's studies and points, a module a topic (scalestudy/study/)
+SHARED_PACKAGES = ("study",)
 HEAVY = {"pandas", "scipy", "matplotlib", "seaborn", "jinja2", "numpy", "yaml"}
 
 
@@ -65,7 +67,7 @@ def layer_of(module: str) -> str | None:
 def test_every_module_is_in_a_layer_or_shared():
     loose = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
     assert loose == SHARED, "put a new module in compute/, analysis/ or report/"
-    for layer in LAYERS:
+    for layer in (*LAYERS, *SHARED_PACKAGES):
         assert (PACKAGE / layer / "__init__.py").is_file()
 
 
@@ -79,11 +81,15 @@ def test_compute_node_code_never_imports_the_analysis_or_the_report():
 
 
 def test_the_shared_modules_import_no_layer_but_the_compute_one():
-    """studies.py checks a command's params with the compute side's parser; nothing
-    shared reaches the analysis or the report."""
-    for name in SHARED:
-        modules = {m for m in reached(PACKAGE / f"{name}.py") if layer_of(m) in LAYERS}
-        assert {layer_of(m) for m in modules} <= {"compute"}, f"{name}.py imports {modules}"
+    """study/validation.py checks a command's params with the compute side's parser;
+    nothing shared reaches the analysis or the report."""
+    paths = [PACKAGE / f"{name}.py" for name in SHARED]
+    paths += [p for name in SHARED_PACKAGES for p in sorted((PACKAGE / name).glob("*.py"))]
+    assert len(paths) > len(SHARED)
+    for path in paths:
+        modules = {m for m in reached(path) if layer_of(m) in LAYERS}
+        where = path.relative_to(PACKAGE)
+        assert {layer_of(m) for m in modules} <= {"compute"}, f"{where} imports {modules}"
 
 
 def test_starting_a_run_loads_no_analysis_library():
@@ -238,15 +244,27 @@ def test_the_contract_checks_can_fail():
                      "| float (line 1)", "| round (line 1)"]  # fmt: skip
 
 
+def import_statements(text: str) -> list[str]:
+    """The top-level import statements of a Snakefile (not Python as a whole: rules), a
+    parenthesised one with its continuation lines."""
+    statements, lines = [], iter(text.splitlines())
+    for line in lines:
+        if line.startswith(("import ", "from ")):
+            while line.count("(") > line.count(")"):
+                line += "\n" + next(lines)
+            statements.append(line)
+    return statements
+
+
 def test_parsing_the_workflow_loads_no_scipy_stats():
     """Every Snakemake start (the head's, each Slurm job's, each packed member's) runs
     the imports of the Snakefile and the rules: scipy.stats there cost ~0.9 s each, so
     the analysis imports it where it is used."""
     imports = [
-        line
+        statement
         for path in [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
-        for line in path.read_text().splitlines()
-        if line.startswith(("import ", "from ")) and "snakemake" not in line
+        for statement in import_statements(path.read_text())
+        if "snakemake" not in statement.split(" import ")[0]
     ]
     code = "\n".join(imports) + "\nimport sys\nprint('scipy.stats' in sys.modules)"
     proc = subprocess.run(

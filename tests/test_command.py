@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from scalestudy import studies as st
 from scalestudy.compute import processes
 from scalestudy.compute.launch import launch, worker_processes
+from scalestudy.study.run_spec import run_spec
 from tests.test_studies import config_error, model
 from workloads import command as command_workload
 
@@ -30,7 +30,7 @@ def command_study(processes: int = 1, **params) -> dict:
 
 def run_command_point(tmp_path, processes: int = 1, **params) -> dict:
     study = model({"studies": {"own": command_study(processes, **params)}}, "own")
-    spec = st.run_spec(study, processes, 1)
+    spec = run_spec(study, processes, 1)
     spec["data_dir"] = str(tmp_path)
     return launch(spec, tmp_path / "rep1.json")
 
@@ -176,7 +176,7 @@ def test_locally_the_launcher_reads_the_output_and_hands_its_tail_back():
 
 def test_only_local_command_workers_are_offered_the_launchers_pipes(tmp_path):
     study = model({"studies": {"own": command_study(2, command="true")}}, "own")
-    spec = st.run_spec(study, 2, 1)
+    spec = run_spec(study, 2, 1)
     local = worker_processes(spec, tmp_path / "spec.json", tmp_path, environ={})
     assert [env.get("SCALESTUDY_DIRECT_OUTPUT") for _, env in local] == ["1", "1"]
     slurm = {"SLURM_JOB_ID": "7", "SLURM_CPUS_PER_TASK": "1"}

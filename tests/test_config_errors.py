@@ -6,15 +6,16 @@ import copy
 
 import pytest
 
-from scalestudy import studies as st
+from scalestudy.study.errors import ConfigError, yaml_problem
+from scalestudy.study.validation import checked_config
 from tests.conftest import REPO, tiny_mnist_study
 from tests.test_studies import SCHEMA
 
 
 def problems(config: dict, workdir=REPO) -> list[str]:
     """Every problem the workflow reports for `config` (what rules/common.smk calls)."""
-    with pytest.raises(st.ConfigError) as info:
-        st.checked_config(copy.deepcopy(config), SCHEMA, workdir)
+    with pytest.raises(ConfigError) as info:
+        checked_config(copy.deepcopy(config), SCHEMA, workdir)
     return info.value.problems
 
 
@@ -154,12 +155,12 @@ def test_yaml_syntax_error_gives_file_line_and_column(workflow):
 def test_yaml_problem_reads_the_file_as_snakemake_does(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text('{"studies": {}}')  # JSON
-    assert st.yaml_problem(path) is None
+    assert yaml_problem(path) is None
     path.write_text("studies:\n  s:\n\tworkload: x\n")
-    assert st.yaml_problem(path).startswith(f"{path}:3:1: not valid YAML: found character '\\t'")
-    assert st.yaml_problem(tmp_path / "absent.yaml") is None  # Snakemake says it is missing
+    assert yaml_problem(path).startswith(f"{path}:3:1: not valid YAML: found character '\\t'")
+    assert yaml_problem(tmp_path / "absent.yaml") is None  # Snakemake says it is missing
     path.write_text("- studies\n")
-    message = st.yaml_problem(path)
+    message = yaml_problem(path)
     assert message == f"{path}: must hold keys and their values (studies: ...), not a list"
 
 
@@ -181,7 +182,7 @@ def test_bad_workdir_of_a_command_study_is_refused_naming_the_key(tmp_path):
         f"config key studies.own.params.workdir: not a folder: {tmp_path / 'a_file'}"
     ]
     config = {"studies": {"own": command_study("runs_here")}}
-    assert st.checked_config(config, SCHEMA, tmp_path)["studies"]["own"]["params"]["workdir"]
+    assert checked_config(config, SCHEMA, tmp_path)["studies"]["own"]["params"]["workdir"]
 
 
 def test_a_malformed_workload_module_is_reported_without_a_traceback(workflow):

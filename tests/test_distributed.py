@@ -2,9 +2,9 @@
 
 import pytest
 
-from scalestudy import studies as st
 from scalestudy.compute.harness import allocation_mismatches
 from scalestudy.compute.launch import launch
+from scalestudy.study.run_spec import run_spec
 from tests.test_data import fashion_root  # noqa: F401  (session fixture)
 from tests.test_studies import model
 
@@ -15,7 +15,7 @@ def spec(workload: str, processes: int, data_dir: str = "data", **params) -> dic
         "params": params,
         "scaling": {"axis": "devices", "points": [processes]},
     }
-    spec = st.run_spec(model({"studies": {"s": study}}), processes, 1)
+    spec = run_spec(model({"studies": {"s": study}}), processes, 1)
     spec["data_dir"] = data_dir
     return spec
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from scalestudy import studies as st
 from scalestudy.compute.harness import Context
 from scalestudy.compute.launch import launch
+from scalestudy.study.run_spec import run_spec
 from tests.test_studies import model
 from workloads import cifar_cnn, data_formats, gd_regression, linear_solve
 
@@ -109,7 +109,7 @@ def test_gpu_point_through_the_launcher_records_the_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     study = {"workload": "spiral_mlp", "params": {"samples": 2000, "epochs": 2},
              "scaling": {"axis": "devices", "points": [1], "device": "gpu"}}  # fmt: skip
-    spec = st.run_spec(model({"studies": {"s": study}}), 1, 1)
+    spec = run_spec(model({"studies": {"s": study}}), 1, 1)
     spec["data_dir"] = str(tmp_path)
     record = launch(spec, tmp_path / "rep1.json")
     assert record["status"] == "ok", record["reason"]

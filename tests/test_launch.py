@@ -6,9 +6,9 @@ import time
 import psutil
 import pytest
 
-from scalestudy import studies as st
 from scalestudy.compute.launch import launch, local_cpu_sets
 from scalestudy.records import read_record
+from scalestudy.study.run_spec import run_spec
 from tests.conftest import tiny_mnist_study
 from tests.test_data import fashion_root  # noqa: F401  (session fixture)
 from tests.test_studies import model
@@ -17,7 +17,7 @@ from tests.test_studies import model
 def spec_for(data_dir, n=1, **params):
     study = tiny_mnist_study()
     study["params"] |= params
-    spec = st.run_spec(model({"studies": {"s": study}}), n, 1)
+    spec = run_spec(model({"studies": {"s": study}}), n, 1)
     spec["data_dir"] = str(data_dir)
     return spec
 

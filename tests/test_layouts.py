@@ -8,10 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalestudy import studies as st
 from scalestudy.analysis.pipeline import analyse
 from scalestudy.analysis.tables import runs_from_measured, summarise
 from scalestudy.compute.launch import srun_command
+from scalestudy.study.points import point_for, series_of_points
+from scalestudy.study.run_spec import run_spec
+from scalestudy.study.slurm import slurm_resources
+from scalestudy.study.tables import points_table
 from tests.conftest import study_model
 from tests.test_slurm_mapping import Job, flags
 from tests.test_studies import config_error, model
@@ -19,7 +22,7 @@ from tests.test_studies import config_error, model
 
 def points(scaling: dict, workload: str = "spiral_mlp") -> list:
     study = model({"studies": {"s": {"workload": workload, "scaling": scaling}}})
-    return [st.point_for(study, n) for n in study.scaling.ns()]
+    return [point_for(study, n) for n in study.scaling.ns()]
 
 
 def shape(p) -> tuple:
@@ -121,7 +124,7 @@ def sbatch(scaling: dict, n: int) -> set[str]:
     from snakemake_executor_plugin_slurm.utils import set_gres_string
 
     study = model({"studies": {"s": {"workload": "spiral_mlp", "scaling": scaling}}})
-    job = Job(st.slurm_resources(st.point_for(study, n), study))
+    job = Job(slurm_resources(point_for(study, n), study))
     names = {"run_uuid": "job", "slurm_logfile": "log", "comment_str": "c", "account": "",
              "partition": "", "workdir": "."}  # fmt: skip
     line = get_submit_command(job, names) + set_gres_string(job)
@@ -152,7 +155,7 @@ def test_the_launchers_srun_repeats_the_layout():
     layout = {"nodes": 2, "processes_per_node": 2, "gpus_per_process": 2, "threads": 4}
     scaling = {"axis": "gpus", "device": "gpu", "points": [layout]}
     study = model({"studies": {"s": {"workload": "spiral_mlp", "scaling": scaling}}})
-    spec = st.run_spec(study, 8, 1)
+    spec = run_spec(study, 8, 1)
     environ = {"SLURM_CPUS_PER_TASK": "4", "SLURM_JOB_ID": "1"}
     cmd = srun_command(spec, environ, {})
     assert {"--nodes=2", "--ntasks-per-node=2", "--cpus-per-task=4", "--gpus-per-task=2"} <= set(
@@ -218,7 +221,7 @@ def grid_study(**scaling):
 
 def test_a_grid_becomes_one_series_per_line_with_its_layouts():
     study = grid_study(grid={"processes_per_node": [1, 2, 4], "threads": [1, 2, 4]}, max_total=8)
-    table = st.points_table({"s": study}).set_index("point")
+    table = points_table({"s": study}).set_index("point")
     assert study.series_names == ["p1", "p2", "p4"]
     assert list(table.index) == [
         "p1-c1-1x1", "p1-c2-1x2", "p1-c4-1x4",
@@ -250,7 +253,7 @@ def test_grids_that_cannot_run_are_refused_naming_the_key(scaling, message):
 def test_a_grid_runs_as_many_cells_as_max_cells_allows_when_raised():
     grid = {"threads": [1, 2, 3, 4, 5, 6, 7], "processes_per_node": [1, 2, 3, 4, 5, 6]}
     study = grid_study(grid=grid, max_cells=42)
-    assert len(st.points_table({"s": study})) == 42
+    assert len(points_table({"s": study})) == 42
 
 
 def runs_of(times: dict) -> pd.DataFrame:
@@ -293,7 +296,7 @@ def test_packed_and_spread_placements_are_compared_as_series():
         "axis": "processes", "points": [1, 2, 4]},
         "series": {"packed": {"scaling": {"per_node": 2}},
                    "spread": {"scaling": {"placement": "spread"}}}}}})  # fmt: skip
-    labels = st.series_of_points(study)
+    labels = series_of_points(study)
     assert set(labels) == {"packed-p1", "packed-p2", "packed-p4-n2",
                            "spread-p1", "spread-p2-n2", "spread-p4-n4"}  # fmt: skip
     rng = np.random.default_rng(0)
@@ -317,7 +320,7 @@ def test_a_grid_as_the_rows_and_columns_of_its_heat_map():
     from scalestudy.analysis.layouts import grid_cells
 
     study = grid_study(grid={"processes_per_node": [1, 2], "threads": [1, 2, 4]}, max_total=4)
-    table = st.points_table({"s": study})
+    table = points_table({"s": study})
     summary = table.assign(time_s=[8.0, 4.5, 2.6, 4.2, 2.4])
     best = [{"best": {"point": "p2-c2-2x1"}}, {"best": {"point": "p2-c4-2x2"}}]
     found = grid_cells(study, summary, best)

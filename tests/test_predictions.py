@@ -9,7 +9,10 @@ import pytest
 from scalestudy.analysis import models, pipeline
 from scalestudy.analysis.cost import charges
 from scalestudy.analysis.tables import runs_from_measured, summarise
-from scalestudy.studies import point_for, points_table, run_spec, series_of_points, study_models
+from scalestudy.study.points import point_for, series_of_points
+from scalestudy.study.run_spec import run_spec
+from scalestudy.study.tables import points_table
+from scalestudy.study.validation import study_models
 from tests.conftest import REPO, study_model, tiny_mnist_study
 from tests.test_analysis import RTX_STUDY, synthetic_runs
 from tests.test_studies import config_error, validated

@@ -18,7 +18,6 @@ import pandas as pd
 import psutil
 import pytest
 
-from scalestudy import studies as st
 from scalestudy.analysis.pipeline import aggregate
 from scalestudy.analysis.tables import (
     disturbed_reasons,
@@ -35,6 +34,8 @@ from scalestudy.contract import Analysis
 from scalestudy.records import RecordError, self_inconsistency, write_json_atomic
 from scalestudy.report import plots
 from scalestudy.report.plots import write_figures
+from scalestudy.study.run_spec import run_spec
+from scalestudy.study.validation import study_models
 from tests.conftest import REPO, on_the_quietest_cpu, study_model
 from tests.test_analysis import RTX_STUDY
 from tests.test_records import good_record
@@ -55,7 +56,7 @@ def command_spec(tmp_path, command, threads=1, **study):
             | study
         }
     }
-    spec = st.run_spec(st.study_models(validated(config))["own"], threads, 1)
+    spec = run_spec(study_models(validated(config))["own"], threads, 1)
     spec["data_dir"] = str(tmp_path)
     return spec
 
@@ -513,7 +514,7 @@ def validated_study(**extra):
             | extra
         }
     }
-    return st.study_models(validated(config))["s"]
+    return study_models(validated(config))["s"]
 
 
 # ------------------------------------------------------------ shared CPUs

@@ -8,7 +8,6 @@ import sys
 import pandas as pd
 import pytest
 
-from scalestudy import studies as st
 from scalestudy.analysis.request import (
     memory_request_mb,
     partition_time_limits,
@@ -17,6 +16,7 @@ from scalestudy.analysis.request import (
 )
 from scalestudy.analysis.tables import runs_from_records
 from scalestudy.compute.launch import launch
+from scalestudy.study.run_spec import run_spec
 from tests.conftest import on_the_quietest_cpu, study_model
 from tests.test_studies import config_error, model
 
@@ -118,7 +118,7 @@ def test_cpu_busy_of_a_busy_loop_and_a_sleeper(tmp_path, monkeypatch):
         study = {"workload": "command", "params": {"command": [PY, "-c", program]},
                  "scaling": {"axis": "threads", "points": [1]}, "repeats": 1}  # fmt: skip
         config = {"studies": {"c": study}}
-        spec = st.run_spec(model(config, "c"), 1, 1)
+        spec = run_spec(model(config, "c"), 1, 1)
         spec["data_dir"] = str(tmp_path)
         path = tmp_path / point / "runs" / "t1" / "rep1.json"
         with on_the_quietest_cpu():

@@ -4,8 +4,10 @@ import pytest
 from snakemake_executor_plugin_slurm.submit_string import get_submit_command
 from snakemake_executor_plugin_slurm.utils import set_gres_string
 
-from scalestudy import studies as st
 from scalestudy.analysis.request import PluginJob
+from scalestudy.study.errors import ConfigError
+from scalestudy.study.points import point_for
+from scalestudy.study.slurm import job_runtime, slurm_resources
 from tests.test_studies import model, validated
 
 # What the plugin reads of a Snakemake job (its resources, unset ones absent, and
@@ -16,7 +18,7 @@ Job = PluginJob
 def sbatch_line(scaling: dict, n: int, **resources) -> str:
     study = {"workload": "spiral_mlp", "scaling": scaling, "resources": resources}
     study = model({"studies": {"s": study}})
-    return sbatch_line_of(Job(st.slurm_resources(st.point_for(study, n), study)))
+    return sbatch_line_of(Job(slurm_resources(point_for(study, n), study)))
 
 
 def sbatch_line_of(job) -> str:
@@ -115,7 +117,7 @@ def test_points_beyond_the_partition_are_refused(scaling, limits, message):
         "studies": {"s": {"workload": "spiral_mlp", "scaling": scaling}},
     }
     with pytest.raises(
-        st.ConfigError, match="studies.s: " + message.replace("(", r"\(").replace(")", r"\)")
+        ConfigError, match="studies.s: " + message.replace("(", r"\(").replace(")", r"\)")
     ):
         validated(config)
 
@@ -132,11 +134,9 @@ def packed_study(**submission) -> dict:
 
 def test_exclusive_nodes_reach_sbatch_through_the_plugin():
     study = model({"studies": {"s": packed_study(exclusive=True)}})
-    assert "--exclusive" in flags(
-        sbatch_line_of(Job(st.slurm_resources(st.point_for(study, 2), study)))
-    )
+    assert "--exclusive" in flags(sbatch_line_of(Job(slurm_resources(point_for(study, 2), study))))
     plain = model({"studies": {"s": packed_study()}})
-    assert st.slurm_resources(st.point_for(plain, 2), plain)["slurm_extra"] is None
+    assert slurm_resources(point_for(plain, 2), plain)["slurm_extra"] is None
     # beside the GPUs per task a point's slurm_extra may already hold
     layout = {"processes_per_node": 1, "gpus_per_process": 2}
     gpus = {
@@ -145,7 +145,7 @@ def test_exclusive_nodes_reach_sbatch_through_the_plugin():
         "submission": {"exclusive": True},
     }
     study = model({"studies": {"s": gpus}})
-    res = st.slurm_resources(st.point_for(study, 2), study)
+    res = slurm_resources(point_for(study, 2), study)
     assert res["slurm_extra"] == "--gpus-per-task=2 --exclusive"
     assert {"--exclusive", "--gpus-per-task=2"} <= flags(sbatch_line_of(Job(res)))
 
@@ -159,13 +159,13 @@ def test_a_packed_point_asks_for_one_runs_cpus_and_memory_and_all_runtimes():
     from snakemake.resources import GroupResources, Resources
 
     study = model({"studies": {"s": packed_study(pack_repeats=True)}})
-    one = st.slurm_resources(st.point_for(study, 2), study)
+    one = slurm_resources(point_for(study, 2), study)
     member = {k: v for k, v in one.items() if v is not None} | {"timed_runs": 1}
     members = [SimpleNamespace(resources=dict(member), pipe_group=None) for _ in range(3)]
     grouped = GroupResources.basic_layered(
         [members], Resources.from_mapping({"timed_runs": 1}), run_local=False
     )
-    assert grouped["runtime"] == 3 * one["runtime"] == st.job_runtime(study, st.point_for(study, 2))
+    assert grouped["runtime"] == 3 * one["runtime"] == job_runtime(study, point_for(study, 2))
     line = sbatch_line_of(Job(grouped))
     assert {"--cpus-per-task=2", "--ntasks=1", "--nodes=1"} <= flags(line)
     assert f"--mem {one['mem_mb']}" in line and f"-t {3 * one['runtime']}" in line
@@ -181,7 +181,7 @@ def test_packed_repeats_beyond_the_partitions_time_are_refused_naming_key_and_mi
         "partition_limits": {"runtime": 30},
         "studies": {"s": packed_study(pack_repeats=True)},
     }
-    with pytest.raises(st.ConfigError) as info:
+    with pytest.raises(ConfigError) as info:
         validated(config)
     assert info.value.problems[0] == (
         "studies.s.submission.pack_repeats: point t1 packs 3 repeats of 12 minutes into one "
@@ -192,5 +192,5 @@ def test_packed_repeats_beyond_the_partitions_time_are_refused_naming_key_and_mi
     # unpacked, each job fits; a single run beyond the limit is refused as such
     validated(config | {"studies": {"s": packed_study(pack_repeats=False)}})
     config["partition_limits"]["runtime"] = 11
-    with pytest.raises(st.ConfigError, match=r"studies.s.resources.runtime: point t1 asks for 12"):
+    with pytest.raises(ConfigError, match=r"studies.s.resources.runtime: point t1 asks for 12"):
         validated(config)

@@ -6,7 +6,11 @@ import pytest
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from scalestudy import studies as st
+from scalestudy.study.errors import ConfigError, describe_validation_error
+from scalestudy.study.points import point_for
+from scalestudy.study.run_spec import run_spec
+from scalestudy.study.tables import points_table, runs_table
+from scalestudy.study.validation import normalise_config, study_models
 from tests.conftest import REPO, study_model, tiny_mnist_study
 
 SCHEMA = str(REPO / "config" / "schema" / "config.schema.yaml")
@@ -15,20 +19,20 @@ SCHEMA = str(REPO / "config" / "schema" / "config.schema.yaml")
 def validated(config: dict) -> dict:
     config = copy.deepcopy(config)
     validate(config, schema=SCHEMA)
-    return st.normalise_config(config, REPO)
+    return normalise_config(config, REPO)
 
 
 def model(config: dict, name: str = "s"):
     """Study `name` of a config, validated, as the study model."""
-    return st.study_models(validated(config))[name]
+    return study_models(validated(config))[name]
 
 
 def config_error(config: dict) -> str:
-    with pytest.raises((WorkflowError, st.ConfigError)) as info:
+    with pytest.raises((WorkflowError, ConfigError)) as info:
         try:
             validated(config)
         except WorkflowError as e:
-            raise WorkflowError(st.describe_validation_error(e)) from None
+            raise WorkflowError(describe_validation_error(e)) from None
     return str(info.value)
 
 
@@ -95,21 +99,21 @@ def test_point_labels_and_resources():
     study = {
         "scaling": {"axis": "devices", "threads": 4, "devices": 1, "nodes": 2, "device": "gpu"}
     }
-    p = st.point_for(study_model(study), 4)
+    p = point_for(study_model(study), 4)
     assert (p.label, p.threads, p.tasks_per_node, p.nodes, p.gpus_per_node) == ("g4-n2", 4, 4, 2, 4)
     assert (p.cores, p.gpus, p.world_size) == (32, 8, 8)
     study["scaling"].update(axis="threads", nodes=1, devices=1, device="cpu")
-    p = st.point_for(study_model(study), 8)
+    p = point_for(study_model(study), 8)
     assert (p.label, p.cores, p.gpus, p.world_size) == ("t8", 8, 0, 1)
     study["scaling"].update(axis="nodes", devices=2)
-    assert st.point_for(study_model(study), 3).label == "n3"
+    assert point_for(study_model(study), 3).label == "n3"
 
 
 def test_tables_expand_points_and_repeats():
     config = validated({"studies": {"s": tiny_mnist_study(repeats=3)}})
-    points = st.points_table(st.study_models(config))
+    points = points_table(study_models(config))
     assert list(points["point"]) == ["t1", "t2"]
-    runs = st.runs_table(st.study_models(config))
+    runs = runs_table(study_models(config))
     assert len(runs) == 6 and set(runs["repeat"]) == {1, 2, 3}
 
 
@@ -123,15 +127,26 @@ def test_base_case_defaults_to_smallest_point():
 
 def test_run_spec_carries_the_request():
     config = validated({"studies": {"s": tiny_mnist_study()}})
-    spec = st.run_spec(st.study_models(config)["s"], 2, 1)
+    spec = run_spec(study_models(config)["s"], 2, 1)
     assert spec["point"] == "t2" and spec["requested"]["threads"] == 2
     assert spec["requested"]["mem_mb"] == 2000
+    assert spec["series"] == "" and "data_dir" not in spec and "profile" not in spec
+
+
+def test_run_spec_is_built_whole_with_the_data_and_the_profile():
+    """The rules pass data_dir and a profiling job's trace; nothing adds to the spec."""
+    config = validated({"studies": {"s": tiny_mnist_study()}})
+    study = study_models(config)["s"]
+    spec = run_spec(study, 2, 3, data_dir="data")
+    assert spec["data_dir"] == "data" and spec["repeat"] == 3 and "profile" not in spec
+    traced = run_spec(study, 2, 1, data_dir="data", profile_trace="t.trace.json")
+    assert traced["profile"] == {"steps": study.profile.steps, "trace": "t.trace.json"}
 
 
 def test_only_keeps_the_named_studies_and_refuses_unknown_names():
     studies = {"a": tiny_mnist_study(), "b": tiny_mnist_study()}
     config = validated({"studies": studies, "only": ["b"]})
     assert list(config["studies"]) == ["b"]
-    assert set(st.points_table(st.study_models(config))["study"]) == {"b"}
+    assert set(points_table(study_models(config))["study"]) == {"b"}
     assert list(validated({"studies": studies})["studies"]) == ["a", "b"]  # empty = all
     assert "only: no study named c" in config_error({"studies": studies, "only": ["b", "c"]})

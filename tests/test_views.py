@@ -127,7 +127,7 @@ def grid_analysis():
     contract of its analysis.json, and its summary."""
     import numpy as np
 
-    from scalestudy.studies import series_of_points
+    from scalestudy.study.points import series_of_points
     from tests.test_studies import model
 
     scaling = {"axis": "cores", "grid": {"processes_per_node": [1, 2], "threads": [1, 2]}}

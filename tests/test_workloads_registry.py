@@ -15,7 +15,10 @@ import pytest
 from snakemake.utils import validate
 
 import workloads
-from scalestudy import studies as st
+from scalestudy.study.errors import ConfigError
+from scalestudy.study.run_spec import run_spec
+from scalestudy.study.validation import normalise_config
+from scalestudy.study.workload_bridge import workload_capabilities
 from tests.conftest import REPO, study_model
 from tests.test_studies import SCHEMA, config_error, validated
 
@@ -104,18 +107,19 @@ def test_capabilities_match_the_code():
     for workload in workloads.discover().values():
         source = workload.path.read_text()
         assert ("ctx.step" in source) == workload.steps, workload.name
-    capabilities = st.workload_capabilities("spiral_mlp", REPO)
+    capabilities = workload_capabilities("spiral_mlp", REPO)
     assert capabilities == {"distributed": True, "steps": True, "devices": ("cpu", "gpu")}
-    assert st.workload_capabilities("linear_solve", REPO)["distributed"] is False
-    assert st.workload_capabilities(None, REPO) == {}
-    assert st.workload_capabilities("no_such", REPO) == {}
+    assert workload_capabilities("linear_solve", REPO)["distributed"] is False
+    assert workload_capabilities(None, REPO) == {}
+    assert workload_capabilities("no_such", REPO) == {}
 
 
 def test_reading_the_declarations_imports_no_workload():
     """At DAG-parse time: the declarations without torch or the modules themselves."""
     code = (
-        "import sys, json; from pathlib import Path; from scalestudy import studies as st;"
-        "known = st.workloads_of(Path('.'));"
+        "import sys, json; from pathlib import Path;"
+        "from scalestudy.study.workload_bridge import workloads_of;"
+        "known = workloads_of(Path('.'));"
         "print(json.dumps([sorted(known), sorted(m for m in sys.modules"
         " if m in ('torch', 'jax', 'cupy') or m.startswith('workloads.'))]))"
     )
@@ -216,8 +220,8 @@ def test_study_params_are_validated_with_the_workloads_schema():
     s = validated({"studies": {"s": study}})["studies"]["s"]
     assert s["params"]["batch_size"] == 32 and s["params"]["placement"] == "loader"
     assert s["series"]["big"]["params"] == {"batch_size": 256}  # overrides stay overrides
-    assert st.run_spec(study_model(s), 1, 1, "big")["params"]["batch_size"] == 256
-    assert st.run_spec(study_model(s), 1, 1, "big")["params"]["momentum"] == 0.9
+    assert run_spec(study_model(s), 1, 1, "big")["params"]["batch_size"] == 256
+    assert run_spec(study_model(s), 1, 1, "big")["params"]["momentum"] == 0.9
 
     def error(**change) -> str:
         bad = json.loads(json.dumps(study))
@@ -327,8 +331,8 @@ def test_new_workload_is_planned_and_its_bad_params_refused(workflow):
             target[last] = value
         config = {"studies": {"naps": study}}
         validate(config, schema=SCHEMA)
-        with pytest.raises(st.ConfigError) as info:
-            st.normalise_config(config, workflow.root)
+        with pytest.raises(ConfigError) as info:
+            normalise_config(config, workflow.root)
         return str(info.value)
 
     message = refused(params__secondz=1)
@@ -341,7 +345,7 @@ def test_new_workload_is_planned_and_its_bad_params_refused(workflow):
     assert "unknown workload 'sleepr'; the workloads are" in message
     assert "sleeper" in message and "mnist_cnn" in message
     # the repository's own folder does not have it
-    with pytest.raises(st.ConfigError, match="unknown workload 'sleeper'"):
+    with pytest.raises(ConfigError, match="unknown workload 'sleeper'"):
         validated({"studies": {"naps": sleeper_study()}})
 
 

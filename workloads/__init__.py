@@ -30,7 +30,7 @@ with `ctx.metric(name, value)`. `ctx.device`, `ctx.rank`, `ctx.world_size` and
 `ctx.data_dir` say where and how to run. Workloads never write records, read Slurm
 variables or set thread counts: the harness does. The workflow validates a study's
 params against the declaration and fills in every default before any job runs
-(scalestudy.studies.normalise_config), so `run` reads `params[...]` directly; one
+(scalestudy.study.validation.normalise_config), so `run` reads `params[...]` directly; one
 that is also called directly with partial params (tests, benchmarks) starts with
 `params = complete(WORKLOAD, params)`, which validates and completes those.
 

@@ -29,7 +29,8 @@ from scalestudy.analysis.tables import (
 )
 from scalestudy.contract import TELEMETRY, Analysis, build
 from scalestudy.model import Study, base_series
-from scalestudy.studies import point_for, workload_capabilities
+from scalestudy.study.points import point_for
+from scalestudy.study.workload_bridge import workload_capabilities
 
 # what the runs received, and where they ran (distinct values over the runs)
 RECEIVED = [

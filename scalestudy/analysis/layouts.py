@@ -15,7 +15,7 @@ import pandas as pd
 
 from scalestudy.analysis.intervals import ratio_ci
 from scalestudy.model import Study, base_series
-from scalestudy.studies import point_for
+from scalestudy.study.points import point_for
 
 
 def point_layout(study: Study, series: str, n: int) -> dict:

@@ -29,7 +29,7 @@ from scalestudy.analysis.tables import (
 from scalestudy.contract import Analysis
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
-from scalestudy.studies import series_of_points
+from scalestudy.study.points import series_of_points
 
 
 @dataclass(frozen=True)

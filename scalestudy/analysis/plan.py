@@ -26,7 +26,7 @@ from scalestudy.analysis.cost import SECONDS_PER_MINUTE, Cost, charges
 from scalestudy.analysis.predictions import jsonable, times_by_n, usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS, disturbed_reasons
 from scalestudy.model import Study
-from scalestudy.studies import point_for
+from scalestudy.study.points import point_for
 
 MEASURED, MODEL, LIMIT = "measured", "model", "limit"
 

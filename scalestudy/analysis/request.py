@@ -3,7 +3,7 @@ and how much of what the runs were given they used (seff-style, from the runs' o
 records: no accounting needed).
 
 - Layout: the point's nodes, processes, threads and GPUs, as the workflow's own jobs
-  asked for them (scalestudy.studies.slurm_resources).
+  asked for them (scalestudy.study.slurm.slurm_resources).
 - `--mem` per node: the largest peak measured at the point, plus `request.mem_margin`,
   rounded up to whole GB (whole MB below 1 GB). A node's peak is the larger of the
   resident memory of all of the run's processes (sampled by the launcher every few
@@ -28,7 +28,8 @@ import pandas as pd
 
 from scalestudy.analysis.cost import SECONDS_PER_MINUTE
 from scalestudy.model import Study, base_series
-from scalestudy.studies import point_for, slurm_resources
+from scalestudy.study.points import point_for
+from scalestudy.study.slurm import slurm_resources
 
 MB_PER_GB = 1024
 # below these a point's use is called waste in the report's words

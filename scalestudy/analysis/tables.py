@@ -29,7 +29,7 @@ from scalestudy.analysis import intervals, recommendation
 from scalestudy.analysis.cost import Cost
 from scalestudy.model import Study
 from scalestudy.records import RecordError, plain, read_placed_record
-from scalestudy.studies import point_for
+from scalestudy.study.points import point_for
 
 SERIES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 # The parts of a record whose fields become columns of the runs table, each under its

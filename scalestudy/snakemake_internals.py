@@ -1,0 +1,59 @@
+"""The Snakemake internals the rules read, in one place: none is Snakemake's documented
+API, so tests/test_snakemake_internals.py checks each against the installed Snakemake
+and fails when an upgrade removes or renames one. Each takes a Snakefile's `workflow`."""
+
+from __future__ import annotations
+
+
+def jobs_to_run(workflow, rules) -> list:
+    """The jobs of the named rules that this invocation will run. The start-up checks
+    judge exactly these (workflow.dag.needrun_jobs(): the DAG's jobs not yet done; the
+    DAG exists once the workflow is built, in `onstart:` and in input functions)."""
+    return [job for job in workflow.dag.needrun_jobs() if job.rule.name in rules]
+
+
+def needed_pairs(workflow, rules) -> set[tuple[str, str]]:
+    """(study, point) of the jobs of the named rules that this invocation will run."""
+    return {(job.wildcards.study, job.wildcards.point) for job in jobs_to_run(workflow, rules)}
+
+
+def job_partition(job) -> str:
+    """The Slurm partition a job asks for ("" for the default): its evaluated
+    slurm_partition resource (Job.resources), as the Slurm executor reads it."""
+    return job.resources.get("slurm_partition") or ""
+
+
+def local_exec(workflow) -> bool:
+    """Whether jobs run on this machine (workflow.local_exec: no executor plugin that
+    submits them elsewhere, such as Slurm's)."""
+    return workflow.local_exec
+
+
+def remote_exec(workflow) -> bool:
+    """Whether this Snakemake runs inside a submitted job (workflow.remote_exec): the
+    checks were made by the Snakemake that submitted it."""
+    return workflow.remote_exec
+
+
+def cores(workflow):
+    """Snakemake's --cores (workflow.resource_settings.cores): an int, or None/'all'."""
+    return workflow.resource_settings.cores
+
+
+def group_components(workflow, group: str) -> int:
+    """How many of a group's parts Snakemake puts in one job (--group-components,
+    workflow.group_settings.group_components; 1 when not given)."""
+    return workflow.group_settings.group_components.get(group, 1)
+
+
+def global_resource(workflow, name: str):
+    """A global resource's value (--resources, workflow.global_resources), None when
+    not given."""
+    resource = workflow.global_resources.get(name)
+    return None if resource is None else resource.value
+
+
+def register_group(workflow, group: str, parent: str) -> None:
+    """Count a group's parts under `parent` for --group-components, as Snakemake counts
+    a group given with wildcards under its pattern (workflow.parent_groupids)."""
+    workflow.parent_groupids[group] = parent

@@ -1,0 +1,123 @@
+"""Error wording: the config error, and how the workflow words and prints what it refuses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import workloads as registry
+
+
+class ConfigError(ValueError):
+    """Config values that the schema refuses, or accepts but the workflow cannot use.
+    `problems` lists every one found, each naming its key; str() gives one a line."""
+
+    def __init__(self, *problems: str):
+        self.problems = list(dict.fromkeys(problems))
+        super().__init__("\n".join(self.problems))
+
+
+def names_under(path: list[str]) -> str:
+    """What the names (keys) under a config path are, for messages."""
+    return {"studies": "study names", "series": "series names"}.get(
+        path[-1] if path else "", f"names under {'.'.join(path) or 'the top level'}"
+    )
+
+
+def schema_problem(error) -> list[tuple[list[str], str]]:
+    """One jsonschema error of the config as (key path, message in words), one per bad
+    key; the error's own path is kept (its document position orders the messages)."""
+    return registry.describe_error(error, names_of=names_under)
+
+
+def config_key(path: list[str], message: str) -> str:
+    return f"config key {'.'.join(path) or '(top level)'}: {message}"
+
+
+def describe_validation_error(error: BaseException) -> str:
+    """Turn jsonschema's error into lines, one per bad key, each naming its path."""
+    try:
+        from jsonschema.exceptions import ValidationError
+    except ImportError:  # pragma: no cover - jsonschema ships with snakemake
+        return str(error)
+    # snakemake.utils.validate raises WorkflowError from inside `except ValidationError`
+    err = error
+    while err is not None and not isinstance(err, ValidationError):
+        err = err.__cause__ or err.__context__
+    if err is None:
+        return str(error)
+    return "\n".join(config_key(path, message) for path, message in schema_problem(err))
+
+
+def config_error_text(problems: list[str]) -> str:
+    """What the workflow prints for a config it refuses: every problem, one a line."""
+    count = f"{len(problems)} problems" if len(problems) > 1 else "a problem"
+    lines = "\n".join(f"  {p}" for p in problems)
+    return f"The config has {count}; no job was run:\n{lines}"
+
+
+def yaml_problem(path: str | Path) -> str | None:
+    """Why a config file is no JSON or YAML, as FILE:LINE:COLUMN: what, with the line and
+    a caret under the place, or holds no keys; None when it reads (or is absent:
+    Snakemake says so). It reads the file as Snakemake does (JSON first, then YAML with
+    yaml.FullLoader), whose own message names neither the file nor the place."""
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as e:
+        return f"{path}: cannot read the config file ({e})"
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    try:
+        if data is None:
+            data = yaml.load(text, Loader=yaml.FullLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        what = e.problem or e.context or "syntax error"
+        if e.context and e.problem and e.context_mark is not None:
+            where = e.context_mark
+            what += f" ({e.context} at line {where.line + 1}, column {where.column + 1})"
+        if mark is None:  # pragma: no cover - PyYAML marks its syntax errors
+            return f"{path}: not valid YAML: {what}"
+        lines = text.splitlines()
+        shown = lines[mark.line] if mark.line < len(lines) else ""
+        return (
+            f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {what}\n"
+            f"    {shown}\n    {' ' * mark.column}^"
+        )
+    except yaml.YAMLError as e:  # pragma: no cover - an error without a place
+        return f"{path}: not valid YAML: {e}"
+    if not isinstance(data, dict):
+        what = "nothing" if data is None else f"a {type(data).__name__}"
+        return f"{path}: must hold keys and their values (studies: ...), not {what}"
+    return None
+
+
+def stop(message: str) -> None:
+    """Print `message` as Snakemake prints errors, and end the run with status 1.
+
+    Raising from a Snakefile would print the message under `WorkflowError in file
+    ..., line N:` and over a traceback line (`File ".../common.smk", line N`): Snakemake
+    adds both to every exception whose traceback passes through a Snakefile
+    (snakemake.exceptions.format_exception_to_string). Config errors are the user's,
+    not the code's, so only the message is printed."""
+    import sys
+
+    from snakemake.logging import logger
+
+    logger.error(message)
+    sys.exit(1)
+
+
+def stop_on_unreadable_config(*paths: str | Path) -> None:
+    """Stop before Snakemake loads a config file that is no JSON or YAML, naming its
+    file, line and column (Snakemake's own message names none of them)."""
+    problems = [p for p in map(yaml_problem, paths) if p]
+    if problems:
+        stop("\n".join(problems))

@@ -1,0 +1,133 @@
+"""Slurm resources and limits: what a point asks the scheduler for, and the partition limits."""
+
+from __future__ import annotations
+
+from scalestudy.model import Study
+from scalestudy.study.errors import ConfigError
+from scalestudy.study.points import Point
+
+# Slack between the job's time limit and its run's: room to start the step and
+# write the record after Slurm stopped a run that was out of time.
+TIME_SLACK_MIN = 2
+# Memory of the job beyond the run's own: Snakemake's job-step process (about
+# 300 MB) and the launcher live in the job too. The run's step gets exactly the
+# study's mem_mb, so Slurm stops the run, not the job that records why.
+JOB_MEM_OVERHEAD_MB = 512
+
+
+def slurm_resources(point: Point, study: Study) -> dict:
+    """Snakemake resources of a point's job, as the Slurm executor plugin reads them.
+
+    Threads become cpus_per_task (and the rule's threads, which Snakemake exports as
+    OMP_NUM_THREADS). A point with several processes is an `mpi` job whose rule runs
+    its own srun step; the plugin refuses mpi with one task per node, so such points
+    give `tasks` (CPU) or rely on one task per GPU (GPU). A single-process point
+    gives mpi="" so the plugin submits it as a plain job but runs the rule in the
+    batch step, where the launcher's own srun step gets the cores.
+    """
+    resources = study.for_series(point.series).resources
+    res = {
+        "cpus_per_task": point.threads,
+        "nodes": point.nodes,
+        "mem_mb": resources.mem_mb + JOB_MEM_OVERHEAD_MB,
+        "runtime": resources.runtime + TIME_SLACK_MIN,
+        "mpi": "srun" if point.world_size > 1 else "",
+        "tasks": None,
+        "tasks_per_node": None,
+        "tasks_per_gpu": None,
+        "gpu": None,
+        "gpu_model": None,
+        "slurm_extra": None,
+    }
+    if point.gpus:
+        res["gpu"] = point.gpus
+        res["gpu_model"] = resources.gpu_model
+        per_task = point.gpus_per_node // point.tasks_per_node
+        if per_task == 1 and point.tasks_per_node == 1:
+            res["tasks_per_gpu"] = 1
+        else:
+            # the plugin has no key for it; sbatch takes it beside --gpus. Not
+            # --ntasks-per-gpu: sbatch refuses it beside --ntasks-per-node
+            res["slurm_extra"] = f"--gpus-per-task={per_task}"
+    if point.world_size > 1:
+        if point.tasks_per_node > 1:
+            res["tasks_per_node"] = point.tasks_per_node
+        else:
+            res["tasks"] = point.world_size
+    elif not point.gpus:
+        res["tasks"] = 1
+    if study.submission.exclusive:
+        # the plugin has no key for it either; it lets --exclusive through slurm_extra
+        res["slurm_extra"] = " ".join(filter(None, [res["slurm_extra"], "--exclusive"]))
+    return res
+
+
+def job_runtime(study: Study, point: Point) -> int:
+    """Minutes one Slurm job of the point asks for: one run, or all the point's repeats
+    when they are packed into one job (Snakemake sums a group's runtimes over the runs
+    it runs one after another)."""
+    one = slurm_resources(point, study)["runtime"]
+    return one * study.repeats if study.submission.pack_repeats else one
+
+
+def runtime_problems(
+    study: Study, points: list[Point], limit: int | None, source: str
+) -> list[str]:
+    """The points whose job would ask for more minutes than the partition gives
+    (`limit`, as `source` says it: partition_limits.runtime, or Slurm's own), found
+    before any job is submitted."""
+    if limit is None:
+        return []
+    problems = []
+    for point in points:
+        minutes = job_runtime(study, point)
+        if minutes <= limit:
+            continue
+        one = slurm_resources(point, study)["runtime"]
+        if study.submission.pack_repeats and one <= limit:
+            problems.append(
+                f"studies.{study.name}.submission.pack_repeats: point {point.label} packs "
+                f"{study.repeats} repeats of {one} minutes into one job of {minutes} minutes, "
+                f"the partition allows {limit} ({source}); lower repeats or "
+                "resources.runtime, or set pack_repeats: false"
+            )
+        else:
+            problems.append(
+                f"studies.{study.name}.resources.runtime: point {point.label} asks for {one} "
+                f"minutes (runtime + {TIME_SLACK_MIN}), the partition allows {limit} "
+                f"({source})"
+            )
+    return problems
+
+
+# What a partition limit bounds: partition_limits key -> (words, a point's need).
+LIMITS = {
+    "cpus_per_node": ("CPUs per node", lambda p: p.threads * p.tasks_per_node),
+    "gpus_per_node": ("GPUs per node", lambda p: p.gpus_per_node),
+    "nodes": ("nodes", lambda p: p.nodes),
+}
+
+
+def limit_problems(name: str, points: list[Point], limits: dict | None) -> list[str]:
+    """The points the partition cannot hold, found before any job is submitted: for
+    each limit, the first point beyond it (and how many more are)."""
+    problems = []
+    for key, (what, need) in LIMITS.items():
+        limit = (limits or {}).get(key)
+        beyond = [p for p in points if limit is not None and need(p) > limit]
+        if beyond:
+            message = (
+                f"studies.{name}: point {beyond[0].label} needs {need(beyond[0])} {what}, "
+                f"the partition has {limit} (partition_limits.{key})"
+            )
+            if len(beyond) > 1:
+                message += f"; {len(beyond) - 1} more point(s) need more too"
+            problems.append(message)
+    return problems
+
+
+def check_limits(name: str, point: Point, limits: dict) -> None:
+    """Refuse a point the partition cannot hold, before any job is submitted."""
+    problems = limit_problems(name, [point], limits)
+    if problems:
+        raise ConfigError(*problems)

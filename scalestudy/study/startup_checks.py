@@ -1,0 +1,132 @@
+"""Checks before any job runs of what an invocation is about to run against where it
+runs: a local point bigger than the machine, packing under settings that would not
+pack, a job longer than its partition allows. Each takes plain inputs (rules/common.smk
+reads them from Snakemake, scalestudy.snakemake_internals) and returns its problems,
+one string each, an empty list when there is none."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from scalestudy.model import Study
+from scalestudy.study.points import point_for
+from scalestudy.study.slurm import runtime_problems
+
+
+def local_cpu_problems(
+    studies: dict[str, Study],
+    points: pd.DataFrame,
+    needed: set[tuple[str, str]],
+    usable: int,
+    cores,
+) -> list[str]:
+    """Locally, refuse a point that needs more CPUs than this machine lets the workflow
+    use: Snakemake would cut its threads to --cores, and every run of it would measure
+    another point; and a point on several nodes, which only a Slurm allocation has.
+    `points`: points_table indexed by (study, point); `needed`: the (study, point) pairs
+    this invocation may run; `usable`: the CPUs this process may use; `cores`: --cores."""
+    limit = min(usable, cores) if isinstance(cores, int) else usable
+    too_big = [
+        (study, point)
+        for study, point in sorted(needed)
+        if points.loc[(study, point), "cores"] > limit
+    ]
+    refused = [
+        f"studies.{study}: point {point} needs {points.loc[(study, point), 'cores']} CPUs"
+        for study, point in too_big
+        if not studies[study].oversubscribe
+    ]
+    # an adaptive study would ask for runs that never count again and again
+    wasted = sorted(
+        {
+            study
+            for study, _ in too_big
+            if studies[study].oversubscribe
+            and studies[study].adaptive is not None
+            and not studies[study].include_mismatched
+        }
+    )
+    several_nodes = sorted(
+        f"studies.{study}: point {point} runs on {points.loc[(study, point), 'nodes']} nodes"
+        for study, point in needed
+        if points.loc[(study, point), "nodes"] > 1
+    )
+    problems = []
+    if several_nodes:
+        problems.append(
+            "; ".join(several_nodes)
+            + ". A point on several nodes needs a Slurm allocation: run it with the "
+            "Slurm profile (--profile profiles/slurm), or remove it from this run."
+        )
+    if refused:
+        problems.append(
+            "; ".join(refused)
+            + f", and this machine lets the workflow use {limit} (usable CPUs {usable}, "
+            f"--cores {cores}). Run such points on Slurm (--profile profiles/slurm), "
+            "remove them, or set oversubscribe: true in the study to run them anyway, "
+            "flagged as allocation mismatches (Snakemake gives such a job --cores threads: "
+            "{threads} is that, {n} the point's N) and left out of speedups unless "
+            "include_mismatched: true."
+        )
+    if wasted:
+        problems.append(
+            "; ".join(
+                f"studies.{study}: points "
+                + ", ".join(p for s, p in too_big if s == study)
+                + " of this adaptive study need more CPUs than this machine lets the "
+                f"workflow use ({limit})"
+                for study in wasted
+            )
+            + ". Their runs would all be allocation mismatches, left out of the answer, "
+            "and each round would ask for them again. Remove them from the candidates, "
+            "run the study on Slurm, or set include_mismatched: true to let their runs "
+            "count (they then measure the CPUs they were given)."
+        )
+    return problems
+
+
+def packing_problems(
+    studies: dict[str, Study], running: set[str], components: int, timed_runs, group: str
+) -> list[str]:
+    """Refuse to pack a study's repeats under settings that would not do it as asked:
+    Snakemake then submits the repeats in several jobs (fewer group-components than
+    repeats), or asks for them side by side, with their CPUs summed and one runtime,
+    and would time them at once (timed_runs not 1). `running`: the studies with runs
+    to submit; `components`: --group-components of `group`; `timed_runs`: --resources."""
+    packed = sorted(name for name in running if studies[name].submission.pack_repeats)
+    if not packed:
+        return []
+    problems = [
+        f"studies.{name}.submission.pack_repeats packs {studies[name].repeats} repeats, "
+        f"and Snakemake puts {components} in one job (--group-components "
+        f"{group}={components}; the Slurm profile gives {group}=100)"
+        for name in packed
+        if studies[name].repeats > components
+    ]
+    if timed_runs != 1:
+        problems.append(
+            f"studies.{packed[0]}.submission.pack_repeats needs one timed run at a time in a "
+            f"job (--resources timed_runs=1, as the Slurm profile gives), not {timed_runs}"
+        )
+    return problems
+
+
+def partition_time_problems(
+    studies: dict[str, Study],
+    points: pd.DataFrame,
+    needed: dict[tuple[str, str], set[str]],
+    limits: dict[str, int | None],
+) -> list[str]:
+    """On Slurm, refuse a point whose job asks for more time than its partition's limit
+    as Slurm itself says it (sinfo; a packed point's job asks for all its repeats'
+    time): sbatch would refuse each such job only at its submission. `needed`: (study,
+    partition, "" the default) -> the point labels to run there; `limits`: each
+    partition's time limit (scalestudy.analysis.request.partition_time_limits)."""
+    problems = []
+    for (study, part), labels in sorted(needed.items()):
+        rows = [points.loc[(study, label)] for label in sorted(labels)]
+        chosen = [point_for(studies[study], int(r["n"]), r["series"]) for r in rows]
+        where = f"partition {part}" if part else "the default partition"
+        source = f"{where}'s MaxTime, from sinfo"
+        problems += runtime_problems(studies[study], chosen, limits.get(part), source)
+    return problems

@@ -1,0 +1,299 @@
+"""Validation: from a schema-validated config to a checked one, with every problem named."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import workloads as registry
+from scalestudy.compute.commandline import command_params_problems
+from scalestudy.model import Study
+from scalestudy.study.errors import (
+    ConfigError,
+    config_key,
+    describe_validation_error,
+    schema_problem,
+)
+from scalestudy.study.expansion import expand_grid, expand_range
+from scalestudy.study.points import TOTAL_AXES, layout_of, point_for
+from scalestudy.study.slurm import limit_problems, runtime_problems
+from scalestudy.study.workload_bridge import find_workload, params_problems, workloads_of
+
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+
+
+def study_problems(
+    study: Study,
+    workdir: Path,
+    limits: dict | None = None,
+    known: dict | None = None,
+    params_ok: bool = True,
+) -> list[str]:
+    """Every problem the schema cannot see, each naming its key. `known`: the workloads
+    (default: those of the workflow in workdir); `params_ok`: False when the study's
+    params failed their schema (their own checks are then skipped)."""
+    if study.adaptive is not None:
+        found = adaptive_problems(study)
+        if found:
+            return found
+    if study.measured is not None:
+        path = workdir / study.measured
+        return [] if path.is_file() else [f"studies.{study.name}.measured: no such file: {path}"]
+    try:
+        known = workloads_of(workdir) if known is None else known
+        workload = find_workload(study.name, study.workload, known)
+    except ConfigError as e:
+        return e.problems
+    problems = []
+    for series in study.series_names:
+        problems += series_problems(study, limits, series, workload, workdir, params_ok)
+    return list(dict.fromkeys(problems))
+
+
+def adaptive_problems(study: Study) -> list[str]:
+    """An `adaptive` setting the workflow cannot run in rounds, naming the key."""
+    where, adaptive = f"studies.{study.name}.adaptive", study.adaptive
+    if study.measured is not None:
+        return [
+            f"{where}: a study of times measured elsewhere runs no jobs, so it has no "
+            "rounds; its report already names the measurements that would decide it"
+        ]
+    problems = []
+    if study.budget_su is None:
+        problems.append(f"studies.{study.name}.budget_su: an adaptive study needs a budget "
+                        "(the most SU its rounds may cost)")  # fmt: skip
+    if study.series:
+        problems.append(f"{where}: an adaptive study has one series of candidates; this one "
+                        f"has {len(study.series)} (series, or the lines of a grid)")  # fmt: skip
+    if len(study.scaling.ns()) < 2:
+        problems.append(f"{where}: needs at least two candidate points in scaling.points")
+    if adaptive.first_repeats > adaptive.max_repeats:
+        problems.append(f"{where}.first_repeats: {adaptive.first_repeats} is more than "
+                        f"max_repeats ({adaptive.max_repeats})")  # fmt: skip
+    return problems
+
+
+def series_problems(
+    whole: Study,
+    limits: dict | None,
+    series: str,
+    workload: registry.Workload,
+    workdir: Path | None = None,
+    params_ok: bool = True,
+) -> list[str]:
+    study = whole.for_series(series)
+    name, scaling, points = study.name, study.scaling, study.scaling.ns()
+    problems = scaling_problems(name, scaling, series)
+    if problems:
+        return problems
+    if study.workload == "command" and params_ok:
+        problems += [f"studies.{name}.{p}" for p in command_params_problems(study.params, workdir)]
+    if scaling.device not in workload.devices:
+        problems.append(
+            f"studies.{name}.scaling.device: workload {workload.name} runs on "
+            f"{' or '.join(workload.devices)} only, not {scaling.device}"
+        )
+    layouts = [layout_of(scaling, p) for p in scaling.points]
+    several = any(lay.nodes * lay.tasks_per_node > 1 for lay in layouts)
+    if not workload.distributed and (scaling.axis != "threads" or several):
+        problems.append(
+            f"studies.{name}.scaling: workload {study.workload} runs one process; "
+            "scale it over threads (axis: threads, devices: 1, nodes: 1)"
+        )
+    problems += limit_problems(name, [point_for(whole, n, series) for n in points], limits)
+    problems += runtime_problems(
+        whole,
+        [point_for(whole, n, series) for n in points],
+        (limits or {}).get("runtime"),
+        "partition_limits.runtime",
+    )
+    profile = study.profile
+    if profile.enabled:
+        if not workload.steps:
+            problems.append(
+                f"studies.{name}.profile: workload {study.workload} has no training steps "
+                "the PyTorch profiler can see; profile your program with its own tools"
+            )
+        elif profile.point is not None and profile.point not in points:
+            problems.append(
+                f"studies.{name}.profile.point: {profile.point} is not one of the points "
+                f"{sorted(points)}"
+            )
+    if scaling.base is not None and scaling.base not in points:
+        problems.append(
+            f"studies.{name}.scaling.base: {scaling.base} is not one of the points {sorted(points)}"
+        )
+    return problems
+
+
+def scaling_problems(name: str, scaling, series: str = "") -> list[str]:
+    """A scaling whose points cannot be laid out as asked, each problem naming the key
+    and the point."""
+    where = f"studies.{name}" + (f".series.{series}" if series else "") + ".scaling"
+    axis, problems = scaling.axis, []
+    ns = scaling.ns()
+    twice = sorted({n for n in ns if ns.count(n) > 1})
+    if twice:
+        problems.append(
+            f"{where}.points: two points have N = {twice[0]} on axis {axis}: give each "
+            "layout of one total its own series"
+        )
+    if axis == "gpus" and scaling.device != "gpu":
+        problems.append(f"{where}.axis: gpus needs device: gpu")
+    if axis not in TOTAL_AXES:
+        if scaling.per_node is not None or scaling.placement != "pack":
+            key = "per_node" if scaling.per_node is not None else "placement"
+            problems.append(
+                f"{where}.{key}: placement is for the total axes (processes, gpus, cores); "
+                f"axis {axis} places its points with threads, devices and nodes"
+            )
+        return problems
+    if scaling.per_node is not None and scaling.placement == "spread":
+        problems.append(f"{where}: per_node packs, placement: spread spreads; give one")
+    unit = scaling.threads if axis == "cores" else 1
+    if axis == "cores" and scaling.per_node is not None and scaling.per_node % unit:
+        problems.append(
+            f"{where}.per_node: {scaling.per_node} cores per node is not a whole number of "
+            f"processes of {unit} threads"
+        )
+    for point, n in zip(scaling.points, ns, strict=True):
+        if isinstance(point, dict):
+            continue
+        if n % unit:
+            problems.append(
+                f"{where}.points: point {n}: {n} cores is not a whole number of processes "
+                f"of {unit} threads (scaling.threads)"
+            )
+        elif scaling.per_node is not None and n > scaling.per_node and n % scaling.per_node:
+            problems.append(
+                f"{where}.per_node: {scaling.per_node} per node does not divide point {n}: "
+                f"its last node would be part-filled"
+            )
+    return problems
+
+
+def study_models(config: dict) -> dict[str, Study]:
+    """Every study of a checked config (normalise_config) as the study model."""
+    return {name: Study.from_config(name, study) for name, study in config["studies"].items()}
+
+
+def normalise_config(config: dict, workdir: Path) -> dict:
+    """Copy a schema-validated config, validate every study's workload params against
+    that workload's own schema (filling in its defaults), and check it: ConfigError
+    lists every problem found, each naming its key. The validator
+    inserts the very same default object into every study, and deepcopy would keep that
+    sharing: a JSON round trip gives each study its own."""
+    config = json.loads(json.dumps(config))
+    known = workloads_of(workdir)
+    problems, unusable = [], set()  # studies whose params are not completed
+    for name, study in config["studies"].items():
+        if "workload" in study:
+            found = params_problems(name, study, known)
+            problems += found
+            unusable |= {name} if found else set()
+    if config.get("only"):
+        for unknown in sorted(set(config["only"]) - set(config["studies"])):
+            near = registry.suggestion(unknown, config["studies"])
+            guess = f"; did you mean `{near}`?" if near else ""
+            problems.append(f"only: no study named {unknown}{guess}")
+        config["studies"] = {k: v for k, v in config["studies"].items() if k in config["only"]}
+    limits = config["partition_limits"]
+    for name, study in config["studies"].items():
+        if not SAFE_NAME.match(name):
+            problems.append(
+                f"studies.{name}: study names may only use letters, digits, '-' and '_', "
+                "starting with a letter or digit"
+            )
+            continue
+        found = expand_range(name, study) or expand_grid(name, study)
+        if found:
+            problems += found
+            continue
+        model = Study.from_config(name, study)
+        problems += study_problems(model, workdir, limits, known, name not in unusable)
+    if problems:
+        raise ConfigError(*problems)
+    return config
+
+
+def document_order(config, path: list[str]) -> list[int]:
+    """Where a key path is in the config, to list problems in the order of the file."""
+    position, node = [], config
+    for part in path:
+        keys = list(node) if isinstance(node, dict) else None
+        if keys is not None and part in node:
+            position.append(keys.index(part))
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            position.append(int(part))
+            node = node[int(part)]
+        else:
+            position.append(len(node) if isinstance(node, dict | list) else 0)
+            break
+    return position
+
+
+def schema_problems(config: dict, schema: dict) -> list[tuple[list[str], str]]:
+    """Every error of the config against the schema (not only the first, as
+    snakemake.utils.validate raises), as (key path, message), in the order of the file."""
+    from jsonschema import Draft202012Validator
+
+    found = []
+    for error in Draft202012Validator(schema).iter_errors(config):
+        found += schema_problem(error)
+    found.sort(key=lambda problem: document_order(config, problem[0]))
+    return list({config_key(*p): p for p in found}.values())
+
+
+def without_schema_problems(config: dict, paths: list[list[str]]) -> dict | None:
+    """The config less the studies and top-level keys that the schema refused, for the
+    checks of normalise_config to look at the rest; None when nothing is left to check."""
+    bad_top = {path[0] for path in paths if path and path[0] != "studies"}
+    bad_studies = {path[1] for path in paths if len(path) > 1 and path[0] == "studies"}
+    if any(not path or path == ["studies"] for path in paths):
+        return None
+    if not isinstance(config.get("studies"), dict):
+        return None
+    rest = {k: copy.deepcopy(v) for k, v in config.items() if k not in bad_top}
+    rest["studies"] = {k: v for k, v in rest["studies"].items() if k not in bad_studies}
+    if "only" in rest:
+        if rest["only"] and set(rest["only"]) <= bad_studies:
+            return None  # only the refused studies were asked for
+        rest["only"] = [name for name in rest["only"] if name not in bad_studies]
+    return rest if rest["studies"] else None
+
+
+def checked_config(config: dict, schema_path: str | Path, workdir: Path) -> dict:
+    """The config validated against the schema (which fills in its defaults, in
+    `config` itself, as snakemake.utils.validate does) and by normalise_config.
+    ConfigError lists every problem found, schema ones first, each as
+    `config key PATH: ...`; a study the schema refused is not checked further."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    try:
+        validate(config, schema=str(schema_path))
+    except WorkflowError as e:
+        import yaml
+
+        schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+        found = schema_problems(json.loads(json.dumps(config)), schema)
+        if not found:  # pragma: no cover - the two validators disagree
+            raise ConfigError(describe_validation_error(e)) from None
+        problems = [config_key(*problem) for problem in found]
+        rest = without_schema_problems(config, [path for path, _ in found])
+        if rest is not None:
+            try:
+                validate(rest, schema=str(schema_path))
+                normalise_config(rest, workdir)
+            except ConfigError as more:
+                problems += [f"config key {p}" for p in more.problems]
+            except WorkflowError:  # pragma: no cover - the rest is valid by construction
+                pass
+        raise ConfigError(*problems) from None
+    try:
+        return normalise_config(config, workdir)
+    except ConfigError as e:
+        raise ConfigError(*(f"config key {p}" for p in e.problems)) from None

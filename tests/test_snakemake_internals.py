@@ -1,0 +1,86 @@
+"""The Snakemake internals the rules read (scalestudy/snakemake_internals.py) against
+the installed Snakemake: a tiny workflow reads each one in `onstart:` as the start-up
+checks do, and registers a group as get_pack_group does. An upgrade
+that removes or renames one fails here."""
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+
+SNAKEFILE = """
+import inspect
+import json
+from scalestudy import snakemake_internals as sm
+
+
+onstart:
+    jobs = sm.jobs_to_run(workflow, ("run_point",))
+    # locally Snakemake asks for no group (get_pack_group gives none): register one
+    sm.register_group(workflow, "pack-s-t2", "pack")
+    seen = {
+        "needed": sorted(sm.needed_pairs(workflow, ("run_point",))),
+        "partitions": sorted({sm.job_partition(job) for job in jobs}),
+        "local_exec": sm.local_exec(workflow),
+        "remote_exec": sm.remote_exec(workflow),
+        "cores": sm.cores(workflow),
+        "components": sm.group_components(workflow, "pack"),
+        "other_components": sm.group_components(workflow, "other"),
+        "timed_runs": sm.global_resource(workflow, "timed_runs"),
+        "missing": sm.global_resource(workflow, "no_such"),
+        "parents": dict(workflow.parent_groupids),
+    }
+    with open("seen.json", "w") as f:
+        json.dump(seen, f)
+
+
+rule all:
+    input:
+        expand("out/{study}/{point}.txt", study=["s"], point=["t1", "t2"]),
+
+
+rule run_point:
+    output:
+        "out/{study}/{point}.txt",
+    resources:
+        slurm_partition="short",
+        timed_runs=1,
+    shell:
+        "touch {output}"
+"""
+
+
+def test_the_internals_the_rules_read_exist_and_behave_as_used(tmp_path):
+    (tmp_path / "Snakefile").write_text(SNAKEFILE)
+    Path(tmp_path / "out" / "s").mkdir(parents=True)
+    (tmp_path / "out" / "s" / "t1.txt").write_text("")  # done: not a job to run
+    env = os.environ | {"PYTHONPATH": str(REPO)}
+    snakemake = Path(sys.executable).parent / "snakemake"
+    proc = subprocess.run(
+        [str(snakemake), "--cores", "2", "--group-components", "pack=3",
+         "--resources", "timed_runs=1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    assert seen["needed"] == [["s", "t2"]]
+    assert seen["partitions"] == ["short"]
+    assert seen["local_exec"] is True and seen["remote_exec"] is False
+    assert seen["cores"] == 2
+    assert seen["components"] == 3 and seen["other_components"] == 1
+    assert seen["timed_runs"] == 1 and seen["missing"] is None
+    assert seen["parents"] == {"pack-s-t2": "pack"}
+
+
+def test_snakemake_counts_a_registered_group_under_its_parent():
+    """register_group writes where Snakemake looks a group's --group-components up."""
+    import snakemake.api  # noqa: F401 (snakemake.dag alone is a circular import)
+    from snakemake.dag import DAG
+
+    source = inspect.getsource(DAG._update_group_components)
+    assert "self.workflow.parent_groupids.get(groupid, groupid)" in source
+    assert "self.workflow.group_settings.group_components.get(" in source

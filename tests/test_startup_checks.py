@@ -1,0 +1,65 @@
+"""The checks before any job runs, called directly with plain inputs (what
+rules/common.smk reads from Snakemake): each returns its problems as strings."""
+
+from scalestudy.analysis.budgets import budget_problems
+from scalestudy.study.startup_checks import (
+    local_cpu_problems,
+    packing_problems,
+    partition_time_problems,
+)
+from scalestudy.study.tables import points_table
+from scalestudy.study.validation import study_models
+from tests.test_studies import validated
+
+
+def studies_and_points(**studies):
+    models = study_models(validated({"studies": studies}))
+    return models, points_table(models).set_index(["study", "point"], drop=False)
+
+
+def threads_study(points, **extra):
+    return {"workload": "spiral_mlp", "scaling": {"axis": "threads", "points": points},
+            "repeats": 3, "resources": {"mem_mb": 1500, "runtime": 10}} | extra  # fmt: skip
+
+
+def test_a_point_needing_more_cpus_than_usable_is_refused_naming_its_key():
+    studies, points = studies_and_points(c=threads_study([1, 4]))
+    needed = {("c", "t1"), ("c", "t4")}
+    (problem,) = local_cpu_problems(studies, points, needed, usable=2, cores=8)
+    assert problem.startswith("studies.c: point t4 needs 4 CPUs")
+    assert "use 2 (usable CPUs 2, --cores 8)" in problem
+    assert local_cpu_problems(studies, points, {("c", "t1")}, usable=2, cores=8) == []
+    # --cores below the usable CPUs is the limit
+    assert local_cpu_problems(studies, points, {("c", "t4")}, usable=8, cores=2)
+
+
+def test_an_oversubscribed_point_of_a_fixed_study_passes():
+    studies, points = studies_and_points(c=threads_study([1, 4], oversubscribe=True))
+    assert local_cpu_problems(studies, points, {("c", "t4")}, usable=2, cores=2) == []
+
+
+def test_packing_with_too_few_group_components_is_refused():
+    studies, _ = studies_and_points(p=threads_study([1, 2], submission={"pack_repeats": True}))
+    (problem,) = packing_problems(studies, {"p"}, components=2, timed_runs=1, group="pack")
+    assert problem.startswith("studies.p.submission.pack_repeats packs 3 repeats")
+    assert "--group-components pack=2" in problem
+    assert packing_problems(studies, {"p"}, components=100, timed_runs=1, group="pack") == []
+    (timed,) = packing_problems(studies, {"p"}, components=100, timed_runs=2, group="pack")
+    assert "--resources timed_runs=1" in timed and timed.endswith("not 2")
+    assert packing_problems(studies, set(), components=1, timed_runs=2, group="pack") == []
+
+
+def test_a_job_longer_than_its_partition_is_refused():
+    studies, points = studies_and_points(c=threads_study([1, 2]))
+    needed = {("c", "short"): {"t1"}}
+    problems = partition_time_problems(studies, points, needed, {"short": 5})
+    assert problems and "studies.c" in problems[0] and "partition short" in problems[0]
+    assert partition_time_problems(studies, points, needed, {"short": 60}) == []
+
+
+def test_a_study_over_its_budget_is_reported(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no earlier results: every job priced at its limit
+    studies, points = studies_and_points(c=threads_study([1, 2, 4], budget_su=1))
+    (problem,) = budget_problems(studies, points, {"c"})
+    assert problem.startswith("studies.c.budget_su: the plan is estimated at")
+    assert budget_problems(studies, points, set()) == []
