@@ -10,18 +10,30 @@ from snakemake.logging import logger
 
 import scalestudy
 from scalestudy import snakemake_internals as sm
-from scalestudy.study.errors import ConfigError, config_error_text, stop
+from scalestudy.study.errors import (
+    ConfigError,
+    config_error_text,
+    not_selected_text,
+    startup_problems_text,
+    stop,
+)
 from scalestudy.study.points import point_for
 from scalestudy.study.workload_bridge import WorkloadError
 from scalestudy.study.run_spec import DATASETS, dataset_of, profile_targets, run_spec
 from scalestudy.study.slurm import slurm_resources
 from scalestudy.study.startup_checks import (
     local_cpu_problems,
+    local_gpu_problems,
     packing_problems,
     partition_time_problems,
+    visible_gpus,
 )
 from scalestudy.study.tables import points_table, runs_table
-from scalestudy.study.validation import checked_config, study_models
+from scalestudy.study.validation import (
+    checked_config,
+    not_selected_problems,
+    study_models,
+)
 from scalestudy import FIGURES, paths
 from scalestudy.analysis.adaptive import config_fingerprint
 from scalestudy.analysis.budgets import budget_problems, study_plans
@@ -31,12 +43,17 @@ from scalestudy.records import RecordError, misplacement, read_record
 # Validate first: nothing below may see a config the schema has not accepted. Every
 # problem is listed at once, and printed without a traceback (stop).
 CONFIG_SCHEMA = Path(workflow.basedir) / "config" / "schema" / "config.schema.yaml"
+# Studies that only: leaves out are checked too, and their problems noted after the
+# selected studies' ones: they do not stop this run.
 try:
+    NOT_SELECTED = not_selected_problems(config, CONFIG_SCHEMA, Path.cwd())
     CONFIG = checked_config(config, CONFIG_SCHEMA, Path.cwd())
 except ConfigError as e:
-    stop(config_error_text(e.problems))
+    stop(config_error_text(e.problems, NOT_SELECTED))
 except WorkloadError as e:  # a workload module's declaration, not the config
     stop(str(e))
+if NOT_SELECTED:
+    logger.warning(not_selected_text(NOT_SELECTED))
 
 
 # The study model (scalestudy.model): every study as the validated config gives it.
@@ -333,8 +350,9 @@ def get_report_inputs():
     }
 
 
-# Start-up checks (run.smk's onstart:): what this invocation runs, read from Snakemake
-# (scalestudy.snakemake_internals), judged by package functions; all problems at once.
+# Start-up checks (run.smk): what this invocation runs, read from Snakemake once its DAG
+# is built, in a dry run too (scalestudy.snakemake_internals), judged by package
+# functions; all problems at once.
 RUN_RULES = ("run_point", "profile_point")
 
 
@@ -349,19 +367,45 @@ def studies_in_rounds():
     }
 
 
-def local_cpu_problems_now():
-    """Locally: the points this invocation may run against the CPUs it may use."""
-    if not sm.local_exec(workflow) or sm.remote_exec(workflow):
-        return []
+def points_to_run():
+    """(study, point) of every run this invocation may make: its run jobs, any
+    candidate of an adaptive study with a round to plan and, when it makes the plan
+    (make plan), every point whose records are not all there yet: the plan prices the
+    runs a `make report` would make, so the same checks apply."""
     needed = sm.needed_pairs(workflow, RUN_RULES)
-    # an adaptive study's rounds may run any of its candidates
     needed |= {
         (study, point)
         for study in studies_in_rounds()
         for point in POINTS.loc[study, "point"]
     }
+    if sm.jobs_to_run(workflow, ("plan",)):
+        needed |= {
+            (run.study, run.point)
+            for run in RUNS.itertuples()
+            if not Path(paths.record_path(run.study, run.point, run.repeat)).exists()
+        }
+        needed |= {
+            (study, point)
+            for study, model in STUDIES.items()
+            if model.adaptive is not None
+            for point in POINTS.loc[study, "point"]
+        }
+    return needed
+
+
+def local_problems_now():
+    """Locally: the points this invocation may run against the CPUs and GPUs here; and
+    against --cores when it runs them (a dry run or the plan alone is judged against
+    the machine: Snakemake gives a dry run --cores 1 when none is given)."""
+    if sm.submits_elsewhere(workflow) or sm.remote_exec(workflow):
+        return []
+    needed = points_to_run()
     usable = len(os.sched_getaffinity(0))
-    return local_cpu_problems(STUDIES, POINTS, needed, usable, sm.cores(workflow))
+    runs_here = sm.jobs_to_run(workflow, RUN_RULES + ("adaptive_round",))
+    cores = sm.cores(workflow) if runs_here and not sm.dry_run(workflow) else None
+    return local_cpu_problems(
+        STUDIES, POINTS, needed, usable, cores
+    ) + local_gpu_problems(STUDIES, POINTS, needed, visible_gpus())
 
 
 def budget_problems_now():
@@ -374,7 +418,7 @@ def budget_problems_now():
 
 def packing_problems_now():
     """On Slurm: packed studies against --group-components and timed_runs."""
-    if sm.local_exec(workflow) or sm.remote_exec(workflow):
+    if not sm.submits_elsewhere(workflow) or sm.remote_exec(workflow):
         return []
     running = {study for study, _ in sm.needed_pairs(workflow, ("run_point",))}
     return packing_problems(
@@ -388,7 +432,7 @@ def packing_problems_now():
 
 def partition_time_problems_now():
     """On Slurm: each job's time against its partition's limit (sinfo)."""
-    if sm.local_exec(workflow) or sm.remote_exec(workflow):
+    if not sm.submits_elsewhere(workflow) or sm.remote_exec(workflow):
         return []
     jobs = sm.jobs_to_run(workflow, ("run_point",))
     if not jobs:
@@ -401,14 +445,18 @@ def partition_time_problems_now():
 
 
 def check_before_any_job():
-    """Stop, before any job runs, on any problem of the start-up checks, in turn: a
-    local point bigger than the machine, a budget, packing, a partition's time limit."""
-    for problems in (
-        local_cpu_problems_now,
-        budget_problems_now,
-        packing_problems_now,
-        partition_time_problems_now,
-    ):
-        found = problems()
-        if found:
-            stop("\n".join(found))
+    """Stop, before any job runs (and in a dry run), on every problem of the start-up
+    checks, listed together: a local point bigger than the machine, a budget, packing,
+    a partition's time limit."""
+    found = [
+        problem
+        for problems in (
+            local_problems_now,
+            budget_problems_now,
+            packing_problems_now,
+            partition_time_problems_now,
+        )
+        for problem in problems()
+    ]
+    if found:
+        stop(startup_problems_text(found))

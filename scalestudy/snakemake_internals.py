@@ -1,6 +1,6 @@
 """The Snakemake internals the rules read, in one place: none is Snakemake's documented
 API, so tests/test_snakemake_internals.py checks each against the installed Snakemake
-and fails when an upgrade removes or renames one. Each takes a Snakefile's `workflow`."""
+and fails when an upgrade removes or renames one. Most take a Snakefile's `workflow`."""
 
 from __future__ import annotations
 
@@ -27,6 +27,52 @@ def local_exec(workflow) -> bool:
     """Whether jobs run on this machine (workflow.local_exec: no executor plugin that
     submits them elsewhere, such as Slurm's)."""
     return workflow.local_exec
+
+
+def submits_elsewhere(workflow) -> bool:
+    """Whether this invocation's jobs run elsewhere (an executor plugin that submits
+    them, such as Slurm's), in a dry run too. A dry run runs Snakemake's "dryrun"
+    pseudo-executor, whose local_exec is always True, after validating the settings
+    against the executor the user named; only a non-local one sets
+    execution_settings.use_threads and needs --jobs (resource_settings.nodes)
+    (snakemake.api.DAGApi.execute_workflow). A local dry run given both
+    --force-use-threads and --jobs reads as remote: its local checks are skipped,
+    never wrongly made."""
+    if not workflow.local_exec:
+        return True
+    return bool(
+        workflow.dryrun
+        and workflow.execution_settings.use_threads
+        and workflow.resource_settings.nodes is not None
+    )
+
+
+def dry_run(workflow) -> bool:
+    """Whether this is a dry run (-n): Snakemake then calls no onstart: handler."""
+    return workflow.dryrun
+
+
+def on_dag_built(check) -> None:
+    """Call `check()` once, when the DAG is built and before any job runs, in a dry
+    run (-n) too, where Snakemake calls no onstart: handler. Snakemake logs the job
+    counts (the event LogEvent.RUN_INFO of its logger-plugin interface) at that moment
+    in both; a check that ends the run (SystemExit) ends it there, before any job.
+    Snakemake runs in this process only (a job's own Snakemake logs no job counts)."""
+    import logging
+
+    from snakemake.logging import logger
+    from snakemake_interface_logger_plugins.common import LogEvent
+
+    class OnDagBuilt(logging.Handler):
+        done = False
+
+        def emit(self, record):
+            # a dry run logs the counts again at its end: check once
+            if getattr(record, "event", None) == LogEvent.RUN_INFO and not self.done:
+                self.done = True
+                check()
+
+    logger.addHandler(OnDagBuilt())
 
 
 def remote_exec(workflow) -> bool:

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from scalestudy.study.errors import ConfigError, yaml_problem
-from scalestudy.study.validation import checked_config
+from scalestudy.study.validation import checked_config, not_selected_problems
 from tests.conftest import REPO, tiny_mnist_study
 from tests.test_studies import SCHEMA
 
@@ -191,4 +191,32 @@ def test_a_malformed_workload_module_is_reported_without_a_traceback(workflow):
     proc = workflow.snakemake("-n", check=False)
     assert proc.returncode != 0
     assert "broken.py:1: cannot parse the module" in proc.output
+    assert_no_traceback(proc.output)
+
+
+def test_problems_of_studies_left_out_by_only_are_noted_after_the_selected_ones(workflow):
+    # they were reported as if they mattered, and stopped a run that did not use them
+    good = tiny_mnist_study()
+    broken = tiny_mnist_study(repeats=0)
+    unknown = tiny_mnist_study(workload="no_such_workload")
+    config = {"studies": {"good": good, "broken": broken, "unknown": unknown}, "only": ["good"]}
+    broken_repeats, unknown_workload = not_selected_problems(copy.deepcopy(config), SCHEMA, REPO)
+    assert broken_repeats == "config key studies.broken.repeats: 0 is less than the minimum of 1"
+    assert unknown_workload.startswith(
+        "config key studies.unknown.workload: unknown workload 'no_such_workload'"
+    )
+    assert list(checked_config(copy.deepcopy(config), SCHEMA, REPO)["studies"]) == ["good"]
+    workflow.write_config(config)
+    dry = workflow.snakemake("-n")  # runs: the left-out studies are noted
+    assert "The studies that only: leaves out have 2 problems" in dry.output
+    assert "studies.broken.repeats: 0 is less than" in dry.output
+    # a problem of the selected study stops the run, listed first, the others after
+    config["studies"]["good"]["repeats"] = 0
+    workflow.write_config(config)
+    proc = workflow.snakemake("-n", check=False)
+    assert proc.returncode != 0
+    first, notes = proc.output.split("The studies that only: leaves out have 2 problems")
+    assert "The config has a problem; no job was run:" in first
+    assert "config key studies.good.repeats: 0 is less than the minimum of 1" in first
+    assert "studies.broken" not in first and "studies.broken.repeats" in notes
     assert_no_traceback(proc.output)

@@ -24,6 +24,8 @@ def tiny_studies() -> dict:
             "verdict": {"size_param": "size"},
             "repeats": 1,
             "time": "train",
+            # no GPU here: its GPU series would be refused before any job
+            "oversubscribe": True,
         },
         "regression": {
             "workload": "gd_regression",

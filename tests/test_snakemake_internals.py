@@ -84,3 +84,66 @@ def test_snakemake_counts_a_registered_group_under_its_parent():
     source = inspect.getsource(DAG._update_group_components)
     assert "self.workflow.parent_groupids.get(groupid, groupid)" in source
     assert "self.workflow.group_settings.group_components.get(" in source
+
+
+DAG_BUILT = """
+import json
+import sys
+from scalestudy import snakemake_internals as sm
+
+
+def check():
+    seen = {"dry": sm.dry_run(workflow), "elsewhere": sm.submits_elsewhere(workflow),
+            "needed": sorted(sm.needed_pairs(workflow, ("run_point",)))}
+    with open("seen.jsonl", "a") as f:
+        f.write(json.dumps(seen) + "\\n")
+    if config.get("refuse"):
+        sys.exit(1)
+
+
+sm.on_dag_built(check)
+
+
+rule all:
+    input:
+        expand("out/{study}/{point}.txt", study=["s"], point=["t1", "t2"]),
+
+
+rule run_point:
+    output:
+        "out/{study}/{point}.txt",
+    shell:
+        "touch {output}"
+"""
+
+
+def test_a_check_runs_once_when_the_dag_is_built_in_a_dry_run_too(tmp_path):
+    """on_dag_built calls the start-up checks in dry runs (Snakemake calls no onstart:
+    there), once, with the jobs to run known; submits_elsewhere sees the executor that
+    a dry run stands in for; a check that exits stops the run before any job."""
+    (tmp_path / "Snakefile").write_text(DAG_BUILT)
+    (tmp_path / "out" / "s").mkdir(parents=True)
+    (tmp_path / "out" / "s" / "t1.txt").write_text("")
+    env = os.environ | {"PYTHONPATH": str(REPO)}
+    snakemake = Path(sys.executable).parent / "snakemake"
+
+    def run(*args):
+        log = tmp_path / "seen.jsonl"
+        log.unlink(missing_ok=True)
+        proc = subprocess.run([str(snakemake), *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        return proc, [json.loads(line) for line in log.read_text().splitlines()]
+
+    needed = [["s", "t2"]]
+    proc, seen = run("-n", "--cores", "2")
+    assert seen == [{"dry": True, "elsewhere": False, "needed": needed}], proc.stderr
+    proc, seen = run("-n", "--executor", "slurm", "--jobs", "1")
+    assert seen == [{"dry": True, "elsewhere": True, "needed": needed}], proc.stderr
+    proc, seen = run("--cores", "1", "--config", "refuse=1")
+    assert proc.returncode == 1 and seen == [{"dry": False, "elsewhere": False, "needed": needed}]
+    assert not (tmp_path / "out" / "s" / "t2.txt").exists()
+    proc, seen = run("-n", "--cores", "1", "--config", "refuse=1")
+    assert proc.returncode == 1
+    proc, seen = run("--cores", "1")
+    assert proc.returncode == 0 and len(seen) == 1
+    assert (tmp_path / "out" / "s" / "t2.txt").exists()

@@ -2,10 +2,13 @@
 rules/common.smk reads from Snakemake): each returns its problems as strings."""
 
 from scalestudy.analysis.budgets import budget_problems
+from scalestudy.study.errors import startup_problems_text
 from scalestudy.study.startup_checks import (
     local_cpu_problems,
+    local_gpu_problems,
     packing_problems,
     partition_time_problems,
+    visible_gpus,
 )
 from scalestudy.study.tables import points_table
 from scalestudy.study.validation import study_models
@@ -63,3 +66,51 @@ def test_a_study_over_its_budget_is_reported(tmp_path, monkeypatch):
     (problem,) = budget_problems(studies, points, {"c"})
     assert problem.startswith("studies.c.budget_su: the plan is estimated at")
     assert budget_problems(studies, points, set()) == []
+
+
+def gpu_study(**extra):
+    return {"workload": "linear_solve", "params": {"systems": 4, "size": 16, "backend": "torch"},
+            "scaling": {"points": [1], "device": "gpu"}, "repeats": 1} | extra  # fmt: skip
+
+
+def test_a_gpu_point_on_a_machine_without_enough_gpus_is_refused_unless_oversubscribed():
+    studies, points = studies_and_points(g=gpu_study(), c=threads_study([1]))
+    needed = {("g", "t1"), ("c", "t1")}
+    (problem,) = local_gpu_problems(studies, points, needed, gpus=0)
+    assert problem.startswith("studies.g: point t1 needs 1 GPU, and this machine has no GPU")
+    assert "oversubscribe: true" in problem
+    assert local_gpu_problems(studies, points, needed, gpus=1) == []
+    studies, points = studies_and_points(g=gpu_study(oversubscribe=True))
+    assert local_gpu_problems(studies, points, {("g", "t1")}, gpus=0) == []
+
+
+def test_the_gpus_here_are_the_drivers_within_cuda_visible_devices(tmp_path):
+    driver = tmp_path / "gpus"
+    assert visible_gpus({}, driver) == 0  # no NVIDIA driver
+    for bus in ("0000:17:00.0", "0000:65:00.0"):
+        (driver / bus).mkdir(parents=True)
+    assert visible_gpus({}, driver) == 2
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "1"}, driver) == 1
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": ""}, driver) == 0  # hides them all
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "0,1,2,3"}, driver) == 2
+
+
+def test_the_startup_problems_are_printed_together_with_plain_numbers():
+    text = startup_problems_text(["studies.a: point t4 needs 4 CPUs", "studies.g: needs 1 GPU"])
+    assert text == (
+        "Found 2 problems before any job; no job was run:\n"
+        "  studies.a: point t4 needs 4 CPUs\n  studies.g: needs 1 GPU"
+    )
+    studies, points = studies_and_points(c=threads_study([1, 4]))
+    (problem,) = local_cpu_problems(studies, points, {("c", "t4")}, usable=2, cores=None)
+    assert "use 2 (usable CPUs 2)." in problem  # a dry run: no --cores to name
+
+
+def test_a_long_list_of_refused_points_is_shortened():
+    studies, points = studies_and_points(c=threads_study(list(range(1, 101))))
+    needed = set(points.index)
+    (problem,) = local_cpu_problems(studies, points, needed, usable=2, cores=2)
+    assert problem.startswith(
+        "studies.c: point t3 needs 3 CPUs; studies.c: point t4 needs 4 CPUs; "
+    )
+    assert "; ... 91 more; studies.c: point t100 needs 100 CPUs, and this machine" in problem

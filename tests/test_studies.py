@@ -10,7 +10,7 @@ from scalestudy.study.errors import ConfigError, describe_validation_error
 from scalestudy.study.points import point_for
 from scalestudy.study.run_spec import run_spec
 from scalestudy.study.tables import points_table, runs_table
-from scalestudy.study.validation import normalise_config, study_models
+from scalestudy.study.validation import checked_config, normalise_config, study_models
 from tests.conftest import REPO, study_model, tiny_mnist_study
 
 SCHEMA = str(REPO / "config" / "schema" / "config.schema.yaml")
@@ -145,8 +145,10 @@ def test_run_spec_is_built_whole_with_the_data_and_the_profile():
 
 def test_only_keeps_the_named_studies_and_refuses_unknown_names():
     studies = {"a": tiny_mnist_study(), "b": tiny_mnist_study()}
-    config = validated({"studies": studies, "only": ["b"]})
+    config = checked_config({"studies": copy.deepcopy(studies), "only": ["b"]}, SCHEMA, REPO)
     assert list(config["studies"]) == ["b"]
     assert set(points_table(study_models(config))["study"]) == {"b"}
     assert list(validated({"studies": studies})["studies"]) == ["a", "b"]  # empty = all
-    assert "only: no study named c" in config_error({"studies": studies, "only": ["b", "c"]})
+    with pytest.raises(ConfigError) as refused:
+        checked_config({"studies": studies, "only": ["b", "c"]}, SCHEMA, REPO)
+    assert refused.value.problems == ["config key only: no study named c"]

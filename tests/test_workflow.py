@@ -41,6 +41,7 @@ def planned_runs(proc) -> set[tuple[str, str, str]]:
 def test_study_end_to_end_with_a_failed_point_and_a_rerun(workflow):
     gpu = tiny_mnist_study(description="asks for a GPU this machine does not have", repeats=1)
     gpu["scaling"] = {"axis": "threads", "points": [1], "device": "gpu"}
+    gpu["oversubscribe"] = True  # run anyway (else refused before any job), to fail
     workflow.write_config(
         {"studies": {"tiny": tiny_mnist_study(), "gpu": gpu, "published": MEASURED}}
     )
@@ -145,6 +146,7 @@ def test_missing_data_stops_with_instructions(workflow):
 def test_thousand_point_dry_run_is_fast(workflow):
     study = tiny_mnist_study(repeats=1)
     study["scaling"]["points"] = list(range(1, 1001))
+    study["oversubscribe"] = True  # else a local dry run refuses points beyond the machine
     workflow.write_config({"studies": {"big": study}})
     start = time.perf_counter()
     proc = workflow.snakemake("-n", "--cores", "2")

@@ -10,6 +10,7 @@ import sys
 import pandas as pd
 import pytest
 
+from scalestudy.study.startup_checks import visible_gpus
 from tests.test_workflow import planned_runs
 
 PY = sys.executable
@@ -137,14 +138,34 @@ def test_an_adaptive_study_is_refused_points_whose_runs_here_would_never_count(w
     assert "adaptive_round" in dry.output
 
 
-def test_a_point_bigger_than_the_machine_is_refused_before_any_job(workflow):
+def gpu_study() -> dict:
+    return {"workload": "linear_solve", "params": {"systems": 4, "size": 16, "backend": "torch"},
+            "scaling": {"points": [1], "device": "gpu"}, "repeats": 1}  # fmt: skip
+
+
+@pytest.mark.skipif(visible_gpus() > 0, reason="the GPU point would run here")
+def test_points_bigger_than_the_machine_are_refused_before_any_job_and_by_a_dry_run(workflow):
+    # a grid up to 32 CPUs (30 runs) and a GPU point on a machine without a GPU: a dry
+    # run planned all of it, and the GPU point ran, flagged only afterwards
     cpus = len(os.sched_getaffinity(0))
-    workflow.write_config({"studies": {"c": command_study([1, 2 * cpus])}})
-    proc = workflow.snakemake("--profile", "profiles/local", check=False)
-    assert proc.returncode != 0
-    assert f"studies.c: point t{2 * cpus} needs {2 * cpus} CPUs" in proc.output
-    assert "oversubscribe: true" in proc.output
-    assert not (workflow.root / "results").exists()
-    # a dry run plans it (the executor may yet be Slurm's); opting in runs it, flagged
+    grid = [n for n in (1, 2, 4, 8, 16, 32) if n <= cpus] + [2 * cpus, 32]
+    studies = {"c": command_study(sorted(set(grid)), repeats=5), "g": gpu_study()}
+    workflow.write_config({"studies": studies})
+    for args in ([], ["-n"], ["results/plan.html"]):
+        proc = workflow.snakemake("--profile", "profiles/local", *args, check=False)
+        assert proc.returncode != 0, args
+        # every problem at once, in one message
+        assert "Found 2 problems before any job; no job was run" in proc.output, args
+        assert f"studies.c: point t{2 * cpus} needs {2 * cpus} CPUs" in proc.output
+        assert "studies.c: point t32 needs 32 CPUs" in proc.output
+        assert "studies.g: point t1 needs 1 GPU, and this machine has no GPU" in proc.output
+        assert "oversubscribe: true" in proc.output
+        assert not (workflow.root / "results").exists()
+    # on Slurm the nodes decide: a dry run for its executor plans every run
+    dry = workflow.snakemake("--executor", "slurm", "--jobs", "1", "-n")
+    assert ("c", "t32", "5") in planned_runs(dry) and ("g", "t1", "1") in planned_runs(dry)
+    # opting in plans it here too, to run flagged
+    studies["c"]["oversubscribe"] = studies["g"]["oversubscribe"] = True
+    workflow.write_config({"studies": studies})
     dry = workflow.snakemake("--profile", "profiles/local", "-n")
-    assert ("c", f"t{2 * cpus}", "1") in planned_runs(dry)
+    assert ("c", "t32", "5") in planned_runs(dry) and ("g", "t1", "1") in planned_runs(dry)

@@ -49,11 +49,33 @@ def describe_validation_error(error: BaseException) -> str:
     return "\n".join(config_key(path, message) for path, message in schema_problem(err))
 
 
-def config_error_text(problems: list[str]) -> str:
-    """What the workflow prints for a config it refuses: every problem, one a line."""
+def counted(problems: list[str]) -> tuple[str, str]:
+    """("a problem" or "N problems", the problems indented one a line), for messages."""
     count = f"{len(problems)} problems" if len(problems) > 1 else "a problem"
-    lines = "\n".join(f"  {p}" for p in problems)
-    return f"The config has {count}; no job was run:\n{lines}"
+    return count, "\n".join(f"  {p}" for p in problems)
+
+
+def config_error_text(problems: list[str], not_selected: list[str] = ()) -> str:
+    """What the workflow prints for a config it refuses: every problem, one a line, the
+    selected studies' first, then those of the studies `only:` leaves out."""
+    count, lines = counted(problems)
+    text = f"The config has {count}; no job was run:\n{lines}"
+    return f"{text}\n{not_selected_text(not_selected)}" if not_selected else text
+
+
+def not_selected_text(problems: list[str]) -> str:
+    """The problems of the studies `only:` leaves out: noted, they stop nothing."""
+    count, lines = counted(problems)
+    return (
+        f"The studies that only: leaves out have {count} (they do not run: noted, "
+        f"not stopping):\n{lines}"
+    )
+
+
+def startup_problems_text(problems: list[str]) -> str:
+    """What the workflow prints when the start-up checks refuse: every problem at once."""
+    count, lines = counted(problems)
+    return f"Found {count} before any job; no job was run:\n{lines}"
 
 
 def yaml_problem(path: str | Path) -> str | None:

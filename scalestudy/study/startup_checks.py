@@ -6,11 +6,32 @@ one string each, an empty list when there is none."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pandas as pd
 
 from scalestudy.model import Study
 from scalestudy.study.points import point_for
 from scalestudy.study.slurm import runtime_problems
+
+
+def in_table_order(points: pd.DataFrame, pairs: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The (study, point) pairs in the order of the points table (a study's points by
+    size), for messages."""
+    return [pair for pair in points.index if pair in pairs]
+
+
+def listed(items: list[str], keep: int = 8) -> str:
+    """Items joined by "; ", the middle of a long list left out (a grid of 1,000
+    points would print 1,000 of them)."""
+    if len(items) <= keep:
+        return "; ".join(items)
+    return "; ".join(items[: keep - 2] + [f"... {len(items) - keep + 1} more"] + items[-1:])
+
+
+def plural(count, what: str) -> str:
+    return f"{count} {what}" if count == 1 else f"{count} {what}s"
 
 
 def local_cpu_problems(
@@ -24,13 +45,10 @@ def local_cpu_problems(
     use: Snakemake would cut its threads to --cores, and every run of it would measure
     another point; and a point on several nodes, which only a Slurm allocation has.
     `points`: points_table indexed by (study, point); `needed`: the (study, point) pairs
-    this invocation may run; `usable`: the CPUs this process may use; `cores`: --cores."""
+    this invocation may run; `usable`: the CPUs this process may use; `cores`: --cores
+    (None in a dry run, where Snakemake sets it to 1 when not given)."""
     limit = min(usable, cores) if isinstance(cores, int) else usable
-    too_big = [
-        (study, point)
-        for study, point in sorted(needed)
-        if points.loc[(study, point), "cores"] > limit
-    ]
+    too_big = [pair for pair in in_table_order(points, needed) if points.loc[pair, "cores"] > limit]
     refused = [
         f"studies.{study}: point {point} needs {points.loc[(study, point), 'cores']} CPUs"
         for study, point in too_big
@@ -60,9 +78,10 @@ def local_cpu_problems(
         )
     if refused:
         problems.append(
-            "; ".join(refused)
-            + f", and this machine lets the workflow use {limit} (usable CPUs {usable}, "
-            f"--cores {cores}). Run such points on Slurm (--profile profiles/slurm), "
+            listed(refused)
+            + f", and this machine lets the workflow use {limit} (usable CPUs {usable}"
+            + (f", --cores {cores}" if isinstance(cores, int) else "")
+            + "). Run such points on Slurm (--profile profiles/slurm), "
             "remove them, or set oversubscribe: true in the study to run them anyway, "
             "flagged as allocation mismatches (Snakemake gives such a job --cores threads: "
             "{threads} is that, {n} the point's N) and left out of speedups unless "
@@ -83,6 +102,40 @@ def local_cpu_problems(
             "count (they then measure the CPUs they were given)."
         )
     return problems
+
+
+def visible_gpus(environ=os.environ, driver=Path("/proc/driver/nvidia/gpus")) -> int:
+    """How many GPUs a local run here can use: those CUDA_VISIBLE_DEVICES names when it
+    is set (an empty value hides them all), else one per GPU the NVIDIA driver lists
+    (a folder each under /proc/driver/nvidia/gpus; none without the driver). Read
+    without CUDA or NVML, which the head node need not have."""
+    present = len(list(driver.iterdir())) if driver.is_dir() else 0
+    named = environ.get("CUDA_VISIBLE_DEVICES")
+    if named is None:
+        return present
+    return min(present, len([v for v in named.split(",") if v.strip()]))
+
+
+def local_gpu_problems(
+    studies: dict[str, Study], points: pd.DataFrame, needed: set[tuple[str, str]], gpus: int
+) -> list[str]:
+    """Locally, refuse a point that needs more GPUs than this machine has (visible_gpus):
+    its runs would measure something else and only be flagged as allocation
+    mismatches afterwards. oversubscribe: true runs it anyway, flagged."""
+    refused = [
+        f"studies.{study}: point {point} needs {plural(points.loc[(study, point), 'gpus'], 'GPU')}"
+        for study, point in in_table_order(points, needed)
+        if points.loc[(study, point), "gpus"] > gpus and not studies[study].oversubscribe
+    ]
+    if not refused:
+        return []
+    has = plural(gpus, "GPU") if gpus else "no GPU"
+    return [
+        listed(refused) + f", and this machine has {has} (the NVIDIA driver's list, within "
+        "CUDA_VISIBLE_DEVICES). Run such points on a GPU node or on Slurm (--profile "
+        "profiles/slurm), remove them, or set oversubscribe: true in the study to run "
+        "them anyway, flagged as allocation mismatches."
+    ]
 
 
 def packing_problems(

@@ -193,12 +193,6 @@ def normalise_config(config: dict, workdir: Path) -> dict:
             found = params_problems(name, study, known)
             problems += found
             unusable |= {name} if found else set()
-    if config.get("only"):
-        for unknown in sorted(set(config["only"]) - set(config["studies"])):
-            near = registry.suggestion(unknown, config["studies"])
-            guess = f"; did you mean `{near}`?" if near else ""
-            problems.append(f"only: no study named {unknown}{guess}")
-        config["studies"] = {k: v for k, v in config["studies"].items() if k in config["only"]}
     limits = config["partition_limits"]
     for name, study in config["studies"].items():
         if not SAFE_NAME.match(name):
@@ -265,11 +259,67 @@ def without_schema_problems(config: dict, paths: list[list[str]]) -> dict | None
     return rest if rest["studies"] else None
 
 
+def selection(config: dict) -> list[str] | None:
+    """The study names `only:` selects, when it is a list and `studies` a mapping (else
+    the schema says what is wrong); None when it selects all."""
+    only, studies = config.get("only"), config.get("studies")
+    if not only or not isinstance(only, list) or not isinstance(studies, dict):
+        return None
+    return [name for name in only if isinstance(name, str)]
+
+
+def selected(config: dict) -> tuple[dict, list[str]]:
+    """The config with only the studies `only:` selects (the same study mappings, so
+    the schema's defaults land in them), and a problem for each name it does not know."""
+    names = selection(config)
+    if names is None:
+        return config, []
+    unknown = []
+    for name in [name for name in names if name not in config["studies"]]:
+        near = registry.suggestion(name, config["studies"])
+        guess = f"; did you mean `{near}`?" if near else ""
+        unknown.append(f"config key only: no study named {name}{guess}")
+    return config | {"studies": {k: v for k, v in config["studies"].items() if k in names}}, unknown
+
+
+def not_selected_problems(config: dict, schema_path: str | Path, workdir: Path) -> list[str]:
+    """The problems of the studies that `only:` leaves out, checked as checked_config
+    would check them: the workflow notes them without stopping, as they do not run."""
+    names = selection(config)
+    if names is None:
+        return []
+    others = {k: v for k, v in config["studies"].items() if k not in names}
+    if not others:
+        return []
+    rest = {k: v for k, v in config.items() if k != "only"} | {"studies": others}
+    try:
+        checked_config(json.loads(json.dumps(rest)), schema_path, workdir)
+    except ConfigError as e:  # keep their own problems, not the top level's again
+        keys = tuple(f"config key studies.{name}" for name in others)
+        return [p for p in e.problems if p.startswith(keys)]
+    return []
+
+
 def checked_config(config: dict, schema_path: str | Path, workdir: Path) -> dict:
     """The config validated against the schema (which fills in its defaults, in
-    `config` itself, as snakemake.utils.validate does) and by normalise_config.
+    `config` itself, as snakemake.utils.validate does) and by normalise_config, for
+    the studies `only:` selects (not_selected_problems checks the others).
     ConfigError lists every problem found, schema ones first, each as
     `config key PATH: ...`; a study the schema refused is not checked further."""
+    config, unknown = selected(config)
+    if unknown and not config["studies"]:
+        raise ConfigError(*unknown)
+    try:
+        checked = checked_selection(config, schema_path, workdir)
+    except ConfigError as e:
+        raise ConfigError(*e.problems, *unknown) from None
+    if unknown:
+        raise ConfigError(*unknown)
+    return checked
+
+
+def checked_selection(config: dict, schema_path: str | Path, workdir: Path) -> dict:
+    """checked_config for the studies selected."""
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate
 
