@@ -2,7 +2,8 @@
 # runs for it: the plans are computed from the config and the studies' earlier
 # results (if any) when the DAG is built (get_plans). The rule asks Slurm when each
 # job would start (sbatch --test-only, once per shape of job; locally: no queue) and
-# writes the plans as a page and as JSON.
+# how long past jobs of its shape waited (one sacct call), and writes the plans as a
+# page and as JSON.
 rule plan:
     output:
         html=paths.PLAN_HTML,
@@ -13,6 +14,7 @@ rule plan:
     params:
         plans=get_plans,
         queue=get_plan_queue,
+        history_days=CONFIG["queue_history_days"],
         title=f"{CONFIG['report']['title']}: the plan",
     script:
         "../scripts/plan.py"

@@ -27,7 +27,8 @@ def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
     # the profile's site settings (partition, account...), as every job gets them
     site = {key: smk.resources.get(key) for key in SITE_RESOURCES}
-    queue = predict(smk.params.plans, smk.params.queue, site)
+    queue = predict(smk.params.plans, smk.params.queue, site,
+                    history_days=smk.params.history_days)  # fmt: skip
     write_text_atomic(Path(smk.output.json), json.dumps(queue, indent=1) + "\n")
     write_plan(Path(smk.output.html), smk.params.title, smk.params.plans, queue)
     logging.info("queue %s: %s call(s) to Slurm, note: %s", queue["queue"], queue["calls"],

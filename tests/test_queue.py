@@ -184,3 +184,68 @@ def render(made, queue) -> str:
         .get_template("plan.html.j2")
         .render(title="t", plans=made, generated="", queue=queue)
     )
+
+
+# what `sacct -a -X -n -P --format=JobID,NNodes,ReqTRES,Partition,Timelimit,Eligible,Start`
+# prints: two 1-node jobs of 1 CPU and 7 minutes, one on GPUs, one elsewhere, one pending
+HISTORY = """\
+11|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:00:10
+12|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:01:40
+13|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:00:00
+14|1|billing=3,cpu=1,gres/gpu=2,mem=1G,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T09:00:00
+15|1|billing=1,cpu=1,mem=1012M,node=1|other|00:07:00|2024-05-01T08:00:00|2024-05-01T10:00:00
+16|2|billing=2,cpu=2,node=2|debug|00:07:00|2024-05-01T08:00:00|Unknown
+garbage
+"""
+
+
+def test_past_waits_by_shape_from_sacct():
+    from scalestudy.analysis.queue import job_shape, parse_history, past_waits
+
+    jobs = parse_history(HISTORY)
+    assert len(jobs) == 5  # the pending job and the garbage are left out
+    assert jobs[3] == {"nodes": 1, "gpus": 2, "cpus": 1, "partition": "debug",
+                            "minutes": 7, "wait_s": 3600.0}  # fmt: skip
+    (n1, _) = plans()[0]["rows"]
+    n1 = n1 | {"slurm_resources": n1["slurm_resources"] | {"runtime": 7}}
+    found = past_waits(jobs, job_shape(n1, "debug"))
+    assert found["history_jobs"] == 3 and found["history_wait_median_s"] == 10.0
+    assert found["history_wait_p90_s"] == pytest.approx(82.0)  # 10 % of the way 10 -> 100
+    # no partition given (the default): any partition's jobs of the shape
+    assert past_waits(jobs, job_shape(n1, None))["history_jobs"] == 4
+    assert past_waits(jobs, job_shape(n1 | {"nodes": 3}, "debug")) == {
+        "history_wait_median_s": None, "history_wait_p90_s": None, "history_jobs": 0
+    }  # fmt: skip
+
+
+class SacctToo(Sbatch):
+    def __init__(self, answers, history):
+        super().__init__(answers)
+        self.history = history
+
+    def __call__(self, command, **kwargs):
+        if command[0] == "sacct":
+            self.commands.append(command)
+            return subprocess.CompletedProcess(command, *self.history)
+        return super().__call__(command, **kwargs)
+
+
+def test_past_waits_stand_beside_the_bound_and_without_accounting_a_note():
+    answers = {f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)}
+    made = plans()
+    sbatch = SacctToo(answers, (0, HISTORY, ""))
+    found = predict(made, "slurm", {}, run=sbatch, now=NOW, history_days=30)
+    sacct = [c for c in sbatch.commands if c[0] == "sacct"]
+    assert len(sacct) == 1 and "now-30days" in sacct[0]  # one call for the whole plan
+    assert found["history_note"] is None and found["history_days"] == 30
+    html = render(made, found)
+    assert "past waits (s)" in html and "none of this shape" in html
+    made = plans()
+    off = SacctToo(answers, (1, "", "sacct: error: Slurm accounting storage is disabled"))
+    found = predict(made, "slurm", {}, run=off, now=NOW, history_days=30)
+    assert found["history_note"] == (
+        "no past waits: sacct was not available (sacct: error: Slurm accounting storage is "
+        "disabled)"
+    )
+    assert all(j["history_jobs"] == 0 for s in found["studies"] for j in s["jobs"])
+    assert found["history_note"] in render(made, found)

@@ -437,6 +437,13 @@ def test_the_plan_predicts_each_jobs_start_from_slurm_with_one_node_held(cluster
         "resources": {"mem_mb": 500, "runtime": 5},
     }
     workflow.write_config({"studies": {"q": study}})
+    # history (issue 28, item 3): two past jobs of n1's shape (1 node, 1 CPU, 7 minutes)
+    for _ in range(2):
+        subprocess.run(
+            ["sbatch", "-N1", "-n1", "-c1", "-t", "7", "--mem", "500", "-o", "/dev/null",
+             "--wrap", "true"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
     held = subprocess.run(
         ["sbatch", "--parsable", "--exclusive", "-N1", "-t", "5", "-o", "/dev/null",
          "--wrap", "sleep 300"],
@@ -476,3 +483,8 @@ def test_the_plan_predicts_each_jobs_start_from_slurm_with_one_node_held(cluster
     html = (workflow.root / "results" / "plan.html").read_text()
     assert "optimistic lower bound" in html and "Requested node configuration" in html
     assert n2["predicted_start"] in html
+    # beside the bound, the waits of past jobs of the shape, from the cluster's sacct
+    assert found["history_days"] == 30 and found["history_note"] is None
+    assert n1["history_jobs"] >= 2 and n1["history_wait_median_s"] is not None
+    assert n1["history_wait_p90_s"] >= n1["history_wait_median_s"]
+    assert "past waits (s)" in html

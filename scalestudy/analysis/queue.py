@@ -8,6 +8,11 @@ submitted with) is run with `--test-only`: sbatch then submits nothing and says
 prediction sees only the jobs already running (pending jobs of higher priority are
 ignored), so it is an optimistic lower bound of the wait, never more.
 
+Beside that bound, the waits of past jobs of the same shape (nodes, GPUs, CPUs,
+partition, time limit), from one sacct call: Start minus Eligible of every user's
+jobs over the last `queue_history_days`, as median and 90th percentile with the
+number of jobs.
+
 Locally there is no queue: every job's wait is 0, basis "local".
 
 The parser (`parse_test_only`, `read_prediction`) is pure; `predict` asks Slurm
@@ -155,8 +160,106 @@ def probe_command(resources: dict, site: dict) -> list[str]:
     return [*shlex.split(call), "--test-only", "--wrap=true"]
 
 
+# sacct's fields of a past job, in this order (one line each, -P: "|"-separated)
+HISTORY_FIELDS = ("JobID", "NNodes", "ReqTRES", "Partition", "Timelimit", "Eligible", "Start")
+
+
+def history_command(days: int) -> list[str]:
+    """sacct's allocations (-X: no steps) of every user (-a) that started over the
+    last `days` days."""
+    return ["sacct", "-a", "-X", "-n", "-P", "-S", f"now-{days}days", "-E", "now",
+            f"--format={','.join(HISTORY_FIELDS)}"]  # fmt: skip
+
+
+def tres(text: str) -> dict[str, str]:
+    """sacct's ReqTRES (billing=2,cpu=2,mem=1000M,node=1,gres/gpu=2) as a dict."""
+    pairs = (part.partition("=") for part in text.split(",") if "=" in part)
+    return {key: value for key, _, value in pairs}
+
+
+def parse_history(text: str) -> list[dict]:
+    """The past jobs in sacct's output (history_command) that started: each one's
+    shape (nodes, gpus, cpus, partition, minutes: its time limit) and wait_s (Start
+    minus Eligible, never below 0). Lines that do not read are left out."""
+    from scalestudy.analysis.request import slurm_seconds
+
+    jobs = []
+    for line in text.splitlines():
+        fields = line.strip().split("|")
+        if len(fields) != len(HISTORY_FIELDS):
+            continue
+        _, nodes, req, partition, limit, eligible, start = fields
+        try:
+            waited = datetime.fromisoformat(start) - datetime.fromisoformat(eligible)
+        except ValueError:  # Unknown, None: not started (or never eligible)
+            continue
+        asked = tres(req)
+        seconds = slurm_seconds(limit)
+        cpus, gpus = asked.get("cpu", ""), asked.get("gres/gpu", "0")
+        jobs.append({
+            "nodes": int(nodes) if nodes.isdigit() else None,
+            "gpus": int(gpus) if gpus.isdigit() else None,
+            "cpus": int(cpus) if cpus.isdigit() else None,
+            "partition": partition,
+            "minutes": None if seconds is None else int(seconds // 60),
+            "wait_s": max(0.0, waited.total_seconds()),
+        })  # fmt: skip
+    return jobs
+
+
+def job_shape(row: dict, partition: str | None) -> dict:
+    """A plan row's job as sacct's history describes one: nodes, GPUs, CPUs, partition
+    (None: the default, whichever it is) and time limit in minutes."""
+    return {
+        "nodes": row["nodes"],
+        "gpus": row["gpus"],
+        "cpus": row["cores"],
+        "partition": partition or None,
+        "minutes": row["slurm_resources"]["runtime"],
+    }
+
+
+def same_shape(job: dict, shape: dict) -> bool:
+    """Whether a past job has the shape (any partition where the shape's is None)."""
+    if shape["partition"] is not None and job["partition"] != shape["partition"]:
+        return False
+    return all(job[key] == shape[key] for key in ("nodes", "gpus", "cpus", "minutes"))
+
+
+def past_waits(jobs: list[dict], shape: dict) -> dict:
+    """The waits of the past jobs of this shape: median, 90th percentile and count (no
+    figures, count 0, where none matched)."""
+    import numpy as np
+
+    waits = [job["wait_s"] for job in jobs if same_shape(job, shape)]
+    if not waits:
+        return {"history_wait_median_s": None, "history_wait_p90_s": None, "history_jobs": 0}
+    return {
+        "history_wait_median_s": float(np.median(waits)),
+        "history_wait_p90_s": float(np.percentile(waits, 90)),
+        "history_jobs": len(waits),
+    }
+
+
+def history(days: int, run=None) -> tuple[list[dict], str | None]:
+    """The past jobs sacct knows of (parse_history), and a note instead where it
+    cannot be asked (no sacct, accounting disabled)."""
+    try:
+        proc = (run or subprocess.run)(
+            history_command(days), capture_output=True, text=True, timeout=60
+        )
+    except FileNotFoundError:
+        return [], "no past waits: sacct is not installed here"
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return [], f"no past waits: sacct failed ({e})"
+    if proc.returncode != 0:
+        why = last_line(proc.stderr or proc.stdout) or f"exit status {proc.returncode}"
+        return [], f"no past waits: sacct was not available ({why})"
+    return parse_history(proc.stdout), None
+
+
 def predict(plans: list[dict], queue: str, site: dict | None = None, run=None,
-            now=None) -> dict:  # fmt: skip
+            now=None, history_days: int | None = None) -> dict:  # fmt: skip
     """Each plan row's predicted start and wait (added to the row in place), and the
     plan's machine-readable form: per study, per job to run, its nodes, layout,
     predicted_start, predicted_wait_s and start_basis. `queue`: "slurm" asks sbatch
@@ -165,12 +268,19 @@ def predict(plans: list[dict], queue: str, site: dict | None = None, run=None,
     now = now or datetime.now()
     note = None
     answers: dict[tuple, dict] = {}
+    past, history_note = [], None
+    if queue == "slurm" and history_days:
+        past, history_note = history(history_days, run)
     for plan in plans:
         for row in plan["rows"]:
             if queue != "slurm":
                 row |= {"predicted_start": None, "predicted_wait_s": 0.0,
                         "start_basis": LOCAL, "queue_note": None}  # fmt: skip
+                row |= {"history_wait_median_s": None, "history_wait_p90_s": None,
+                        "history_jobs": 0}  # fmt: skip
                 continue
+            partition = (site or {}).get("slurm_partition")
+            row |= past_waits(past, job_shape(row, partition))
             if note is not None:  # Slurm could not be asked: one note, no rows' reasons
                 row |= {"predicted_start": None, "predicted_wait_s": None,
                         "start_basis": None, "queue_note": None}  # fmt: skip
@@ -189,6 +299,8 @@ def predict(plans: list[dict], queue: str, site: dict | None = None, run=None,
         "calls": len(answers),
         "note": note,
         "bound": LOWER_BOUND if queue == "slurm" and note is None else None,
+        "history_days": history_days if queue == "slurm" else None,
+        "history_note": history_note,
         "studies": [{"study": plan["study"], "jobs": planned_jobs(plan, queue)} for plan in plans],
     }
 
@@ -231,5 +343,8 @@ def planned_jobs(plan: dict, queue: str) -> list[dict]:
                 "start_basis": row["start_basis"],
                 "queue_note": row["queue_note"],
                 "sbatch_test_only": row.get("sbatch_test_only"),
+                "history_wait_median_s": row["history_wait_median_s"],
+                "history_wait_p90_s": row["history_wait_p90_s"],
+                "history_jobs": row["history_jobs"],
             })  # fmt: skip
     return jobs
