@@ -248,4 +248,6 @@ def test_past_waits_stand_beside_the_bound_and_without_accounting_a_note():
         "disabled)"
     )
     assert all(j["history_jobs"] == 0 for s in found["studies"] for j in s["jobs"])
-    assert found["history_note"] in render(made, found)
+    html = render(made, found)
+    assert found["history_note"] in html and found["history"] is False
+    assert "past waits (s)" not in html and "none of this shape" not in html

@@ -301,6 +301,8 @@ def predict(plans: list[dict], queue: str, site: dict | None = None, run=None,
         "bound": LOWER_BOUND if queue == "slurm" and note is None else None,
         "history_days": history_days if queue == "slurm" else None,
         "history_note": history_note,
+        # whether the rows carry past waits (sacct answered)
+        "history": queue == "slurm" and bool(history_days) and history_note is None,
         "studies": [{"study": plan["study"], "jobs": planned_jobs(plan, queue)} for plan in plans],
     }
 
