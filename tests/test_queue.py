@@ -251,3 +251,14 @@ def test_past_waits_stand_beside_the_bound_and_without_accounting_a_note():
     html = render(made, found)
     assert found["history_note"] in html and found["history"] is False
     assert "past waits (s)" not in html and "none of this shape" not in html
+
+
+def test_a_job_the_slurm_plugin_would_not_submit_says_so_in_its_row():
+    made = plans()
+    made[0]["rows"][0]["slurm_resources"] |= {"mpi": "srun", "tasks": 1}  # refused by it
+    sbatch = Sbatch({f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)})
+    found = predict(made, "slurm", {}, run=sbatch, now=NOW)
+    first = found["studies"][0]["jobs"][0]
+    assert first["queue_note"].startswith("the Slurm plugin would not submit this job: ")
+    assert "'tasks' must be greater than 1" in first["queue_note"]
+    assert found["studies"][0]["jobs"][2]["start_basis"] == TEST_ONLY

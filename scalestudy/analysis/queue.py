@@ -26,6 +26,8 @@ import shlex
 import subprocess
 from datetime import datetime
 
+from snakemake_interface_common.exceptions import WorkflowError
+
 LOCAL = "local"
 TEST_ONLY = "sbatch --test-only"
 # what a row or the page says of --test-only's figure
@@ -87,18 +89,21 @@ def unreachable(text: str) -> bool:
     return any(words in low for words in _UNREACHABLE)
 
 
+NO_PREDICTION = {"predicted_start": None, "predicted_wait_s": None, "start_basis": None}
+NO_HISTORY = {"history_wait_median_s": None, "history_wait_p90_s": None, "history_jobs": 0}
+
+
 def read_prediction(returncode: int, output: str, now: datetime) -> dict:
     """One --test-only answer as a row's queue fields: predicted_start (ISO text),
     predicted_wait_s (seconds from `now`, never below 0), start_basis, and a note
     where Slurm refused the shape or its line could not be read."""
-    none = {"predicted_start": None, "predicted_wait_s": None, "start_basis": None}
     if returncode != 0:
         why = last_line(output) or f"exit status {returncode}"
-        return none | {"queue_note": f"Slurm refused this job: {why}"}
+        return NO_PREDICTION | {"queue_note": f"Slurm refused this job: {why}"}
     found = parse_test_only(output)
     if found is None or found["start_time"] is None:
         raw = last_line(output) or "(no output)"
-        return none | {"queue_note": f"{UNREADABLE}: {raw}"}
+        return NO_PREDICTION | {"queue_note": f"{UNREADABLE}: {raw}"}
     start = found["start_time"]
     if start.tzinfo is not None:  # Slurm prints local time; keep to the same clock
         start = start.astimezone().replace(tzinfo=None)
@@ -233,7 +238,7 @@ def past_waits(jobs: list[dict], shape: dict) -> dict:
 
     waits = [job["wait_s"] for job in jobs if same_shape(job, shape)]
     if not waits:
-        return {"history_wait_median_s": None, "history_wait_p90_s": None, "history_jobs": 0}
+        return dict(NO_HISTORY)
     return {
         "history_wait_median_s": float(np.median(waits)),
         "history_wait_p90_s": float(np.percentile(waits, 90)),
@@ -266,6 +271,7 @@ def predict(plans: list[dict], queue: str, site: dict | None = None, run=None,
     --test-only once per distinct shape; "local" gives every job a wait of 0.
     `run`: a stand-in for subprocess.run (tests); `now`: the clock to wait from."""
     now = now or datetime.now()
+    site = site or {}
     note = None
     answers: dict[tuple, dict] = {}
     past, history_note = [], None
@@ -274,24 +280,22 @@ def predict(plans: list[dict], queue: str, site: dict | None = None, run=None,
     for plan in plans:
         for row in plan["rows"]:
             if queue != "slurm":
-                row |= {"predicted_start": None, "predicted_wait_s": 0.0,
-                        "start_basis": LOCAL, "queue_note": None}  # fmt: skip
-                row |= {"history_wait_median_s": None, "history_wait_p90_s": None,
-                        "history_jobs": 0}  # fmt: skip
+                row |= NO_HISTORY | {"predicted_start": None, "predicted_wait_s": 0.0,
+                                     "start_basis": LOCAL, "queue_note": None}  # fmt: skip
                 continue
-            partition = (site or {}).get("slurm_partition")
-            row |= past_waits(past, job_shape(row, partition))
+            row |= past_waits(past, job_shape(row, site.get("slurm_partition")))
+            row |= NO_PREDICTION | {"queue_note": None}
             if note is not None:  # Slurm could not be asked: one note, no rows' reasons
-                row |= {"predicted_start": None, "predicted_wait_s": None,
-                        "start_basis": None, "queue_note": None}  # fmt: skip
                 continue
-            command = probe_command(row["slurm_resources"], site or {})
+            try:
+                command = probe_command(row["slurm_resources"], site)
+            except WorkflowError as e:  # the plugin would refuse to submit it too
+                row["queue_note"] = f"the Slurm plugin would not submit this job: {e}"
+                continue
             key = tuple(command)
             if key not in answers:
                 answers[key], note = ask(command, run, now)
-            row |= answers[key] if note is None else {
-                "predicted_start": None, "predicted_wait_s": None,
-                "start_basis": None, "queue_note": None}  # fmt: skip
+            row |= answers[key] if note is None else {}
             row["sbatch_test_only"] = shlex.join(command)
     return {
         "queue": queue,
