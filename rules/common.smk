@@ -360,6 +360,12 @@ def get_plans(wildcards):
     return study_plans(STUDIES, POINTS, STUDIES, logger.warning)
 
 
+def get_plan_queue(wildcards):
+    """Where the plan's jobs would queue: "slurm" under an executor that submits
+    them elsewhere (the Slurm plugin's), "local" when they run on this machine."""
+    return "local" if sm.local_exec(workflow) else "slurm"
+
+
 def studies_in_rounds():
     """Adaptive studies with a round still to plan in this invocation."""
     return {

@@ -1,14 +1,20 @@
 # The price of every study before it runs: `snakemake results/plan.html`. No job
 # runs for it: the plans are computed from the config and the studies' earlier
-# results (if any) when the DAG is built (get_plans), and the rule renders them.
+# results (if any) when the DAG is built (get_plans). The rule asks Slurm when each
+# job would start (sbatch --test-only, once per shape of job; locally: no queue) and
+# how long past jobs of its shape waited (one sacct call), and writes the plans as a
+# page and as JSON.
 rule plan:
     output:
-        html="results/plan.html",
+        html=paths.PLAN_HTML,
+        json=paths.PLAN_JSON,
     log:
         "logs/plan.log",
     localrule: True
     params:
         plans=get_plans,
+        queue=get_plan_queue,
+        history_days=CONFIG["queue_history_days"],
         title=f"{CONFIG['report']['title']}: the plan",
     script:
         "../scripts/plan.py"

@@ -16,6 +16,9 @@ RECORD = "results/{study}/runs/{point}/rep{repeat}.json"
 # what aggregation makes of a study's records (rules/aggregate.smk)
 RUNS_TABLE = "results/{study}/runs.csv"
 ANALYSIS = "results/{study}/analysis.json"
+# the price and predicted start of every study's jobs, before any runs (rules/plan.smk)
+PLAN_HTML = "results/plan.html"
+PLAN_JSON = "results/plan.json"
 # an adaptive study's plan of one round (rules/adaptive.smk)
 ROUND = "results/{study}/rounds/round{round}.json"
 # RECORD read backwards: each placeholder becomes a named group

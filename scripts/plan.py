@@ -1,28 +1,38 @@
-"""Snakemake entry: results/plan.html, the price of every study before it runs. The
-plans were computed when the rule's params were (rules/plan.smk, scalestudy.analysis.plan);
-this only renders them."""
+"""Snakemake entry: results/plan.html and results/plan.json, the price of every study
+and when each of its jobs would start, before it runs. The plans were computed when the
+rule's params were (rules/plan.smk, scalestudy.analysis.plan); the start times come from
+Slurm (scalestudy.analysis.queue); this only writes them."""
 
+import json
 import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
+from scalestudy.analysis.queue import SITE_RESOURCES, predict
 from scalestudy.records import write_text_atomic
 from scalestudy.report.rendering import environment
 
 
-def write_plan(path: Path, title: str, plans: list[dict]) -> None:
+def write_plan(path: Path, title: str, plans: list[dict], queue: dict | None = None) -> None:
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     html = (
         environment()
         .get_template("plan.html.j2")
-        .render(title=title, plans=plans, generated=generated)
+        .render(title=title, plans=plans, generated=generated, queue=queue)
     )
     write_text_atomic(path, html)
 
 
 def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
-    write_plan(Path(smk.output.html), smk.params.title, smk.params.plans)
+    # the profile's site settings (partition, account...), as every job gets them
+    site = {key: smk.resources.get(key) for key in SITE_RESOURCES}
+    queue = predict(smk.params.plans, smk.params.queue, site,
+                    history_days=smk.params.history_days)  # fmt: skip
+    write_text_atomic(Path(smk.output.json), json.dumps(queue, indent=1) + "\n")
+    write_plan(Path(smk.output.html), smk.params.title, smk.params.plans, queue)
+    logging.info("queue %s: %s call(s) to Slurm, note: %s", queue["queue"], queue["calls"],
+                 queue["note"])  # fmt: skip
     for plan in smk.params.plans:
         logging.info("%s: %s", plan["study"], plan["totals"])
 

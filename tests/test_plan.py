@@ -111,6 +111,14 @@ def test_the_plan_target_runs_nothing_and_prices_from_earlier_runs(workflow):
     assert not (workflow.root / "results" / "c").exists()  # no job ran
     html = (workflow.root / "results" / "plan.html").read_text()
     assert "4 jobs, about 0.5 SU in all" in html and "upper bound: the 5-min time limit" in html
+    # locally there is no queue: every job waits 0, and plan.json says so per job
+    assert "Locally there is no queue" in html
+    found = json.loads((workflow.root / "results" / "plan.json").read_text())
+    assert found["queue"] == "local" and found["calls"] == 0
+    (c,) = found["studies"]
+    assert [(j["point"], j["predicted_wait_s"], j["start_basis"]) for j in c["jobs"]] == [
+        ("t1", 0.0, "local"), ("t1", 0.0, "local"), ("t2", 0.0, "local"), ("t2", 0.0, "local")
+    ]  # fmt: skip
     # after the study ran, its points are priced from their runs, and nothing is left
     workflow.snakemake("--profile", "profiles/local", "results/c/summary.csv")
     workflow.snakemake("results/plan.html", "--cores", "1")

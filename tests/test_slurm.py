@@ -85,13 +85,17 @@ def test_thread_and_node_studies_run_through_the_slurm_plugin(cluster, workflow)
     assert "Queue wait and run time of each Slurm job" in html
     assert "Hosts node1, node2 are one physical machine" in html
     assert re.search(r"core-hours, [0-9.]+ GPU-hours, <strong>[0-9.]+ SU", html)
-    # the request per point: a 2-node point asks for its 2 nodes; this cluster keeps no
-    # accounting, so the runs' own figures stand, and the report says why
+    # the request per point: a 2-node point asks for its 2 nodes; the cluster keeps
+    # accounting (slurmdbd), so sacct's TotalCPU and MaxRSS stand beside the runs' own
     found = json.loads((workflow.root / "results" / "ddp_nodes" / "analysis.json").read_text())
     n2 = next(r for r in found["findings"]["requests"]["points"] if r["point"] == "n2")
     assert "#SBATCH --nodes=2" in n2["sbatch"] and n2["mem_mb"] and n2["cpu_busy"] is not None
-    assert "sacct" in found["findings"]["requests"]["accounting_note"]
-    assert "What to ask for, per point" in html and "sacct was not available" in html
+    assert found["findings"]["requests"]["accounting_note"] is None
+    # two ranks of PyTorch: sacct's peak is at least one rank's own (torch alone > 100 MB),
+    # and its CPU share a fraction
+    assert n2["sacct_peak_mem_mb"] > 100 and 0 < n2["sacct_cpu_busy"] <= 1.05
+    assert "What to ask for, per point" in html and "CPUs busy (sacct)" in html
+    assert "sacct was not available" not in html
 
 
 @pytest.fixture(scope="module")
@@ -121,9 +125,10 @@ def mixed(cluster, tmp_path_factory):
     }
     short = tiny_mnist_study(repeats=1)
     short["scaling"]["points"] = [2]
+    # each run 1.5 s: long enough for the accounting's 1-s samples to see its step's memory
     gpus = {
         "workload": "command",
-        "params": {"command": ["sleep", "0.2"]},
+        "params": {"command": ["sleep", "1.5"]},
         "scaling": {"axis": "gpus", "device": "gpu", "points": [1, 2], "threads": 1},
         "repeats": 2,
         "resources": {"mem_mb": 500, "runtime": 2},
@@ -206,6 +211,37 @@ def test_each_run_sees_the_gpus_slurm_gave_it_packed_or_not(mixed):
             assert received["gpus_visible"] == 1
             assert rec["resources"]["mismatch"] is False, rec["resources"]["mismatches"]
             assert received["world_size"] == n
+
+
+def test_sacct_figures_are_real_accounting_per_job_and_per_srun_step(mixed):
+    """Issue 28, item 1: the request table's sacct columns from the test cluster's real
+    accounting (slurmdbd): a job of its own is read as a whole (TotalCPU over Elapsed x
+    AllocCPUS, MaxRSS), a packed run by its own srun step (JOB.STEP), and each agrees
+    with what sacct itself prints for it."""
+    from scalestudy.analysis.request import accounting, slurm_megabytes, slurm_seconds
+
+    workflow, _ = mixed
+    fine = record(workflow, "fine", "t1")["environment"]["slurm_job_id"]
+    packed = record(workflow, "gpus", "g1", 2)
+    step = f"{packed['environment']['slurm_job_id']}.{packed['environment']['slurm_step_id']}"
+    jobs, note = accounting([fine, packed["environment"]["slurm_job_id"]])
+    assert note is None
+    assert jobs[fine]["cpu_s"] > 0 and jobs[fine]["elapsed_s"] > 0 and jobs[fine]["cpus"] >= 1
+    assert jobs[fine]["peak_mem_mb"] > 50  # spiral_mlp imports torch
+    assert jobs[step]["elapsed_s"] >= 1.5 and jobs[step]["peak_mem_mb"] > 0
+    # the same figures straight from sacct
+    out = subprocess.run(
+        ["sacct", "-n", "-P", "-j", step, "--format=JobID,TotalCPU,MaxRSS"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    (line,) = [x for x in out.splitlines() if x.startswith(step + "|")]
+    assert jobs[step]["cpu_s"] == slurm_seconds(line.split("|")[1])
+    assert jobs[step]["peak_mem_mb"] == slurm_megabytes(line.split("|")[2])
+    found = json.loads((workflow.root / "results" / "fine" / "analysis.json").read_text())
+    (point,) = found["findings"]["requests"]["points"]
+    assert found["findings"]["requests"]["accounting_note"] is None
+    assert point["sacct_peak_mem_mb"] == jobs[fine]["peak_mem_mb"]
+    assert 0 < point["sacct_cpu_busy"] <= 1.05
 
 
 def test_a_packed_run_that_fails_leaves_its_record_and_the_next_one_still_runs(mixed):
@@ -385,3 +421,70 @@ def test_an_adaptive_study_runs_its_rounds_on_slurm_one_job_per_point_and_round(
     assert len(run_ids(workflow)) == 8
     again = workflow.snakemake(*PROFILES)
     assert "Nothing to be done" in again.output
+
+
+def test_the_plan_predicts_each_jobs_start_from_slurm_with_one_node_held(cluster, workflow):
+    """Issue 28, item 2: `snakemake results/plan.html` on Slurm asks sbatch --test-only,
+    through the plugin's own submit command, when each shape of job would start. With
+    one node held by a job of a 5-minute limit, a 1-node job starts now on the other, a
+    2-node one not before the held job's limit, and a 3-node one (the cluster has 2)
+    is refused in its own row while the plan still renders."""
+    study = {
+        "workload": "command",
+        "params": {"command": ["true"]},
+        "scaling": {"axis": "nodes", "points": [1, 2, 3], "threads": 1},
+        "repeats": 2,
+        "resources": {"mem_mb": 500, "runtime": 5},
+    }
+    workflow.write_config({"studies": {"q": study}})
+    # history (issue 28, item 3): two past jobs of n1's shape (1 node, 1 CPU, 7 minutes)
+    for _ in range(2):
+        subprocess.run(
+            ["sbatch", "-N1", "-n1", "-c1", "-t", "7", "--mem", "500", "-o", "/dev/null",
+             "--wrap", "true"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+    held = subprocess.run(
+        ["sbatch", "--parsable", "--exclusive", "-N1", "-t", "5", "-o", "/dev/null",
+         "--wrap", "sleep 300"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    try:
+        for _ in range(100):  # until the scheduler has started it
+            state = subprocess.run(["squeue", "-h", "-j", held, "-o", "%T"],
+                                   capture_output=True, text=True).stdout.strip()  # fmt: skip
+            if state == "RUNNING":
+                break
+            time.sleep(0.2)
+        assert state == "RUNNING"
+        start = time.perf_counter()
+        workflow.snakemake(*PROFILES, "results/plan.html")
+        print(f"the plan on Slurm: {time.perf_counter() - start:.1f} s")
+    finally:
+        subprocess.run(["scancel", held], check=False)
+    found = json.loads((workflow.root / "results" / "plan.json").read_text())
+    assert found["queue"] == "slurm" and found["note"] is None
+    assert found["calls"] == 3  # one per shape, not per job
+    (q,) = found["studies"]
+    jobs = {}
+    for job in q["jobs"]:
+        jobs.setdefault(job["point"], []).append(job)
+    assert {p: len(j) for p, j in jobs.items()} == {"n1": 2, "n2": 2, "n3": 2}
+    n1, n2, n3 = jobs["n1"][0], jobs["n2"][0], jobs["n3"][0]
+    assert n1["start_basis"] == n2["start_basis"] == "sbatch --test-only"
+    assert n1["layout"] == {"nodes": 1, "tasks_per_node": 1, "threads": 1, "gpus_per_node": 0}
+    assert "-p debug" in n1["sbatch_test_only"] and "--nodes=2" in n2["sbatch_test_only"]
+    assert n1["predicted_wait_s"] < 30
+    # the held job started at most a few seconds before the plan asked: its 5 minutes
+    assert n2["predicted_wait_s"] >= 300 - 60
+    assert n3["predicted_wait_s"] is None and n3["start_basis"] is None
+    assert n3["queue_note"].startswith("Slurm refused this job: ")
+    assert "Requested node configuration is not available" in n3["queue_note"]
+    html = (workflow.root / "results" / "plan.html").read_text()
+    assert "optimistic lower bound" in html and "Requested node configuration" in html
+    assert n2["predicted_start"] in html
+    # beside the bound, the waits of past jobs of the shape, from the cluster's sacct
+    assert found["history_days"] == 30 and found["history_note"] is None
+    assert n1["history_jobs"] >= 2 and n1["history_wait_median_s"] is not None
+    assert n1["history_wait_p90_s"] >= n1["history_wait_median_s"]
+    assert "past waits (s)" in html

@@ -27,6 +27,7 @@ from scalestudy.analysis.predictions import jsonable, times_by_n, usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS, disturbed_reasons
 from scalestudy.model import Study
 from scalestudy.study.points import point_for
+from scalestudy.study.slurm import job_runtime, slurm_resources
 
 MEASURED, MODEL, LIMIT = "measured", "model", "limit"
 
@@ -100,6 +101,10 @@ def study_plan(
                     "su": su * repeats,
                     "su_to_run": su * (repeats - done),
                     "seconds_to_run": seconds * (repeats - done),
+                    # what one Slurm job of the point asks for (a packed one: all its
+                    # repeats' time), for sbatch --test-only (scalestudy.analysis.queue)
+                    "slurm_resources": slurm_resources(point, study)
+                    | {"runtime": job_runtime(study, point)},
                 }
             )
     totals = {

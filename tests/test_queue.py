@@ -1,0 +1,264 @@
+"""When a plan's jobs would start (scalestudy.analysis.queue): sbatch --test-only's line
+read on Slurm before and since 25.05, one call per shape of job, and what the plan says
+when Slurm refuses a shape, cannot be asked, or prints a line that does not read."""
+
+import json
+import subprocess
+from datetime import datetime
+
+import pytest
+
+from scalestudy.analysis.plan import study_plan
+from scalestudy.analysis.queue import (
+    LOCAL,
+    TEST_ONLY,
+    UNREADABLE,
+    parse_test_only,
+    predict,
+    probe_command,
+    read_prediction,
+)
+from scalestudy.report.rendering import environment
+from tests.conftest import study_model
+
+NOW = datetime(2024, 5, 1, 9, 0, 0)
+BEFORE_25_05 = (
+    "sbatch: Job 3 to start at 2024-05-01T10:00:00 using 64 processors on nodes n[01-02] "
+    "in partition gpu"
+)
+SINCE_25_05 = (
+    "sbatch: Job 3 to start at 2024-05-01T10:00:00 a using 64 processors on nodes n[01-02] "
+    "in partition gpu"
+)
+ON_CLUSTER = (
+    "sbatch: Job 3 to start at 2024-05-01T10:00:00 on cluster c1 a using 64 processors on "
+    "nodes n[01-02] in partition gpu"
+)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        BEFORE_25_05,
+        SINCE_25_05,
+        ON_CLUSTER,
+        ON_CLUSTER.replace(" a using", " using"),
+        SINCE_25_05.replace(" a using", " on cluster c1 using"),
+    ],  # fmt: skip
+)
+def test_the_line_reads_before_and_since_slurm_25_05(line):
+    found = parse_test_only(line)
+    assert found["start_time"] == datetime(2024, 5, 1, 10, 0, 0)
+    assert (found["job"], found["cpus"], found["nodes"], found["partition"]) == (
+        3, 64, "n[01-02]", "gpu"
+    )  # fmt: skip
+    assert found["cluster"] == ("c1" if "cluster" in line else None)
+    assert read_prediction(0, line, NOW) == {
+        "predicted_start": "2024-05-01T10:00:00",
+        "predicted_wait_s": 3600.0,
+        "start_basis": TEST_ONLY,
+        "queue_note": None,
+    }
+
+
+def test_a_start_in_the_past_is_no_wait_and_a_line_that_does_not_read_is_shown_raw():
+    assert read_prediction(0, BEFORE_25_05, datetime(2024, 5, 1, 10, 0, 5))["predicted_wait_s"] == 0
+    odd = "sbatch: Job 3 to start at soon using 1 processors on nodes n1 in partition p"
+    for text in (odd, "sbatch: something else entirely", ""):
+        found = read_prediction(0, text, NOW)
+        assert found["predicted_start"] is None and found["start_basis"] is None
+        assert found["queue_note"].startswith(f"{UNREADABLE}: ")
+    assert read_prediction(0, odd, NOW)["queue_note"] == f"{UNREADABLE}: {odd}"
+    refused = read_prediction(
+        1, "sbatch: error: Batch job submission failed: Node count specification invalid", NOW
+    )
+    assert refused["queue_note"] == (
+        "Slurm refused this job: sbatch: error: Batch job submission failed: Node count "
+        "specification invalid"
+    )
+
+
+def test_the_command_is_the_slurm_plugins_own_with_test_only():
+    study = study_model({"workload": "command", "params": {"command": ["true"]},
+                         "scaling": {"axis": "nodes", "points": [2], "threads": 3},
+                         "resources": {"mem_mb": 1000, "runtime": 10}})  # fmt: skip
+    (row,) = study_plan(study)["rows"]
+    command = probe_command(row["slurm_resources"], {"slurm_partition": "debug",
+                                                         "qos": None})  # fmt: skip
+    assert command[0] == "sbatch" and command[-2:] == ["--test-only", "--wrap=true"]
+    for part in ("--nodes=2", "--ntasks=2", "--cpus-per-task=3", "-t", "12"):
+        assert part in command
+    assert command[command.index("-p") + 1] == "debug"
+    assert command[command.index("--mem") + 1] == "1512"
+    assert not any(part.startswith("--qos") for part in command)
+    gpus = study_model({"workload": "command", "params": {"command": ["true"]},
+                        "scaling": {"axis": "gpus", "device": "gpu", "points": [2],
+                                    "threads": 1}})  # fmt: skip
+    (row,) = study_plan(gpus)["rows"]
+    assert "--gpus=2" in probe_command(row["slurm_resources"], {})
+
+
+class Sbatch:
+    """A stand-in for subprocess.run: sbatch --test-only's answer per --nodes."""
+
+    def __init__(self, answers: dict[str, tuple[int, str]] | Exception):
+        self.answers, self.commands = answers, []
+
+    def __call__(self, command, **kwargs):
+        self.commands.append(command)
+        if isinstance(self.answers, Exception):
+            raise self.answers
+        nodes = next(part for part in command if part.startswith("--nodes="))
+        code, err = self.answers[nodes]
+        return subprocess.CompletedProcess(command, code, "", err)
+
+
+def plans():
+    a = study_model({"workload": "command", "params": {"command": ["true"]},
+                     "scaling": {"axis": "nodes", "points": [1, 2]}, "repeats": 2},
+                    "a")  # fmt: skip
+    b = study_model({"workload": "command", "params": {"command": ["true"]},
+                     "scaling": {"axis": "nodes", "points": [1, 3]}, "repeats": 1,
+                     "submission": {"pack_repeats": True}}, "b")  # fmt: skip
+    return [study_plan(a), study_plan(b)]
+
+
+def test_one_call_per_shape_and_a_refused_shape_says_why_in_its_row():
+    made = plans()
+    sbatch = Sbatch({
+        "--nodes=1": (0, BEFORE_25_05.replace("10:00:00", "09:00:00")),
+        "--nodes=2": (0, SINCE_25_05),
+        "--nodes=3": (1, "sbatch: error: Batch job submission failed: Node count "
+                         "specification invalid"),
+    })  # fmt: skip
+    found = predict(made, "slurm", {"slurm_partition": "debug"}, run=sbatch, now=NOW)
+    # a's n1 and b's n1 are the same job (same resources): asked once; so 3 calls
+    assert found["calls"] == len(sbatch.commands) == 3 and found["note"] is None
+    assert "lower bound" in found["bound"]
+    a, b = found["studies"]
+    seen = [(j["point"], j["nodes"], j["predicted_wait_s"], j["start_basis"]) for j in a["jobs"]]
+    assert seen == [
+        ("n1", 1, 0.0, TEST_ONLY), ("n1", 1, 0.0, TEST_ONLY),
+        ("n2", 2, 3600.0, TEST_ONLY), ("n2", 2, 3600.0, TEST_ONLY),
+    ]  # fmt: skip
+    assert a["jobs"][0]["layout"] == {"nodes": 1, "tasks_per_node": 1, "threads": 1,
+                                      "gpus_per_node": 0}  # fmt: skip
+    n3 = b["jobs"][1]
+    assert n3["predicted_start"] is None and n3["predicted_wait_s"] is None
+    assert "Node count specification invalid" in n3["queue_note"]
+    json.dumps(found)  # machine-readable as it is
+    html = render(made, found)
+    assert "Node count specification invalid" in html and "2024-05-01T10:00:00" in html
+    assert "optimistic lower bound" in html
+
+
+def test_slurm_out_of_reach_is_one_note_and_locally_every_wait_is_0():
+    for cause, words in [
+        (FileNotFoundError("sbatch"), "sbatch is not installed here"),
+        (Sbatch({f"--nodes={n}": (1, "sbatch: error: Batch job submission failed: Unable "
+                                     "to contact slurm controller (connect failure)")
+                 for n in (1, 2, 3)}), "Unable to contact slurm controller"),
+    ]:  # fmt: skip
+        sbatch = cause if isinstance(cause, Sbatch) else Sbatch(cause)
+        made = plans()
+        found = predict(made, "slurm", {}, run=sbatch, now=NOW)
+        assert len(sbatch.commands) == 1  # not once per shape
+        assert words in found["note"] and found["bound"] is None
+        jobs = [j for s in found["studies"] for j in s["jobs"]]
+        assert all(j["predicted_wait_s"] is None and j["queue_note"] is None for j in jobs)
+        assert words in render(made, found)
+    made = plans()
+    local = predict(made, "local", run=Sbatch(AssertionError("no Slurm locally")))
+    assert local["calls"] == 0 and local["note"] is None
+    jobs = [j for s in local["studies"] for j in s["jobs"]]
+    # locally a packed study's repeats are jobs of their own
+    assert len(jobs) == 6 and {(j["predicted_wait_s"], j["start_basis"]) for j in jobs} == {
+        (0.0, LOCAL)
+    }
+    assert "Locally there is no queue" in render(made, local)
+
+
+def render(made, queue) -> str:
+    return (
+        environment()
+        .get_template("plan.html.j2")
+        .render(title="t", plans=made, generated="", queue=queue)
+    )
+
+
+# what `sacct -a -X -n -P --format=JobID,NNodes,ReqTRES,Partition,Timelimit,Eligible,Start`
+# prints: two 1-node jobs of 1 CPU and 7 minutes, one on GPUs, one elsewhere, one pending
+HISTORY = """\
+11|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:00:10
+12|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:01:40
+13|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:00:00
+14|1|billing=3,cpu=1,gres/gpu=2,mem=1G,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T09:00:00
+15|1|billing=1,cpu=1,mem=1012M,node=1|other|00:07:00|2024-05-01T08:00:00|2024-05-01T10:00:00
+16|2|billing=2,cpu=2,node=2|debug|00:07:00|2024-05-01T08:00:00|Unknown
+garbage
+"""
+
+
+def test_past_waits_by_shape_from_sacct():
+    from scalestudy.analysis.queue import job_shape, parse_history, past_waits
+
+    jobs = parse_history(HISTORY)
+    assert len(jobs) == 5  # the pending job and the garbage are left out
+    assert jobs[3] == {"nodes": 1, "gpus": 2, "cpus": 1, "partition": "debug",
+                            "minutes": 7, "wait_s": 3600.0}  # fmt: skip
+    (n1, _) = plans()[0]["rows"]
+    n1 = n1 | {"slurm_resources": n1["slurm_resources"] | {"runtime": 7}}
+    found = past_waits(jobs, job_shape(n1, "debug"))
+    assert found["history_jobs"] == 3 and found["history_wait_median_s"] == 10.0
+    assert found["history_wait_p90_s"] == pytest.approx(82.0)  # 10 % of the way 10 -> 100
+    # no partition given (the default): any partition's jobs of the shape
+    assert past_waits(jobs, job_shape(n1, None))["history_jobs"] == 4
+    assert past_waits(jobs, job_shape(n1 | {"nodes": 3}, "debug")) == {
+        "history_wait_median_s": None, "history_wait_p90_s": None, "history_jobs": 0
+    }  # fmt: skip
+
+
+class SacctToo(Sbatch):
+    def __init__(self, answers, history):
+        super().__init__(answers)
+        self.history = history
+
+    def __call__(self, command, **kwargs):
+        if command[0] == "sacct":
+            self.commands.append(command)
+            return subprocess.CompletedProcess(command, *self.history)
+        return super().__call__(command, **kwargs)
+
+
+def test_past_waits_stand_beside_the_bound_and_without_accounting_a_note():
+    answers = {f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)}
+    made = plans()
+    sbatch = SacctToo(answers, (0, HISTORY, ""))
+    found = predict(made, "slurm", {}, run=sbatch, now=NOW, history_days=30)
+    sacct = [c for c in sbatch.commands if c[0] == "sacct"]
+    assert len(sacct) == 1 and "now-30days" in sacct[0]  # one call for the whole plan
+    assert found["history_note"] is None and found["history_days"] == 30
+    html = render(made, found)
+    assert "past waits (s)" in html and "none of this shape" in html
+    made = plans()
+    off = SacctToo(answers, (1, "", "sacct: error: Slurm accounting storage is disabled"))
+    found = predict(made, "slurm", {}, run=off, now=NOW, history_days=30)
+    assert found["history_note"] == (
+        "no past waits: sacct was not available (sacct: error: Slurm accounting storage is "
+        "disabled)"
+    )
+    assert all(j["history_jobs"] == 0 for s in found["studies"] for j in s["jobs"])
+    html = render(made, found)
+    assert found["history_note"] in html and found["history"] is False
+    assert "past waits (s)" not in html and "none of this shape" not in html
+
+
+def test_a_job_the_slurm_plugin_would_not_submit_says_so_in_its_row():
+    made = plans()
+    made[0]["rows"][0]["slurm_resources"] |= {"mpi": "srun", "tasks": 1}  # refused by it
+    sbatch = Sbatch({f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)})
+    found = predict(made, "slurm", {}, run=sbatch, now=NOW)
+    first = found["studies"][0]["jobs"][0]
+    assert first["queue_note"].startswith("the Slurm plugin would not submit this job: ")
+    assert "'tasks' must be greater than 1" in first["queue_note"]
+    assert found["studies"][0]["jobs"][2]["start_basis"] == TEST_ONLY
