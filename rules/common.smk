@@ -363,7 +363,7 @@ def get_plans(wildcards):
 def get_plan_queue(wildcards):
     """Where the plan's jobs would queue: "slurm" under an executor that submits
     them elsewhere (the Slurm plugin's), "local" when they run on this machine."""
-    return "local" if sm.local_exec(workflow) else "slurm"
+    return "slurm" if sm.submits_elsewhere(workflow) else "local"
 
 
 def studies_in_rounds():
