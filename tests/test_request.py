@@ -3,6 +3,7 @@ node, --time from the slowest run (scaled to full length when the runs were shor
 as #SBATCH lines from the Slurm plugin's own submit command, and what the runs used of
 their allocation."""
 
+import json
 import sys
 
 import pandas as pd
@@ -127,7 +128,10 @@ def test_cpu_busy_of_a_busy_loop_and_a_sleeper(tmp_path, monkeypatch):
         records.append(path)
     busy, sleeper = (runs_from_records([p]) for p in records)
     study = model(config, "c")
-    assert point_request(study, "", 1, busy)["cpu_busy"] > 0.7
+    # of the CPU time that other processes left it: on a loaded machine the quietest
+    # CPU may still be shared, and the busy loop then gets only the rest
+    others = json.loads(records[0].read_text())["resources"]["usage"]["others_cores"] or 0.0
+    assert point_request(study, "", 1, busy)["cpu_busy"] > 0.7 * (1 - min(others, 0.9))
     slept = point_request(study, "", 1, sleeper)
     assert slept["cpu_busy"] < 0.2 and "cpu" in slept["waste"]
 
