@@ -21,6 +21,7 @@ from scalestudy.study.startup_checks import (
     partition_time_problems,
 )
 from scalestudy.study.tables import points_table, runs_table
+from scalestudy.study.baseline import baseline_inputs
 from scalestudy.study.validation import checked_config, study_models
 from scalestudy import FIGURES, paths
 from scalestudy.analysis.adaptive import config_fingerprint
@@ -181,6 +182,11 @@ def get_study_rounds(wildcards):
     if wildcards.study not in ADAPTIVE:
         return []
     return [path for path, _ in adaptive_rounds(wildcards.study)]
+
+
+def get_study_baseline(wildcards):
+    """The files of the earlier run the study is compared with (none without `baseline:`)."""
+    return baseline_inputs(STUDIES[wildcards.study], Path.cwd())
 
 
 def get_point(wildcards):

@@ -3,6 +3,7 @@ analysis.json of one study (scalestudy.analysis.pipeline)."""
 
 import logging
 import sys
+from pathlib import Path
 
 from scalestudy.analysis.pipeline import aggregate
 from scalestudy.model import Study
@@ -13,7 +14,8 @@ def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
     try:
         study = Study.from_config(smk.wildcards.study, smk.params.study)
-        result = aggregate(study, list(smk.input.records), list(smk.input.rounds))
+        baseline = Path(smk.input.baseline[0]).parent if smk.input.baseline else None
+        result = aggregate(study, list(smk.input.records), list(smk.input.rounds), baseline)
     except RecordError as e:
         logging.error("%s", e)
         sys.exit(f"aggregate_study: refusing to aggregate: {e}")

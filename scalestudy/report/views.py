@@ -403,6 +403,47 @@ def comparison_view(c: Comparison) -> dict:
     }
 
 
+def baseline_view(b: contract.BaselineComparison | None) -> dict | None:
+    """The comparison with the baseline in the report's formats (decided in
+    scalestudy.analysis.baseline)."""
+    if b is None:
+        return None
+    ratio = "{:.2f}"
+    return {
+        "path": b.baseline,
+        "tolerance": pct(b.tolerance),
+        "said": b.said,
+        "points": [
+            {"n": p.n, "series": p.series, "change": p.change,
+             "ratio": fmt(p.ratio, ratio), "lo": fmt(p.lo, ratio), "hi": fmt(p.hi, ratio),
+             "now": fmt(p.time_now_s, "{:.3g}"), "was": fmt(p.time_baseline_s, "{:.3g}"),
+             "runs": f"{p.runs_now} / {p.runs_baseline}"}
+            for p in b.points
+        ],  # fmt: skip
+        "only_now": b.only_now,
+        "only_baseline": b.only_baseline,
+        "curves": [
+            {"series": c.series, "differ": c.differ, "tested": c.tested, "note": c.note,
+             "level": pct(c.level), "base_n": c.base_n,
+             "p": fmt(c.times_p_value, "{:.3g}"), "method": c.times_method,
+             "apart": [f"N = {e.n}: {fmt(e.ratio, ratio)} [{fmt(e.lo, ratio)}, {fmt(e.hi, ratio)}]"
+                       for e in c.points if e.differs]}
+            for c in b.curves
+        ],  # fmt: skip
+        "models": [
+            {"model": m.model, "param": m.param, "differ": m.differ, "series": m.series,
+             "now": f"{fmt(m.now, '{:.3g}')} [{fmt(m.now_lo, '{:.3g}')}, {fmt(m.now_hi, '{:.3g}')}]",
+             "was": f"{fmt(m.baseline, '{:.3g}')} [{fmt(m.baseline_lo, '{:.3g}')}, "
+                    f"{fmt(m.baseline_hi, '{:.3g}')}]"}
+            for m in b.models
+        ],  # fmt: skip
+        "answers": b.answers,
+        "differences": b.fingerprint.differences,
+        "fingerprint_note": b.fingerprint.note,
+        "across": b.across,
+    }
+
+
 def gpu_verdict_view(v: GpuVerdict | None) -> dict | None:
     """Is the GPU worth it: the verdict, and each size's figures formatted."""
     if v is None:
@@ -611,7 +652,9 @@ def study_view(
         "figures": {
             k: data_uri(v)
             for k, v in figures.items()
-            if (k != "phases" or study.measured is None) and (k != "layouts" or found.grid)
+            if (k != "phases" or study.measured is None)
+            and (k != "layouts" or found.grid)
+            and (k != "baseline" or analysis.baseline)
         },
         "failures": found.failures,
         "mismatches": found.mismatches,
@@ -664,4 +707,7 @@ def study_view(
         "telemetry": telemetry,
         "staging": staging_view(found.staging),
         "environment": [(label(c), values) for c, values in found.environment],
+        "fingerprint": [(k, v) for k, v in found.fingerprint.items() if v],
+        "baseline": baseline_view(analysis.baseline),
+        "expectations": analysis.expectations,
     }
