@@ -4,6 +4,7 @@ run of it, built from synthetic records through the real pipeline."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 
 from scalestudy.analysis.pipeline import aggregate
 from scalestudy.records import write_json_atomic
+from scalestudy.report.rendering import render
 from scalestudy.report.views import study_view
 from tests.conftest import study_model
 from tests.test_records import good_record
@@ -69,7 +71,10 @@ def test_a_point_30_percent_slower_is_called_and_the_others_are_not(tmp_path):
     assert found["said"][0].startswith("slower at N = 2: 1.2")
     assert found["curves"][0]["differ"]
     view = study_view(now.analysis_as_read(), now.summary, {})
-    assert any("slower at N = 2" in line for line in view["baseline"]["said"])
+    html = render("t", [view])
+    assert "Against the baseline" in html and "slower at N = 2: 1.2" in html
+    assert re.search(r"<td>2</td>.*<td class=\"bad\">slower</td>", html)
+    assert "<strong>differs</strong> from the baseline" in html
 
 
 def test_the_same_program_twice_calls_no_change(tmp_path):
@@ -155,3 +160,15 @@ def test_the_driver_version_is_read_from_the_kernel_module(monkeypatch):
     assert harness.gpu_driver() == "535.104.05"
     monkeypatch.setattr(harness, "_read", lambda path: None)
     assert harness.gpu_driver() is None
+
+
+def test_both_speedup_curves_are_drawn(tmp_path):
+    from scalestudy.report.plots import write_figures
+
+    study = study_model(STUDY | {"baseline": "kept"})
+    folder = baseline_folder(tmp_path, study, seed=1)
+    now = aggregate(study, measure(tmp_path / "now", slower={2: 1.3}, seed=2), baseline=folder)
+    figures = write_figures(now.summary, now.runs, "threads", tmp_path / "fig",
+                            now.analysis_as_read())  # fmt: skip
+    svg = next(p for p in figures if p.name == "baseline.svg").read_text()
+    assert "baseline" in svg and "now" in svg
