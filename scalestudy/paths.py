@@ -20,7 +20,7 @@ ANALYSIS = "results/{study}/analysis.json"
 ROUND = "results/{study}/rounds/round{round}.json"
 # a study compared with an earlier run of it (scalestudy/analysis/baseline.py)
 BASELINE = "results/{study}/baseline.json"
-# a study's results kept for later comparison: `make archive` (scalestudy/archive.py);
+# a study's results kept for later comparison: `make archive` (scalestudy/analysis/archive.py);
 # {stamp} is the UTC time, then the fingerprint's hash, so that names sort by date
 ARCHIVE = "archive/{study}/{stamp}"
 # the files of a results folder (or an archive) that a baseline is read from

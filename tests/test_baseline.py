@@ -18,10 +18,20 @@ from tests.conftest import study_model
 from tests.test_records import good_record
 
 POINTS = {"t1": 1, "t2": 2, "t4": 4}
-ENV = {"host": "node1", "python": "3.11.7", "torch": "2.4.0", "cuda": "12.1",
-       "cpu_model": "Xeon", "workflow_commit": "abc123"}  # fmt: skip
-STUDY = {"workload": "mnist_cnn", "scaling": {"axis": "threads", "points": [1, 2, 4]},
-         "repeats": 5, "time": "wall"}  # fmt: skip
+ENV = {
+    "host": "node1",
+    "python": "3.11.7",
+    "torch": "2.4.0",
+    "cuda": "12.1",
+    "cpu_model": "Xeon",
+    "workflow_commit": "abc123",
+}
+STUDY = {
+    "workload": "mnist_cnn",
+    "scaling": {"axis": "threads", "points": [1, 2, 4]},
+    "repeats": 5,
+    "time": "wall",
+}
 
 
 def program_times(n: int, slower: dict, seed: int, repeats: int = 5) -> list[float]:
@@ -38,12 +48,19 @@ def measure(root, slower=None, seed=0, env=None, repeats=5) -> list:
     for point, n in POINTS.items():
         for k, wall in enumerate(program_times(n, slower or {}, seed, repeats), start=1):
             record = good_record(
-                point=point, n=n, repeat=k, wall_s=wall, run_id=f"run-{seed}-{point}-rep{k}",
-                phases=[{"name": "startup", "kind": "startup", "seconds": 0.1 * wall},
-                        {"name": "epoch 1", "kind": "epoch", "seconds": 0.8 * wall}],
-                environment=env or ENV, started_at=start.isoformat(),
+                point=point,
+                n=n,
+                repeat=k,
+                wall_s=wall,
+                run_id=f"run-{seed}-{point}-rep{k}",
+                phases=[
+                    {"name": "startup", "kind": "startup", "seconds": 0.1 * wall},
+                    {"name": "epoch 1", "kind": "epoch", "seconds": 0.8 * wall},
+                ],
+                environment=env or ENV,
+                started_at=start.isoformat(),
                 finished_at=(start + timedelta(seconds=wall)).isoformat(),
-            )  # fmt: skip
+            )
             path = root / "results" / "s" / "runs" / point / f"rep{k}.json"
             write_json_atomic(path, record)
             paths.append(path)
@@ -54,8 +71,12 @@ def baseline_folder(tmp_path, study, **how):
     """An earlier run of the study, aggregated, its results folder copied elsewhere."""
     folder = tmp_path / "kept"
     result = aggregate(study, measure(tmp_path / "then", **how))
-    result.write({k: folder / f"{k}.{ext}" for k, ext in
-                  [("runs", "csv"), ("summary", "csv"), ("analysis", "json")]})  # fmt: skip
+    result.write(
+        {
+            k: folder / f"{k}.{ext}"
+            for k, ext in [("runs", "csv"), ("summary", "csv"), ("analysis", "json")]
+        }
+    )
     return folder
 
 
@@ -108,8 +129,9 @@ def test_a_baseline_without_a_fingerprint_is_compared_with_a_note(tmp_path):
     old = json.loads((folder / "analysis.json").read_text())
     del old["findings"]["fingerprint"]
     (folder / "analysis.json").write_text(json.dumps(old))
-    found = json.loads(aggregate(study, measure(tmp_path / "now", seed=8),
-                                 baseline=folder).baseline_json())  # fmt: skip
+    found = json.loads(
+        aggregate(study, measure(tmp_path / "now", seed=8), baseline=folder).baseline_json()
+    )
     assert "unknown" in found["fingerprint"]["note"]
     assert len(found["points"]) == 3
 
@@ -168,7 +190,8 @@ def test_both_speedup_curves_are_drawn(tmp_path):
     study = study_model(STUDY | {"baseline": "kept"})
     folder = baseline_folder(tmp_path, study, seed=1)
     now = aggregate(study, measure(tmp_path / "now", slower={2: 1.3}, seed=2), baseline=folder)
-    figures = write_figures(now.summary, now.runs, "threads", tmp_path / "fig",
-                            now.analysis_as_read())  # fmt: skip
+    figures = write_figures(
+        now.summary, now.runs, "threads", tmp_path / "fig", now.analysis_as_read()
+    )
     svg = next(p for p in figures if p.name == "baseline.svg").read_text()
     assert "baseline" in svg and "now" in svg

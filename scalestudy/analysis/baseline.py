@@ -113,12 +113,20 @@ def point_changes(now: dict, was: dict, tolerance: float, seed: int = 0) -> list
     points = []
     for i, key in enumerate(sorted(set(now) & set(was))):
         ratio, lo, hi = ratio_ci(now[key], was[key], seed=seed + i)
-        points.append({
-            "series": key[0], "n": key[1], "ratio": _none(ratio), "lo": _none(lo),
-            "hi": _none(hi), "change": _change(ratio, lo, hi, tolerance),
-            "runs_now": int(now[key].size), "runs_baseline": int(was[key].size),
-            "time_now_s": float(np.median(now[key])), "time_baseline_s": float(np.median(was[key])),
-        })  # fmt: skip
+        points.append(
+            {
+                "series": key[0],
+                "n": key[1],
+                "ratio": _none(ratio),
+                "lo": _none(lo),
+                "hi": _none(hi),
+                "change": _change(ratio, lo, hi, tolerance),
+                "runs_now": int(now[key].size),
+                "runs_baseline": int(was[key].size),
+                "time_now_s": float(np.median(now[key])),
+                "time_baseline_s": float(np.median(was[key])),
+            }
+        )
     return points
 
 
@@ -134,16 +142,23 @@ def speedups(times: dict, series: str, base_n: int, seed: int = 0) -> list[dict]
     return out
 
 
-def curve_change(now: dict, was: dict, series: str, base_n: int, tolerance: float,
-                 seed: int = 0) -> dict:  # fmt: skip
+def curve_change(
+    now: dict, was: dict, series: str, base_n: int, tolerance: float, seed: int = 0
+) -> dict:
     """Do the speedup curves differ? Per N: speedup now / speedup baseline with a
     Bonferroni bootstrap interval over the k points compared; they differ where one
     interval excludes 1 beyond the tolerance (module docstring)."""
     keys = sorted(n for s, n in set(now) & set(was) if s == series and n != base_n)
     if (series, base_n) not in now or (series, base_n) not in was or not keys:
-        return {"series": series, "base_n": base_n, "differ": False, "tested": False,
-                "level": LEVEL, "points": [],
-                "note": f"N = {base_n} (the base) or another common N is missing: not compared"}  # fmt: skip
+        return {
+            "series": series,
+            "base_n": base_n,
+            "differ": False,
+            "tested": False,
+            "level": LEVEL,
+            "points": [],
+            "note": f"N = {base_n} (the base) or another common N is missing: not compared",
+        }
     level = 1 - (1 - LEVEL) / len(keys)
     rng = np.random.default_rng(seed)
     b_now, b_was = now[(series, base_n)], was[(series, base_n)]
@@ -162,10 +177,24 @@ def curve_change(now: dict, was: dict, series: str, base_n: int, tolerance: floa
             lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
         called = _change(value, lo, hi, tolerance) != "none"
         differ |= called
-        points.append({"n": n, "ratio": _none(value), "lo": _none(lo), "hi": _none(hi),
-                       "differs": bool(called)})  # fmt: skip
-    return {"series": series, "base_n": base_n, "differ": bool(differ), "tested": True,
-            "level": level, "points": points, "note": ""}  # fmt: skip
+        points.append(
+            {
+                "n": n,
+                "ratio": _none(value),
+                "lo": _none(lo),
+                "hi": _none(hi),
+                "differs": bool(called),
+            }
+        )
+    return {
+        "series": series,
+        "base_n": base_n,
+        "differ": bool(differ),
+        "tested": True,
+        "level": level,
+        "points": points,
+        "note": "",
+    }
 
 
 def model_changes(now: Analysis, was: dict) -> list[dict]:
@@ -186,10 +215,20 @@ def model_changes(now: Analysis, was: dict) -> list[dict]:
             b_lo, b_hi = (theirs.get("param_ci", {}).get(p) or (None, None))[:2]
             known = None not in (lo, hi, b_lo, b_hi)
             apart = bool(known and (hi < b_lo or b_hi < lo))
-            out.append({"series": fit.series, "model": fit.selected, "param": p,
-                        "now": value, "now_lo": lo, "now_hi": hi,
-                        "baseline": theirs["params"].get(p), "baseline_lo": b_lo,
-                        "baseline_hi": b_hi, "differ": apart})  # fmt: skip
+            out.append(
+                {
+                    "series": fit.series,
+                    "model": fit.selected,
+                    "param": p,
+                    "now": value,
+                    "now_lo": lo,
+                    "now_hi": hi,
+                    "baseline": theirs["params"].get(p),
+                    "baseline_lo": b_lo,
+                    "baseline_hi": b_hi,
+                    "differ": apart,
+                }
+            )
     return out
 
 
@@ -214,9 +253,17 @@ def answer_change(now: Analysis, was: dict) -> list[dict]:
         text = f"unchanged: {now_text}" if same else f"was: {was_text}; now: {now_text}"
         if same and was_decided != answer.decided:
             text = f"unchanged: was {was_text}, now {now_text}"
-        out.append({"series": answer.series, "was_n": was_n, "was_decided": was_decided,
-                    "now_n": answer.worth_n, "now_decided": answer.decided,
-                    "unchanged": same, "text": text})  # fmt: skip
+        out.append(
+            {
+                "series": answer.series,
+                "was_n": was_n,
+                "was_decided": was_decided,
+                "now_n": answer.worth_n,
+                "now_decided": answer.decided,
+                "unchanged": same,
+                "text": text,
+            }
+        )
     return out
 
 
@@ -225,8 +272,11 @@ def fingerprint_changes(now: dict, was: dict | None) -> tuple[list[dict], str]:
     unknown (records and analyses made before fingerprints)."""
     if was is None:
         return [], "the baseline's environment is unknown (its analysis has no fingerprint)"
-    differ = [{"key": k, "baseline": was.get(k, ""), "now": now.get(k, "")}
-              for k in now if was.get(k, "") != now.get(k, "")]  # fmt: skip
+    differ = [
+        {"key": k, "baseline": was.get(k, ""), "now": now.get(k, "")}
+        for k in now
+        if was.get(k, "") != now.get(k, "")
+    ]
     return differ, ""
 
 
@@ -238,15 +288,17 @@ def read_baseline(folder: str | Path) -> tuple[pd.DataFrame, dict]:
         runs = pd.read_csv(folder / "runs.csv")
         analysis = json.loads((folder / "analysis.json").read_text())
     except (OSError, ValueError) as e:
-        raise RecordError(f"baseline {folder}: cannot read its runs.csv and analysis.json "
-                          f"({e})") from None  # fmt: skip
+        raise RecordError(
+            f"baseline {folder}: cannot read its runs.csv and analysis.json ({e})"
+        ) from None
     if runs.empty:
         raise RecordError(f"baseline {folder}: its runs.csv holds no runs")
     return runs, analysis
 
 
-def compare(study: Study, runs: pd.DataFrame, analysis: Analysis, folder: str | Path,
-            seed: int = 0) -> dict:  # fmt: skip
+def compare(
+    study: Study, runs: pd.DataFrame, analysis: Analysis, folder: str | Path, seed: int = 0
+) -> dict:
     """The study (its runs table and analysis) against the baseline in `folder`, as
     baseline.json holds it (plain JSON values)."""
     old_runs, old = read_baseline(folder)
@@ -259,8 +311,11 @@ def compare(study: Study, runs: pd.DataFrame, analysis: Analysis, folder: str | 
     curves, shown = [], []
     for fit in analysis.series:
         series = fit.series or ""
-        base_n = fit.base_n if fit.base_n is not None else min(
-            (n for s, n in now_t if s == series), default=None)  # fmt: skip
+        base_n = (
+            fit.base_n
+            if fit.base_n is not None
+            else min((n for s, n in now_t if s == series), default=None)
+        )
         if base_n is None:
             continue
         curve = curve_change(now_t, was_t, series, base_n, tolerance, seed)
@@ -270,14 +325,24 @@ def compare(study: Study, runs: pd.DataFrame, analysis: Analysis, folder: str | 
         curve["times_p_value"] = _none(times["p_value"])
         curve["times_method"] = times["method"] or times.get("note", "")
         curves.append(curve)
-        shown.append({"series": series, "now": speedups(now_t, series, base_n, seed),
-                      "baseline": speedups(was_t, series, base_n, seed)})  # fmt: skip
+        shown.append(
+            {
+                "series": series,
+                "now": speedups(now_t, series, base_n, seed),
+                "baseline": speedups(was_t, series, base_n, seed),
+            }
+        )
     now_fp = analysis.findings.fingerprint
     was_fp = old.get("findings", {}).get("fingerprint")
     differences, fp_note = fingerprint_changes(now_fp, was_fp)
     facts = old.get("findings", {}).get("study", {})
-    across = [k for k in ("workload", "params") if facts and facts.get(k) != json.loads(
-        json.dumps({"workload": study.workload, "params": study.params}))[k]]  # fmt: skip
+    across = [
+        k
+        for k in ("workload", "params")
+        if facts
+        and facts.get(k)
+        != json.loads(json.dumps({"workload": study.workload, "params": study.params}))[k]
+    ]
     called = [p for p in points if p["change"] != "none"]
     said = [
         f"{p['change']} at N = {p['n']}{' (' + p['series'] + ')' if p['series'] else ''}: "
@@ -294,8 +359,12 @@ def compare(study: Study, runs: pd.DataFrame, analysis: Analysis, folder: str | 
         "speedups": shown,
         "models": model_changes(analysis, old),
         "answers": answer_change(analysis, old),
-        "fingerprint": {"now": now_fp, "baseline": was_fp, "differences": differences,
-                        "note": fp_note},  # fmt: skip
+        "fingerprint": {
+            "now": now_fp,
+            "baseline": was_fp,
+            "differences": differences,
+            "note": fp_note,
+        },
         "across": across,
         "said": said,
     }

@@ -64,13 +64,25 @@ def judge(what: str, n: int, lower, upper, value, lo, hi) -> dict:
             status = "unsure"
         else:
             status = "ok"
-        text = f"{wanted}: {measured}" + {
-            "broken": ", its whole interval outside",
-            "unsure": ", outside, but its interval reaches the bounds (not called)",
-            "ok": "",
-        }[status]
-    return {"what": what, "n": n, "lower": lower, "upper": upper, "value": value,
-            "lo": lo, "hi": hi, "status": status, "text": text}  # fmt: skip
+        text = (
+            f"{wanted}: {measured}"
+            + {
+                "broken": ", its whole interval outside",
+                "unsure": ", outside, but its interval reaches the bounds (not called)",
+                "ok": "",
+            }[status]
+        )
+    return {
+        "what": what,
+        "n": n,
+        "lower": lower,
+        "upper": upper,
+        "value": value,
+        "lo": lo,
+        "hi": hi,
+        "status": status,
+        "text": text,
+    }
 
 
 def expectations(study: Study, summary: pd.DataFrame) -> list[dict]:
@@ -83,8 +95,9 @@ def expectations(study: Study, summary: pd.DataFrame) -> list[dict]:
             n = int(key)
             rows = summary[summary["n"] == n] if "n" in summary else summary.iloc[0:0]
             row = rows.iloc[0] if len(rows) else None
-            value, lo, hi = (None, None, None) if row is None else (
-                _number(row.get(c)) for c in columns)  # fmt: skip
+            value, lo, hi = (
+                (None, None, None) if row is None else (_number(row.get(c)) for c in columns)
+            )
             out.append(judge(what, n, lower, upper, value, lo, hi))
     return out
 
@@ -120,5 +133,8 @@ def check(folders: list[Path]) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:
-        raise SystemExit(__doc__)
+        raise SystemExit(
+            "check: no aggregated study under results/ to check (run the "
+            "workflow first)\n" + __doc__
+        )
     sys.exit(check([Path(p) for p in sys.argv[1:]]))

@@ -403,6 +403,11 @@ def comparison_view(c: Comparison) -> dict:
     }
 
 
+def with_ci(value, lo, hi, form: str) -> str:
+    """A value and its interval in one format: 1.27 [1.21, 1.33]."""
+    return f"{fmt(value, form)} [{fmt(lo, form)}, {fmt(hi, form)}]"
+
+
 def baseline_view(b: contract.BaselineComparison | None) -> dict | None:
     """The comparison with the baseline in the report's formats (decided in
     scalestudy.analysis.baseline)."""
@@ -414,29 +419,50 @@ def baseline_view(b: contract.BaselineComparison | None) -> dict | None:
         "tolerance": pct(b.tolerance),
         "said": b.said,
         "points": [
-            {"n": p.n, "series": p.series, "change": p.change,
-             "ratio": fmt(p.ratio, ratio), "lo": fmt(p.lo, ratio), "hi": fmt(p.hi, ratio),
-             "now": fmt(p.time_now_s, "{:.3g}"), "was": fmt(p.time_baseline_s, "{:.3g}"),
-             "runs": f"{p.runs_now} / {p.runs_baseline}"}
+            {
+                "n": p.n,
+                "series": p.series,
+                "change": p.change,
+                "ratio": fmt(p.ratio, ratio),
+                "lo": fmt(p.lo, ratio),
+                "hi": fmt(p.hi, ratio),
+                "now": fmt(p.time_now_s, "{:.3g}"),
+                "was": fmt(p.time_baseline_s, "{:.3g}"),
+                "runs": f"{p.runs_now} / {p.runs_baseline}",
+            }
             for p in b.points
-        ],  # fmt: skip
+        ],
         "only_now": b.only_now,
         "only_baseline": b.only_baseline,
         "curves": [
-            {"series": c.series, "differ": c.differ, "tested": c.tested, "note": c.note,
-             "level": pct(c.level), "base_n": c.base_n,
-             "p": fmt(c.times_p_value, "{:.3g}"), "method": c.times_method,
-             "apart": [f"N = {e.n}: {fmt(e.ratio, ratio)} [{fmt(e.lo, ratio)}, {fmt(e.hi, ratio)}]"
-                       for e in c.points if e.differs]}
+            {
+                "series": c.series,
+                "differ": c.differ,
+                "tested": c.tested,
+                "note": c.note,
+                "level": pct(c.level),
+                "base_n": c.base_n,
+                "p": fmt(c.times_p_value, "{:.3g}"),
+                "method": c.times_method,
+                "apart": [
+                    f"N = {e.n}: {with_ci(e.ratio, e.lo, e.hi, ratio)}"
+                    for e in c.points
+                    if e.differs
+                ],
+            }
             for c in b.curves
-        ],  # fmt: skip
+        ],
         "models": [
-            {"model": m.model, "param": m.param, "differ": m.differ, "series": m.series,
-             "now": f"{fmt(m.now, '{:.3g}')} [{fmt(m.now_lo, '{:.3g}')}, {fmt(m.now_hi, '{:.3g}')}]",
-             "was": f"{fmt(m.baseline, '{:.3g}')} [{fmt(m.baseline_lo, '{:.3g}')}, "
-                    f"{fmt(m.baseline_hi, '{:.3g}')}]"}
+            {
+                "model": m.model,
+                "param": m.param,
+                "differ": m.differ,
+                "series": m.series,
+                "now": with_ci(m.now, m.now_lo, m.now_hi, "{:.3g}"),
+                "was": with_ci(m.baseline, m.baseline_lo, m.baseline_hi, "{:.3g}"),
+            }
             for m in b.models
-        ],  # fmt: skip
+        ],
         "answers": b.answers,
         "differences": b.fingerprint.differences,
         "fingerprint_note": b.fingerprint.note,

@@ -62,30 +62,43 @@ def baseline_problems(study: Study, workdir: Path) -> list[str]:
     folder = baseline_dir(study, workdir)
     if folder is None:
         where = workdir / Path(ARCHIVE.format(study=study.name, stamp="x")).parent
-        return [f"{key}: `last`, but the study has no archive under {where} yet "
-                f"(make archive STUDY={study.name} keeps one)"]  # fmt: skip
+        return [
+            f"{key}: `last`, but the study has no archive under {where} yet "
+            f"(make archive STUDY={study.name} keeps one)"
+        ]
     if not folder.is_dir():
         return [f"{key}: no such folder: {folder}"]
-    if (folder.resolve() == (workdir / "results" / study.name).resolve()):
-        return [f"{key}: {folder} is this study's own results folder; copy it elsewhere "
-                f"or archive it (make archive STUDY={study.name}) and compare with that"]  # fmt: skip
+    if folder.resolve() == (workdir / "results" / study.name).resolve():
+        return [
+            f"{key}: {folder} is this study's own results folder; copy it elsewhere "
+            f"or archive it (make archive STUDY={study.name}) and compare with that"
+        ]
     missing = [name for name in BASELINE_FILES if not (folder / name).is_file()]
     runs = folder / BASELINE_FILES[0]
     if missing or len(runs.read_text().splitlines()) < 2:
         what = ", ".join(missing) if missing else f"no runs in {runs.name}"
-        return [f"{key}: {folder} holds no records of an aggregated study ({what}); give a "
-                "study's results folder (results/<study> copied elsewhere) or an archive"]  # fmt: skip
+        return [
+            f"{key}: {folder} holds no records of an aggregated study ({what}); give a "
+            "study's results folder (results/<study> copied elsewhere) or an archive"
+        ]
     if study.baseline_across:
         return []
     identity = baseline_identity(folder)
     if identity is None:
         return []  # an older analysis: compared, with its environment said unknown
-    now = {"name": study.name, "workload": study.workload, "measured": study.measured,
-           "params": json.loads(json.dumps(study.params))}  # fmt: skip
+    now = {
+        "name": study.name,
+        "workload": study.workload,
+        "measured": study.measured,
+        "params": json.loads(json.dumps(study.params)),
+    }
     differ = [f"{k} {identity[k]!r} (this study: {now[k]!r})" for k in now if identity[k] != now[k]]
     if differ:
-        return [f"{key}: {folder} is another study: its " + "; ".join(differ)
-                + f". Set studies.{study.name}.baseline_across: true to compare them on purpose"]  # fmt: skip
+        return [
+            f"{key}: {folder} is another study: its "
+            + "; ".join(differ)
+            + f". Set studies.{study.name}.baseline_across: true to compare them on purpose"
+        ]
     return []
 
 
@@ -95,9 +108,13 @@ def expect_problems(study: Study) -> list[str]:
     for what, bounds in (study.expect or {}).items():
         for n, (lo, hi) in bounds.items():
             if lo is not None and hi is not None and lo > hi:
-                problems.append(f"studies.{study.name}.expect.{what}.{n}: the lower bound "
-                                f"{lo} is above the upper bound {hi}")  # fmt: skip
+                problems.append(
+                    f"studies.{study.name}.expect.{what}.{n}: the lower bound "
+                    f"{lo} is above the upper bound {hi}"
+                )
             if lo is None and hi is None:
-                problems.append(f"studies.{study.name}.expect.{what}.{n}: both bounds are "
-                                "null: nothing to check")  # fmt: skip
+                problems.append(
+                    f"studies.{study.name}.expect.{what}.{n}: both bounds are "
+                    "null: nothing to check"
+                )
     return problems

@@ -1,0 +1,103 @@
+"""A study's time at each point across its archives (`make archive`) and its results
+now, with a step marked where a change was called against the entry before:
+
+    python -m scalestudy.analysis.history STUDY   (or: make history STUDY=...)
+
+A change is called as a baseline comparison calls it (scalestudy.analysis.baseline:
+the ratio's 95 % interval excludes 1 and the ratio lies beyond the study's
+baseline_tolerance); what differs in the fingerprint is said under the table.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from scalestudy.analysis.baseline import _times, fingerprint_changes, point_changes
+from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.model import SCHEMA_FILE
+from scalestudy.study.baseline import archives
+
+
+def entries(study: str, workdir: Path) -> list[tuple[str, Path]]:
+    """(name, folder) of every archive, oldest first, then the results now."""
+    found = [(p.name, p) for p in archives(study, workdir)]
+    now = workdir / "results" / study
+    if (now / "runs.csv").is_file():
+        found.append(("now", now))
+    return found
+
+
+def history(study: str, tolerance: float, workdir: Path = Path(".")) -> list[dict]:
+    """Per entry: its median time per N, the changes called against the entry before
+    (N -> slower | faster) and what differs in the fingerprint."""
+    rows, before = [], None
+    for name, folder in entries(study, workdir):
+        analysis = json.loads((folder / "analysis.json").read_text())
+        column = TIME_COLUMNS[analysis["findings"]["study"]["time"]]
+        times = _times(pd.read_csv(folder / "runs.csv"), column)
+        fp = analysis["findings"].get("fingerprint")
+        row = {
+            "name": name,
+            "times": {k: float(pd.Series(x).median()) for k, x in times.items()},
+            "changes": {},
+            "differences": [],
+        }
+        if before is not None:
+            for p in point_changes(times, before["raw"], tolerance):
+                if p["change"] != "none":
+                    row["changes"][(p["series"], p["n"])] = p["change"]
+            if fp is not None and before["fp"] is not None:
+                row["differences"], _ = fingerprint_changes(fp, before["fp"])
+        rows.append(row)
+        before = {"raw": times, "fp": fp}
+    return rows
+
+
+def table_text(rows: list[dict]) -> str:
+    """The history as a plain-text table: seconds per point, a step marked."""
+    keys = sorted({k for r in rows for k in r["times"]})
+    head = ["entry"] + [f"N={n}" + (f" {s}" if s else "") for s, n in keys]
+    lines = [head]
+    for r in rows:
+        cells = [r["name"]]
+        for k in keys:
+            t = r["times"].get(k)
+            mark = {"slower": " ^slower", "faster": " vfaster"}.get(r["changes"].get(k), "")
+            cells.append("-" if t is None else f"{t:.3g}{mark}")
+        lines.append(cells)
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    text = "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines
+    )
+    for r in rows:
+        if r["differences"]:
+            said = "; ".join(f"{d['key']} {d['baseline']} -> {d['now']}" for d in r["differences"])
+            text += f"\n{r['name']}: {said}"
+    return text
+
+
+def tolerance_of(study: str, workdir: Path) -> float:
+    """The study's baseline_tolerance as the checked config gives it."""
+    import yaml
+
+    from scalestudy.study.validation import checked_config
+
+    config = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
+    studies = checked_config(config, workdir / SCHEMA_FILE, workdir)["studies"]
+    if study not in studies:
+        raise SystemExit(f"history: no study {study!r} in config/config.yaml")
+    return float(studies[study]["baseline_tolerance"])
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        raise SystemExit(__doc__)
+    here = Path(".")
+    found = history(sys.argv[1], tolerance_of(sys.argv[1], here), here)
+    if not found:
+        raise SystemExit(f"history: no archive or results of {sys.argv[1]} yet")
+    print(table_text(found))
