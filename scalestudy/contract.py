@@ -607,6 +607,8 @@ class PointChange:
     ratio: float | None
     lo: float | None
     hi: float | None
+    p_value: float | None  # Welch's t-test on the log times
+    alpha: float  # the p a change needs: 0.05 over the points compared
     change: str
     runs_now: int
     runs_baseline: int
@@ -620,6 +622,7 @@ class CurveStep:
     ratio: float | None  # speedup now / speedup baseline
     lo: float | None
     hi: float | None
+    p_value: float | None  # the t-test of the log speedup ratio
     differs: bool
 
 
