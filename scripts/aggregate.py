@@ -19,7 +19,7 @@ def main(smk) -> None:
     except RecordError as e:
         logging.error("%s", e)
         sys.exit(f"aggregate_study: refusing to aggregate: {e}")
-    result.write(smk.output)
+    result.write(dict(smk.output.items()))  # by name: the baseline is among them
     logging.info("\n%s", result.summary.to_string())
 
 

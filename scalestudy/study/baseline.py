@@ -47,7 +47,8 @@ def baseline_identity(folder: Path) -> dict | None:
     try:
         data = json.loads((folder / "analysis.json").read_text())
         facts = data["findings"]["study"]
-        return {k: facts.get(k) for k in ("name", "workload", "measured", "params")}
+        # not the measured file: a new CSV of times is a rerun of a study measured by hand
+        return {k: facts.get(k) for k in ("name", "workload", "params")}
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -89,7 +90,6 @@ def baseline_problems(study: Study, workdir: Path) -> list[str]:
     now = {
         "name": study.name,
         "workload": study.workload,
-        "measured": study.measured,
         "params": json.loads(json.dumps(study.params)),
     }
     differ = [f"{k} {identity[k]!r} (this study: {now[k]!r})" for k in now if identity[k] != now[k]]
