@@ -195,3 +195,18 @@ def test_both_speedup_curves_are_drawn(tmp_path):
     )
     svg = next(p for p in figures if p.name == "baseline.svg").read_text()
     assert "baseline" in svg and "now" in svg
+
+
+def test_the_config_check_names_a_bad_baseline_before_any_job(tmp_path):
+    from scalestudy.study.errors import ConfigError
+    from tests.conftest import checked_study
+
+    study = {
+        "workload": "command",
+        "params": {"command": "true"},
+        "scaling": {"axis": "threads", "points": [1, 2]},
+        "baseline": "no/such/folder",
+    }
+    with pytest.raises(ConfigError) as e:
+        checked_study(study)
+    assert "config key studies.s.baseline: no such folder" in str(e.value)
