@@ -38,6 +38,7 @@ import pandas as pd
 
 from scalestudy.analysis.comparison import compare_series
 from scalestudy.analysis.intervals import LEVEL, _boot_medians, _finite, ratio_ci
+from scalestudy.analysis.predictions import usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.contract import Analysis
 from scalestudy.model import Study
@@ -338,7 +339,10 @@ def compare(
     column = TIME_COLUMNS[study.time]
     if column not in old_runs:
         raise RecordError(f"baseline {folder}: its runs.csv has no {column} (time: {study.time})")
-    now_t, was_t = _times(runs, column), _times(old_runs, column)
+    # the runs that measure a point, as the speedups take them (no failed, mismatched
+    # or disturbed ones), on both sides
+    now_t = _times(usable_runs(runs, study), column)
+    was_t = _times(usable_runs(old_runs, study), column)
     tolerance = study.baseline_tolerance
     points = point_changes(now_t, was_t, tolerance, seed)
     curves, shown = [], []

@@ -125,7 +125,9 @@ def check(folders: list[Path]) -> int:
         unsure = [e.text for e in analysis.expectations if e.status == "unsure"]
         for text in unsure:
             print(f"{folder.name}: unsure: {text}")
-        if analysis.expectations and not bad:
+        if not analysis.expectations:
+            print(f"{folder.name}: no expectations stated (expect:)")
+        elif not bad:
             print(f"{folder.name}: {len(analysis.expectations)} expectation(s) kept")
         failed += bool(bad)
     return 1 if failed else 0

@@ -417,6 +417,8 @@ def baseline_view(b: contract.BaselineComparison | None) -> dict | None:
     return {
         "path": b.baseline,
         "tolerance": pct(b.tolerance),
+        # every point needs the same p (0.05 over the points compared)
+        "alpha": fmt(b.points[0].alpha if b.points else None, "{:.2g}"),
         "said": b.said,
         "points": [
             {
@@ -426,6 +428,7 @@ def baseline_view(b: contract.BaselineComparison | None) -> dict | None:
                 "ratio": fmt(p.ratio, ratio),
                 "lo": fmt(p.lo, ratio),
                 "hi": fmt(p.hi, ratio),
+                "p": fmt(p.p_value, "{:.2g}"),
                 "now": fmt(p.time_now_s, "{:.3g}"),
                 "was": fmt(p.time_baseline_s, "{:.3g}"),
                 "runs": f"{p.runs_now} / {p.runs_baseline}",
