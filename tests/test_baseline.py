@@ -210,3 +210,17 @@ def test_the_config_check_names_a_bad_baseline_before_any_job(tmp_path):
     with pytest.raises(ConfigError) as e:
         checked_study(study)
     assert "config key studies.s.baseline: no such folder" in str(e.value)
+
+
+def test_the_answer_then_and_now_is_said_and_a_faster_point_called(tmp_path):
+    # then: N = 4 pays (speedup 2.5 against 1.67 at N = 2); now N = 4 is 60 % slower
+    # (speedup 1.56: the answer falls to 2) and N = 2 30 % faster
+    study = study_model(STUDY | {"baseline": "kept"})
+    folder = baseline_folder(tmp_path, study, seed=11)
+    paths = measure(tmp_path / "now", slower={4: 1.6, 2: 0.7}, seed=12)
+    found = json.loads(aggregate(study, paths, baseline=folder).baseline_json())
+    assert {p["n"]: p["change"] for p in found["points"]} == {1: "none", 2: "faster", 4: "slower"}
+    (answer,) = found["answers"]
+    assert (answer["was_n"], answer["now_n"], answer["unchanged"]) == (4, 2, False)
+    assert answer["text"].startswith("was: ask for 4 threads (")
+    assert "; now: ask for 2 threads (" in answer["text"]
