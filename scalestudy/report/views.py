@@ -403,6 +403,11 @@ def comparison_view(c: Comparison) -> dict:
     }
 
 
+# the words the analysis uses (scalestudy.analysis.baseline, .references), shown in red
+NO_CHANGE = "none"
+BROKEN = ("broken", "unmeasured")
+
+
 def with_ci(value, lo, hi, form: str) -> str:
     """A value and its interval in one format: 1.27 [1.21, 1.33]."""
     return f"{fmt(value, form)} [{fmt(lo, form)}, {fmt(hi, form)}]"
@@ -425,6 +430,7 @@ def baseline_view(b: contract.BaselineComparison | None) -> dict | None:
                 "n": p.n,
                 "series": p.series,
                 "change": p.change,
+                "called": p.change != NO_CHANGE,
                 "ratio": fmt(p.ratio, ratio),
                 "lo": fmt(p.lo, ratio),
                 "hi": fmt(p.hi, ratio),
@@ -738,5 +744,8 @@ def study_view(
         "environment": [(label(c), values) for c, values in found.environment],
         "fingerprint": [(k, v) for k, v in found.fingerprint.items() if v],
         "baseline": baseline_view(analysis.baseline),
-        "expectations": analysis.expectations,
+        "expectations": [
+            {"status": e.status, "text": e.text, "broken": e.status in BROKEN}
+            for e in analysis.expectations
+        ],
     }
