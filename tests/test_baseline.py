@@ -105,7 +105,9 @@ def test_the_same_program_twice_calls_no_change(tmp_path):
     found = json.loads(now.baseline_json())
     assert {p["change"] for p in found["points"]} == {"none"}
     assert not found["curves"][0]["differ"]
-    assert found["said"] == ["no point changed beyond 5% (95 % intervals)"]
+    assert found["said"] == [
+        "no point called slower or faster (beyond 5%, by the interval and the test)"
+    ]
     assert found["answers"][0]["unchanged"]
     assert found["answers"][0]["text"].startswith("unchanged: ask for")
     assert found["fingerprint"]["differences"] == []

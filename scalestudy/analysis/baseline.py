@@ -385,7 +385,9 @@ def compare(
         f"{p['change']} at N = {p['n']}{' (' + p['series'] + ')' if p['series'] else ''}: "
         f"{p['ratio']:.2f}x the baseline's time [{p['lo']:.2f}, {p['hi']:.2f}]"
         for p in called
-    ] or [f"no point changed beyond {tolerance:.0%} (95 % intervals)"]
+    ] or [
+        f"no point called slower or faster (beyond {tolerance:.0%}, by the interval and the test)"
+    ]
     return {
         "baseline": str(folder),
         "tolerance": tolerance,
