@@ -3,6 +3,7 @@ rule aggregate_study:
         records=get_study_records,
         rounds=get_study_rounds,
         baseline=get_study_baseline,
+        archives=get_study_archives,
         code=CODE["analysis"],
     output:
         summary="results/{study}/summary.csv",

@@ -21,7 +21,7 @@ from scalestudy.study.startup_checks import (
     partition_time_problems,
 )
 from scalestudy.study.tables import points_table, runs_table
-from scalestudy.study.baseline import baseline_inputs
+from scalestudy.study.baseline import archive_inputs, baseline_inputs
 from scalestudy.study.validation import checked_config, study_models
 from scalestudy import FIGURES, paths
 from scalestudy.analysis.adaptive import config_fingerprint
@@ -187,6 +187,11 @@ def get_study_rounds(wildcards):
 def get_study_baseline(wildcards):
     """The files of the earlier run the study is compared with (none without `baseline:`)."""
     return baseline_inputs(STUDIES[wildcards.study], Path.cwd())
+
+
+def get_study_archives(wildcards):
+    """The files of the study's archives (make archive): the report's history."""
+    return archive_inputs(wildcards.study, Path.cwd())
 
 
 def get_point(wildcards):

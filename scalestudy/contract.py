@@ -715,6 +715,23 @@ class BaselineComparison:
 
 
 @dataclass(frozen=True)
+class HistoryPoint:
+    series: str
+    n: int
+    time_s: float
+    change: str  # against the entry before: slower | faster | none
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One archive of the study (`make archive`), or the runs now (scalestudy.analysis.history)."""
+
+    name: str
+    points: list[HistoryPoint]
+    differences: list[FingerprintDiff]
+
+
+@dataclass(frozen=True)
 class Expectation:
     """A reference the study states (`expect:`) against what was measured."""
 
@@ -740,6 +757,7 @@ class Analysis:
     findings: Findings
     baseline: BaselineComparison | None = None
     expectations: list[Expectation] = dataclasses.field(default_factory=list)
+    history: list[HistoryEntry] = dataclasses.field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=1, allow_nan=False)

@@ -15,7 +15,11 @@ def main(smk) -> None:
     try:
         study = Study.from_config(smk.wildcards.study, smk.params.study)
         baseline = Path(smk.input.baseline[0]).parent if smk.input.baseline else None
-        result = aggregate(study, list(smk.input.records), list(smk.input.rounds), baseline)
+        # each archive's folder once, oldest first (their names start with the time)
+        archives = sorted({Path(path).parent for path in smk.input.archives})
+        result = aggregate(
+            study, list(smk.input.records), list(smk.input.rounds), baseline, archives
+        )
     except RecordError as e:
         logging.error("%s", e)
         sys.exit(f"aggregate_study: refusing to aggregate: {e}")

@@ -44,6 +44,7 @@ def test_a_rerun_30_percent_slower_at_one_point_against_its_last_archive(workflo
     html = (root / "results" / "report.html").read_text()
     assert "Against the baseline" in html and "slower at N = 2" in html
     assert 'data-figure="baseline"' in html
+    assert "<h3>History</h3>" in html  # the archive, then now
     # the speedup at N = 2 fell from 1.67 to about 1.28: the reference is broken
     make = subprocess.run(
         ["make", "-s", "-f", str(REPO / "Makefile"), "check", f"VENV={sys.prefix}"],

@@ -31,7 +31,8 @@ def test_an_aggregated_analysis_json_loads_into_the_contract_and_writes_back_the
     # the shape other readers know stays: the planner reads series[i].curve
     assert set(json.loads(text)) == {
         *("series", "comparisons", "layouts", "gpu_verdict", "findings"),
-        *("baseline", "expectations"),  # the comparison with a baseline; the references
+        # the comparison with a baseline, the references, the archives
+        *("baseline", "expectations", "history"),
     }
 
 

@@ -13,6 +13,8 @@ from scalestudy.analysis.archive import archive
 from scalestudy.analysis.history import history, table_text
 from scalestudy.analysis.pipeline import aggregate
 from scalestudy.analysis.references import check
+from scalestudy.report.rendering import render
+from scalestudy.report.views import study_view
 from tests.conftest import REPO, checked_study, study_model
 from tests.test_baseline import STUDY, measure
 
@@ -89,6 +91,18 @@ def test_archives_never_overwrite_and_history_marks_the_step(tmp_path):
     assert rows[1]["changes"] == {} and rows[2]["changes"] == {("", 2): "slower"}
     text = table_text(rows)
     assert "^slower" in text.splitlines()[3] and text.count("^slower") == 1
+    # the report's history: the archives and the runs now, the step marked
+    now = aggregate(
+        study,
+        measure(tmp_path / "4", slower={2: 1.3}, seed=4),
+        archives=sorted((tmp_path / "archive" / "s").iterdir()),
+    )
+    entries = now.analysis_as_read().history
+    assert [e.name[:8] for e in entries] == ["20260101", "20260102", "20260103", "now"]
+    assert [p.change for p in entries[2].points] == ["none", "slower", "none"]
+    assert [p.change for p in entries[3].points] == ["none", "none", "none"]
+    html = render("t", [study_view(now.analysis_as_read(), now.summary, {})])
+    assert "<h3>History</h3>" in html and "(slower)</td>" in html
     # `baseline: last` is the newest archive
     from scalestudy.study.baseline import baseline_dir
 

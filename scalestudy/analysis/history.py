@@ -3,7 +3,8 @@ now, with a step marked where a change was called against the entry before:
 
     python -m scalestudy.analysis.history STUDY   (or: make history STUDY=...)
 
-A change is called as a baseline comparison calls it (scalestudy.analysis.baseline:
+The report shows the same for a study with archives (aggregation reads them). A
+change is called as a baseline comparison calls it (scalestudy.analysis.baseline:
 the ratio's 95 % interval excludes 1 and the ratio lies beyond the study's
 baseline_tolerance); what differs in the fingerprint is said under the table.
 """
@@ -14,11 +15,13 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.baseline import _times, fingerprint_changes, point_changes
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.model import SCHEMA_FILE
+from scalestudy.records import RecordError
 from scalestudy.study.baseline import archives
 
 
@@ -31,30 +34,65 @@ def entries(study: str, workdir: Path) -> list[tuple[str, Path]]:
     return found
 
 
-def history(study: str, tolerance: float, workdir: Path = Path(".")) -> list[dict]:
-    """Per entry: its median time per N, the changes called against the entry before
-    (N -> slower | faster) and what differs in the fingerprint."""
-    rows, before = [], None
-    for name, folder in entries(study, workdir):
+def read_entry(folder: Path) -> tuple[dict, dict | None]:
+    """An archive's (or results folder's) times per (series, N), and its fingerprint
+    (None: an analysis made before fingerprints). RecordError names a broken file."""
+    try:
         analysis = json.loads((folder / "analysis.json").read_text())
         column = TIME_COLUMNS[analysis["findings"]["study"]["time"]]
         times = _times(pd.read_csv(folder / "runs.csv"), column)
-        fp = analysis["findings"].get("fingerprint")
+    except (OSError, ValueError, KeyError) as e:
+        raise RecordError(f"{folder}: not an archive of an aggregated study ({e})") from None
+    return times, analysis["findings"].get("fingerprint")
+
+
+def steps(items: list[tuple[str, dict, dict | None]], tolerance: float) -> list[dict]:
+    """Per entry (name, times per (series, N), fingerprint), oldest first: its median
+    time per N, the changes called against the entry before ((series, N) -> slower |
+    faster) and what differs in the fingerprint."""
+    rows, before = [], None
+    for name, times, fp in items:
         row = {
             "name": name,
-            "times": {k: float(pd.Series(x).median()) for k, x in times.items()},
+            "times": {k: float(np.median(x)) for k, x in times.items()},
             "changes": {},
             "differences": [],
         }
         if before is not None:
-            for p in point_changes(times, before["raw"], tolerance):
+            for p in point_changes(times, before[0], tolerance):
                 if p["change"] != "none":
                     row["changes"][(p["series"], p["n"])] = p["change"]
-            if fp is not None and before["fp"] is not None:
-                row["differences"], _ = fingerprint_changes(fp, before["fp"])
+            if fp is not None and before[1] is not None:
+                row["differences"], _ = fingerprint_changes(fp, before[1])
         rows.append(row)
-        before = {"raw": times, "fp": fp}
+        before = (times, fp)
     return rows
+
+
+def history(study: str, tolerance: float, workdir: Path = Path(".")) -> list[dict]:
+    """The history of a study from its archives and its results now (steps)."""
+    return steps(
+        [(name, *read_entry(folder)) for name, folder in entries(study, workdir)], tolerance
+    )
+
+
+def history_section(
+    folders: list[Path], now: dict, now_fp: dict | None, tolerance: float
+) -> list[dict]:
+    """The report's history (contract.HistoryEntry): the archives in `folders`, oldest
+    first, then the runs now."""
+    items = [(f.name, *read_entry(f)) for f in folders] + [("now", now, now_fp)]
+    return [
+        {
+            "name": row["name"],
+            "points": [
+                {"series": s, "n": n, "time_s": t, "change": row["changes"].get((s, n), "none")}
+                for (s, n), t in sorted(row["times"].items())
+            ],
+            "differences": row["differences"],
+        }
+        for row in steps(items, tolerance)
+    ]
 
 
 def table_text(rows: list[dict]) -> str:

@@ -17,18 +17,20 @@ from pathlib import Path
 import pandas as pd
 
 from scalestudy.analysis.adaptive import round_of_run, rounds_summary
-from scalestudy.analysis.baseline import compare
+from scalestudy.analysis.baseline import _times, compare
 from scalestudy.analysis.cost import charges
 from scalestudy.analysis.findings import analysis_of, study_findings
+from scalestudy.analysis.history import history_section
 from scalestudy.analysis.predictions import jsonable, split_by_provenance, study_predictions
 from scalestudy.analysis.references import expectations
 from scalestudy.analysis.tables import (
+    TIME_COLUMNS,
     disturbed_reasons,
     runs_from_measured,
     runs_from_records,
     summarise,
 )
-from scalestudy.contract import Analysis, BaselineComparison, Expectation, build
+from scalestudy.contract import Analysis, BaselineComparison, Expectation, HistoryEntry, build
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
 from scalestudy.study.points import series_of_points
@@ -82,10 +84,12 @@ def analyse(
     runs: pd.DataFrame,
     plans: Sequence[dict] = (),
     baseline: str | Path | None = None,
+    archives: Sequence[str | Path] = (),
 ) -> Aggregation:
     """The summary and the analysis of a runs table; `plans`: an adaptive study's round
     plans (rules/adaptive.smk), in order, which give each run its round; `baseline`: the
-    folder of an earlier run to compare with (scalestudy.analysis.baseline)."""
+    folder of an earlier run to compare with (scalestudy.analysis.baseline); `archives`:
+    the study's archives, oldest first (its history, scalestudy.analysis.history)."""
     if plans:
         runs = runs.assign(
             round=[
@@ -101,11 +105,24 @@ def analyse(
         analysis["adaptive"] = jsonable(rounds_summary(plans, spent, study.repeats))
     analysis["findings"] = study_findings(study, summary, runs, analysis)
     found = analysis_of(analysis)
-    found = replace(found, expectations=[
-        build(Expectation, e) for e in jsonable(expectations(study, summary))])  # fmt: skip
+    found = replace(
+        found, expectations=[build(Expectation, e) for e in jsonable(expectations(study, summary))]
+    )
     if baseline is not None:
         compared = jsonable(compare(study, runs, found, baseline))
         found = replace(found, baseline=build(BaselineComparison, compared))
+    if archives:
+        now = _times(runs, TIME_COLUMNS[study.time])
+        kept = [Path(a) for a in archives]
+        found = replace(
+            found,
+            history=[
+                build(HistoryEntry, e)
+                for e in jsonable(
+                    history_section(kept, now, found.findings.fingerprint, study.baseline_tolerance)
+                )
+            ],
+        )
     return Aggregation(runs, summary, found)
 
 
@@ -114,8 +131,9 @@ def aggregate(
     inputs: Sequence[str | Path],
     rounds: Sequence[str | Path] = (),
     baseline: str | Path | None = None,
+    archives: Sequence[str | Path] = (),
 ) -> Aggregation:
     """The whole aggregation from files: records (or the measured CSV), an adaptive
-    study's round plans and the baseline's folder."""
+    study's round plans, the baseline's folder and the study's archives."""
     plans = [json.loads(Path(path).read_text()) for path in rounds]
-    return analyse(study, read_runs(study, inputs), plans, baseline)
+    return analyse(study, read_runs(study, inputs), plans, baseline, archives)

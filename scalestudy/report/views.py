@@ -479,6 +479,29 @@ def baseline_view(b: contract.BaselineComparison | None) -> dict | None:
     }
 
 
+def history_view(entries: list[contract.HistoryEntry]) -> dict | None:
+    """The study's archives and its runs now as a table: one row an entry, one column a
+    point, a step marked where a change was called (scalestudy.analysis.history)."""
+    if not entries:
+        return None
+    keys = sorted({(p.series, p.n) for e in entries for p in e.points})
+    rows = []
+    for e in entries:
+        at = {(p.series, p.n): p for p in e.points}
+        cells = [
+            {
+                "time": fmt(at[k].time_s, "{:.3g}") if k in at else "–",
+                "change": at[k].change if k in at and at[k].change != NO_CHANGE else "",
+            }
+            for k in keys
+        ]
+        said = "; ".join(
+            f"{d.key} {d.baseline or 'unknown'} → {d.now or 'unknown'}" for d in e.differences
+        )
+        rows.append({"name": e.name, "cells": cells, "differences": said})
+    return {"columns": [f"N = {n}" + (f" ({s})" if s else "") for s, n in keys], "rows": rows}
+
+
 def gpu_verdict_view(v: GpuVerdict | None) -> dict | None:
     """Is the GPU worth it: the verdict, and each size's figures formatted."""
     if v is None:
@@ -744,6 +767,7 @@ def study_view(
         "environment": [(label(c), values) for c, values in found.environment],
         "fingerprint": [(k, v) for k, v in found.fingerprint.items() if v],
         "baseline": baseline_view(analysis.baseline),
+        "history": history_view(analysis.history),
         "expectations": [
             {"status": e.status, "text": e.text, "broken": e.status in BROKEN}
             for e in analysis.expectations

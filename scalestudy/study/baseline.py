@@ -41,6 +41,16 @@ def baseline_inputs(study: Study, workdir: Path = Path(".")) -> list[str]:
     return [] if folder is None else [str(folder / name) for name in BASELINE_FILES]
 
 
+def archive_inputs(study: str, workdir: Path = Path(".")) -> list[str]:
+    """The files of every archive of the study that aggregation reads (its history)."""
+    return [
+        str(a / name)
+        for a in archives(study, workdir)
+        for name in BASELINE_FILES
+        if (a / name).is_file()
+    ]
+
+
 def baseline_identity(folder: Path) -> dict | None:
     """The baseline's study as its analysis.json states it (name, workload, params), or
     None where the file does not say (an analysis older than that)."""
