@@ -189,6 +189,12 @@ def get_study_baseline(wildcards):
     return baseline_inputs(STUDIES[wildcards.study], Path.cwd())
 
 
+def get_round_baseline(wildcards):
+    """The baseline's files as a round reads them: ancient, like its records (a round
+    that ran is history)."""
+    return [ancient(path) for path in get_study_baseline(wildcards)]
+
+
 def get_study_archives(wildcards):
     """The files of the study's archives (make archive): the report's history."""
     return archive_inputs(wildcards.study, Path.cwd())

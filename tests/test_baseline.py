@@ -226,3 +226,25 @@ def test_the_answer_then_and_now_is_said_and_a_faster_point_called(tmp_path):
     assert (answer["was_n"], answer["now_n"], answer["unchanged"]) == (4, 2, False)
     assert answer["text"].startswith("was: ask for 4 threads (")
     assert "; now: ask for 2 threads (" in answer["text"]
+
+
+def test_an_adaptive_study_measures_more_where_the_comparison_is_undecided(tmp_path):
+    from scalestudy.analysis.pipeline import read_runs
+    from scalestudy.analysis.plan import round_plan
+
+    adaptive = STUDY | {"adaptive": {}, "budget_su": 100, "baseline": "kept"}
+    study = study_model(adaptive)
+    runs = read_runs(study, measure(tmp_path / "now", seed=21, repeats=4))
+    # then: 4 % slower at N = 2, within the tolerance's reach of the noise
+    kept = read_runs(study, measure(tmp_path / "then", seed=22, slower={2: 1.04}, repeats=4))
+    alone = round_plan(study, 2, runs)
+    assert alone["stop"]["reason"] == "decided" and alone["added"] == {}
+    plan = round_plan(study, 2, runs, kept)
+    assert plan["stop"] is None and plan["added"]["t2"] == 2 and plan["totals"]["t2"] == 6
+    assert plan["why"]["t2"].startswith("the comparison with the baseline is undecided at N = 2")
+    assert "t4" not in plan["added"]  # settled: its interval lies within 1 +- 5 %
+    # at max_repeats, or without the budget for them, no more runs: decided as before
+    at_most = study_model(adaptive | {"adaptive": {"max_repeats": 4}})
+    assert round_plan(at_most, 2, runs, kept)["stop"]["reason"] == "decided"
+    poor = study_model(adaptive | {"budget_su": 0.024})  # 0.022 spent; 2 runs cost 0.006
+    assert round_plan(poor, 2, runs, kept)["stop"]["reason"] == "decided"

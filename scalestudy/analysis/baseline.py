@@ -407,3 +407,62 @@ def compare(
         "across": across,
         "said": said,
     }
+
+
+# runs an adaptive study adds at a point whose comparison is undecided, per round
+UNDECIDED_RUNS = 2
+
+
+def undecided_points(now: dict, was: dict, tolerance: float) -> dict[int, str]:
+    """N -> why the comparison with the baseline is undecided there: no change called,
+    yet the ratio's 95 % interval is not inside 1 +- tolerance (more runs can tell
+    whether the point changed beyond the tolerance). Keys: (series, N) as _times."""
+    found = {}
+    for p in point_changes(now, was, tolerance):
+        if p["change"] != "none":
+            continue
+        lo, hi = p["lo"], p["hi"]
+        if lo is not None and hi is not None and lo >= 1 - tolerance and hi <= 1 + tolerance:
+            continue  # settled: no change beyond the tolerance
+        shown = (
+            "no interval" if lo is None or hi is None else f"{p['ratio']:.2f} [{lo:.2f}, {hi:.2f}]"
+        )
+        found[p["n"]] = (
+            f"the comparison with the baseline is undecided at N = {p['n']} "
+            f"(time ratio {shown}, tolerance {tolerance:.0%})"
+        )
+    return found
+
+
+def runs_for_comparison(plan: dict, now: dict, was: dict, study: Study, su_per_run: dict) -> dict:
+    """An adaptive round plan (analysis.adaptive.next_round, keyed by N) with runs added
+    where the comparison with the baseline is undecided: UNDECIDED_RUNS a round, up to
+    max_repeats, within the budget and max_rounds. A plan stopped as decided goes on
+    for them; one stopped by its budget or limits stays stopped."""
+    stopped = plan.get("stop")
+    if stopped and stopped["reason"] != "decided":
+        return plan
+    adaptive = study.adaptive
+    if plan["round"] > adaptive.max_rounds:
+        return plan
+    added, why = dict(plan["added"]), dict(plan["why"])
+    round_su = plan["round_su"]
+    for n, reason in undecided_points(now, was, study.baseline_tolerance).items():
+        have = plan["totals"].get(n, 0)
+        extra = min(UNDECIDED_RUNS, adaptive.max_repeats - have) - added.get(n, 0)
+        cost = extra * su_per_run.get(n, math.inf)
+        if extra <= 0 or plan["spent_su"] + round_su + cost > study.budget_su:
+            continue
+        added[n] = added.get(n, 0) + extra
+        why.setdefault(n, reason)
+        round_su += cost
+    if added == plan["added"]:
+        return plan
+    totals = {n: plan["totals"].get(n, 0) + k for n, k in added.items()}
+    return plan | {
+        "added": added,
+        "why": why,
+        "round_su": round_su,
+        "stop": None,
+        "totals": plan["totals"] | totals,
+    }
