@@ -7,7 +7,7 @@ PYTHON ?= python3
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: report test test-fast lint setup clean slurm-profile slurm-polling redo plan
+.PHONY: report test test-fast lint setup clean slurm-profile slurm-polling redo plan archive history check
 
 report: setup
 	$(VENV)/bin/snakemake --profile profiles/local
@@ -50,6 +50,23 @@ clean:
 redo:
 	@test -n "$(STUDY)" || { echo "usage: make redo STUDY=name [POINT=t2 [REPEAT=1]]"; exit 2; }
 	$(VENV)/bin/python -m scalestudy.redo "$(STUDY)" $(POINT) $(REPEAT)
+
+# Keep a study's records and analysis for later comparison (`baseline: last`):
+# `make archive STUDY=s` copies them to archive/s/<UTC time>-<fingerprint hash>/, never
+# overwriting; `make history STUDY=s` prints the time at each point across the archives,
+# steps marked where a change was called (docs/baselines.md).
+archive:
+	@test -n "$(STUDY)" || { echo "usage: make archive STUDY=name"; exit 2; }
+	$(VENV)/bin/python -m scalestudy.analysis.archive "$(STUDY)"
+
+history:
+	@test -n "$(STUDY)" || { echo "usage: make history STUDY=name"; exit 2; }
+	$(VENV)/bin/python -m scalestudy.analysis.history "$(STUDY)"
+
+# The references (`expect:`) against what was measured, for CI: runs nothing, exits 1
+# naming each broken expectation. STUDY=s checks one study, else every aggregated one.
+check:
+	$(VENV)/bin/python -m scalestudy.analysis.references $(if $(STUDY),results/$(STUDY),$(dir $(wildcard results/*/analysis.json)))
 
 # `snakemake --profile slurm`, as users type it: Snakemake looks for a profile named
 # slurm in the current folder, then in the user's Snakemake config folder, where

@@ -11,6 +11,7 @@ checkpoint adaptive_round:
     input:
         previous=get_previous_round,
         records=get_round_records,
+        baseline=get_round_baseline,
         code=[ancient(path) for path in CODE["analysis"]],
     output:
         plan=paths.ROUND,

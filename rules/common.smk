@@ -29,6 +29,7 @@ from scalestudy.study.startup_checks import (
     visible_gpus,
 )
 from scalestudy.study.tables import points_table, runs_table
+from scalestudy.study.baseline import archive_inputs, baseline_inputs
 from scalestudy.study.validation import (
     checked_config,
     not_selected_problems,
@@ -198,6 +199,22 @@ def get_study_rounds(wildcards):
     if wildcards.study not in ADAPTIVE:
         return []
     return [path for path, _ in adaptive_rounds(wildcards.study)]
+
+
+def get_study_baseline(wildcards):
+    """The files of the earlier run the study is compared with (none without `baseline:`)."""
+    return baseline_inputs(STUDIES[wildcards.study], Path.cwd())
+
+
+def get_round_baseline(wildcards):
+    """The baseline's files as a round reads them: ancient, like its records (a round
+    that ran is history)."""
+    return [ancient(path) for path in get_study_baseline(wildcards)]
+
+
+def get_study_archives(wildcards):
+    """The files of the study's archives (make archive): the report's history."""
+    return archive_inputs(wildcards.study, Path.cwd())
 
 
 def get_point(wildcards):

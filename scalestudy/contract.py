@@ -593,6 +593,157 @@ class Findings:
     allocations: Allocations | None
     received: list[Received]
     environment: list[list[str]]  # [column, distinct values]
+    # where and with what it ran, and the workload (scalestudy.analysis.baseline.fingerprint)
+    fingerprint: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PointChange:
+    """One point now against the baseline: time ratio now / baseline with its 95 %
+    interval, and the change called (slower, faster or none)."""
+
+    series: str
+    n: int
+    ratio: float | None
+    lo: float | None
+    hi: float | None
+    p_value: float | None  # Welch's t-test on the log times
+    alpha: float  # the p a change needs: 0.05 over the points compared
+    change: str
+    runs_now: int
+    runs_baseline: int
+    time_now_s: float
+    time_baseline_s: float
+
+
+@dataclass(frozen=True)
+class CurveStep:
+    n: int
+    ratio: float | None  # speedup now / speedup baseline
+    lo: float | None
+    hi: float | None
+    p_value: float | None  # the t-test of the log speedup ratio
+    differs: bool
+
+
+@dataclass(frozen=True)
+class CurveChange:
+    """Do a series' speedup curves differ (scalestudy.analysis.baseline.curve_change)?"""
+
+    series: str
+    base_n: int
+    differ: bool
+    tested: bool
+    level: float
+    points: list[CurveStep]
+    note: str
+    times_p_value: float | None = None
+    times_method: str = ""
+
+
+@dataclass(frozen=True)
+class SpeedupPoint:
+    n: int
+    speedup: float | None
+    lo: float | None
+    hi: float | None
+
+
+@dataclass(frozen=True)
+class SpeedupCurves:
+    series: str
+    now: list[SpeedupPoint]
+    baseline: list[SpeedupPoint]
+
+
+@dataclass(frozen=True)
+class ModelChange:
+    series: str | None
+    model: str
+    param: str
+    now: float | None
+    now_lo: float | None
+    now_hi: float | None
+    baseline: float | None
+    baseline_lo: float | None
+    baseline_hi: float | None
+    differ: bool
+
+
+@dataclass(frozen=True)
+class AnswerChange:
+    series: str | None
+    was_n: int | None
+    was_decided: bool | None
+    now_n: int | None
+    now_decided: bool | None
+    unchanged: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class FingerprintDiff:
+    key: str
+    baseline: str
+    now: str
+
+
+@dataclass(frozen=True)
+class Fingerprints:
+    now: dict[str, str]
+    baseline: dict[str, str] | None  # None: the baseline's environment is unknown
+    differences: list[FingerprintDiff]
+    note: str
+
+
+@dataclass(frozen=True)
+class BaselineComparison:
+    """The study against an earlier run of it (baseline.json; `baseline:`)."""
+
+    baseline: str
+    tolerance: float
+    points: list[PointChange]
+    only_now: list[int]
+    only_baseline: list[int]
+    curves: list[CurveChange]
+    speedups: list[SpeedupCurves]
+    models: list[ModelChange]
+    answers: list[AnswerChange]
+    fingerprint: Fingerprints
+    across: list[str]  # what differs on purpose (baseline_across): workload, params
+    said: list[str]
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    series: str
+    n: int
+    time_s: float
+    change: str  # against the entry before: slower | faster | none
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One archive of the study (`make archive`), or the runs now (scalestudy.analysis.history)."""
+
+    name: str
+    points: list[HistoryPoint]
+    differences: list[FingerprintDiff]
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """A reference the study states (`expect:`) against what was measured."""
+
+    what: str
+    n: int
+    lower: float | None
+    upper: float | None
+    value: float | None
+    lo: float | None
+    hi: float | None
+    status: str  # ok | broken | unsure (the interval reaches the bounds) | unmeasured
+    text: str
 
 
 @dataclass(frozen=True)
@@ -604,6 +755,9 @@ class Analysis:
     layouts: list[Total]
     gpu_verdict: GpuVerdict | None
     findings: Findings
+    baseline: BaselineComparison | None = None
+    expectations: list[Expectation] = dataclasses.field(default_factory=list)
+    history: list[HistoryEntry] = dataclasses.field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=1, allow_nan=False)

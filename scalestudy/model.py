@@ -171,6 +171,10 @@ class Study:
     oversubscribe: bool
     submission: Submission
     budget_su: float | None  # most SU the whole study may cost
+    baseline: str | None  # an earlier run's results folder, or "last" (archive)
+    baseline_tolerance: float  # a change is called only beyond 1 +- this
+    baseline_across: bool  # another workload, params or study name on purpose
+    expect: dict[str, dict] | None  # references: value -> N -> [lower, upper]
     adaptive: Adaptive | None  # None: every point and repeat runs (a fixed study)
     request: Request
     recommend: Recommend

@@ -7,6 +7,8 @@ import logging
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 from scalestudy.analysis.adaptive import config_fingerprint
 from scalestudy.analysis.plan import round_plan
 from scalestudy.analysis.tables import runs_from_records
@@ -46,7 +48,10 @@ def main(smk) -> None:
     except RecordError as e:
         logging.error("%s", e)
         sys.exit(f"adaptive_round: refusing to plan round {smk.wildcards.round}: {e}")
-    plan = round_plan(study, int(smk.wildcards.round), runs)
+    # the baseline's runs: points whose comparison with it is undecided get runs too
+    baseline = next((p for p in smk.input.baseline if Path(p).name == "runs.csv"), None)
+    baseline = pd.read_csv(baseline) if baseline else None
+    plan = round_plan(study, int(smk.wildcards.round), runs, baseline)
     # the config it was planned under: the round is history, never planned again
     # (rules/common.smk, get_round_config), and the report says where the config changed
     plan |= {"config_fingerprint": config_fingerprint(smk.params.study),

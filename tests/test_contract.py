@@ -29,7 +29,11 @@ def test_an_aggregated_analysis_json_loads_into_the_contract_and_writes_back_the
     assert analysis.series[0].curve.measured_max_n == 10
     assert json.loads(analysis.to_json()) == json.loads(text)
     # the shape other readers know stays: the planner reads series[i].curve
-    assert set(json.loads(text)) == {"series", "comparisons", "layouts", "gpu_verdict", "findings"}
+    assert set(json.loads(text)) == {
+        *("series", "comparisons", "layouts", "gpu_verdict", "findings"),
+        # the comparison with a baseline, the references, the archives
+        *("baseline", "expectations", "history"),
+    }
 
 
 def test_a_grid_analysis_round_trips_with_its_layouts_and_heat_map():

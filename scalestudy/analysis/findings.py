@@ -16,6 +16,7 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
+from scalestudy.analysis.baseline import fingerprint
 from scalestudy.analysis.cost import charges, cost_view
 from scalestudy.analysis.intervals import CV_LIMIT, MIN_DEVIATION, Z_LIMIT
 from scalestudy.analysis.layouts import grid_cells, point_layout
@@ -476,5 +477,6 @@ def study_findings(
             "allocations": allocations(scheduler(runs)),
             "received": received(runs),
             "environment": distinct_columns(runs, ENVIRONMENT),
+            "fingerprint": fingerprint(study, runs),
         }
     )

@@ -11,22 +11,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 
 from scalestudy.analysis.adaptive import round_of_run, rounds_summary
+from scalestudy.analysis.baseline import _times, compare
 from scalestudy.analysis.cost import charges
 from scalestudy.analysis.findings import analysis_of, study_findings
+from scalestudy.analysis.history import history_section
 from scalestudy.analysis.predictions import jsonable, split_by_provenance, study_predictions
+from scalestudy.analysis.references import expectations
 from scalestudy.analysis.tables import (
+    TIME_COLUMNS,
     disturbed_reasons,
     runs_from_measured,
     runs_from_records,
     summarise,
 )
-from scalestudy.contract import Analysis
+from scalestudy.contract import Analysis, BaselineComparison, Expectation, HistoryEntry, build
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
 from scalestudy.study.points import series_of_points
@@ -51,10 +55,18 @@ class Aggregation:
 
     def write(self, out: Mapping[str, str | Path]) -> None:
         """Each table and the analysis to its path in `out` (keys runs, summary,
-        analysis), atomically."""
+        analysis, and baseline: the comparison with the baseline, null without one),
+        atomically."""
         write_text_atomic(out["runs"], self.runs.to_csv(index=False))
         write_text_atomic(out["summary"], self.summary.to_csv(index=False))
         write_text_atomic(out["analysis"], self.analysis_json())
+        if "baseline" in out:
+            write_text_atomic(out["baseline"], self.baseline_json())
+
+    def baseline_json(self) -> str:
+        """baseline.json's text: the comparison with the baseline (null: none set)."""
+        found = self.analysis.baseline
+        return json.dumps(found and asdict(found), indent=1, allow_nan=False) + "\n"
 
 
 def read_runs(study: Study, inputs: Sequence[str | Path]) -> pd.DataFrame:
@@ -67,9 +79,17 @@ def read_runs(study: Study, inputs: Sequence[str | Path]) -> pd.DataFrame:
     return runs
 
 
-def analyse(study: Study, runs: pd.DataFrame, plans: Sequence[dict] = ()) -> Aggregation:
+def analyse(
+    study: Study,
+    runs: pd.DataFrame,
+    plans: Sequence[dict] = (),
+    baseline: str | Path | None = None,
+    archives: Sequence[str | Path] = (),
+) -> Aggregation:
     """The summary and the analysis of a runs table; `plans`: an adaptive study's round
-    plans (rules/adaptive.smk), in order, which give each run its round."""
+    plans (rules/adaptive.smk), in order, which give each run its round; `baseline`: the
+    folder of an earlier run to compare with (scalestudy.analysis.baseline); `archives`:
+    the study's archives, oldest first (its history, scalestudy.analysis.history)."""
     if plans:
         runs = runs.assign(
             round=[
@@ -84,13 +104,36 @@ def analyse(study: Study, runs: pd.DataFrame, plans: Sequence[dict] = ()) -> Agg
         spent = charges(runs, study)["su"]
         analysis["adaptive"] = jsonable(rounds_summary(plans, spent, study.repeats))
     analysis["findings"] = study_findings(study, summary, runs, analysis)
-    return Aggregation(runs, summary, analysis_of(analysis))
+    found = analysis_of(analysis)
+    found = replace(
+        found, expectations=[build(Expectation, e) for e in jsonable(expectations(study, summary))]
+    )
+    if baseline is not None:
+        compared = jsonable(compare(study, runs, found, baseline))
+        found = replace(found, baseline=build(BaselineComparison, compared))
+    if archives:
+        now = _times(runs, TIME_COLUMNS[study.time])
+        kept = [Path(a) for a in archives]
+        found = replace(
+            found,
+            history=[
+                build(HistoryEntry, e)
+                for e in jsonable(
+                    history_section(kept, now, found.findings.fingerprint, study.baseline_tolerance)
+                )
+            ],
+        )
+    return Aggregation(runs, summary, found)
 
 
 def aggregate(
-    study: Study, inputs: Sequence[str | Path], rounds: Sequence[str | Path] = ()
+    study: Study,
+    inputs: Sequence[str | Path],
+    rounds: Sequence[str | Path] = (),
+    baseline: str | Path | None = None,
+    archives: Sequence[str | Path] = (),
 ) -> Aggregation:
-    """The whole aggregation from files: records (or the measured CSV) and an adaptive
-    study's round plans."""
+    """The whole aggregation from files: records (or the measured CSV), an adaptive
+    study's round plans, the baseline's folder and the study's archives."""
     plans = [json.loads(Path(path).read_text()) for path in rounds]
-    return analyse(study, read_runs(study, inputs), plans)
+    return analyse(study, read_runs(study, inputs), plans, baseline, archives)

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.adaptive import Rules, first_round, next_round
+from scalestudy.analysis.baseline import _times, runs_for_comparison
 from scalestudy.analysis.cost import SECONDS_PER_MINUTE, Cost, charges
 from scalestudy.analysis.predictions import jsonable, times_by_n, usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS, disturbed_reasons
@@ -163,12 +164,19 @@ def budget_problem(plan: dict) -> str | None:
     )
 
 
-def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None) -> dict:
+def round_plan(
+    study: Study,
+    round_no: int,
+    runs: pd.DataFrame | None,
+    baseline: pd.DataFrame | None = None,
+) -> dict:
     """The plan of round `round_no` of an adaptive study (scalestudy.analysis.adaptive),
     from the runs of the rounds before it (None before round 1), as plain JSON keyed by
     point label: the runs each point should have once the round is done ("totals"),
     those it adds and why, its estimated SU, the SU spent so far, and the stopping
-    reason, if the study stops here."""
+    reason, if the study stops here. `baseline`: the runs table of the study's baseline;
+    points where the comparison with it is undecided get runs too
+    (scalestudy.analysis.baseline.runs_for_comparison)."""
     ns = study.scaling.ns()
     base = study.base_n(ns)
     label = {n: point_for(study, n).label for n in ns}
@@ -184,6 +192,17 @@ def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None) -> dict:
     su_per_run = {int(r["n"]): r["su_per_job"] for r in priced["rows"]}
     scale = {n: n / base for n in ns} if study.scaling.kind == "weak" else None
     plan = next_round(round_no, ns, base, made, samples, su_per_run, spent, Rules.of(study), scale)
+    if baseline is not None and samples:
+        column = TIME_COLUMNS[study.time]
+        now = {n: x for (_, n), x in _times(usable_runs(runs, study), column).items()}
+        was = {n: x for (_, n), x in _times(usable_runs(baseline, study), column).items()}
+        plan = runs_for_comparison(
+            plan,
+            {("", n): x for n, x in now.items() if n in ns},
+            {("", n): x for n, x in was.items()},
+            study,
+            su_per_run,
+        )
     by_label = {key: {label[int(n)]: v for n, v in plan[key].items()}
                 for key in ("totals", "added", "why")}  # fmt: skip
     if "refused" in plan:

@@ -148,6 +148,16 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
+def gpu_driver() -> str | None:
+    """The NVIDIA driver's version, from the kernel module's own file (no NVML import:
+    a CPU node has neither); None where no NVIDIA driver is loaded."""
+    text = _read("/proc/driver/nvidia/version") or ""
+    for word in text.split():
+        if word.count(".") >= 1 and word.replace(".", "").isdigit():
+            return word
+    return None
+
+
 def slurm_environment(environ=os.environ) -> dict:
     keys = {
         "slurm_job_id": "SLURM_JOB_ID",
@@ -176,6 +186,7 @@ def environment(torch_module=None) -> dict:
         env["torch"] = torch.__version__
         env["cuda"] = torch.version.cuda
         if torch.cuda.is_available():
+            env["gpu_driver"] = gpu_driver()
             env["gpu_models"] = [
                 torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())
             ]

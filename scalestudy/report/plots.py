@@ -18,7 +18,7 @@ import seaborn as sns  # noqa: E402
 from matplotlib.ticker import Formatter, FuncFormatter, LogLocator  # noqa: E402
 
 from scalestudy import FIGURES  # noqa: E402
-from scalestudy.contract import Analysis, Grid, Rounds, SeriesFit  # noqa: E402
+from scalestudy.contract import Analysis, BaselineComparison, Grid, Rounds, SeriesFit  # noqa: E402
 
 PHASE_COLUMNS = {
     "startup_s": "start-up (imports)",
@@ -373,6 +373,31 @@ def layouts_figure(grid: Grid | None):
     return fig
 
 
+def baseline_figure(baseline: BaselineComparison | None, xlabel: str):
+    """Both speedup curves, now and the baseline's, with their 95 % intervals as bands.
+    A study without a baseline gets a figure that says so (not shown)."""
+    fig, ax = _axes("Speedup: now and the baseline", xlabel, "speedup")
+    if baseline is None:
+        ax.text(0.5, 0.5, "no baseline in this study", ha="center", va="center")
+        ax.set_axis_off()
+        return fig
+    for curves in baseline.speedups:
+        tag = f" ({curves.series})" if curves.series else ""
+        for points, name, colour in ((curves.baseline, "baseline", "grey"),
+                                     (curves.now, "now", "tab:blue")):  # fmt: skip
+            drawn = [p for p in points if p.speedup is not None]
+            if not drawn:
+                continue
+            ns = [p.n for p in drawn]
+            ax.plot(ns, [p.speedup for p in drawn], "o-", color=colour, label=name + tag)
+            banded = [p for p in drawn if p.lo is not None and p.hi is not None]
+            if banded:
+                ax.fill_between([p.n for p in banded], [p.lo for p in banded],
+                                [p.hi for p in banded], color=colour, alpha=0.2)  # fmt: skip
+    _legend(ax)
+    return fig
+
+
 def not_drawn(name: str, error: Exception):
     """The figure that stands in for one matplotlib could not draw."""
     fig, ax = _axes(name.capitalize(), "", "")
@@ -405,6 +430,7 @@ def write_figures(
         "cost": lambda: cost_figure(summary, xlabel),
         "phases": lambda: phases_figure(runs, xlabel),
         "layouts": lambda: layouts_figure(analysis and analysis.findings.grid),
+        "baseline": lambda: baseline_figure(analysis and analysis.baseline, xlabel),
     }
     for name in FIGURES:
         try:

@@ -403,6 +403,105 @@ def comparison_view(c: Comparison) -> dict:
     }
 
 
+# the words the analysis uses (scalestudy.analysis.baseline, .references), shown in red
+NO_CHANGE = "none"
+BROKEN = ("broken", "unmeasured")
+
+
+def with_ci(value, lo, hi, form: str) -> str:
+    """A value and its interval in one format: 1.27 [1.21, 1.33]."""
+    return f"{fmt(value, form)} [{fmt(lo, form)}, {fmt(hi, form)}]"
+
+
+def baseline_view(b: contract.BaselineComparison | None) -> dict | None:
+    """The comparison with the baseline in the report's formats (decided in
+    scalestudy.analysis.baseline)."""
+    if b is None:
+        return None
+    ratio = "{:.2f}"
+    return {
+        "path": b.baseline,
+        "tolerance": pct(b.tolerance),
+        # every point needs the same p (0.05 over the points compared)
+        "alpha": fmt(b.points[0].alpha if b.points else None, "{:.2g}"),
+        "said": b.said,
+        "points": [
+            {
+                "n": p.n,
+                "series": p.series,
+                "change": p.change,
+                "called": p.change != NO_CHANGE,
+                "ratio": fmt(p.ratio, ratio),
+                "lo": fmt(p.lo, ratio),
+                "hi": fmt(p.hi, ratio),
+                "p": fmt(p.p_value, "{:.2g}"),
+                "now": fmt(p.time_now_s, "{:.3g}"),
+                "was": fmt(p.time_baseline_s, "{:.3g}"),
+                "runs": f"{p.runs_now} / {p.runs_baseline}",
+            }
+            for p in b.points
+        ],
+        "only_now": b.only_now,
+        "only_baseline": b.only_baseline,
+        "curves": [
+            {
+                "series": c.series,
+                "differ": c.differ,
+                "tested": c.tested,
+                "note": c.note,
+                "level": pct(c.level),
+                "base_n": c.base_n,
+                "p": fmt(c.times_p_value, "{:.3g}"),
+                "method": c.times_method,
+                "apart": [
+                    f"N = {e.n}: {with_ci(e.ratio, e.lo, e.hi, ratio)}"
+                    for e in c.points
+                    if e.differs
+                ],
+            }
+            for c in b.curves
+        ],
+        "models": [
+            {
+                "model": m.model,
+                "param": m.param,
+                "differ": m.differ,
+                "series": m.series,
+                "now": with_ci(m.now, m.now_lo, m.now_hi, "{:.3g}"),
+                "was": with_ci(m.baseline, m.baseline_lo, m.baseline_hi, "{:.3g}"),
+            }
+            for m in b.models
+        ],
+        "answers": b.answers,
+        "differences": b.fingerprint.differences,
+        "fingerprint_note": b.fingerprint.note,
+        "across": b.across,
+    }
+
+
+def history_view(entries: list[contract.HistoryEntry]) -> dict | None:
+    """The study's archives and its runs now as a table: one row an entry, one column a
+    point, a step marked where a change was called (scalestudy.analysis.history)."""
+    if not entries:
+        return None
+    keys = sorted({(p.series, p.n) for e in entries for p in e.points})
+    rows = []
+    for e in entries:
+        at = {(p.series, p.n): p for p in e.points}
+        cells = [
+            {
+                "time": fmt(at[k].time_s, "{:.3g}") if k in at else "–",
+                "change": at[k].change if k in at and at[k].change != NO_CHANGE else "",
+            }
+            for k in keys
+        ]
+        said = "; ".join(
+            f"{d.key} {d.baseline or 'unknown'} → {d.now or 'unknown'}" for d in e.differences
+        )
+        rows.append({"name": e.name, "cells": cells, "differences": said})
+    return {"columns": [f"N = {n}" + (f" ({s})" if s else "") for s, n in keys], "rows": rows}
+
+
 def gpu_verdict_view(v: GpuVerdict | None) -> dict | None:
     """Is the GPU worth it: the verdict, and each size's figures formatted."""
     if v is None:
@@ -611,7 +710,9 @@ def study_view(
         "figures": {
             k: data_uri(v)
             for k, v in figures.items()
-            if (k != "phases" or study.measured is None) and (k != "layouts" or found.grid)
+            if (k != "phases" or study.measured is None)
+            and (k != "layouts" or found.grid)
+            and (k != "baseline" or analysis.baseline)
         },
         "failures": found.failures,
         "mismatches": found.mismatches,
@@ -664,4 +765,11 @@ def study_view(
         "telemetry": telemetry,
         "staging": staging_view(found.staging),
         "environment": [(label(c), values) for c, values in found.environment],
+        "fingerprint": [(k, v) for k, v in found.fingerprint.items() if v],
+        "baseline": baseline_view(analysis.baseline),
+        "history": history_view(analysis.history),
+        "expectations": [
+            {"status": e.status, "text": e.text, "broken": e.status in BROKEN}
+            for e in analysis.expectations
+        ],
     }

@@ -10,6 +10,7 @@ from pathlib import Path
 import workloads as registry
 from scalestudy.compute.commandline import command_params_problems
 from scalestudy.model import Study
+from scalestudy.study.baseline import baseline_problems, expect_problems
 from scalestudy.study.errors import (
     ConfigError,
     config_key,
@@ -34,19 +35,22 @@ def study_problems(
     """Every problem the schema cannot see, each naming its key. `known`: the workloads
     (default: those of the workflow in workdir); `params_ok`: False when the study's
     params failed their schema (their own checks are then skipped)."""
+    # the baseline and references are checked whatever else is wrong: each names its key
+    compared = baseline_problems(study, workdir) + expect_problems(study)
     if study.adaptive is not None:
         found = adaptive_problems(study)
         if found:
-            return found
+            return found + compared
     if study.measured is not None:
         path = workdir / study.measured
-        return [] if path.is_file() else [f"studies.{study.name}.measured: no such file: {path}"]
+        missing = [] if path.is_file() else [f"studies.{study.name}.measured: no such file: {path}"]
+        return missing + compared
     try:
         known = workloads_of(workdir) if known is None else known
         workload = find_workload(study.name, study.workload, known)
     except ConfigError as e:
-        return e.problems
-    problems = []
+        return e.problems + compared
+    problems = compared
     for series in study.series_names:
         problems += series_problems(study, limits, series, workload, workdir, params_ok)
     return list(dict.fromkeys(problems))

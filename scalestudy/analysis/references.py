@@ -1,0 +1,142 @@
+"""References (`expect:`): what a study states it expects, against what it measured,
+for CI. Aggregation judges them (analysis.json's `expectations`); `make check` reads the
+analyses and runs nothing:
+
+    python -m scalestudy.analysis.references results/STUDY ...   (or: make check)
+
+An expectation is broken when the measured value's whole 95 % interval lies outside its
+bounds (the runs show it is not met); unsure when the value is outside but its interval
+reaches the bounds (not called: a CI job must not fail on noise); unmeasured (broken
+too) when the study has no such point.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from scalestudy.contract import Analysis, ContractError
+from scalestudy.model import Study
+
+# what `expect:` may name -> the summary's columns (value, interval)
+VALUES = {
+    "speedup": ("speedup", "speedup_ci_lo", "speedup_ci_hi"),
+    "efficiency": ("efficiency", "efficiency_ci_lo", "efficiency_ci_hi"),
+    "time_s": ("time_s", "time_ci_lo", "time_ci_hi"),
+}
+
+
+def _number(x) -> float | None:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _bounds(lower, upper) -> str:
+    if upper is None:
+        return f"at least {lower:g}"
+    if lower is None:
+        return f"at most {upper:g}"
+    return f"within [{lower:g}, {upper:g}]"
+
+
+def judge(what: str, n: int, lower, upper, value, lo, hi) -> dict:
+    """One expectation against a measured value and its interval."""
+    wanted = f"{what} at N = {n} expected {_bounds(lower, upper)}"
+    if value is None:
+        status, text = "unmeasured", f"{wanted}: not measured"
+    else:
+        below = lower is not None and value < lower
+        above = upper is not None and value > upper
+        sure_below = below and hi is not None and hi < lower
+        sure_above = above and lo is not None and lo > upper
+        measured = f"measured {value:.3g}" + (
+            f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else ""
+        )
+        if sure_below or sure_above:
+            status = "broken"
+        elif below or above:
+            status = "unsure"
+        else:
+            status = "ok"
+        text = (
+            f"{wanted}: {measured}"
+            + {
+                "broken": ", its whole interval outside",
+                "unsure": ", outside, but its interval reaches the bounds (not called)",
+                "ok": "",
+            }[status]
+        )
+    return {
+        "what": what,
+        "n": n,
+        "lower": lower,
+        "upper": upper,
+        "value": value,
+        "lo": lo,
+        "hi": hi,
+        "status": status,
+        "text": text,
+    }
+
+
+def expectations(study: Study, summary: pd.DataFrame) -> list[dict]:
+    """Every expectation of the study, judged against its summary (the first series
+    measured at that N, or its only one)."""
+    out = []
+    for what, bounds in (study.expect or {}).items():
+        columns = VALUES[what]
+        for key, (lower, upper) in sorted(bounds.items(), key=lambda kv: int(kv[0])):
+            n = int(key)
+            rows = summary[summary["n"] == n] if "n" in summary else summary.iloc[0:0]
+            row = rows.iloc[0] if len(rows) else None
+            value, lo, hi = (
+                (None, None, None) if row is None else (_number(row.get(c)) for c in columns)
+            )
+            out.append(judge(what, n, lower, upper, value, lo, hi))
+    return out
+
+
+def broken(analysis: Analysis) -> list[str]:
+    """The expectations a study breaks, as `make check` names them."""
+    return [e.text for e in analysis.expectations if e.status in ("broken", "unmeasured")]
+
+
+def check(folders: list[Path]) -> int:
+    """Exit status of `make check`: 1 when any expectation is broken (each named), or an
+    analysis cannot be read; 0 otherwise."""
+    failed = 0
+    for folder in folders:
+        path = folder / "analysis.json"
+        try:
+            analysis = Analysis.from_json(path.read_text(), str(path))
+        except (OSError, ContractError) as e:
+            print(f"{folder.name}: cannot check: {e}")
+            failed += 1
+            continue
+        bad = broken(analysis)
+        for text in bad:
+            print(f"{folder.name}: broken: {text}")
+        unsure = [e.text for e in analysis.expectations if e.status == "unsure"]
+        for text in unsure:
+            print(f"{folder.name}: unsure: {text}")
+        if not analysis.expectations:
+            print(f"{folder.name}: no expectations stated (expect:)")
+        elif not bad:
+            print(f"{folder.name}: {len(analysis.expectations)} expectation(s) kept")
+        failed += bool(bad)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        raise SystemExit(
+            "check: no aggregated study under results/ to check (run the "
+            "workflow first)\n" + __doc__
+        )
+    sys.exit(check([Path(p) for p in sys.argv[1:]]))

@@ -1,0 +1,57 @@
+"""Baselines end to end (docs/baselines.md): a study of times measured by hand, archived,
+measured again 30 % slower at one point and compared with its last archive, through
+real Snakemake, the report and `make check`."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from scalestudy.analysis.archive import archive
+from tests.conftest import REPO
+
+
+def times_csv(path, slower_at=None, seed=0):
+    """5 runs at each N of a program 10 s at N = 1 with a serial part, 2 % noise."""
+    rng = np.random.default_rng(seed)
+    lines = ["N,time_s,repeat"]
+    for n in (1, 2, 4):
+        for k in range(1, 6):
+            t = (2 + 8 / n) * (1.3 if n == slower_at else 1.0) * (1 + 0.02 * rng.standard_normal())
+            lines.append(f"{n},{t:.4f},{k}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.slow
+def test_a_rerun_30_percent_slower_at_one_point_against_its_last_archive(workflow):
+    root = workflow.root
+    times_csv(root / "then.csv", seed=1)
+    times_csv(root / "now.csv", slower_at=2, seed=2)
+    study = {"measured": "then.csv", "scaling": {"axis": "threads"}}
+    workflow.write_config({"studies": {"m": study}})
+    workflow.snakemake("--cores", "1", "results/m/analysis.json")
+    kept = archive("m", root)
+    expect = {"speedup": {"2": [1.5, None]}, "efficiency": {"4": [0.5, None]}}
+    study |= {"measured": "now.csv", "baseline": "last", "expect": expect}
+    workflow.write_config({"studies": {"m": study}})
+    workflow.snakemake("--cores", "1")
+
+    found = json.loads((root / "results" / "m" / "baseline.json").read_text())
+    assert found["baseline"] == str(kept)
+    assert {p["n"]: p["change"] for p in found["points"]} == {1: "none", 2: "slower", 4: "none"}
+    html = (root / "results" / "report.html").read_text()
+    assert "Against the baseline" in html and "slower at N = 2" in html
+    assert 'data-figure="baseline"' in html
+    assert "<h3>History</h3>" in html  # the archive, then now
+    # the speedup at N = 2 fell from 1.67 to about 1.28: the reference is broken
+    make = subprocess.run(
+        ["make", "-s", "-f", str(REPO / "Makefile"), "check", f"VENV={sys.prefix}"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    assert make.returncode != 0
+    assert "m: broken: speedup at N = 2 expected at least 1.5" in make.stdout
+    assert "efficiency" not in make.stdout.split("broken")[-1]  # the other one is kept
