@@ -16,13 +16,17 @@ report: setup
 plan: setup
 	$(VENV)/bin/snakemake --profile profiles/local results/plan.html
 
+# Two workers: the tests that time runs one after another on one, the rest beside them
+# on the other (tests/conftest.py says which).
+XDIST := -n 2 --dist loadgroup
+
 test: setup
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest $(XDIST) $(PYTEST_ARGS)
 
 # The quick tier (about 2 minutes on 2 cores): every test but the end-to-end runs
 # of the workflow, the Slurm cluster and the browser.
 test-fast: setup
-	$(VENV)/bin/pytest -m "not slow and not slurm and not browser" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest $(XDIST) -m "not slow and not slurm and not browser" $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -23,6 +23,21 @@ SCHEMA = REPO / "config" / "schema" / "config.schema.yaml"
 WORKFLOW_PARTS = ["Snakefile", "rules", "scripts", "config", "profiles", "workloads"]
 
 
+# make test runs two pytest-xdist workers (-n 2 --dist loadgroup). The tests that time
+# runs or load more than one core (marked slow, slurm, browser, gpu or measures) all
+# run on one of them, one after another; the rest, each on one core and timing nothing,
+# run on the other beside them. So beside a timed run at most one core is busy: the
+# load every test here passes under (CI's other core may be busy too).
+IN_LINE = {"slow", "slurm", "browser", "gpu", "measures"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if IN_LINE & {mark.name for mark in item.iter_markers()}:
+            item.add_marker(pytest.mark.xdist_group("in_line"))
+
+
 def checked_study(study: dict, name: str = "s", workdir: Path = REPO):
     """One study as the workflow sees it: checked against the config schema (which
     fills in every default) and the workload's own, then as the study model."""

@@ -14,6 +14,9 @@ from scalestudy.study.run_spec import run_spec
 from tests.test_studies import config_error, model
 from workloads import command as command_workload
 
+# times runs or loads both cores: in line with the others that do (tests/conftest.py)
+pytestmark = pytest.mark.measures
+
 PY = sys.executable
 # Every shell metacharacter we could think of, and placeholder-looking text.
 NASTY = "a'b\"c; touch PWNED1 && echo $(touch PWNED2) `touch PWNED3` | cat > PWNED4 {x} $HOME *"

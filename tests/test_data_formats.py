@@ -22,6 +22,9 @@ from tests.test_studies import config_error, validated
 from workloads import data_formats
 from workloads.data_formats import formats
 
+# times runs or loads both cores: in line with the others that do (tests/conftest.py)
+pytestmark = pytest.mark.measures
+
 
 @pytest.fixture(scope="module")
 def sample_set():

@@ -8,6 +8,9 @@ from scalestudy.study.run_spec import run_spec
 from tests.test_data import fashion_root  # noqa: F401  (session fixture)
 from tests.test_studies import model
 
+# times runs or loads both cores: in line with the others that do (tests/conftest.py)
+pytestmark = pytest.mark.measures
+
 
 def spec(workload: str, processes: int, data_dir: str = "data", **params) -> dict:
     study = {

@@ -27,6 +27,9 @@ from scalestudy.compute import telemetry
 from scalestudy.compute.harness import Context
 from workloads import cifar_cnn, gd_regression, linear_solve
 
+# times runs or loads both cores: in line with the others that do (tests/conftest.py)
+pytestmark = pytest.mark.measures
+
 HAS_CUPY = importlib.util.find_spec("cupy") is not None
 HAS_JAX = importlib.util.find_spec("jax") is not None
 

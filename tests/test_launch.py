@@ -13,6 +13,9 @@ from tests.conftest import tiny_mnist_study
 from tests.test_data import fashion_root  # noqa: F401  (session fixture)
 from tests.test_studies import model
 
+# times runs or loads both cores: in line with the others that do (tests/conftest.py)
+pytestmark = pytest.mark.measures
+
 
 def spec_for(data_dir, n=1, **params):
     study = tiny_mnist_study()

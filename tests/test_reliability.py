@@ -41,6 +41,9 @@ from tests.test_analysis import RTX_STUDY
 from tests.test_records import good_record
 from tests.test_studies import validated
 
+# times runs or loads both cores: in line with the others that do (tests/conftest.py)
+pytestmark = pytest.mark.measures
+
 PY = sys.executable
 
 
@@ -322,6 +325,7 @@ def test_a_chatty_program_ends_in_bounded_time_with_a_capped_log(tmp_path):
 # The processes other than itself that hold the program's stdout pipe open.
 PIPE_HOLDERS = """
 import os
+
 pipe = os.readlink("/proc/self/fd/1")
 holders = set()
 for pid in filter(str.isdigit, os.listdir("/proc")):

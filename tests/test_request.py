@@ -21,6 +21,9 @@ from scalestudy.study.run_spec import run_spec
 from tests.conftest import on_the_quietest_cpu, study_model
 from tests.test_studies import config_error, model
 
+# times runs or loads both cores: in line with the others that do (tests/conftest.py)
+pytestmark = pytest.mark.measures
+
 PY = sys.executable
 
 
