@@ -12,6 +12,23 @@ from pathlib import Path
 
 from tests.conftest import REPO
 
+# two points of one study, t1 done already in each test: t2 is the one job to run
+RULES = """
+rule all:
+    input:
+        expand("out/{study}/{point}.txt", study=["s"], point=["t1", "t2"]),
+
+
+rule run_point:
+    output:
+        "out/{study}/{point}.txt",
+    resources:
+        slurm_partition="short",
+        timed_runs=1,
+    shell:
+        "touch {output}"
+"""
+
 SNAKEFILE = """
 import inspect
 import json
@@ -37,25 +54,11 @@ onstart:
     with open("seen.json", "w") as f:
         json.dump(seen, f)
 
-
-rule all:
-    input:
-        expand("out/{study}/{point}.txt", study=["s"], point=["t1", "t2"]),
-
-
-rule run_point:
-    output:
-        "out/{study}/{point}.txt",
-    resources:
-        slurm_partition="short",
-        timed_runs=1,
-    shell:
-        "touch {output}"
 """
 
 
 def test_the_internals_the_rules_read_exist_and_behave_as_used(tmp_path):
-    (tmp_path / "Snakefile").write_text(SNAKEFILE)
+    (tmp_path / "Snakefile").write_text(SNAKEFILE + RULES)
     Path(tmp_path / "out" / "s").mkdir(parents=True)
     (tmp_path / "out" / "s" / "t1.txt").write_text("")  # done: not a job to run
     env = os.environ | {"PYTHONPATH": str(REPO)}
@@ -103,17 +106,6 @@ def check():
 
 sm.on_dag_built(check)
 
-
-rule all:
-    input:
-        expand("out/{study}/{point}.txt", study=["s"], point=["t1", "t2"]),
-
-
-rule run_point:
-    output:
-        "out/{study}/{point}.txt",
-    shell:
-        "touch {output}"
 """
 
 
@@ -121,7 +113,7 @@ def test_a_check_runs_once_when_the_dag_is_built_in_a_dry_run_too(tmp_path):
     """on_dag_built calls the start-up checks in dry runs (Snakemake calls no onstart:
     there), once, with the jobs to run known; submits_elsewhere sees the executor that
     a dry run stands in for; a check that exits stops the run before any job."""
-    (tmp_path / "Snakefile").write_text(DAG_BUILT)
+    (tmp_path / "Snakefile").write_text(DAG_BUILT + RULES)
     (tmp_path / "out" / "s").mkdir(parents=True)
     (tmp_path / "out" / "s" / "t1.txt").write_text("")
     env = os.environ | {"PYTHONPATH": str(REPO)}
