@@ -5,6 +5,7 @@ import logging
 import sys
 
 from scalestudy.analysis.pipeline import aggregate
+from scalestudy.analysis.queue import SITE_RESOURCES, QueueAsk
 from scalestudy.model import Study
 from scalestudy.records import RecordError
 
@@ -13,11 +14,23 @@ def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
     try:
         study = Study.from_config(smk.wildcards.study, smk.params.study)
-        result = aggregate(study, list(smk.input.records), list(smk.input.rounds))
+        # where the jobs queue, for each point's time to result; the profile's site
+        # settings (partition, account...) as every job gets them
+        queue = QueueAsk(
+            smk.params.queue,
+            {key: smk.resources.get(key) for key in SITE_RESOURCES},
+            smk.params.history_days,
+            smk.params.history_min_jobs,
+        )
+        result = aggregate(study, list(smk.input.records), list(smk.input.rounds), queue)
     except RecordError as e:
         logging.error("%s", e)
         sys.exit(f"aggregate_study: refusing to aggregate: {e}")
     result.write(smk.output)
+    times = result.analysis.findings.time_to_result
+    if times is not None and times.note:  # Slurm could not be asked: said once
+        logging.warning("%s", times.note)
+        print(f"aggregate_study {smk.wildcards.study}: {times.note}", file=sys.stderr)
     logging.info("\n%s", result.summary.to_string())
 
 

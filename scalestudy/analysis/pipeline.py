@@ -20,6 +20,7 @@ from scalestudy.analysis.adaptive import round_of_run, rounds_summary
 from scalestudy.analysis.cost import charges
 from scalestudy.analysis.findings import analysis_of, study_findings
 from scalestudy.analysis.predictions import jsonable, split_by_provenance, study_predictions
+from scalestudy.analysis.queue import QueueAsk
 from scalestudy.analysis.tables import (
     disturbed_reasons,
     runs_from_measured,
@@ -67,9 +68,12 @@ def read_runs(study: Study, inputs: Sequence[str | Path]) -> pd.DataFrame:
     return runs
 
 
-def analyse(study: Study, runs: pd.DataFrame, plans: Sequence[dict] = ()) -> Aggregation:
+def analyse(
+    study: Study, runs: pd.DataFrame, plans: Sequence[dict] = (), queue: QueueAsk | None = None
+) -> Aggregation:
     """The summary and the analysis of a runs table; `plans`: an adaptive study's round
-    plans (rules/adaptive.smk), in order, which give each run its round."""
+    plans (rules/adaptive.smk), in order, which give each run its round; `queue`: where
+    its jobs queue, for each point's time to result (None: locally, no queue)."""
     if plans:
         runs = runs.assign(
             round=[
@@ -83,14 +87,17 @@ def analyse(study: Study, runs: pd.DataFrame, plans: Sequence[dict] = ()) -> Agg
     if plans:
         spent = charges(runs, study)["su"]
         analysis["adaptive"] = jsonable(rounds_summary(plans, spent, study.repeats))
-    analysis["findings"] = study_findings(study, summary, runs, analysis)
+    analysis["findings"] = study_findings(study, summary, runs, analysis, queue)
     return Aggregation(runs, summary, analysis_of(analysis))
 
 
 def aggregate(
-    study: Study, inputs: Sequence[str | Path], rounds: Sequence[str | Path] = ()
+    study: Study,
+    inputs: Sequence[str | Path],
+    rounds: Sequence[str | Path] = (),
+    queue: QueueAsk | None = None,
 ) -> Aggregation:
     """The whole aggregation from files: records (or the measured CSV) and an adaptive
-    study's round plans."""
+    study's round plans; `queue` as for analyse."""
     plans = [json.loads(Path(path).read_text()) for path in rounds]
-    return analyse(study, read_runs(study, inputs), plans)
+    return analyse(study, read_runs(study, inputs), plans, queue)

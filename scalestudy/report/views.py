@@ -25,6 +25,7 @@ from scalestudy.contract import (
     GpuVerdict,
     Grid,
     PointRequest,
+    ResultTimes,
     Rounds,
     SeriesFit,
     Staging,
@@ -549,6 +550,47 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
     }
 
 
+# --- time to result (issue 28): the queue wait beside the run time ----------------------
+
+SECONDS = Significant(3, " s")
+
+
+def seconds_with_interval(value, lo, hi) -> str:
+    """A time with its interval, "306 s [306, 307]"; the time alone where the interval
+    is a point."""
+    text = fmt(value, SECONDS.fixed([value]))
+    if value is None or (lo == value and hi == value):
+        return text
+    form = SECONDS.fixed([value, lo, hi]).removesuffix(" s")
+    return f"{text} [{fmt(lo, form)}, {fmt(hi, form)}]"
+
+
+def result_times_view(times: ResultTimes | None) -> dict | None:
+    """Each point's time to result and its wait in words' numbers, keyed by point; the
+    earliest of each series keyed by series (the template names it beside the answer)."""
+    if times is None:
+        return None
+    by_point = {
+        p.point: shallow(p)
+        | {
+            "result": seconds_with_interval(p.result_s, p.result_lo_s, p.result_hi_s),
+            "run": seconds_with_interval(p.run_s, p.run_lo_s, p.run_hi_s),
+            "wait": fmt(p.wait_s, SECONDS.fixed([p.wait_s])),
+            "wait_hi": fmt(p.wait_hi_s, SECONDS.fixed([p.wait_hi_s])),
+        }
+        for p in times.points
+    }
+    return shallow(times) | {
+        "local": times.queue == "local",
+        "by_point": by_point,
+        "earliest": {e.series: by_point[e.point] for e in times.earliest},
+        "bases": sorted({p.basis for p in times.points}),
+    }
+
+
+# --- the study ---------------------------------------------------------------------------
+
+
 def pct(share: float) -> str:
     """A share of the study's rules (a margin, a limit) in per cent, without the sign:
     the template says "10 %"."""
@@ -664,4 +706,6 @@ def study_view(
         "telemetry": telemetry,
         "staging": staging_view(found.staging),
         "environment": [(label(c), values) for c, values in found.environment],
+        # issue 28: time to result
+        "result_times": result_times_view(found.time_to_result),
     }
