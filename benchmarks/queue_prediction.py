@@ -9,6 +9,8 @@ Needs root (it starts tests/slurm/cluster.sh unless --keep-cluster finds it up).
 
   .venv/bin/python -m benchmarks.queue_prediction                 # 10 jobs
   .venv/bin/python -m benchmarks.queue_prediction --jobs 16 --gap 3
+  ... --tight      every time limit 1 minute, sleeps at most 50 s: limits close to the
+                   run times, so what is left of the error is the pending jobs'
 """
 
 from __future__ import annotations
@@ -64,12 +66,15 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=10)
     parser.add_argument("--gap", type=float, default=2.0, help="seconds between submissions")
     parser.add_argument("--keep-cluster", action="store_true", help="leave it running")
+    parser.add_argument("--tight", action="store_true", help="1-minute limits, sleeps <= 50 s")
     args = parser.parse_args()
     subprocess.run(["bash", str(CLUSTER), "start"], check=True, timeout=600)
     rows = []
     try:
         for k in range(args.jobs):
             name, options, seconds = SHAPES[k % len(SHAPES)]
+            if args.tight:  # the limit just above the sleep: -t is the option's last pair
+                options, seconds = [*options[:-1], "1"], min(seconds, 50)
             asked = datetime.now().replace(microsecond=0)
             probe = sbatch(options, seconds, test_only=True)
             found = parse_test_only(probe.stderr + probe.stdout)

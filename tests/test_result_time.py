@@ -11,6 +11,7 @@ from scalestudy.analysis.pipeline import analyse
 from scalestudy.analysis.queue import QueueAsk
 from scalestudy.analysis.tables import runs_from_records
 from scalestudy.records import write_json_atomic
+from scalestudy.report.rendering import render
 from scalestudy.report.views import study_view
 from scalestudy.study.points import series_of_points
 from tests.conftest import study_model
@@ -61,6 +62,11 @@ def slurm(waits: dict[str, float], history: str = "", calls: list | None = None)
     return run
 
 
+def page(result) -> str:
+    """The report's HTML of the study, as the workflow makes it."""
+    return render("t", [study_view(result.analysis_as_read(), round_trip(result.summary), {})])
+
+
 def times_of(result) -> dict:
     found = result.analysis_as_read().findings.time_to_result
     return found, {p.point: p for p in found.points}
@@ -85,6 +91,16 @@ def test_time_to_result_adds_the_wait_to_the_median_full_length_run_time(tmp_pat
     # one --test-only call per distinct request, one sacct call
     assert found.calls == 2 and [c[0] for c in calls].count("sacct") == 1
     assert found.waits_known and found.note is None and found.asked_at == NOW.isoformat()
+    html = page(analyse(study(), runs, queue=ask))
+    # beside the answer: the point worth its cost and the earliest result, which wait
+    assert "the point worth its cost, N = 2, in 306 s [306, 307] (a wait of 300 s now" in html
+    assert "the earliest result is at N = 1 (t1), in 11 s [10, 30] (a wait of 0 s now" in html
+    assert "sbatch --test-only</code> at 2026-05-01T10:00:00" in html
+    assert "A queue changes by the minute" in html and "optimistic lower bound" in html
+    # the per-point table's column
+    assert "<th>result expected in</th>" in html
+    assert "<td>306 s [306, 307] (wait now 300 s)</td>" in html
+    assert "Run locally" not in html
 
 
 def test_a_shortened_run_is_scaled_to_full_length_first(tmp_path):
@@ -152,6 +168,9 @@ def test_slurm_unreachable_gives_one_note_and_the_run_time_alone(tmp_path):
     assert not found.waits_known
     view = study_view(result.analysis_as_read(), round_trip(result.summary), {})
     assert view["result_times"]["note"] == found.note
+    html = page(result)
+    assert html.count("Slurm could not be asked") == 1 and "result expected in" not in html
+    assert "in 6 s (wait unknown: the run time alone)" in html
 
 
 def test_locally_no_queue_the_result_is_the_run_time_and_no_wait_is_shown(tmp_path):
@@ -163,3 +182,9 @@ def test_locally_no_queue_the_result_is_the_run_time_and_no_wait_is_shown(tmp_pa
     assert points["t2"].result_s == 6.0
     view = study_view(result.analysis_as_read(), round_trip(result.summary), {})
     assert view["result_times"]["local"] and not view["result_times"]["waits_known"]
+    html = page(result)
+    # said once, with the earliest result; no queue section, no wait, no column
+    assert html.count("there is no queue") == 1
+    assert "the earliest at N = 2 (t2, 6 s)" in html
+    assert "result expected in" not in html and "sbatch --test-only" not in html
+    assert "wait" not in html.split("Run locally")[1].split("</p>")[0]
