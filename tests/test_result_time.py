@@ -96,7 +96,7 @@ def test_time_to_result_adds_the_wait_to_the_median_full_length_run_time(tmp_pat
     assert "the point worth its cost, N = 2, in 306 s [306, 307] (a wait of 300 s now" in html
     assert "the earliest result is at N = 1 (t1), in 11 s [10, 30] (a wait of 0 s now" in html
     assert "sbatch --test-only</code> at 2026-05-01T10:00:00" in html
-    assert "A queue changes by the minute" in html and "optimistic lower bound" in html
+    assert "A queue changes by the minute" in html and "a rough figure" in html
     # the per-point table's column
     assert "<th>result expected in</th>" in html
     assert "<td>306 s [306, 307] (wait now 300 s)</td>" in html
