@@ -100,6 +100,9 @@ def test_time_to_result_adds_the_wait_to_the_median_full_length_run_time(tmp_pat
     # the per-point table's column
     assert "<th>result expected in</th>" in html
     assert "<td>306 s [306, 307] (wait now 300 s)</td>" in html
+    # and the summary at the top: the answer's (N = 2) time to result
+    top = html.split('<table class="answers">')[1].split("</table>")[0]
+    assert "<th>result expected in</th>" in top and "<td>306 s [306, 307]</td>" in top
     assert "Run locally" not in html
 
 
@@ -187,4 +190,5 @@ def test_locally_no_queue_the_result_is_the_run_time_and_no_wait_is_shown(tmp_pa
     assert html.count("there is no queue") == 1
     assert "the earliest at N = 2 (t2, 6 s)" in html
     assert "result expected in" not in html and "sbatch --test-only" not in html
+    assert "result expected in" not in html.split("</table>")[0]
     assert "wait" not in html.split("Run locally")[1].split("</p>")[0]

@@ -588,6 +588,17 @@ def result_times_view(times: ResultTimes | None) -> dict | None:
     }
 
 
+def result_text(times: ResultTimes | None, point: str | None) -> str | None:
+    """A point's time to result as the summary at the top says it, only where Slurm
+    gave waits (locally the results table's time says it)."""
+    if times is None or not times.waits_known or point is None:
+        return None
+    for p in times.points:
+        if p.point == point:
+            return seconds_with_interval(p.result_s, p.result_lo_s, p.result_hi_s)
+    return None
+
+
 # --- the study ---------------------------------------------------------------------------
 
 
@@ -668,6 +679,8 @@ def study_view(
             | {"efficiency_text": fmt(a.efficiency, pattern("efficiency"))}
             | {"steps": {"to": step_text(a.steps.to), "after": step_text(a.steps.after)}}
             | {"threshold": fmt(a.threshold, "{:g}")}
+            # issue 28: the answer's time to result, where Slurm gave waits
+            | {"result_text": result_text(found.time_to_result, a.point)}
             for a in answers
         ],
         "any_fitted": any(a.fitted for a in answers),
