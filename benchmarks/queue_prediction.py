@@ -9,8 +9,13 @@ Needs root (it starts tests/slurm/cluster.sh unless --keep-cluster finds it up).
 
   .venv/bin/python -m benchmarks.queue_prediction                 # 10 jobs
   .venv/bin/python -m benchmarks.queue_prediction --jobs 16 --gap 3
-  ... --tight      every time limit 1 minute, sleeps at most 50 s: limits close to the
-                   run times, so what is left of the error is the pending jobs'
+  ... --tight      every time limit 1 minute, sleeps at most 50 s: limits closer to
+                   the run times
+
+Measured (2026-11-25, test cluster, Slurm 22.05.8, 10 jobs 2 s apart): error median
+-184 s, 90th percentile -53 s (absolute: 184 s, 315 s); --tight: -104 s and +1 s
+(absolute: 104 s, 191 s). The predictions came late: Slurm took every job ahead,
+pending ones included here, to run to its time limit, and these ended well before.
 """
 
 from __future__ import annotations
