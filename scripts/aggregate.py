@@ -28,9 +28,12 @@ def main(smk) -> None:
         sys.exit(f"aggregate_study: refusing to aggregate: {e}")
     result.write(smk.output)
     times = result.analysis.findings.time_to_result
-    if times is not None and times.note:  # Slurm could not be asked: said once
-        logging.warning("%s", times.note)
-        print(f"aggregate_study {smk.wildcards.study}: {times.note}", file=sys.stderr)
+    if times is not None:
+        logging.info("time to result: queue %s, %s call(s) to sbatch --test-only, history: %s",
+                     times.queue, times.calls, times.history_note or "asked")  # fmt: skip
+        if times.note:  # Slurm could not be asked: said once, no traceback
+            logging.warning("%s", times.note)
+            print(f"aggregate_study {smk.wildcards.study}: {times.note}", file=sys.stderr)
     logging.info("\n%s", result.summary.to_string())
 
 
