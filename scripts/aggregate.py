@@ -29,8 +29,9 @@ def main(smk) -> None:
     result.write(smk.output)
     times = result.analysis.findings.time_to_result
     if times is not None:
+        history = times.history_note or ("asked" if times.history_days else "not asked")
         logging.info("time to result: queue %s, %s call(s) to sbatch --test-only, history: %s",
-                     times.queue, times.calls, times.history_note or "asked")  # fmt: skip
+                     times.queue, times.calls, history)  # fmt: skip
         if times.note:  # Slurm could not be asked: said once, no traceback
             logging.warning("%s", times.note)
             print(f"aggregate_study {smk.wildcards.study}: {times.note}", file=sys.stderr)
