@@ -15,5 +15,10 @@ rule aggregate_study:
     localrule: True
     params:
         study=get_study_config,
+        # each point's time to result asks Slurm for the waits of its request (one
+        # sbatch --test-only per distinct request, one sacct) when the jobs go to Slurm
+        queue=get_plan_queue,
+        history_days=CONFIG["queue_history_days"],
+        history_min_jobs=CONFIG["queue_history_min_jobs"],
     script:
         "../scripts/aggregate.py"

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from scalestudy.analysis.pipeline import aggregate
+from scalestudy.analysis.queue import SITE_RESOURCES, QueueAsk
 from scalestudy.model import Study
 from scalestudy.records import RecordError
 
@@ -17,13 +18,29 @@ def main(smk) -> None:
         baseline = Path(smk.input.baseline[0]).parent if smk.input.baseline else None
         # each archive's folder once, oldest first (their names start with the time)
         archives = sorted({Path(path).parent for path in smk.input.archives})
+        # where the jobs queue, for each point's time to result; the profile's site
+        # settings (partition, account...) as every job gets them
+        queue = QueueAsk(
+            smk.params.queue,
+            {key: smk.resources.get(key) for key in SITE_RESOURCES},
+            smk.params.history_days,
+            smk.params.history_min_jobs,
+        )
         result = aggregate(
-            study, list(smk.input.records), list(smk.input.rounds), baseline, archives
+            study, list(smk.input.records), list(smk.input.rounds), baseline, archives, queue
         )
     except RecordError as e:
         logging.error("%s", e)
         sys.exit(f"aggregate_study: refusing to aggregate: {e}")
     result.write(dict(smk.output.items()))  # by name: the baseline is among them
+    times = result.analysis.findings.time_to_result
+    if times is not None:
+        history = times.history_note or ("asked" if times.history_days else "not asked")
+        logging.info("time to result: queue %s, %s call(s) to sbatch --test-only, history: %s",
+                     times.queue, times.calls, history)  # fmt: skip
+        if times.note:  # Slurm could not be asked: said once, no traceback
+            logging.warning("%s", times.note)
+            print(f"aggregate_study {smk.wildcards.study}: {times.note}", file=sys.stderr)
     logging.info("\n%s", result.summary.to_string())
 
 

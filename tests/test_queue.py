@@ -134,7 +134,7 @@ def test_one_call_per_shape_and_a_refused_shape_says_why_in_its_row():
     found = predict(made, "slurm", {"slurm_partition": "debug"}, run=sbatch, now=NOW)
     # a's n1 and b's n1 are the same job (same resources): asked once; so 3 calls
     assert found["calls"] == len(sbatch.commands) == 3 and found["note"] is None
-    assert "lower bound" in found["bound"]
+    assert "not a bound either way" in found["bound"]
     a, b = found["studies"]
     seen = [(j["point"], j["nodes"], j["predicted_wait_s"], j["start_basis"]) for j in a["jobs"]]
     assert seen == [
@@ -149,7 +149,7 @@ def test_one_call_per_shape_and_a_refused_shape_says_why_in_its_row():
     json.dumps(found)  # machine-readable as it is
     html = render(made, found)
     assert "Node count specification invalid" in html and "2024-05-01T10:00:00" in html
-    assert "optimistic lower bound" in html
+    assert "not a bound either way" in html
 
 
 def test_slurm_out_of_reach_is_one_note_and_locally_every_wait_is_0():

@@ -21,7 +21,9 @@ from scalestudy.analysis.cost import charges, cost_view
 from scalestudy.analysis.intervals import CV_LIMIT, MIN_DEVIATION, Z_LIMIT
 from scalestudy.analysis.layouts import grid_cells, point_layout
 from scalestudy.analysis.predictions import jsonable, usable_runs
+from scalestudy.analysis.queue import QueueAsk, request_waits
 from scalestudy.analysis.request import study_requests
+from scalestudy.analysis.result_time import deadline_by_result, study_result_times
 from scalestudy.analysis.tables import (
     TIME_COLUMNS,
     metric_columns,
@@ -417,10 +419,27 @@ def analysis_of(predictions: dict) -> Analysis:
     return build(Analysis, found)
 
 
+def result_times(
+    study: Study, runs: pd.DataFrame, requests: dict, ask_how: QueueAsk | None
+) -> dict | None:
+    """Each point's time to result (issue 28), the waits asked of Slurm where the study's
+    jobs queue there (`ask_how`; None: locally); None for times measured elsewhere."""
+    if not requests["points"]:
+        return None
+    ask_how = ask_how or QueueAsk()
+    waits = request_waits(requests["points"], ask_how)
+    return study_result_times(runs, requests["points"], waits, ask_how.min_jobs)
+
+
 def study_findings(
-    study: Study, summary: pd.DataFrame, runs: pd.DataFrame, predictions: dict
+    study: Study,
+    summary: pd.DataFrame,
+    runs: pd.DataFrame,
+    predictions: dict,
+    ask_how: QueueAsk | None = None,
 ) -> dict:
-    """The report's numbers of one study, as plain JSON values."""
+    """The report's numbers of one study, as plain JSON values (`ask_how`: where its jobs
+    queue, for the time to result)."""
     base = summary[summary["is_base"]]
     # only the columns said, so that walking the rows stays cheap for wide tables
     failures = runs.loc[runs["status"] != "ok", ["point", "repeat", "reason"]]
@@ -430,6 +449,15 @@ def study_findings(
     disturbed = runs[["point", "repeat"]].assign(disturbed=disturbed)
     facts = study_facts(study)
     per_point = runs.groupby("n")["repeat"].nunique()
+    requests = study_requests(study, summary, runs)
+    times = result_times(study, runs, requests, ask_how)
+    answers = [
+        answer(p, summary, study) | adaptive_answer(predictions.get("adaptive"))
+        for p in predictions.get("series", [])
+    ]
+    if times is not None:  # the deadline by time to result, where Slurm gave waits
+        answers = [deadline_by_result(a, times, summary, study.recommend.deadline_s)
+                   for a in answers]  # fmt: skip
     return jsonable(
         {
             "study": facts,
@@ -457,14 +485,11 @@ def study_findings(
                 for r in disturbed.itertuples()
                 if isinstance(r.disturbed, str) and r.disturbed
             ],
-            "answers": [
-                answer(p, summary, study) | adaptive_answer(predictions.get("adaptive"))
-                for p in predictions.get("series", [])
-            ],
+            "answers": answers,
             # an adaptive study's rounds: what each measured and why, and why it stopped
             "adaptive": adaptive_findings(study, runs, predictions),
             # what to ask the scheduler for at each point, and what the runs used of it
-            "requests": study_requests(study, summary, runs),
+            "requests": requests,
             # several layouts of one total: the fastest, and a grid's heat map
             "layouts": predictions.get("layouts", []),
             "grid": banded(grid_cells(study, summary, predictions.get("layouts", []))),
@@ -478,5 +503,7 @@ def study_findings(
             "received": received(runs),
             "environment": distinct_columns(runs, ENVIRONMENT),
             "fingerprint": fingerprint(study, runs),
+            # issue 28: the queue wait beside the run time
+            "time_to_result": times,
         }
     )

@@ -22,6 +22,7 @@ from scalestudy.analysis.cost import charges
 from scalestudy.analysis.findings import analysis_of, study_findings
 from scalestudy.analysis.history import history_section
 from scalestudy.analysis.predictions import jsonable, split_by_provenance, study_predictions
+from scalestudy.analysis.queue import QueueAsk
 from scalestudy.analysis.references import expectations
 from scalestudy.analysis.tables import (
     TIME_COLUMNS,
@@ -85,11 +86,14 @@ def analyse(
     plans: Sequence[dict] = (),
     baseline: str | Path | None = None,
     archives: Sequence[str | Path] = (),
+    queue: QueueAsk | None = None,
 ) -> Aggregation:
     """The summary and the analysis of a runs table; `plans`: an adaptive study's round
     plans (rules/adaptive.smk), in order, which give each run its round; `baseline`: the
     folder of an earlier run to compare with (scalestudy.analysis.baseline); `archives`:
-    the study's archives, oldest first (its history, scalestudy.analysis.history)."""
+    the study's archives, oldest first (its history, scalestudy.analysis.history);
+    `queue`: where its jobs queue, for each point's time to result (None: locally, no
+    queue)."""
     if plans:
         runs = runs.assign(
             round=[
@@ -103,7 +107,7 @@ def analyse(
     if plans:
         spent = charges(runs, study)["su"]
         analysis["adaptive"] = jsonable(rounds_summary(plans, spent, study.repeats))
-    analysis["findings"] = study_findings(study, summary, runs, analysis)
+    analysis["findings"] = study_findings(study, summary, runs, analysis, queue)
     found = analysis_of(analysis)
     found = replace(
         found, expectations=[build(Expectation, e) for e in jsonable(expectations(study, summary))]
@@ -132,8 +136,10 @@ def aggregate(
     rounds: Sequence[str | Path] = (),
     baseline: str | Path | None = None,
     archives: Sequence[str | Path] = (),
+    queue: QueueAsk | None = None,
 ) -> Aggregation:
     """The whole aggregation from files: records (or the measured CSV), an adaptive
-    study's round plans, the baseline's folder and the study's archives."""
+    study's round plans, the baseline's folder and the study's archives; `queue` as for
+    analyse."""
     plans = [json.loads(Path(path).read_text()) for path in rounds]
-    return analyse(study, read_runs(study, inputs), plans, baseline, archives)
+    return analyse(study, read_runs(study, inputs), plans, baseline, archives, queue)

@@ -5,10 +5,11 @@ controller's job write lock), the Slurm executor plugin's own submit command
 (`get_submit_command`, `set_gres_string`: the very sbatch line a run would be
 submitted with) is run with `--test-only`: sbatch then submits nothing and says
 "Job N to start at TIME using X processors on nodes ... in partition P". That
-prediction sees only the jobs already running (pending jobs of higher priority are
-ignored), so it is an optimistic lower bound of the wait, never more.
+prediction is no bound either way: it may miss pending jobs of higher priority (too
+early), and takes every job ahead to run to its time limit (too late; on the test
+cluster it came late, benchmarks/queue_prediction.py).
 
-Beside that bound, the waits of past jobs of the same shape (nodes, GPUs, CPUs,
+Beside it, the waits of past jobs of the same shape (nodes, GPUs, CPUs,
 partition, time limit), from one sacct call: Start minus Eligible of every user's
 jobs over the last `queue_history_days`, as median and 90th percentile with the
 number of jobs.
@@ -24,6 +25,8 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from snakemake_interface_common.exceptions import WorkflowError
@@ -31,9 +34,10 @@ from snakemake_interface_common.exceptions import WorkflowError
 LOCAL = "local"
 TEST_ONLY = "sbatch --test-only"
 # what a row or the page says of --test-only's figure
-LOWER_BOUND = (
-    "sbatch --test-only sees only the jobs already running (pending jobs of higher "
-    "priority are ignored): its start time is an optimistic lower bound"
+NOT_A_BOUND = (
+    "sbatch --test-only's start is Slurm's estimate now, not a bound either way: it may "
+    "miss pending jobs of higher priority (too early) and takes every job ahead to run "
+    "to its time limit (too late, as it came on the test cluster)"
 )
 UNREADABLE = "could not read the start time"
 # the profile's default resources that every job, and so its sbatch line, gets
@@ -302,7 +306,7 @@ def predict(plans: list[dict], queue: str, site: dict | None = None, run=None,
         "asked_at": now.isoformat(timespec="seconds"),
         "calls": len(answers),
         "note": note,
-        "bound": LOWER_BOUND if queue == "slurm" and note is None else None,
+        "bound": NOT_A_BOUND if queue == "slurm" and note is None else None,
         "history_days": history_days if queue == "slurm" else None,
         "history_note": history_note,
         # whether the rows carry past waits (sacct answered)
@@ -354,3 +358,78 @@ def planned_jobs(plan: dict, queue: str) -> list[dict]:
                 "history_jobs": row["history_jobs"],
             })  # fmt: skip
     return jobs
+
+
+# --- the waits of a study's requests, at aggregation (issue 28: time to result) -------
+
+# which wait a point's time to result adds (scalestudy.analysis.result_time)
+NOW = "now"  # sbatch --test-only, asked at aggregation
+TYPICAL = "typical"  # the median of past jobs of the shape (sacct), enough of them
+UNKNOWN = "unknown wait"  # Slurm could not be asked, or refused the shape
+
+
+@dataclass(frozen=True)
+class QueueAsk:
+    """Where a study's jobs queue, and how aggregation asks for their waits: `queue`
+    "slurm" (the workflow submits to Slurm) or "local" (no queue: every wait 0);
+    `site`: the profile's default resources (SITE_RESOURCES); `history_days`,
+    `min_jobs`: config keys queue_history_days, queue_history_min_jobs (None: no
+    history asked); `run`, `now`: stand-ins for subprocess.run and the clock (tests)."""
+
+    queue: str = LOCAL
+    site: dict = field(default_factory=dict)
+    history_days: int | None = None
+    min_jobs: int | None = None
+    run: Callable | None = None
+    now: datetime | None = None
+
+
+def request_shape(request: dict, partition: str | None) -> dict:
+    """A point's request (scalestudy.analysis.request.point_request) as sacct's history
+    describes a job (job_shape's keys)."""
+    return {"nodes": request["nodes"], "gpus": request["gpus"], "cpus": request["cores"],
+            "partition": partition or None, "minutes": request["time_min"]}  # fmt: skip
+
+
+def request_waits(requests: list[dict], ask_how: QueueAsk) -> dict:
+    """What Slurm says of the waits of the study's requests, one --test-only call per
+    distinct sbatch line (the first that cannot reach Slurm stops the asking: one note)
+    and one sacct call for the past waits. Per point (label): wait_now_s (None: no
+    figure), its queue_note, and the past waits of its shape (past_waits). Locally:
+    every wait_now_s 0 and no call."""
+    now = ask_how.now or datetime.now()
+    local = ask_how.queue != "slurm"
+    past, history_note = [], None
+    if not local and ask_how.history_days and requests:
+        past, history_note = history(ask_how.history_days, ask_how.run)
+    answers: dict[tuple, dict] = {}
+    note = None
+    points = {}
+    for r in requests:
+        found = dict(NO_HISTORY) | {"wait_now_s": 0.0 if local else None, "queue_note": None}
+        points[r["point"]] = found
+        if local or r["resources"] is None:  # no run measured: no request to ask about
+            continue
+        found |= past_waits(past, request_shape(r, ask_how.site.get("slurm_partition")))
+        if note is not None:
+            continue
+        try:
+            command = probe_command(r["resources"], ask_how.site)
+        except WorkflowError as e:  # the plugin would refuse to submit it too
+            found["queue_note"] = f"the Slurm plugin would not submit this job: {e}"
+            continue
+        key = tuple(command)
+        if key not in answers:
+            answers[key], note = ask(command, ask_how.run, now)
+        if note is None:
+            answer = answers[key]
+            found |= {"wait_now_s": answer["predicted_wait_s"], "queue_note": answer["queue_note"]}
+    return {
+        "queue": LOCAL if local else "slurm",
+        "asked_at": None if local else now.isoformat(timespec="seconds"),
+        "calls": len(answers),
+        "note": note,
+        "history_note": history_note,
+        "history_days": None if local else ask_how.history_days,
+        "points": points,
+    }

@@ -106,19 +106,8 @@ def recommend(
     basis = "units x time" if costs is None else "given costs"
     usable = np.isfinite(t) & np.isfinite(c)
     if deadline_s is not None:
-        meet = np.flatnonzero(usable & (t <= deadline_s))
-        if meet.size:
-            best = _pick(meet, c, t, ns)
-            result["cheapest_meeting_deadline"] = _py(ns[best])
-            result["deadline_note"] = f"cost {c[best]:.4g} ({basis}), time {t[best]:.4g} s"
-        elif usable.any():
-            fast = _pick(np.flatnonzero(usable), t, c, ns)
-            result["deadline_note"] = (
-                f"no point finishes within {deadline_s:g} s "
-                f"(fastest: {t[fast]:.4g} s at N={_py(ns[fast])})"
-            )
-        else:
-            result["deadline_note"] = "no point has both a time and a cost"
+        best, note = meeting_deadline(ns, t, c, deadline_s, basis)
+        result["cheapest_meeting_deadline"], result["deadline_note"] = best, note
     if budget is not None:
         within = np.flatnonzero(usable & (c <= budget))
         if within.size:
@@ -134,6 +123,25 @@ def recommend(
         else:
             result["budget_note"] = "no point has both a time and a cost"
     return result
+
+
+def meeting_deadline(ns, t, c, deadline_s: float, basis: str, what: str = "time"):
+    """The cheapest point whose `what` (t, seconds) is at most the deadline (a tie: the
+    faster, then the smaller N), and the note that says it or why there is none."""
+    ns, t, c = (np.asarray(x, dtype=float).ravel() for x in (ns, t, c))
+    usable = np.isfinite(t) & np.isfinite(c)
+    meet = np.flatnonzero(usable & (t <= deadline_s))
+    if meet.size:
+        best = _pick(meet, c, t, ns)
+        return _py(ns[best]), f"cost {c[best]:.4g} ({basis}), {what} {t[best]:.4g} s"
+    if usable.any():
+        fast = _pick(np.flatnonzero(usable), t, c, ns)
+        done = "finishes" if what == "time" else "has its result"
+        return None, (
+            f"no point {done} within {deadline_s:g} s "
+            f"(fastest: {t[fast]:.4g} s at N={_py(ns[fast])})"
+        )
+    return None, "no point has both a time and a cost"
 
 
 def pareto_front(times, costs) -> np.ndarray:

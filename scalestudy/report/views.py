@@ -25,6 +25,7 @@ from scalestudy.contract import (
     GpuVerdict,
     Grid,
     PointRequest,
+    ResultTimes,
     Rounds,
     SeriesFit,
     Staging,
@@ -648,6 +649,58 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
     }
 
 
+# --- time to result (issue 28): the queue wait beside the run time ----------------------
+
+SECONDS = Significant(3, " s")
+
+
+def seconds_with_interval(value, lo, hi) -> str:
+    """A time with its interval, "306 s [306, 307]"; the time alone where the interval
+    is a point."""
+    text = fmt(value, SECONDS.fixed([value]))
+    if value is None or (lo == value and hi == value):
+        return text
+    form = SECONDS.fixed([value, lo, hi]).removesuffix(" s")
+    return f"{text} [{fmt(lo, form)}, {fmt(hi, form)}]"
+
+
+def result_times_view(times: ResultTimes | None) -> dict | None:
+    """Each point's time to result and its wait in words' numbers, keyed by point; the
+    earliest of each series keyed by series (the template names it beside the answer)."""
+    if times is None:
+        return None
+    by_point = {
+        p.point: shallow(p)
+        | {
+            "result": seconds_with_interval(p.result_s, p.result_lo_s, p.result_hi_s),
+            "run": seconds_with_interval(p.run_s, p.run_lo_s, p.run_hi_s),
+            "wait": fmt(p.wait_s, SECONDS.fixed([p.wait_s])),
+            "wait_hi": fmt(p.wait_hi_s, SECONDS.fixed([p.wait_hi_s])),
+        }
+        for p in times.points
+    }
+    return shallow(times) | {
+        "local": times.queue == "local",
+        "by_point": by_point,
+        "earliest": {e.series: by_point[e.point] for e in times.earliest},
+        "bases": sorted({p.basis for p in times.points}),
+    }
+
+
+def result_text(times: ResultTimes | None, point: str | None) -> str | None:
+    """A point's time to result as the summary at the top says it, only where Slurm
+    gave waits (locally the results table's time says it)."""
+    if times is None or not times.waits_known or point is None:
+        return None
+    for p in times.points:
+        if p.point == point:
+            return seconds_with_interval(p.result_s, p.result_lo_s, p.result_hi_s)
+    return None
+
+
+# --- the study ---------------------------------------------------------------------------
+
+
 def pct(share: float) -> str:
     """A share of the study's rules (a margin, a limit) in per cent, without the sign:
     the template says "10 %"."""
@@ -727,6 +780,8 @@ def study_view(
             | {"efficiency_text": fmt(a.efficiency, pattern("efficiency"))}
             | {"steps": {"to": step_text(a.steps.to), "after": step_text(a.steps.after)}}
             | {"threshold": fmt(a.threshold, "{:g}")}
+            # issue 28: the answer's time to result, where Slurm gave waits
+            | {"result_text": result_text(found.time_to_result, a.point)}
             for a in answers
         ],
         "any_fitted": any(a.fitted for a in answers),
@@ -772,4 +827,6 @@ def study_view(
             {"status": e.status, "text": e.text, "broken": e.status in BROKEN}
             for e in analysis.expectations
         ],
+        # issue 28: time to result
+        "result_times": result_times_view(found.time_to_result),
     }
