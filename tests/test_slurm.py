@@ -273,7 +273,8 @@ def test_sacct_figures_are_real_accounting_per_job_and_per_srun_step(mixed):
     assert note is None
     assert jobs[fine]["cpu_s"] > 0 and jobs[fine]["elapsed_s"] > 0 and jobs[fine]["cpus"] >= 1
     assert jobs[fine]["peak_mem_mb"] > 50  # spiral_mlp imports torch
-    assert jobs[step]["elapsed_s"] >= 1.5 and jobs[step]["peak_mem_mb"] > 0
+    # sacct gives whole seconds: the 1.5-s step reads 1 or 2
+    assert jobs[step]["elapsed_s"] >= 1 and jobs[step]["peak_mem_mb"] > 0
     # the same figures straight from sacct
     out = subprocess.run(
         ["sacct", "-n", "-P", "-j", step, "--format=JobID,TotalCPU,MaxRSS"],
