@@ -16,7 +16,8 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.cost import charges, cost_view
+from scalestudy.analysis.cost import Cost, charges, cost_view
+from scalestudy.analysis.energy import energy_findings
 from scalestudy.analysis.intervals import CV_LIMIT, MIN_DEVIATION, Z_LIMIT
 from scalestudy.analysis.layouts import grid_cells, point_layout
 from scalestudy.analysis.predictions import jsonable, usable_runs
@@ -417,9 +418,14 @@ def analysis_of(predictions: dict) -> Analysis:
 
 
 def study_findings(
-    study: Study, summary: pd.DataFrame, runs: pd.DataFrame, predictions: dict
+    study: Study,
+    summary: pd.DataFrame,
+    runs: pd.DataFrame,
+    predictions: dict,
+    accounted: tuple[dict, str | None] | None = None,
 ) -> dict:
-    """The report's numbers of one study, as plain JSON values."""
+    """The report's numbers of one study, as plain JSON values; `accounted`: Slurm
+    accounting's answer where the caller asked it (request.accounting)."""
     base = summary[summary["is_base"]]
     # only the columns said, so that walking the rows stays cheap for wide tables
     failures = runs.loc[runs["status"] != "ok", ["point", "repeat", "reason"]]
@@ -429,6 +435,10 @@ def study_findings(
     disturbed = runs[["point", "repeat"]].assign(disturbed=disturbed)
     facts = study_facts(study)
     per_point = runs.groupby("n")["repeat"].nunique()
+    answers = [
+        answer(p, summary, study) | adaptive_answer(predictions.get("adaptive"))
+        for p in predictions.get("series", [])
+    ]
     return jsonable(
         {
             "study": facts,
@@ -456,14 +466,11 @@ def study_findings(
                 for r in disturbed.itertuples()
                 if isinstance(r.disturbed, str) and r.disturbed
             ],
-            "answers": [
-                answer(p, summary, study) | adaptive_answer(predictions.get("adaptive"))
-                for p in predictions.get("series", [])
-            ],
+            "answers": answers,
             # an adaptive study's rounds: what each measured and why, and why it stopped
             "adaptive": adaptive_findings(study, runs, predictions),
             # what to ask the scheduler for at each point, and what the runs used of it
-            "requests": study_requests(study, summary, runs),
+            "requests": study_requests(study, summary, runs, answered=accounted),
             # several layouts of one total: the fastest, and a grid's heat map
             "layouts": predictions.get("layouts", []),
             "grid": banded(grid_cells(study, summary, predictions.get("layouts", []))),
@@ -476,5 +483,7 @@ def study_findings(
             "allocations": allocations(scheduler(runs)),
             "received": received(runs),
             "environment": distinct_columns(runs, ENVIRONMENT),
+            # energy to result: per point, against the base case, the answer's cost in it
+            "energy": energy_findings(summary, runs, answers, Cost.of(study).energy_weight),
         }
     )

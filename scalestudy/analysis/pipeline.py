@@ -18,8 +18,10 @@ import pandas as pd
 
 from scalestudy.analysis.adaptive import round_of_run, rounds_summary
 from scalestudy.analysis.cost import charges
+from scalestudy.analysis.energy import with_energy
 from scalestudy.analysis.findings import analysis_of, study_findings
 from scalestudy.analysis.predictions import jsonable, split_by_provenance, study_predictions
+from scalestudy.analysis.request import accounting, job_ids
 from scalestudy.analysis.tables import (
     disturbed_reasons,
     runs_from_measured,
@@ -67,9 +69,18 @@ def read_runs(study: Study, inputs: Sequence[str | Path]) -> pd.DataFrame:
     return runs
 
 
-def analyse(study: Study, runs: pd.DataFrame, plans: Sequence[dict] = ()) -> Aggregation:
+def analyse(
+    study: Study, runs: pd.DataFrame, plans: Sequence[dict] = (), sacct=None
+) -> Aggregation:
     """The summary and the analysis of a runs table; `plans`: an adaptive study's round
-    plans (rules/adaptive.smk), in order, which give each run its round."""
+    plans (rules/adaptive.smk), in order, which give each run its round; `sacct`: a
+    stand-in for subprocess.run (tests)."""
+    # Slurm accounting, asked once (only where runs had jobs): its CPU and memory
+    # figures for the requests, its ConsumedEnergy for each run's energy
+    accounted = ({}, None)
+    if study.workload is not None:  # times measured elsewhere have neither
+        accounted = accounting(job_ids(runs), sacct)
+        runs = with_energy(runs, accounted[0])
     if plans:
         runs = runs.assign(
             round=[
@@ -83,7 +94,7 @@ def analyse(study: Study, runs: pd.DataFrame, plans: Sequence[dict] = ()) -> Agg
     if plans:
         spent = charges(runs, study)["su"]
         analysis["adaptive"] = jsonable(rounds_summary(plans, spent, study.repeats))
-    analysis["findings"] = study_findings(study, summary, runs, analysis)
+    analysis["findings"] = study_findings(study, summary, runs, analysis, accounted)
     return Aggregation(runs, summary, analysis_of(analysis))
 
 
