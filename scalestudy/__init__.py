@@ -14,4 +14,4 @@ layers apart."""
 # The figures every study gets (scalestudy.report.plots draws them). Here, not in plots,
 # so that the workflow can name them without importing matplotlib at parse time.
 # "layouts" is a grid study's heat map (the report shows it only for those).
-FIGURES = ("times", "speedup", "efficiency", "cost", "pareto", "phases", "layouts")
+FIGURES = ("times", "speedup", "efficiency", "cost", "pareto", "phases", "layouts", "energy")

@@ -98,10 +98,12 @@ def with_energy(runs: pd.DataFrame, jobs: dict[str, dict]) -> pd.DataFrame:
         s_j, s_why = (None, None) if key is None else slurm_part(jobs.get(key), shared)
         gpu, node = _number(row.energy_gpu_j), _number(row.energy_node_j)
         joules, src = chosen(gpu, node, s_j) if row.status == "ok" else (None, None)
+        # a run that asked for no GPU: its GPU counter is no reason worth saying
+        no_gpu = getattr(row, "gpus", None) == 0
         reasons = [
             f"{what}: {text}"
             for what, text in (
-                ("GPU", row.energy_gpu_why),
+                ("GPU", None if no_gpu else row.energy_gpu_why),
                 ("node", row.energy_node_why),
                 ("Slurm", s_why),
             )
@@ -171,15 +173,14 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[dic
         base = next((found[int(r.n)] for r in rows.itertuples() if r.is_base), None)
         basis = base["source"] if base and base["source"] else _common(found)
         for p in found.values():
-            comparable = p["source"] == basis and p["source"] is not None
-            p["comparable"] = comparable
-            if comparable and base is not None and base["source"] == basis:
+            p["comparable"] = p["source"] == basis and p["source"] is not None
+            p["relative_energy"] = p["relative_ci_lo"] = p["relative_ci_hi"] = None
+            if p["comparable"] and base is not None and base["source"] == basis:
                 p["relative_energy"], p["relative_ci_lo"], p["relative_ci_hi"] = intervals.ratio_ci(
-                    p.pop("values"), base["values"], seed=p["n"]
+                    p["values"], base["values"], seed=p["n"]
                 )
-            else:
-                p.pop("values")
-                p["relative_energy"] = p["relative_ci_lo"] = p["relative_ci_hi"] = None
+        for p in found.values():
+            del p["values"]
         usable = [p for p in found.values() if p["comparable"]]
         front = recommendation.pareto_front(
             [p["time_s"] for p in usable], [p["energy_j"] for p in usable]

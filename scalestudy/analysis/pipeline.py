@@ -78,7 +78,7 @@ def analyse(
     # Slurm accounting, asked once (only where runs had jobs): its CPU and memory
     # figures for the requests, its ConsumedEnergy for each run's energy
     accounted = ({}, None)
-    if study.workload is not None:  # times measured elsewhere have neither
+    if study.measured is None:  # times measured elsewhere have neither
         accounted = accounting(job_ids(runs), sacct)
         runs = with_energy(runs, accounted[0])
     if plans:

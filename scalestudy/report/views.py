@@ -22,6 +22,7 @@ from scalestudy.contract import (
     TELEMETRY,  # the telemetry table's columns, the analysis's list
     Analysis,
     Comparison,
+    Energy,
     GpuVerdict,
     Grid,
     PointRequest,
@@ -443,6 +444,67 @@ def staging_view(staging: Staging | None) -> dict | None:
     return {"first": staging.rows[0], "last": staging.rows[-1], "rows": view}
 
 
+# --- energy to result (issue 29) -------------------------------------------------------
+
+
+def energy_view(energy: Energy | None) -> dict | None:
+    """Energy per result of each point formatted (kJ with its interval, ratio to the base
+    case with its interval), and each series' answer's figures; None where the study has
+    no records. Which point is least and which are on the front the analysis decided."""
+    if energy is None:
+        return None
+
+    def kj(joules) -> str:
+        return fmt(joules and joules / 1000, "{:.3g}")
+
+    return {
+        "measured": energy.measured,
+        "not_measured": energy.not_measured,
+        "weight": fmt(energy.weight_su_per_kwh, "{:g}") if energy.weight_su_per_kwh else None,
+        "has_series": any(p.series for p in energy.points),
+        "points": [
+            {
+                "series": p.series,
+                "point": p.point,
+                "runs": p.runs,
+                "energy": kj(p.energy_j),
+                "energy_ci": f"[{kj(p.energy_ci_lo)}, {kj(p.energy_ci_hi)}]",
+                "relative": fmt(p.relative_energy, "{:.2f}"),
+                "relative_ci": f"[{fmt(p.relative_ci_lo, '{:.2f}')}, "
+                f"{fmt(p.relative_ci_hi, '{:.2f}')}]",
+                "source": p.source_words,
+                "not_measured": p.not_measured,
+                "comparable": p.comparable,
+                "least": p.least,
+                "pareto": p.pareto,
+            }
+            for p in energy.points
+        ],
+        "answers": {
+            a.series or "": {
+                "point": a.point,
+                "speedup": fmt(a.speedup, "{:.2f}"),
+                "relative": fmt(a.relative_energy, "{:.2f}"),
+                "not_measured": a.not_measured,
+                "base_point": a.base_point,
+                "least_point": a.least_point,
+                "least_relative": fmt(a.least_relative_energy, "{:.2f}"),
+            }
+            for a in energy.answers
+        },
+    }
+
+
+def energy_of_answer(energy: Energy | None, series: str | None) -> dict | None:
+    """energy_view's answer of a series, where any energy was measured."""
+    if energy is None or not energy.measured:
+        return None
+    return energy_view(energy)["answers"].get(series or "")
+
+
+# --- end of energy to result ------------------------------------------------------------
+
+
 def gigabytes(mb) -> str:
     """A measured memory in GB, two significant digits."""
     return fmt(mb and mb / 1024, "{:.2g} GB")
@@ -611,7 +673,10 @@ def study_view(
         "figures": {
             k: data_uri(v)
             for k, v in figures.items()
-            if (k != "phases" or study.measured is None) and (k != "layouts" or found.grid)
+            if (k != "phases" or study.measured is None)
+            and (k != "layouts" or found.grid)
+            # the energy figure only where energy was measured
+            and (k != "energy" or (found.energy is not None and found.energy.measured))
         },
         "failures": found.failures,
         "mismatches": found.mismatches,
@@ -626,6 +691,8 @@ def study_view(
             | {"efficiency_text": fmt(a.efficiency, pattern("efficiency"))}
             | {"steps": {"to": step_text(a.steps.to), "after": step_text(a.steps.after)}}
             | {"threshold": fmt(a.threshold, "{:g}")}
+            # energy to result (issue 29): the answer's cost in energy, where measured
+            | {"energy": energy_of_answer(found.energy, a.series)}
             for a in answers
         ],
         "any_fitted": any(a.fitted for a in answers),
@@ -664,4 +731,6 @@ def study_view(
         "telemetry": telemetry,
         "staging": staging_view(found.staging),
         "environment": [(label(c), values) for c, values in found.environment],
+        # energy to result (issue 29)
+        "energy": energy_view(found.energy),
     }
