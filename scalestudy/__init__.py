@@ -13,5 +13,6 @@ layers apart."""
 
 # The figures every study gets (scalestudy.report.plots draws them). Here, not in plots,
 # so that the workflow can name them without importing matplotlib at parse time.
-# "layouts" is a grid study's heat map (the report shows it only for those).
+# "layouts" is a grid study's heat map (the report shows it only for those); "energy", time
+# against energy per result (shown only where energy was measured).
 FIGURES = ("times", "speedup", "efficiency", "cost", "pareto", "phases", "layouts", "energy")

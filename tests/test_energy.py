@@ -151,6 +151,13 @@ def test_nvml_without_the_counter_is_not_measured():
     assert part["joules"] is None and part["not_measured"].startswith("no counter: NVML")
 
 
+def test_nvml_counter_that_went_back_is_not_measured():
+    nvml = FakeNvml(step_mj=-5)
+    meter = energy.NvmlMeter([(0, None)], nvml, environ={})
+    meter.start()
+    assert meter.stop()["not_measured"].startswith("not readable: NVML total energy went back")
+
+
 def test_a_rank_on_cpu_reads_no_gpu_and_its_node_once(tmp_path):
     root = powercap(tmp_path, {"intel-rapl:0": (0, 10**9)})
     with energy.RankEnergy(energy.gpus_of("cpu"), True, powercap=root) as meter:

@@ -209,6 +209,9 @@ class NvmlMeter:
             self._shutdown()
             return not_measured(f"not readable: NVML total energy: {type(e).__name__}: {e}")
         self._shutdown()
+        if any(b < a for a, b in zip(self._start, end, strict=True)):
+            # the counter starts at the driver's load: it went back, so it was reloaded
+            return not_measured("not readable: NVML total energy went back (driver reloaded)")
         per_gpu = {u: (b - a) / 1000 for u, a, b in zip(self.uuids, self._start, end, strict=True)}
         return measured(sum(per_gpu.values()), "nvml", NVML_SCOPE) | {"devices": per_gpu}
 
