@@ -91,7 +91,8 @@ def test_the_report_says_the_answer_in_energy_and_shows_the_figure(tmp_path):
     text = text_of(render("t", [view]))
     assert "t2 is 1.67x faster for 0.68x the energy of the base case t1" in text
     assert "least energy per result: t2 (0.68x the base case's)" in text
-    assert "Energy to result" in text and "0.11 [0.1, 0.12]" in text  # kJ
+    assert "Energy to result" in text and "0.110 [0.100, 0.120]" in text  # kJ, one precision
+    assert "0.68 [" in text  # relative energy with its interval
     assert "RAPL (CPU packages of the node)" in text
 
 

@@ -447,6 +447,18 @@ def staging_view(staging: Staging | None) -> dict | None:
 # --- energy to result (issue 29) -------------------------------------------------------
 
 
+# the energy table's columns, in their one precision, with their intervals
+COLUMNS |= {
+    "energy_kj": ("energy per result (kJ, median [95 % CI])", Significant(3)),
+    "relative_energy": ("relative to the base case [95 % CI]", "{:.2f}"),
+}
+WITH_CI |= {
+    "energy_kj": ("energy_kj_ci_lo", "energy_kj_ci_hi"),
+    "relative_energy": ("relative_ci_lo", "relative_ci_hi"),
+}
+ENERGY = ["energy_kj", "relative_energy"]
+
+
 def energy_view(energy: Energy | None) -> dict | None:
     """Energy per result of each point formatted (kJ with its interval, ratio to the base
     case with its interval), and each series' answer's figures; None where the study has
@@ -454,9 +466,19 @@ def energy_view(energy: Energy | None) -> dict | None:
     if energy is None:
         return None
 
-    def kj(joules) -> str:
-        return fmt(joules and joules / 1000, "{:.3g}")
+    def kj(joules):
+        return None if joules is None else joules / 1000
 
+    rows = [
+        shallow(p)
+        | {
+            "energy_kj": kj(p.energy_j),
+            "energy_kj_ci_lo": kj(p.energy_ci_lo),
+            "energy_kj_ci_hi": kj(p.energy_ci_hi),
+        }
+        for p in energy.points
+    ]
+    formatted = table(rows, ENERGY)
     return {
         "measured": energy.measured,
         "not_measured": energy.not_measured,
@@ -467,18 +489,15 @@ def energy_view(energy: Energy | None) -> dict | None:
                 "series": p.series,
                 "point": p.point,
                 "runs": p.runs,
-                "energy": kj(p.energy_j),
-                "energy_ci": f"[{kj(p.energy_ci_lo)}, {kj(p.energy_ci_hi)}]",
-                "relative": fmt(p.relative_energy, "{:.2f}"),
-                "relative_ci": f"[{fmt(p.relative_ci_lo, '{:.2f}')}, "
-                f"{fmt(p.relative_ci_hi, '{:.2f}')}]",
+                "energy": f["energy_kj"],
+                "relative": f["relative_energy"],
                 "source": p.source_words,
                 "not_measured": p.not_measured,
                 "comparable": p.comparable,
                 "least": p.least,
                 "pareto": p.pareto,
             }
-            for p in energy.points
+            for p, f in zip(energy.points, formatted, strict=True)
         ],
         "answers": {
             a.series or "": {
