@@ -259,3 +259,36 @@ def test_the_wrap_check_thread_stops(tmp_path):
     set_uj(root, "intel-rapl:0", 1_000_000)
     assert meter.stop()["joules"] == 1.0
     assert not meter._thread.is_alive()
+
+
+def test_the_worker_reads_the_counters_around_the_workload(tmp_path, monkeypatch):
+    """The worker's wiring, in-process: a command that adds 5 J to a fake package
+    counter while it runs, read by the node's first rank; the launcher's combination
+    keeps it only for a run that held the whole machine."""
+    from functools import partial
+
+    from scalestudy.compute import worker
+    from scalestudy.study.run_spec import run_spec
+    from tests.test_studies import model
+
+    root = powercap(tmp_path / "powercap", {"intel-rapl:0": (1_000_000, 10**12)})
+    counter = root / "intel-rapl:0" / "energy_uj"
+    monkeypatch.setattr(worker, "RankEnergy", partial(energy.RankEnergy, powercap=root))
+    # run_workload sets the rank's variables in os.environ: restored after the test
+    for name, value in {"OMP_NUM_THREADS": "1", "RANK": "0", "LOCAL_RANK": "0",
+                        "WORLD_SIZE": "1", "NODE_RANK": "0"}.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    add_5_joules = ["sh", "-c", f"echo 6000000 > {counter}"]
+    study = {"workload": "command", "params": {"command": add_5_joules},
+             "scaling": {"axis": "threads", "points": [1]}}  # fmt: skip
+    spec = run_spec(model({"studies": {"s": study}}), 1, 1) | {"data_dir": str(tmp_path)}
+    result = worker.run_workload(spec, time.time())
+    assert result["status"] == "ok", result["reason"]
+    assert result["energy"]["node"]["joules"] == 5.0
+    assert result["energy"]["gpu"]["not_measured"] == "no counter: the run used no GPU"
+    results = {0: result}
+    whole = run_energy(spec, results, {"machine_cpus": 1}, {}, [])
+    assert whole["node"] == energy.measured(5.0, "rapl", energy.RAPL_SCOPE) | {"nodes": 1}
+    shared = run_energy(spec, results, {"machine_cpus": 16}, {}, [])
+    assert shared["node"]["joules"] is None
+    assert shared["node"]["not_measured"].startswith("shared node")
