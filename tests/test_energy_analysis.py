@@ -199,3 +199,22 @@ def test_slurm_energy_counts_only_for_jobs_that_had_their_nodes_to_themselves():
     shared = with_energy(runs.reset_index(drop=True).assign(slurm_oversubscribe="OK"), jobs)
     assert shared.loc[0, "energy_slurm_why"].startswith("shared node")
     assert shared.loc[2, ["energy_j", "energy_source"]].tolist() == [50.0, "nvml"]
+
+
+def test_a_point_leaves_out_the_runs_its_time_leaves_out():
+    from scalestudy.analysis.energy import point_energy
+
+    runs = pd.DataFrame(
+        {
+            "status": ["ok", "ok", "ok", "failed"],
+            "mismatch": [False, True, False, False],
+            "disturbed": [None, None, "others used 0.9 cores", None],
+            "energy_j": [10.0, 99.0, 50.0, None],
+            "energy_source": ["rapl"] * 3 + [None],
+            "energy_why": [None, None, None, "the run failed"],
+        }
+    )
+    values, source, why = point_energy(runs)
+    assert values.tolist() == [10.0] and source == "rapl" and why is None
+    kept, _, _ = point_energy(runs, keep_mismatched=True, keep_disturbed=True)
+    assert kept.tolist() == [10.0, 99.0, 50.0]

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from scalestudy.analysis import intervals, recommendation
+from scalestudy.analysis.cost import Cost
 from scalestudy.analysis.request import run_accounting_keys
 
 # the runs table's energy columns from a record (record_columns) and from the choice
@@ -127,12 +128,19 @@ def with_energy(runs: pd.DataFrame, jobs: dict[str, dict]) -> pd.DataFrame:
     )
 
 
-def point_energy(group: pd.DataFrame) -> tuple[np.ndarray, str | None, str | None]:
-    """A point's successful runs' energies from its most common source, that source, and
-    why there are none."""
+def point_energy(
+    group: pd.DataFrame, keep_mismatched: bool = False, keep_disturbed: bool = False
+) -> tuple[np.ndarray, str | None, str | None]:
+    """A point's energies from its most common source, that source, and why there are
+    none: over the runs its time uses (successful; not mismatched, not disturbed by
+    others unless the study keeps them: others' work would be in a node's counter)."""
     ok = group[group["status"] == "ok"] if "status" in group else group
+    if not keep_mismatched and "mismatch" in ok:
+        ok = ok[~ok["mismatch"].astype(bool)]
+    if not keep_disturbed and "disturbed" in ok:
+        ok = ok[ok["disturbed"].astype(object).fillna("") == ""]
     if "energy_j" not in ok or ok.empty:
-        return np.array([]), None, "no successful run"
+        return np.array([]), None, "no run that measures the point"
     measured = ok[ok["energy_j"].notna()]
     if measured.empty:
         reasons = ok["energy_why"].dropna().astype(str)
@@ -142,7 +150,7 @@ def point_energy(group: pd.DataFrame) -> tuple[np.ndarray, str | None, str | Non
     return values, str(source), None
 
 
-def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[dict], weight):
+def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[dict], study):
     """Per point the median energy per result (one run) with its 95 % interval, its ratio
     to the base case (ratio of medians, bootstrap interval) and the energy Pareto front
     against time; per series the least-energy point and what the recommended point costs
@@ -154,7 +162,9 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[dic
     for name, rows in summary.groupby(summary["series"].fillna(""), sort=False):
         found = {}
         for row in rows.itertuples():
-            values, source, why = point_energy(runs[runs["point"] == row.point])
+            values, source, why = point_energy(
+                runs[runs["point"] == row.point], study.include_mismatched, study.include_shared
+            )
             median, lo, hi = intervals.median_ci(values)
             found[int(row.n)] = {
                 "series": name,
@@ -205,7 +215,7 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[dic
         "not_measured": why,
         "points": points,
         "answers": series_answers,
-        "weight_su_per_kwh": float(weight),
+        "weight_su_per_kwh": Cost.of(study).energy_weight,
     }
 
 

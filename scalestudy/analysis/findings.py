@@ -16,7 +16,7 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.cost import Cost, charges, cost_view
+from scalestudy.analysis.cost import charges, cost_view
 from scalestudy.analysis.energy import energy_findings
 from scalestudy.analysis.intervals import CV_LIMIT, MIN_DEVIATION, Z_LIMIT
 from scalestudy.analysis.layouts import grid_cells, point_layout
@@ -484,6 +484,6 @@ def study_findings(
             "received": received(runs),
             "environment": distinct_columns(runs, ENVIRONMENT),
             # energy to result: per point, against the base case, the answer's cost in it
-            "energy": energy_findings(summary, runs, answers, Cost.of(study).energy_weight),
+            "energy": energy_findings(summary, runs, answers, study),
         }
     )
