@@ -19,9 +19,10 @@ from tests.test_records import good_record
 
 def powercap(root, zones: dict[str, tuple[int, int]]):
     """zones: name -> (energy_uj, max_energy_range_uj), with a subzone that must not count."""
-    for name, (uj, max_uj) in zones.items():
+    for k, (name, (uj, max_uj)) in enumerate(zones.items()):
         folder = root / name
         folder.mkdir(parents=True)
+        (folder / "name").write_text(f"package-{k}\n")
         (folder / "energy_uj").write_text(f"{uj}\n")
         (folder / "max_energy_range_uj").write_text(f"{max_uj}\n")
         sub = root / f"{name}:0"  # the package's core domain: inside its package
@@ -37,10 +38,16 @@ def set_uj(root, name: str, uj: int) -> None:
 
 def test_rapl_sums_packages_and_skips_subzones(tmp_path):
     root = powercap(tmp_path, {"intel-rapl:0": (1_000_000, 10**9), "intel-rapl:1": (0, 10**9)})
+    psys = root / "intel-rapl:2"  # the platform zone holds the packages too: not counted
+    psys.mkdir()
+    (psys / "name").write_text("psys\n")
+    (psys / "energy_uj").write_text("5\n")
+    (psys / "max_energy_range_uj").write_text("1000000000\n")
     meter = energy.RaplMeter(root, wrap_check_s=3600)
     meter.start()
     set_uj(root, "intel-rapl:0", 3_500_000)
     set_uj(root, "intel-rapl:1", 1_500_000)
+    set_uj(root, "intel-rapl:2", 9_000_000)  # psys
     part = meter.stop()
     assert part == {
         "joules": 4.0,

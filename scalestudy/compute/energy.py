@@ -32,7 +32,8 @@ from pathlib import Path
 from scalestudy.compute.harness import visible_devices
 
 POWERCAP = Path("/sys/class/powercap")
-# top-level package zones only: intel-rapl:0:0 (core, uncore, dram) is inside its package
+# top-level zones (intel-rapl:0:0, core or uncore, is inside its package; DRAM is not
+# counted) whose name is package-<k>: a platform zone (psys) holds the packages too
 PACKAGE_ZONE = re.compile(r"^(intel-rapl|amd-rapl):\d+$")
 WRAP_CHECK_S = 30.0
 NVML_SCOPE = "whole board of each GPU the run used (NVML total energy)"
@@ -57,10 +58,23 @@ class Zone:
     max_uj: int
 
 
+def _zone_name(folder: Path) -> str:
+    """The zone's own name (package-0, psys, dram); a zone that does not say is taken
+    for a package, as the kernel names every top-level RAPL zone but these."""
+    try:
+        return (folder / "name").read_text().strip()
+    except OSError:
+        return "package"
+
+
 def rapl_zones(root: Path = POWERCAP) -> tuple[list[Zone], str | None]:
     """The package zones under `root` and None, or [] and why they cannot be read."""
     try:
-        names = sorted(p.name for p in Path(root).iterdir() if PACKAGE_ZONE.match(p.name))
+        names = sorted(
+            p.name
+            for p in Path(root).iterdir()
+            if PACKAGE_ZONE.match(p.name) and _zone_name(p).startswith("package")
+        )
     except OSError:
         return [], "no counter: no RAPL powercap interface on this node"
     if not names:
