@@ -218,3 +218,24 @@ def test_a_point_leaves_out_the_runs_its_time_leaves_out():
     assert values.tolist() == [10.0] and source == "rapl" and why is None
     kept, _, _ = point_energy(runs, keep_mismatched=True, keep_disturbed=True)
     assert kept.tolist() == [10.0, 99.0, 50.0]
+
+
+def test_a_base_case_on_a_shared_node_leaves_the_answer_without_a_ratio(tmp_path):
+    paths = records(tmp_path)
+    for path in paths:
+        record = json.loads(path.read_text())
+        if record["point"] == "t1":  # one thread of two: the node was shared
+            record["energy"]["node"] = not_measured("shared node: the run had only a share")
+            path.write_text(json.dumps(record))
+    result = aggregate(study(), paths)
+    energy = result.analysis.findings.energy
+    t1, t2 = energy.points
+    assert t1.energy_j is None and t1.not_measured == "node: shared node: the run had only a share"
+    assert t2.energy_j == 75.0 and t2.relative_energy is None and t2.least
+    (answer,) = energy.answers
+    assert answer.point == "t2" and answer.relative_energy is None
+    assert answer.not_measured == "node: shared node: the run had only a share"
+    text = text_of(render("t", [study_view(result.analysis_as_read(), result.summary, {})]))
+    assert "In energy: t2 not measured against the base case (node: shared node" in text
+    assert "least energy per result: t2." in text
+    assert "not measured: node: shared node: the run had only a share" in text  # its row

@@ -234,9 +234,11 @@ def _answer(series: str, found: dict, base: dict | None, least: dict | None, ans
         "point": chosen_point["point"] if chosen_point else None,
         "speedup": answer.get("speedup") if chosen_point else None,
         "relative_energy": chosen_point["relative_energy"] if chosen_point else None,
+        # why the recommended point has no ratio (None: it has one, or there is no point)
         "not_measured": None
-        if chosen_point and chosen_point["relative_energy"] is not None
-        else (chosen_point or base or {}).get("not_measured")
+        if chosen_point is None or chosen_point["relative_energy"] is not None
+        else chosen_point["not_measured"]
+        or (base or {}).get("not_measured")
         or "not measured from the same source as the base case",
         "base_point": base["point"] if base else None,
         "least_point": least["point"] if least else None,

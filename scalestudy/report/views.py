@@ -507,7 +507,9 @@ def energy_view(energy: Energy | None) -> dict | None:
                 "not_measured": a.not_measured,
                 "base_point": a.base_point,
                 "least_point": a.least_point,
-                "least_relative": fmt(a.least_relative_energy, "{:.2f}"),
+                "least_relative": None
+                if a.least_relative_energy is None
+                else fmt(a.least_relative_energy, "{:.2f}"),
             }
             for a in energy.answers
         },
