@@ -13,5 +13,10 @@ layers apart."""
 
 # The figures every study gets (scalestudy.report.plots draws them). Here, not in plots,
 # so that the workflow can name them without importing matplotlib at parse time.
-# "layouts" is a grid study's heat map (the report shows it only for those).
-FIGURES = ("times", "speedup", "efficiency", "cost", "pareto", "phases", "layouts", "baseline")
+# "layouts" is a grid study's heat map (the report shows it only for those); "baseline"
+# both speedup curves, now and the baseline's (only with a baseline); "energy", time
+# against energy per result (shown only where energy was measured).
+FIGURES = (
+    "times", "speedup", "efficiency", "cost", "pareto", "phases", "layouts", "baseline",
+    "energy",
+)  # fmt: skip

@@ -110,6 +110,33 @@ def schema_errors(record: dict) -> str | None:
     return f"invalid record: {fast_message}" if fast_message else None
 
 
+# the counters a record's energy may come from (scalestudy/compute/energy.py); a figure
+# from anything else (a TDP estimate, power x time) is no measurement
+ENERGY_SOURCES = ("nvml", "rapl")
+
+
+def unsourced_energy(record: dict) -> str | None:
+    """Why a record's energy cannot stand (None: it can): a figure must name its counter,
+    and a part without a figure must say why it was not measured."""
+    energy = record.get("energy")
+    if not isinstance(energy, dict):
+        return None
+    for name in ("gpu", "node"):
+        part = energy.get(name)
+        if not isinstance(part, dict):
+            continue
+        joules, source = part.get("joules"), part.get("source")
+        if joules is not None and source not in ENERGY_SOURCES:
+            return (
+                f"energy.{name} claims {plain(joules)} J without a source "
+                f"(source {plain(source)}; a figure must come from one of "
+                f"{', '.join(ENERGY_SOURCES)})"
+            )
+        if joules is None and not part.get("not_measured"):
+            return f"energy.{name} has no figure and does not say why it was not measured"
+    return None
+
+
 def _reject_constant(name: str):
     raise ValueError(f"non-numeric constant {name} (NaN/Infinity are not allowed)")
 
@@ -121,7 +148,7 @@ def parse_record_text(text: str, source: str) -> dict:
         raise RecordError(f"{source}: not a complete JSON record ({e})") from None
     if not isinstance(record, dict):
         raise RecordError(f"{source}: a record must be a JSON object")
-    problem = schema_errors(record) or self_inconsistency(record)
+    problem = unsourced_energy(record) or schema_errors(record) or self_inconsistency(record)
     if problem:
         raise RecordError(f"{source}: {problem}")
     return record

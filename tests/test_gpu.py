@@ -116,3 +116,27 @@ def test_gpu_point_through_the_launcher_records_the_gpu(tmp_path, monkeypatch):
     received = record["resources"]["received"]
     assert received["gpus_visible"] >= 1 and record["resources"]["mismatch"] is False
     assert record["environment"]["gpu_models"][0] == torch.cuda.get_device_name(0)
+    # the run's GPU energy: from NVML's counter, or not measured with why
+    gpu_energy = record["energy"]["gpu"]
+    assert gpu_energy["source"] == "nvml" or gpu_energy["not_measured"], gpu_energy
+
+
+def test_nvml_energy_of_gpu_work_is_read_from_the_counter():
+    """NVML's total energy at the start and end of real GPU work: a positive figure with
+    its source (Volta or newer), or "no counter" on an older GPU, never a guess."""
+    pytest.importorskip("pynvml")
+    from scalestudy.compute.energy import RankEnergy, gpus_of
+
+    device = torch.device("cuda", 0)
+    with RankEnergy(gpus_of(device, torch), node_reader=False) as meter:
+        a = torch.randn(4096, 4096, device=device)
+        for _ in range(200):
+            a = a @ a
+            a = a / a.norm()
+        torch.cuda.synchronize(device)
+    gpu = meter.result["gpu"]
+    if gpu["joules"] is None:
+        assert gpu["not_measured"].startswith("no counter"), gpu
+        pytest.skip(f"this GPU has no energy counter: {gpu['not_measured']}")
+    assert gpu["source"] == "nvml" and gpu["joules"] > 0
+    assert len(gpu["devices"]) == 1 and next(iter(gpu["devices"])).startswith(("GPU-", "MIG-"))

@@ -53,6 +53,9 @@ def test_successful_run_writes_a_full_record(fashion_root, tmp_path, threads_env
     env = record["environment"]
     assert env["torch"].startswith("2.") and env["python"] and env["host"]
     assert "workflow_commit" in env
+    # no GPU, and (here) no powercap: energy is "not measured" with why, never a guess
+    assert record["energy"]["gpu"]["not_measured"] == "no counter: the run used no GPU"
+    assert record["energy"]["node"]["joules"] is None and record["energy"]["node"]["not_measured"]
     assert list(tmp_path.iterdir()) == [path]  # the work folder is cleaned up
 
 

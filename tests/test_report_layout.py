@@ -46,8 +46,9 @@ def layouts(report):
     return {w: report_layout(report, w, screenshot=shots / f"report-{w}.png") for w in WIDTHS}
 
 
-# no grid study (the layouts heat map) and no baseline among the studies shown
-NOT_SHOWN = {"layouts", "baseline"}
+# no grid study (the layouts heat map), no baseline, and no energy measured (no counter
+# on the test machine) among the studies shown
+NOT_SHOWN = {"layouts", "baseline", "energy"}
 
 
 @in_the_browser

@@ -51,7 +51,7 @@ def test_defaults_are_filled_in():
     s = config["studies"]["s"]
     assert s["repeats"] == 3
     assert s["resources"] == {"mem_mb": 4000, "runtime": 30}
-    assert s["cost"] == {"core_weight": 1, "gpu_weight": 2, "partitions": {}}
+    assert s["cost"] == {"core_weight": 1, "gpu_weight": 2, "energy_weight": 0, "partitions": {}}
     assert s["scaling"]["axis"] == "threads" and s["scaling"]["device"] == "cpu"
     assert s["params"]["lr"] == 1.0 and s["params"]["gamma"] == 0.7
     assert config["data_dir"] == "data"

@@ -129,7 +129,7 @@ def test_a_validated_study_becomes_the_model_with_every_default():
         2, "wall", "strong", "cpu"
     )  # fmt: skip
     assert study.convergence.tolerance == 0.1 and study.convergence.metric is None
-    assert study.cost == {"core_weight": 1, "gpu_weight": 2, "partitions": {}}
+    assert study.cost == {"core_weight": 1, "gpu_weight": 2, "energy_weight": 0, "partitions": {}}
     assert study.scaling.points == (1, 2) and study.scaling.base is None
     assert study.recommend.deadline_s is None and study.verdict.size_param is None
     assert study.params["lr"] == 1.0  # the workload's own default
@@ -162,7 +162,7 @@ def test_a_series_sees_its_overrides_merged_key_by_key():
     assert big.scaling.points == (2, 4) and big.scaling.base == 2
     assert big.scaling.axis == study.scaling.axis
     assert big.resources.mem_mb == 8000 and big.resources.runtime == study.resources.runtime
-    assert big.cost == {"core_weight": 1, "gpu_weight": 50, "partitions": {}}
+    assert big.cost == {"core_weight": 1, "gpu_weight": 50, "energy_weight": 0, "partitions": {}}
     # a series split by provenance sees its configured series
     assert study.for_series("big [GPU model=A100]") == big
     assert study.for_series("same") == study.for_series("") == study

@@ -1,6 +1,7 @@
 """Service units (SU): what an allocation is charged, priced in one place.
 
     SU = (core_weight x cores + gpu_weight x GPUs) x hours of whole-job (wall) time
+         + energy_weight x kWh of measured energy  (energy_weight 0 by default: off)
 
 The weights are a study's `cost`; a series' own `cost` overrides it key by key
 (Study.for_series), and a run on a Slurm partition listed under `cost.partitions`
@@ -12,6 +13,11 @@ Time basis: every SU figure prices whole-job (wall) time, what the allocation is
 charged, whatever time the study's speedups use (`time: train` or `steady`). The
 summary's `su` (and so `relative_su`, the Pareto front and the deadline and budget
 picks), the study's charges and the GPU verdict's SU per result all come from here.
+
+Energy is charged only where a centre charges for it (cost.energy_weight, SU per kWh)
+and only as measured (scalestudy.analysis.energy: counters, never estimates): a run
+without a measurement is charged no energy, and the plan, which runs nothing, prices
+none.
 
 What runs cost is one function, `charges`: every run counts, failed and killed ones
 too, each at its whole-job (elapsed) time, priced with its series' weights on its
@@ -31,6 +37,7 @@ from scalestudy.model import Study
 
 SECONDS_PER_MINUTE = 60
 SECONDS_PER_HOUR = 3600.0
+JOULES_PER_KWH = 3.6e6
 WEIGHTS = ("core_weight", "gpu_weight")
 # the one time basis of every SU figure, in the report's words
 BASIS = "hours of whole-job (wall) time"
@@ -67,10 +74,13 @@ class Cost:
 
     rate: Rate
     partitions: tuple[tuple[str, Rate], ...] = ()
+    energy_weight: float = 0.0  # SU per kWh of measured energy
 
     @classmethod
     def from_config(cls, cost: Mapping) -> Cost:
-        """From a study's validated `cost` (Study.cost: both weights, and partitions)."""
+        """From a study's validated `cost` (Study.cost: both weights, and partitions;
+        energy_weight, whose schema default is 0: a cost built by hand without it
+        charges no energy)."""
         rate = Rate(*(float(cost[k]) for k in WEIGHTS))
         return cls(
             rate,
@@ -78,6 +88,7 @@ class Cost:
                 (str(name), _rate(own or {}, asdict(rate)))
                 for name, own in cost["partitions"].items()
             ),
+            float(cost["energy_weight"]) if "energy_weight" in cost else 0.0,
         )
 
     @classmethod
@@ -98,9 +109,19 @@ class Cost:
         """SU per hour of whole-job time for (cores, gpus) on `partition`."""
         return self.rate_on(partition).per_hour(cores, gpus)
 
-    def su(self, cores, gpus, seconds, partition=None):
-        """SU of a job of `seconds` whole-job (wall) time; NaN seconds give NaN."""
-        return self.per_hour(cores, gpus, partition) * seconds / SECONDS_PER_HOUR
+    def su(self, cores, gpus, seconds, partition=None, energy_j=None):
+        """SU of a job of `seconds` whole-job (wall) time; NaN seconds give NaN. With an
+        energy weight, plus its measured `energy_j` (None or NaN: not measured, no charge)."""
+        su = self.per_hour(cores, gpus, partition) * seconds / SECONDS_PER_HOUR
+        if self.energy_weight and energy_j is not None and np.isfinite(energy_j):
+            su = su + self.energy_weight * energy_j / JOULES_PER_KWH
+        return su
+
+    def energy_text(self) -> str | None:
+        """The energy charge in words; None where energy is not charged."""
+        if not self.energy_weight:
+            return None
+        return f"{_number(self.energy_weight)} SU per kWh of measured energy"
 
     def describe(self) -> list[tuple[str, str]]:
         """(where, weights in words): the cost's own, then each partition's."""
@@ -119,12 +140,18 @@ def run_su(runs: pd.DataFrame, study: Study) -> np.ndarray:
         else [""] * len(runs)
     )
     partitions = runs["partition"] if "partition" in runs else [None] * len(runs)
+    # measured energy (scalestudy.analysis.energy.with_energy), charged where weighted
+    energies = (
+        pd.to_numeric(runs["energy_j"], errors="coerce")
+        if "energy_j" in runs
+        else [None] * len(runs)
+    )
     costs = {name: Cost.of(study, name) for name in set(names)}
     return np.array(
         [
-            costs[name].su(cores, gpus, t, partition)
-            for name, cores, gpus, t, partition in zip(
-                names, runs["cores"], runs["gpus"], seconds, partitions, strict=True
+            costs[name].su(cores, gpus, t, partition, energy)
+            for name, cores, gpus, t, partition, energy in zip(
+                names, runs["cores"], runs["gpus"], seconds, partitions, energies, strict=True
             )
         ],
         dtype=float,
@@ -158,4 +185,5 @@ def cost_view(study: Study) -> dict:
         "rate": rows[0][1],
         "others": [{"where": where, "rate": text} for where, text in rows[1:]],
         "basis": BASIS,
+        "energy": own.energy_text(),
     }

@@ -18,6 +18,7 @@ import pandas as pd
 
 from scalestudy.analysis.baseline import fingerprint
 from scalestudy.analysis.cost import charges, cost_view
+from scalestudy.analysis.energy import energy_findings
 from scalestudy.analysis.intervals import CV_LIMIT, MIN_DEVIATION, Z_LIMIT
 from scalestudy.analysis.layouts import grid_cells, point_layout
 from scalestudy.analysis.predictions import jsonable, usable_runs
@@ -437,9 +438,11 @@ def study_findings(
     runs: pd.DataFrame,
     predictions: dict,
     ask_how: QueueAsk | None = None,
+    accounted: tuple[dict, str | None] | None = None,
 ) -> dict:
     """The report's numbers of one study, as plain JSON values (`ask_how`: where its jobs
-    queue, for the time to result)."""
+    queue, for the time to result; `accounted`: Slurm accounting's answer where the
+    caller asked it, request.accounting)."""
     base = summary[summary["is_base"]]
     # only the columns said, so that walking the rows stays cheap for wide tables
     failures = runs.loc[runs["status"] != "ok", ["point", "repeat", "reason"]]
@@ -449,7 +452,7 @@ def study_findings(
     disturbed = runs[["point", "repeat"]].assign(disturbed=disturbed)
     facts = study_facts(study)
     per_point = runs.groupby("n")["repeat"].nunique()
-    requests = study_requests(study, summary, runs)
+    requests = study_requests(study, summary, runs, answered=accounted)
     times = result_times(study, runs, requests, ask_how)
     answers = [
         answer(p, summary, study) | adaptive_answer(predictions.get("adaptive"))
@@ -505,5 +508,7 @@ def study_findings(
             "fingerprint": fingerprint(study, runs),
             # issue 28: the queue wait beside the run time
             "time_to_result": times,
+            # energy to result: per point, against the base case, the answer's cost in it
+            "energy": energy_findings(summary, runs, answers, study),
         }
     )

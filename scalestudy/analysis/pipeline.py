@@ -19,11 +19,13 @@ import pandas as pd
 from scalestudy.analysis.adaptive import round_of_run, rounds_summary
 from scalestudy.analysis.baseline import _times, compare
 from scalestudy.analysis.cost import charges
+from scalestudy.analysis.energy import with_energy
 from scalestudy.analysis.findings import analysis_of, study_findings
 from scalestudy.analysis.history import history_section
 from scalestudy.analysis.predictions import jsonable, split_by_provenance, study_predictions
 from scalestudy.analysis.queue import QueueAsk
 from scalestudy.analysis.references import expectations
+from scalestudy.analysis.request import accounting, job_ids
 from scalestudy.analysis.tables import (
     TIME_COLUMNS,
     disturbed_reasons,
@@ -87,13 +89,20 @@ def analyse(
     baseline: str | Path | None = None,
     archives: Sequence[str | Path] = (),
     queue: QueueAsk | None = None,
+    sacct=None,
 ) -> Aggregation:
     """The summary and the analysis of a runs table; `plans`: an adaptive study's round
     plans (rules/adaptive.smk), in order, which give each run its round; `baseline`: the
     folder of an earlier run to compare with (scalestudy.analysis.baseline); `archives`:
     the study's archives, oldest first (its history, scalestudy.analysis.history);
     `queue`: where its jobs queue, for each point's time to result (None: locally, no
-    queue)."""
+    queue); `sacct`: a stand-in for subprocess.run (tests)."""
+    # Slurm accounting, asked once (only where runs had jobs): its CPU and memory
+    # figures for the requests, its ConsumedEnergy for each run's energy
+    accounted = ({}, None)
+    if study.measured is None:  # times measured elsewhere have neither
+        accounted = accounting(job_ids(runs), sacct)
+        runs = with_energy(runs, accounted[0])
     if plans:
         runs = runs.assign(
             round=[
@@ -107,7 +116,7 @@ def analyse(
     if plans:
         spent = charges(runs, study)["su"]
         analysis["adaptive"] = jsonable(rounds_summary(plans, spent, study.repeats))
-    analysis["findings"] = study_findings(study, summary, runs, analysis, queue)
+    analysis["findings"] = study_findings(study, summary, runs, analysis, queue, accounted)
     found = analysis_of(analysis)
     found = replace(
         found, expectations=[build(Expectation, e) for e in jsonable(expectations(study, summary))]

@@ -197,14 +197,16 @@ def waste(point, found: dict) -> list[str]:
     return flags
 
 
-def study_requests(study: Study, summary: pd.DataFrame, runs: pd.DataFrame, run=None) -> dict:
+def study_requests(
+    study: Study, summary: pd.DataFrame, runs: pd.DataFrame, run=None, answered=None
+) -> dict:
     """point_request for every point of the summary (a study that ran jobs), with Slurm
     accounting's figures beside the runs' own where sacct answers (`run`: a stand-in
-    for subprocess.run, for tests), and a note where it does not."""
+    for subprocess.run, for tests; `answered`: accounting's answer when the caller has
+    already asked), and a note where it does not."""
     if study.workload is None:
         return {"points": [], "accounting_note": None}
-    ids = sorted({str(j) for j in runs.get("slurm_job_id", pd.Series(dtype=object)).dropna()})
-    jobs, note = accounting(ids, run)
+    jobs, note = answered if answered is not None else accounting(job_ids(runs), run)
     points = []
     for row in summary.itertuples():
         series = base_series(row.series if isinstance(row.series, str) else "")
@@ -233,16 +235,22 @@ def accounted(runs: pd.DataFrame, jobs: dict[str, dict]) -> dict:
 
 
 def accounting_keys(runs: pd.DataFrame) -> list[str]:
-    """The sacct entry of each run: its job, or its own srun step (JOB.STEP) where
-    several runs shared the job (packed repeats), whose totals would mix them and the
-    pauses between them."""
+    """The sacct entry of each run that has a job (run_accounting_keys)."""
+    return [key for key in run_accounting_keys(runs) if key is not None]
+
+
+def run_accounting_keys(runs: pd.DataFrame) -> list[str | None]:
+    """The sacct entry of each run, in its row's place (None: no Slurm job): its job, or
+    its own srun step (JOB.STEP) where several runs shared the job (packed repeats),
+    whose totals would mix them and the pauses between them."""
     none = pd.Series([None] * len(runs), index=runs.index, dtype=object)
     ids = runs.get("slurm_job_id", none)
     steps = runs.get("slurm_step_id", none)
     shared = ids.dropna().astype(str).value_counts()
-    keys = []
+    keys: list[str | None] = []
     for job, step in zip(ids, steps, strict=True):
         if pd.isna(job):
+            keys.append(None)
             continue
         job = str(job)
         if shared.get(job, 0) > 1 and not pd.isna(step):
@@ -250,6 +258,11 @@ def accounting_keys(runs: pd.DataFrame) -> list[str]:
         else:
             keys.append(job)
     return keys
+
+
+def job_ids(runs: pd.DataFrame) -> list[str]:
+    """The Slurm jobs of a runs table, each once, as sacct is asked for them."""
+    return sorted({str(j) for j in runs.get("slurm_job_id", pd.Series(dtype=object)).dropna()})
 
 
 def partition_time_limits(run=None) -> dict[str, int | None]:
@@ -298,9 +311,27 @@ def slurm_megabytes(text: str) -> float | None:
         return None
 
 
+# Slurm's "no value" markers (NO_VAL64 and its neighbours): no figure, not a huge one
+SLURM_NO_VALUE = 2**63
+
+
+def consumed_energy(text: str) -> dict:
+    """sacct's ConsumedEnergyRaw (joules) of one job or step, as an energy part: a figure
+    with its source, or "not measured" with why. Where accounting gathers no energy
+    (AcctGatherEnergyType=acct_gather_energy/none) sacct prints 0 or nothing: no job
+    ran on no energy, so 0 is no figure. Whether the job had its nodes to itself is the
+    caller's to judge (only then is a node figure the run's)."""
+    text = text.strip()
+    if not text.isdigit() or int(text) >= SLURM_NO_VALUE or int(text) == 0:
+        why = "no counter: Slurm accounting gathered no energy" + (" (0 J)" if text == "0" else "")
+        return {"joules": None, "source": None, "not_measured": why}
+    return {"joules": float(text), "source": "slurm", "not_measured": None}
+
+
 def accounting(job_ids: list[str], run=None) -> tuple[dict[str, dict], str | None]:
     """What Slurm's accounting says of these jobs (job id -> cpu_s, elapsed_s, cpus,
-    peak_mem_mb, the largest over its steps), and a note when it cannot be asked (no
+    peak_mem_mb, the largest over its steps, and energy: consumed_energy; each srun step
+    also under JOB.STEP), and a note when it cannot be asked (no
     sacct, or accounting disabled): the runs' own figures stand then."""
     import shutil
     import subprocess
@@ -310,7 +341,7 @@ def accounting(job_ids: list[str], run=None) -> tuple[dict[str, dict], str | Non
     if run is None and not shutil.which("sacct"):
         return {}, "sacct is not installed here: CPU and memory use are the runs' own figures"
     command = ["sacct", "-n", "-P", "-j", ",".join(job_ids),
-               "--format=JobID,TotalCPU,Elapsed,AllocCPUS,MaxRSS"]  # fmt: skip
+               "--format=JobID,TotalCPU,Elapsed,AllocCPUS,MaxRSS,ConsumedEnergyRaw"]  # fmt: skip
     try:
         proc = (run or subprocess.run)(command, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -324,11 +355,14 @@ def accounting(job_ids: list[str], run=None) -> tuple[dict[str, dict], str | Non
     jobs: dict[str, dict] = {}
     for line in proc.stdout.splitlines():
         fields = line.split("|")
-        if len(fields) != 5:
+        if len(fields) not in (5, 6):
             continue
+        # the job's or the step's energy where accounting gathers it (sixth field)
+        used = consumed_energy(fields[5] if len(fields) == 6 else "")
         job = fields[0].split(".")[0]
         found = jobs.setdefault(job, {"cpu_s": None, "elapsed_s": None, "cpus": None,
-                                      "peak_mem_mb": None})  # fmt: skip
+                                      "peak_mem_mb": None,
+                                      "energy": consumed_energy("")})  # fmt: skip
         cpu, elapsed, mem = (
             slurm_seconds(fields[1]),
             slurm_seconds(fields[2]),
@@ -337,9 +371,11 @@ def accounting(job_ids: list[str], run=None) -> tuple[dict[str, dict], str | Non
         if "." not in fields[0]:  # the job's own line: its totals
             found["cpu_s"], found["elapsed_s"] = cpu, elapsed
             found["cpus"] = int(fields[3]) if fields[3].isdigit() else None
+            found["energy"] = used
         elif fields[0].split(".")[1].isdigit():  # an srun step: one run of a shared job
             jobs[fields[0]] = {"cpu_s": cpu, "elapsed_s": elapsed, "peak_mem_mb": mem,
-                               "cpus": int(fields[3]) if fields[3].isdigit() else None}  # fmt: skip
+                               "cpus": int(fields[3]) if fields[3].isdigit() else None,
+                               "energy": used}  # fmt: skip
         if mem is not None:
             found["peak_mem_mb"] = max(found["peak_mem_mb"] or 0.0, mem)
     return jobs, None

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis import intervals, recommendation
+from scalestudy.analysis import energy, intervals, recommendation
 from scalestudy.analysis.cost import Cost
 from scalestudy.model import Study
 from scalestudy.records import RecordError, plain, read_placed_record
@@ -111,6 +111,8 @@ def derived_columns(record: dict) -> dict:
         "overlaps_same_cpus": any(o.get("same_cpus") is not False for o in overlaps),
         "overlapped": bool(overlaps),
         "disturbed": None,  # why others disturbed the run, if they did: disturbed_reasons
+        # energy read by counters in the run, or why not (scalestudy.analysis.energy)
+        **energy.record_columns(record),
     }
 
 
@@ -497,7 +499,9 @@ def point_row(
         "time_per_epoch_s": train / epochs if epochs and epochs > 0 else math.nan,
         # charged for the whole job, whatever time the speedup uses; `study` is the
         # series' own view (summarise), so its cost override is in study.cost
-        "su": Cost.of(study).su(first["cores"], first["gpus"], wall, partition),
+        "su": Cost.of(study).su(
+            first["cores"], first["gpus"], wall, partition, median_or_nan(measured, "energy_j")
+        ),
         # the source's throughput: samples x epochs / time, over the whole job
         "throughput": samples / wall if samples and wall else math.nan,
         "global_batch": global_batch(ok),

@@ -26,7 +26,7 @@ from contextlib import ExitStack, closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scalestudy.compute import ledger, processes
+from scalestudy.compute import energy, ledger, processes
 from scalestudy.compute.harness import allocation_mismatches, threads_from_allocation
 from scalestudy.records import SCHEMA_VERSION, write_json_atomic
 
@@ -420,6 +420,31 @@ def failure_reason(results: dict[int, dict], codes: list[int], stderr_text: str)
     return None
 
 
+def had_node_to_itself(
+    requested: dict, environment: dict, job: dict, overlapping: list[dict] | None
+) -> bool:
+    """Whether the run's nodes ran nothing else, as far as can be known: on Slurm the job
+    was exclusive (OverSubscribe=NO); locally the run held every CPU of the machine and no
+    other timed run overlapped it. Node-wide counters (RAPL) count only then."""
+    if job:
+        return job.get("OverSubscribe") == "NO"
+    cores = requested["threads"] * requested["tasks_per_node"]
+    return not overlapping and cores >= (environment.get("machine_cpus") or 0) > 0
+
+
+def run_energy(
+    spec: dict, results: dict[int, dict], environment: dict, job: dict | None, overlapping
+) -> dict | None:
+    """The run's energy from its ranks' counter readings (scalestudy.compute.energy)."""
+    ranks = [
+        r["energy"] | {"host": r["environment"]["host"]}
+        for r in results.values()
+        if r.get("energy") and r.get("environment")
+    ]
+    exclusive = had_node_to_itself(spec["requested"], environment, job or {}, overlapping)
+    return energy.combine(ranks, exclusive, spec["requested"]["nodes"])
+
+
 def assemble_record(
     spec: dict,
     results: dict[int, dict],
@@ -471,6 +496,7 @@ def assemble_record(
     )
     if peak_rss_mb is not None:
         usage["peak_rss_mb"] = peak_rss_mb
+    used = run_energy(spec, results, environment, job, overlapping) if not reason else None
     return {
         "schema_version": SCHEMA_VERSION,
         "study": spec["study"],
@@ -496,6 +522,8 @@ def assemble_record(
         },
         "environment": environment,
         "overlaps": overlapping or [],
+        # counters only; absent where nothing was read (a failed run)
+        **({"energy": used} if used else {}),
         "started_at": started_at,
         "finished_at": utc_now(),
         "rerun_token": rerun_token,

@@ -15,6 +15,7 @@ import time
 import traceback
 from pathlib import Path
 
+from scalestudy.compute.energy import RankEnergy, gpus_of
 from scalestudy.compute.harness import (
     Context,
     Phase,
@@ -50,6 +51,7 @@ def run_workload(spec: dict, launch_time: float) -> dict:
     ctx = None
     torch = None
     tracker = None
+    energy = None
     try:
         # your own command needs no torch in this process: its import would only
         # add seconds to every run's start-up
@@ -73,8 +75,12 @@ def run_workload(spec: dict, launch_time: float) -> dict:
         # start-up: interpreter, imports and device set-up, from the launcher's clock
         tracker = start_tracker(spec, rank)
         ctx.phases.append(Phase("startup", "startup", max(0.0, time.time() - launch_time)))
-        with maybe_profiled(ctx, spec, torch):
+        # counters read at the start and end of the workload's run; one reader of the
+        # node's packages per node (its first rank)
+        meter = RankEnergy(gpus_of(ctx.device, torch), node_reader=ctx.local_rank == 0)
+        with meter, maybe_profiled(ctx, spec, torch):
             workload.run(spec["params"], ctx)
+        energy = meter.result
     except BaseException as e:  # a failed run still reports why
         status = "failed"
         reason = f"{type(e).__name__}: {e}".strip()
@@ -90,6 +96,7 @@ def run_workload(spec: dict, launch_time: float) -> dict:
         "metrics": metrics | {"peak_rss_mb": peak_rss_mb()},
         "received": received_resources(torch, started_env),
         "environment": environment(torch) | ({"tracker": "comet"} if tracker else {}),
+        "energy": energy,
     }
 
 

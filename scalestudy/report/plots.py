@@ -18,7 +18,14 @@ import seaborn as sns  # noqa: E402
 from matplotlib.ticker import Formatter, FuncFormatter, LogLocator  # noqa: E402
 
 from scalestudy import FIGURES  # noqa: E402
-from scalestudy.contract import Analysis, BaselineComparison, Grid, Rounds, SeriesFit  # noqa: E402
+from scalestudy.contract import (  # noqa: E402
+    Analysis,
+    BaselineComparison,
+    Energy,
+    Grid,
+    Rounds,
+    SeriesFit,
+)
 
 PHASE_COLUMNS = {
     "startup_s": "start-up (imports)",
@@ -398,6 +405,48 @@ def baseline_figure(baseline: BaselineComparison | None, xlabel: str):
     return fig
 
 
+# --- energy to result (issue 29) -------------------------------------------------------
+
+
+def energy_figure(energy: Energy | None):
+    """Time against energy per result, one point per layout, and the front of points no
+    other beats in both (the analysis marked it): only points measured from their base
+    case's source. Where nothing was measured the figure says so (and is not shown)."""
+    fig, ax = _axes("Time against energy per result", "energy per result (kJ, median)",
+                    "time (s, median)")  # fmt: skip
+    if energy is None or not energy.measured:
+        ax.text(0.5, 0.5, "energy not measured", ha="center", va="center",
+                transform=ax.transAxes)  # fmt: skip
+        ax.set_axis_off()
+        return fig
+    names = list(dict.fromkeys(p.series for p in energy.points))
+    colours = ["black"] + sns.color_palette("tab10", max(len(names) - 1, 1)).as_hex()
+    for name, colour in zip(names, colours, strict=False):
+        points = [p for p in energy.points if p.series == name and p.comparable
+                  and p.energy_j is not None and p.time_s is not None]  # fmt: skip
+        if not points:
+            continue
+        x = np.array([p.energy_j / 1000 for p in points])
+        y = np.array([p.time_s for p in points])
+        lo = np.array([(p.energy_j - (p.energy_ci_lo or p.energy_j)) / 1000 for p in points])
+        hi = np.array([((p.energy_ci_hi or p.energy_j) - p.energy_j) / 1000 for p in points])
+        ax.errorbar(x, y, xerr=[lo.clip(0), hi.clip(0)], fmt="o", color=colour, capsize=3,
+                    alpha=0.8, label=name or "points (95 % CI of energy)")  # fmt: skip
+        front = sorted((p for p in points if p.pareto), key=lambda p: p.energy_j)
+        ax.plot([p.energy_j / 1000 for p in front], [p.time_s for p in front], "-",
+                color=colour, lw=1, label=f"front{' ' + name if name else ''}")  # fmt: skip
+        for p in points:
+            ax.annotate(f"N={p.n}" + (" least" if p.least else ""), (p.energy_j / 1000, p.time_s),
+                        fontsize=7, xytext=(3, 3), textcoords="offset points")  # fmt: skip
+    ax.grid(True, alpha=0.3)
+    plain_linear_axes(ax)
+    _legend(ax)
+    return fig
+
+
+# --- end of energy to result ------------------------------------------------------------
+
+
 def not_drawn(name: str, error: Exception):
     """The figure that stands in for one matplotlib could not draw."""
     fig, ax = _axes(name.capitalize(), "", "")
@@ -431,6 +480,7 @@ def write_figures(
         "phases": lambda: phases_figure(runs, xlabel),
         "layouts": lambda: layouts_figure(analysis and analysis.findings.grid),
         "baseline": lambda: baseline_figure(analysis and analysis.baseline, xlabel),
+        "energy": lambda: energy_figure(analysis and analysis.findings.energy),
     }
     for name in FIGURES:
         try:

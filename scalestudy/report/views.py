@@ -22,6 +22,7 @@ from scalestudy.contract import (
     TELEMETRY,  # the telemetry table's columns, the analysis's list
     Analysis,
     Comparison,
+    Energy,
     GpuVerdict,
     Grid,
     PointRequest,
@@ -543,6 +544,88 @@ def staging_view(staging: Staging | None) -> dict | None:
     return {"first": staging.rows[0], "last": staging.rows[-1], "rows": view}
 
 
+# --- energy to result (issue 29) -------------------------------------------------------
+
+
+# the energy table's columns, in their one precision, with their intervals
+COLUMNS |= {
+    "energy_kj": ("energy per result (kJ, median [95 % CI])", Significant(3)),
+    "relative_energy": ("relative to the base case [95 % CI]", "{:.2f}"),
+}
+WITH_CI |= {
+    "energy_kj": ("energy_kj_ci_lo", "energy_kj_ci_hi"),
+    "relative_energy": ("relative_ci_lo", "relative_ci_hi"),
+}
+ENERGY = ["energy_kj", "relative_energy"]
+
+
+def energy_view(energy: Energy | None) -> dict | None:
+    """Energy per result of each point formatted (kJ with its interval, ratio to the base
+    case with its interval), and each series' answer's figures; None where the study has
+    no records. Which point is least and which are on the front the analysis decided."""
+    if energy is None:
+        return None
+
+    def kj(joules):
+        return None if joules is None else joules / 1000
+
+    rows = [
+        shallow(p)
+        | {
+            "energy_kj": kj(p.energy_j),
+            "energy_kj_ci_lo": kj(p.energy_ci_lo),
+            "energy_kj_ci_hi": kj(p.energy_ci_hi),
+        }
+        for p in energy.points
+    ]
+    formatted = table(rows, ENERGY)
+    return {
+        "measured": energy.measured,
+        "not_measured": energy.not_measured,
+        "weight": fmt(energy.weight_su_per_kwh, "{:g}") if energy.weight_su_per_kwh else None,
+        "has_series": any(p.series for p in energy.points),
+        "points": [
+            {
+                "series": p.series,
+                "point": p.point,
+                "runs": p.runs,
+                "energy": f["energy_kj"],
+                "relative": f["relative_energy"],
+                "source": p.source_words,
+                "not_measured": p.not_measured,
+                "comparable": p.comparable,
+                "least": p.least,
+                "pareto": p.pareto,
+            }
+            for p, f in zip(energy.points, formatted, strict=True)
+        ],
+        "answers": {
+            a.series or "": {
+                "point": a.point,
+                "speedup": fmt(a.speedup, "{:.2f}"),
+                "relative": fmt(a.relative_energy, "{:.2f}"),
+                "not_measured": a.not_measured,
+                "base_point": a.base_point,
+                "least_point": a.least_point,
+                "least_relative": None
+                if a.least_relative_energy is None
+                else fmt(a.least_relative_energy, "{:.2f}"),
+            }
+            for a in energy.answers
+        },
+    }
+
+
+def energy_of_answer(energy: Energy | None, series: str | None) -> dict | None:
+    """energy_view's answer of a series, where any energy was measured."""
+    if energy is None or not energy.measured:
+        return None
+    return energy_view(energy)["answers"].get(series or "")
+
+
+# --- end of energy to result ------------------------------------------------------------
+
+
 def gigabytes(mb) -> str:
     """A measured memory in GB, two significant digits."""
     return fmt(mb and mb / 1024, "{:.2g} GB")
@@ -766,6 +849,8 @@ def study_view(
             if (k != "phases" or study.measured is None)
             and (k != "layouts" or found.grid)
             and (k != "baseline" or analysis.baseline)
+            # the energy figure only where energy was measured
+            and (k != "energy" or (found.energy is not None and found.energy.measured))
         },
         "failures": found.failures,
         "mismatches": found.mismatches,
@@ -782,6 +867,8 @@ def study_view(
             | {"threshold": fmt(a.threshold, "{:g}")}
             # issue 28: the answer's time to result, where Slurm gave waits
             | {"result_text": result_text(found.time_to_result, a.point)}
+            # energy to result (issue 29): the answer's cost in energy, where measured
+            | {"energy": energy_of_answer(found.energy, a.series)}
             for a in answers
         ],
         "any_fitted": any(a.fitted for a in answers),
@@ -829,4 +916,6 @@ def study_view(
         ],
         # issue 28: time to result
         "result_times": result_times_view(found.time_to_result),
+        # energy to result (issue 29)
+        "energy": energy_view(found.energy),
     }

@@ -1,0 +1,246 @@
+"""Energy to result: each run's measured energy, and per point its median with a 95 %
+interval, its ratio to the base case and the point that uses least.
+
+Only counters count (scalestudy/compute/energy.py in the run; Slurm's ConsumedEnergy
+here, at aggregation): where none gave a figure the run's energy is "not measured" with
+why, never an estimate. A run's energy is taken from one source, in this order:
+
+1. RAPL (the node's CPU packages), plus NVML for its GPUs where read: disjoint parts of
+   the node. Recorded only where the run had its nodes to itself.
+2. Slurm's ConsumedEnergy of the run's job or srun step, where accounting gathers energy
+   and the job had its nodes to itself. Its scope is the site's plugin (RAPL: packages;
+   IPMI, Cray pm_counters: the whole node, GPUs included), which is not known here, so
+   NVML's GPU figure is not added to it: that could count the GPUs twice. Slurm itself
+   never counts NVIDIA GPUs (its NVML energy read is a stub).
+3. NVML alone: the GPUs' boards only.
+
+Points are compared only on the same source (a ratio of GPU-only energy to whole-node
+energy means nothing): a point measured from another source than its base case has no
+ratio, and the least-energy point is chosen among the base case's source.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from scalestudy.analysis import intervals, recommendation
+from scalestudy.analysis.cost import Cost
+from scalestudy.analysis.request import run_accounting_keys
+
+# the runs table's energy columns from a record (record_columns) and from the choice
+# among sources (with_energy)
+RECORD_COLUMNS = ("energy_gpu_j", "energy_gpu_why", "energy_node_j", "energy_node_why")
+NO_RECORD_ENERGY = "no counter: the record holds no energy reading"
+SOURCE_WORDS = {
+    "rapl+nvml": "RAPL (CPU packages of the node) + NVML (GPU boards)",
+    "rapl": "RAPL (CPU packages of the node)",
+    "slurm": "Slurm accounting (ConsumedEnergy, the site's energy plugin)",
+    "nvml": "NVML (GPU boards only)",
+}
+
+
+def record_columns(record: dict) -> dict:
+    """A record's energy parts as runs-table columns: joules, or why not measured."""
+    energy = record.get("energy") or {}
+    columns = {}
+    for name in ("gpu", "node"):
+        part = energy.get(name) or {}
+        columns[f"energy_{name}_j"] = part.get("joules")
+        columns[f"energy_{name}_why"] = part.get("not_measured") if part else NO_RECORD_ENERGY
+    return columns
+
+
+def _number(value) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def slurm_part(job: dict | None, exclusive) -> tuple[float | None, str | None]:
+    """(joules, why not) of a run from its sacct entry (request.consumed_energy)."""
+    if job is None:
+        return None, "no counter: Slurm accounting has no entry for this run"
+    part = job.get("energy") or {}
+    if part.get("joules") is None:
+        return None, part.get("not_measured") or "no counter: Slurm accounting gathered no energy"
+    if exclusive != "NO":
+        return None, "shared node: Slurm's node energy counts others' jobs too"
+    return part["joules"], None
+
+
+def chosen(gpu, node, slurm) -> tuple[float | None, str | None]:
+    """(joules, source) by the order of the module's docstring."""
+    if node is not None:
+        return node + (gpu or 0.0), "rapl+nvml" if gpu is not None else "rapl"
+    if slurm is not None:
+        return slurm, "slurm"
+    if gpu is not None:
+        return gpu, "nvml"
+    return None, None
+
+
+def with_energy(runs: pd.DataFrame, jobs: dict[str, dict]) -> pd.DataFrame:
+    """The runs table with each run's energy: Slurm's figure (energy_slurm_j), the one
+    taken (energy_j), its source (energy_source) and, where none, why (energy_why).
+    `jobs`: accounting's answer (request.accounting), {} where sacct was not asked."""
+    runs = runs.copy()
+    for column in RECORD_COLUMNS:
+        if column not in runs:
+            runs[column] = None
+    keys = run_accounting_keys(runs) if len(runs) else []
+    exclusive = runs.get("slurm_oversubscribe", pd.Series(None, index=runs.index, dtype=object))
+    slurm, slurm_why, total, source, why = [], [], [], [], []
+    for row, key, shared in zip(runs.itertuples(), keys, exclusive, strict=True):
+        s_j, s_why = (None, None) if key is None else slurm_part(jobs.get(key), shared)
+        gpu, node = _number(row.energy_gpu_j), _number(row.energy_node_j)
+        joules, src = chosen(gpu, node, s_j) if row.status == "ok" else (None, None)
+        # a run that asked for no GPU: its GPU counter is no reason worth saying
+        no_gpu = getattr(row, "gpus", None) == 0
+        reasons = [
+            f"{what}: {text}"
+            for what, text in (
+                ("GPU", None if no_gpu else row.energy_gpu_why),
+                ("node", row.energy_node_why),
+                ("Slurm", s_why),
+            )
+            if isinstance(text, str) and text
+        ]
+        if row.status != "ok":
+            reasons = ["the run failed"]
+        elif not reasons and key is None and gpu is None and node is None:
+            reasons = ["no counter: no energy reading"]
+        slurm.append(s_j)
+        slurm_why.append(s_why)
+        total.append(joules)
+        source.append(src)
+        why.append(None if joules is not None else "; ".join(reasons))
+    return runs.assign(
+        energy_slurm_j=pd.Series(slurm, index=runs.index, dtype=float),
+        energy_slurm_why=slurm_why,
+        energy_j=pd.Series(total, index=runs.index, dtype=float),
+        energy_source=source,
+        energy_why=why,
+    )
+
+
+def point_energy(
+    group: pd.DataFrame, keep_mismatched: bool = False, keep_disturbed: bool = False
+) -> tuple[np.ndarray, str | None, str | None]:
+    """A point's energies from its most common source, that source, and why there are
+    none: over the runs its time uses (successful; not mismatched, not disturbed by
+    others unless the study keeps them: others' work would be in a node's counter)."""
+    ok = group[group["status"] == "ok"] if "status" in group else group
+    if not keep_mismatched and "mismatch" in ok:
+        ok = ok[~ok["mismatch"].astype(bool)]
+    if not keep_disturbed and "disturbed" in ok:
+        ok = ok[ok["disturbed"].astype(object).fillna("") == ""]
+    if "energy_j" not in ok or ok.empty:
+        return np.array([]), None, "no run that measures the point"
+    measured = ok[ok["energy_j"].notna()]
+    if measured.empty:
+        reasons = ok["energy_why"].dropna().astype(str)
+        return np.array([]), None, reasons.iloc[0] if len(reasons) else "not measured"
+    source = measured["energy_source"].value_counts().index[0]
+    values = measured.loc[measured["energy_source"] == source, "energy_j"].to_numpy(float)
+    return values, str(source), None
+
+
+def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[dict], study):
+    """Per point the median energy per result (one run) with its 95 % interval, its ratio
+    to the base case (ratio of medians, bootstrap interval) and the energy Pareto front
+    against time; per series the least-energy point and what the recommended point costs
+    in energy against the base case. None for a study without records (times measured
+    elsewhere)."""
+    if "energy_j" not in runs:
+        return None
+    points, series_answers = [], []
+    for name, rows in summary.groupby(summary["series"].fillna(""), sort=False):
+        found = {}
+        for row in rows.itertuples():
+            values, source, why = point_energy(
+                runs[runs["point"] == row.point], study.include_mismatched, study.include_shared
+            )
+            median, lo, hi = intervals.median_ci(values)
+            found[int(row.n)] = {
+                "series": name,
+                "point": row.point,
+                "n": int(row.n),
+                "runs": int(values.size),
+                "energy_j": median if values.size else None,
+                "energy_ci_lo": lo,
+                "energy_ci_hi": hi,
+                "source": source,
+                "source_words": SOURCE_WORDS.get(source),
+                "not_measured": why,
+                "time_s": row.time_s,
+                "values": values,
+            }
+        base = next((found[int(r.n)] for r in rows.itertuples() if r.is_base), None)
+        basis = base["source"] if base and base["source"] else _common(found)
+        for p in found.values():
+            p["comparable"] = p["source"] == basis and p["source"] is not None
+            p["relative_energy"] = p["relative_ci_lo"] = p["relative_ci_hi"] = None
+            if p["comparable"] and base is not None and base["source"] == basis:
+                p["relative_energy"], p["relative_ci_lo"], p["relative_ci_hi"] = intervals.ratio_ci(
+                    p["values"], base["values"], seed=p["n"]
+                )
+        for p in found.values():
+            del p["values"]
+        usable = [p for p in found.values() if p["comparable"]]
+        front = recommendation.pareto_front(
+            [p["time_s"] for p in usable], [p["energy_j"] for p in usable]
+        )
+        for p in found.values():
+            p["pareto"] = False
+            p["least"] = False
+        for p, on in zip(usable, front, strict=True):
+            p["pareto"] = bool(on)
+        least = min(usable, key=lambda p: p["energy_j"], default=None)
+        if least is not None:
+            least["least"] = True
+        points.extend(found.values())
+        series_answers.append(_answer(name, found, base, least, answers))
+    measured = any(p["energy_j"] is not None for p in points)
+    why = None
+    if not measured:
+        reasons = runs.loc[runs["status"] == "ok", "energy_why"].dropna().astype(str)
+        why = reasons.value_counts().index[0] if len(reasons) else "no successful run"
+    return {
+        "measured": measured,
+        "not_measured": why,
+        "points": points,
+        "answers": series_answers,
+        "weight_su_per_kwh": Cost.of(study).energy_weight,
+    }
+
+
+def _common(found: dict) -> str | None:
+    sources = [p["source"] for p in found.values() if p["source"]]
+    return max(set(sources), key=sources.count) if sources else None
+
+
+def _answer(series: str, found: dict, base: dict | None, least: dict | None, answers) -> dict:
+    """What the recommended point costs in energy against the base case."""
+    answer = next((a for a in answers if (a.get("series") or "") == series), {})
+    worth = answer.get("worth_n")
+    chosen_point = found.get(int(worth)) if worth is not None else None
+    return {
+        "series": series,
+        "point": chosen_point["point"] if chosen_point else None,
+        "speedup": answer.get("speedup") if chosen_point else None,
+        "relative_energy": chosen_point["relative_energy"] if chosen_point else None,
+        # why the recommended point has no ratio (None: it has one, or there is no point)
+        "not_measured": None
+        if chosen_point is None or chosen_point["relative_energy"] is not None
+        else chosen_point["not_measured"]
+        or (base or {}).get("not_measured")
+        or "not measured from the same source as the base case",
+        "base_point": base["point"] if base else None,
+        "least_point": least["point"] if least else None,
+        "least_relative_energy": least["relative_energy"] if least else None,
+    }

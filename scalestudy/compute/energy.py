@@ -1,0 +1,329 @@
+"""Energy of a run, read from hardware counters at the start and end of the workload's
+run; never estimated (no TDP, no sampled power x time).
+
+Two counters, each read where it exists and said to be "not measured" (with why) where
+it does not:
+
+- NVML `nvmlDeviceGetTotalEnergyConsumption`: millijoules since the driver loaded
+  (Volta or newer), the whole board of each GPU the rank used. A 64-bit counter: no wrap.
+- Linux powercap RAPL, `/sys/class/powercap/intel-rapl:<k>/energy_uj`: microjoules of
+  each CPU package, wrapping at `max_energy_range_uj` (often about 262 kJ: some 20 minutes
+  at 200 W). The run's CPUs are a share of a package, so the figure is the whole node's
+  packages: meaningful only when the run had its node to itself. The launcher decides
+  that (combine); here it is only read. Readable by root only since 2020.
+
+A wrap between two reads is invisible to a start and end read alone, so a thread reads
+the RAPL counters every `wrap_check_s` (well under the shortest wrap): those reads only
+count wraps, they add no power samples.
+
+Each part is {"joules", "source", "scope", "not_measured"}: a figure with its source, or
+null with the reason (records.py refuses a figure without a source).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scalestudy.compute.harness import visible_devices
+
+POWERCAP = Path("/sys/class/powercap")
+# top-level zones (intel-rapl:0:0, core or uncore, is inside its package; DRAM is not
+# counted) whose name is package-<k>: a platform zone (psys) holds the packages too
+PACKAGE_ZONE = re.compile(r"^(intel-rapl|amd-rapl):\d+$")
+WRAP_CHECK_S = 30.0
+NVML_SCOPE = "whole board of each GPU the run used (NVML total energy)"
+RAPL_SCOPE = "whole CPU packages of the node (RAPL): every process on the node, not the run's share"
+
+
+def not_measured(why: str) -> dict:
+    return {"joules": None, "source": None, "scope": None, "not_measured": why}
+
+
+def measured(joules: float, source: str, scope: str) -> dict:
+    return {"joules": float(joules), "source": source, "scope": scope, "not_measured": None}
+
+
+# --- RAPL ---------------------------------------------------------------------------
+
+
+@dataclass
+class Zone:
+    name: str
+    energy_file: Path
+    max_uj: int
+
+
+def _zone_name(folder: Path) -> str:
+    """The zone's own name (package-0, psys, dram); a zone that does not say is taken
+    for a package, as the kernel names every top-level RAPL zone but these."""
+    try:
+        return (folder / "name").read_text().strip()
+    except OSError:
+        return "package"
+
+
+def rapl_zones(root: Path = POWERCAP) -> tuple[list[Zone], str | None]:
+    """The package zones under `root` and None, or [] and why they cannot be read."""
+    try:
+        names = sorted(
+            p.name
+            for p in Path(root).iterdir()
+            if PACKAGE_ZONE.match(p.name) and _zone_name(p).startswith("package")
+        )
+    except OSError:
+        return [], "no counter: no RAPL powercap interface on this node"
+    if not names:
+        return [], "no counter: no RAPL package zone on this node"
+    zones = []
+    for name in names:
+        folder = Path(root) / name
+        try:
+            max_uj = int((folder / "max_energy_range_uj").read_text().strip())
+            int((folder / "energy_uj").read_text().strip())
+        except PermissionError:
+            return [], "not readable: RAPL energy_uj is root-only on this node"
+        except (OSError, ValueError) as e:
+            return [], f"not readable: {folder.name}: {e}"
+        zones.append(Zone(name, folder / "energy_uj", max_uj))
+    return zones, None
+
+
+def rapl_read(zones: list[Zone]) -> list[int]:
+    return [int(z.energy_file.read_text().strip()) for z in zones]
+
+
+class RaplMeter:
+    """The node's package energy between start() and stop(), in joules, wraps counted."""
+
+    def __init__(self, root: Path = POWERCAP, wrap_check_s: float = WRAP_CHECK_S):
+        self.zones, self.reason = rapl_zones(root)
+        self.wrap_check_s = wrap_check_s
+        self._start: list[int] = []
+        self._last: list[int] = []
+        self._wraps: list[int] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        if self.reason:
+            return
+        try:
+            self._start = rapl_read(self.zones)
+        except OSError as e:
+            self.reason = f"not readable: {e}"
+            return
+        self._last = list(self._start)
+        self._wraps = [0] * len(self.zones)
+        self._thread = threading.Thread(target=self._loop, name="rapl-wraps", daemon=True)
+        self._thread.start()
+
+    def _check(self) -> None:
+        now = rapl_read(self.zones)
+        with self._lock:
+            for i, (before, after) in enumerate(zip(self._last, now, strict=True)):
+                if after < before:
+                    self._wraps[i] += 1
+            self._last = now
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.wrap_check_s):
+            try:
+                self._check()
+            except OSError as e:
+                self.reason = f"not readable: {e}"
+                return
+
+    def stop(self) -> dict:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+        if self.reason:
+            return not_measured(self.reason)
+        try:
+            self._check()
+        except OSError as e:
+            return not_measured(f"not readable: {e}")
+        # each wrap lost max_energy_range_uj + 1 (the counter goes from max to 0)
+        total_uj = sum(
+            end - start + wraps * (z.max_uj + 1)
+            for z, start, end, wraps in zip(
+                self.zones, self._start, self._last, self._wraps, strict=True
+            )
+        )
+        return measured(total_uj / 1e6, "rapl", RAPL_SCOPE)
+
+
+# --- NVML ---------------------------------------------------------------------------
+
+
+def _import_pynvml():
+    import pynvml
+
+    return pynvml
+
+
+class NvmlMeter:
+    """Total energy of the given GPUs (torch's indices in this process, with their NVML
+    UUIDs where known) between start() and stop(). `nvml`: the binding (default pynvml);
+    tests pass a fake with nvmlInit, the handle look-ups, nvmlDeviceGetUUID,
+    nvmlDeviceGetTotalEnergyConsumption and nvmlShutdown."""
+
+    def __init__(self, devices: list[tuple[int, str | None]], nvml=None, environ=os.environ):
+        self.devices = devices
+        self._nvml = nvml
+        self.environ = environ
+        self.reason: str | None = None
+        self._handles: list = []
+        self.uuids: list[str] = []
+        self._start: list[int] = []
+        self._initialised = False
+
+    def _read(self) -> list[int]:
+        return [int(self._nvml.nvmlDeviceGetTotalEnergyConsumption(h)) for h in self._handles]
+
+    def start(self) -> None:
+        if not self.devices:
+            self.reason = "no counter: the run used no GPU"
+            return
+        # telemetry imports nothing heavy; the import is here to keep this module's own
+        # import light where no GPU is used
+        from scalestudy.compute.telemetry import nvml_handle
+
+        try:
+            nvml = self._nvml if self._nvml is not None else _import_pynvml()
+            self._nvml = nvml
+            nvml.nvmlInit()
+            self._initialised = True
+            for index, uuid in self.devices:
+                handle = nvml_handle(nvml, index, uuid, self.environ)
+                self._handles.append(handle)
+                own = nvml.nvmlDeviceGetUUID(handle)
+                self.uuids.append(own.decode() if isinstance(own, bytes) else str(own))
+            self._start = self._read()
+        except ImportError:
+            self.reason = "no counter: NVML (pynvml) is not installed"
+        except Exception as e:  # NVMLError_NotSupported (pre-Volta), no driver...
+            self.reason = f"no counter: NVML total energy: {type(e).__name__}: {e}".strip()
+        if self.reason:
+            self._shutdown()
+
+    def stop(self) -> dict:
+        """The GPUs' energy, with per-GPU joules under "devices" (uuid -> J)."""
+        if self.reason:
+            return not_measured(self.reason)
+        try:
+            end = self._read()
+        except Exception as e:
+            self._shutdown()
+            return not_measured(f"not readable: NVML total energy: {type(e).__name__}: {e}")
+        self._shutdown()
+        if any(b < a for a, b in zip(self._start, end, strict=True)):
+            # the counter starts at the driver's load: it went back, so it was reloaded
+            return not_measured("not readable: NVML total energy went back (driver reloaded)")
+        per_gpu = {u: (b - a) / 1000 for u, a, b in zip(self.uuids, self._start, end, strict=True)}
+        return measured(sum(per_gpu.values()), "nvml", NVML_SCOPE) | {"devices": per_gpu}
+
+    def _shutdown(self) -> None:
+        if self._initialised:
+            self._initialised = False
+            with suppress(Exception):  # shutting down must not fail the run
+                self._nvml.nvmlShutdown()
+
+
+def gpus_of(device, torch_module=None, environ=os.environ) -> list[tuple[int, str | None]] | None:
+    """The GPUs this rank used, as (index, UUID or None); None where it cannot be known
+    (a command that asked for GPUs with CUDA_VISIBLE_DEVICES unset)."""
+    if getattr(device, "type", None) == "cuda":
+        from scalestudy.compute.telemetry import torch_uuid
+
+        return [(device.index or 0, torch_uuid(device))]
+    if device == "cuda":  # a command: every GPU left visible to it
+        visible = visible_devices(environ)
+        return [(i, None) for i in range(len(visible))] or None
+    return []
+
+
+# --- one rank -----------------------------------------------------------------------
+
+
+@dataclass
+class RankEnergy:
+    """What one rank reads around its workload: its GPUs, and the node's packages when it
+    is the node's first rank (one reader per node, so no node counts twice)."""
+
+    gpus: list[tuple[int, str | None]] | None
+    node_reader: bool
+    nvml: object = None
+    powercap: Path = POWERCAP
+    wrap_check_s: float = WRAP_CHECK_S
+    _gpu: NvmlMeter | None = field(default=None, init=False)
+    _rapl: RaplMeter | None = field(default=None, init=False)
+
+    def __enter__(self) -> RankEnergy:
+        if self.gpus:
+            self._gpu = NvmlMeter(self.gpus, self.nvml)
+            self._gpu.start()
+        if self.node_reader:
+            self._rapl = RaplMeter(self.powercap, self.wrap_check_s)
+            self._rapl.start()
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.result = {
+            "gpu": self._gpu.stop()
+            if self._gpu
+            else not_measured(
+                "no counter: the run used no GPU"
+                if self.gpus == []
+                else "no counter: which GPUs the command used is unknown "
+                "(CUDA_VISIBLE_DEVICES unset)"
+            ),
+            "node": self._rapl.stop() if self._rapl else None,
+        }
+        return False
+
+
+# --- the run: every rank's readings, combined by the launcher -------------------------
+
+
+def combine(ranks: list[dict], exclusive: bool | None, nodes: int) -> dict | None:
+    """The run's energy from each rank's {"host", "gpu", "node"}: GPU energy summed over
+    distinct GPUs (a GPU two ranks shared counts once, its widest reading), node energy
+    summed over the nodes' first ranks, and only where the run had its nodes to itself
+    (`exclusive`); else "not measured" with why. None where no rank read anything."""
+    ranks = [r for r in ranks if r]
+    if not ranks:
+        return None
+    gpu_parts = [r["gpu"] for r in ranks if r.get("gpu")]
+    missing = [p["not_measured"] for p in gpu_parts if p["joules"] is None]
+    if not gpu_parts:
+        gpu = not_measured("no counter: no rank read the GPUs")
+    elif missing:
+        gpu = not_measured(missing[0])
+    else:
+        per_gpu: dict[str, float] = {}
+        for p in gpu_parts:
+            for uuid, joules in (p.get("devices") or {}).items():
+                per_gpu[uuid] = max(per_gpu.get(uuid, 0.0), joules)
+        gpu = measured(sum(per_gpu.values()), "nvml", NVML_SCOPE) | {"gpus": len(per_gpu)}
+    node_parts = {r["host"]: r["node"] for r in ranks if r.get("node")}
+    node_missing = [p["not_measured"] for p in node_parts.values() if p["joules"] is None]
+    if not node_parts:
+        node = not_measured("no counter: no rank read the node's packages")
+    elif node_missing:
+        node = not_measured(node_missing[0])
+    elif len(node_parts) < nodes:
+        node = not_measured(f"not readable: RAPL read on {len(node_parts)} of {nodes} nodes")
+    elif not exclusive:
+        node = not_measured("shared node: RAPL counts the whole node, the run had only a share")
+    else:
+        node = measured(sum(p["joules"] for p in node_parts.values()), "rapl", RAPL_SCOPE) | {
+            "nodes": len(node_parts)
+        }
+    return {"window": "the workload's run, after start-up", "gpu": gpu, "node": node}

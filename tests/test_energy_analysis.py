@@ -1,0 +1,241 @@
+"""Energy to result in the analysis, the cost and the report: per point from the runs'
+counters (or Slurm's ConsumedEnergy, parsed from sample sacct lines), against the base
+case, and said by the report only where it was measured."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from scalestudy.analysis.cost import Cost
+from scalestudy.analysis.energy import with_energy
+from scalestudy.analysis.pipeline import aggregate
+from scalestudy.analysis.request import accounting, consumed_energy
+from scalestudy.compute.energy import RAPL_SCOPE, measured, not_measured
+from scalestudy.records import write_json_atomic
+from scalestudy.report.plots import energy_figure
+from scalestudy.report.rendering import render
+from scalestudy.report.views import study_view
+from tests.conftest import study_model
+from tests.test_records import good_record
+from tests.test_views import text_of
+
+# t1: 2.5 s per run, about 110 J; t2: 1.5 s, about 75 J (threads: the node's packages)
+RUNS = {("t1", 1): (2.5, [100.0, 110.0, 120.0]), ("t2", 2): (1.5, [70.0, 75.0, 80.0])}
+
+
+def energy_part(joules) -> dict | None:
+    if joules is None:
+        return None
+    return {
+        "window": "the workload's run, after start-up",
+        "gpu": not_measured("no counter: the run used no GPU"),
+        "node": measured(joules, "rapl", RAPL_SCOPE)
+        if joules
+        else not_measured("no counter: no RAPL powercap interface on this node"),
+    }
+
+
+def records(folder, with_energy: bool = True) -> list:
+    paths = []
+    for (point, n), (wall, joules) in RUNS.items():
+        for k, j in enumerate(joules, 1):
+            record = good_record(point=point, n=n, repeat=k, wall_s=wall)
+            record["run_id"] = f"run-of-{point}-rep{k}"
+            record["phases"] = [{"name": "epoch 1", "kind": "epoch", "seconds": wall - 0.2}]
+            record["resources"]["requested"]["threads"] = n
+            record["resources"]["received"] |= {"threads_given": n, "torch_threads": n}
+            record["resources"]["received"]["cpus_usable"] = n
+            energy = energy_part(j if with_energy else 0)
+            record["energy"] = energy
+            path = folder / "results" / "s" / "runs" / point / f"rep{k}.json"
+            write_json_atomic(path, record)
+            paths.append(path)
+    return paths
+
+
+def study(**cost):
+    return study_model({"scaling": {"axis": "threads"}, "cost": cost}, "s")
+
+
+def test_energy_per_result_against_the_base_case(tmp_path):
+    result = aggregate(study(), records(tmp_path))
+    energy = json.loads(result.analysis_json())["findings"]["energy"]
+    assert energy["measured"] is True and energy["weight_su_per_kwh"] == 0
+    t1, t2 = energy["points"]
+    assert (t1["energy_j"], t1["runs"], t1["source"]) == (110.0, 3, "rapl")
+    assert t1["energy_ci_lo"] == 100.0 and t1["energy_ci_hi"] == 120.0  # n = 3: min, max
+    # a ratio of the medians, never an average of ratios
+    assert t2["relative_energy"] == pytest.approx(75 / 110)
+    assert t2["relative_ci_lo"] <= 75 / 110 <= t2["relative_ci_hi"]
+    assert t2["least"] and not t1["least"] and t2["pareto"] and not t1["pareto"]
+    (answer,) = energy["answers"]
+    assert answer["point"] == "t2" and answer["base_point"] == "t1"
+    assert answer["speedup"] == pytest.approx(2.5 / 1.5)
+    assert answer["relative_energy"] == pytest.approx(75 / 110)
+    runs = result.runs
+    assert list(runs["energy_source"].unique()) == ["rapl"]
+    assert runs["energy_j"].tolist() == [100.0, 110.0, 120.0, 70.0, 75.0, 80.0]
+
+
+def test_the_report_says_the_answer_in_energy_and_shows_the_figure(tmp_path):
+    result = aggregate(study(), records(tmp_path))
+    figures = {"energy": tmp_path / "energy.svg", "times": tmp_path / "times.svg"}
+    for path in figures.values():
+        path.write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
+    view = study_view(result.analysis_as_read(), result.summary, figures)
+    assert set(view["figures"]) == {"energy", "times"}
+    text = text_of(render("t", [view]))
+    assert "t2 is 1.67x faster for 0.68x the energy of the base case t1" in text
+    assert "least energy per result: t2 (0.68x the base case's)" in text
+    assert "Energy to result" in text and "0.110 [0.100, 0.120]" in text  # kJ, one precision
+    assert "0.68 [" in text  # relative energy with its interval
+    assert "RAPL (CPU packages of the node)" in text
+
+
+def test_without_energy_the_report_says_not_measured_and_hides_the_figure(tmp_path):
+    result = aggregate(study(), records(tmp_path, with_energy=False))
+    energy = result.analysis.findings.energy
+    assert energy.measured is False
+    assert energy.not_measured == "node: no counter: no RAPL powercap interface on this node"
+    assert all(p.energy_j is None and p.relative_energy is None for p in energy.points)
+    figures = {"energy": tmp_path / "energy.svg"}
+    figures["energy"].write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
+    view = study_view(result.analysis_as_read(), result.summary, figures)
+    assert view["figures"] == {}
+    text = text_of(render("t", [view]))
+    assert "Energy was not measured: node: no counter: no RAPL powercap" in text
+    assert "the energy of the base case" not in text
+    energy_figure(energy).clear()  # draws its "not measured" placeholder
+
+
+def test_records_without_any_energy_reading_say_so(tmp_path):
+    paths = records(tmp_path)
+    for path in paths:
+        record = json.loads(path.read_text())
+        del record["energy"]
+        path.write_text(json.dumps(record))
+    energy = aggregate(study(), paths).analysis.findings.energy
+    assert not energy.measured and "the record holds no energy reading" in energy.not_measured
+
+
+def test_energy_is_charged_only_where_the_centre_charges_for_it(tmp_path):
+    plain = aggregate(study(), records(tmp_path / "a")).summary.set_index("n")["su"]
+    charged = aggregate(study(energy_weight=1000), records(tmp_path / "b"))
+    su = charged.summary.set_index("n")["su"]
+    # 1000 SU per kWh on the median measured energy of each point
+    assert su[1] - plain[1] == pytest.approx(1000 * 110 / 3.6e6)
+    assert su[2] - plain[2] == pytest.approx(1000 * 75 / 3.6e6)
+    assert charged.analysis.findings.cost.energy == "1000 SU per kWh of measured energy"
+    cost = Cost.from_config({"core_weight": 1, "gpu_weight": 2, "partitions": {}})
+    assert cost.su(1, 0, 3600, energy_j=3.6e6) == 1.0  # no weight: no energy charged
+
+
+# sacct -n -P --format=JobID,TotalCPU,Elapsed,AllocCPUS,MaxRSS,ConsumedEnergyRaw
+SACCT = (
+    "31|00:01:00|00:01:00|4||5200\n31.batch|00:00:01|00:01:00|4|20K|100\n"
+    "31.0|00:00:59|00:00:59|4|1G|5100\n"
+    "32|00:01:00|00:01:00|4||0\n32.0|00:00:59|00:00:59|4|1G|0\n"
+    "33|00:01:00|00:01:00|4||\n"
+    "34|00:02:00|00:02:00|4||9000\n34.0|00:01:00|00:01:00|4|1G|4000\n"
+    "34.1|00:01:00|00:01:00|4|1G|18446744073709551614\n"
+)
+
+
+def sacct(out: str):
+    def run(command, **_):
+        assert command[-1].endswith("ConsumedEnergyRaw")
+        return SimpleNamespace(returncode=0, stdout=out, stderr="")
+
+    return run
+
+
+def test_consumed_energy_parser_on_sample_lines():
+    assert consumed_energy("5200") == {"joules": 5200.0, "source": "slurm", "not_measured": None}
+    for empty in ("", "0", "18446744073709551614"):
+        part = consumed_energy(empty)
+        assert part["joules"] is None and part["source"] is None
+        assert part["not_measured"].startswith("no counter: Slurm accounting gathered no energy")
+    jobs, note = accounting(["31", "32", "33", "34"], sacct(SACCT))
+    assert note is None
+    assert jobs["31"]["energy"]["joules"] == 5200.0
+    assert jobs["31.0"]["energy"]["joules"] == 5100.0
+    assert jobs["32"]["energy"]["joules"] is None  # accounting gathers no energy
+    assert jobs["33"]["energy"]["joules"] is None
+    assert jobs["34.0"]["energy"]["joules"] == 4000.0
+    assert jobs["34.1"]["energy"]["not_measured"]  # a step without energy data
+    # the old five columns still read (no energy column: not measured)
+    jobs, _ = accounting(["31"], sacct("31|00:01:00|00:01:00|4|\n"))
+    assert jobs["31"]["energy"]["joules"] is None and jobs["31"]["cpus"] == 4
+
+
+def test_slurm_energy_counts_only_for_jobs_that_had_their_nodes_to_themselves():
+    jobs, _ = accounting(["31", "32", "34"], sacct(SACCT))
+    runs = pd.DataFrame(
+        {
+            "status": ["ok"] * 5,
+            "slurm_job_id": ["31", "31", "32", "34", "34"],  # as records give them
+            "slurm_step_id": [None, None, None, 0, 1],
+            "slurm_oversubscribe": ["NO", "OK", "NO", "NO", "NO"],
+            "energy_gpu_j": [None, None, None, 50.0, None],
+            "energy_gpu_why": ["no counter: the run used no GPU"] * 3 + [None, "x"],
+            "energy_node_j": [None] * 5,
+            "energy_node_why": ["shared node: ..."] * 5,
+        }
+    ).iloc[[0, 2, 3, 4]]
+    runs.loc[runs.index[0], "slurm_oversubscribe"] = "NO"
+    found = with_energy(runs.reset_index(drop=True), jobs)
+    # job 31 (a job of its own, exclusive): its ConsumedEnergy; 32: accounting gathers none
+    assert found.loc[0, ["energy_j", "energy_source"]].tolist() == [5200.0, "slurm"]
+    assert found.loc[1, "energy_j"] != found.loc[1, "energy_j"]  # NaN: not measured
+    why = found.loc[1, "energy_why"]
+    assert "Slurm: no counter: Slurm accounting gathered no energy (0 J)" in why
+    # packed runs of job 34: each its own step; Slurm's figure is not added to NVML's
+    assert found.loc[2, ["energy_j", "energy_source"]].tolist() == [4000.0, "slurm"]
+    assert pd.isna(found.loc[3, "energy_j"])
+    shared = with_energy(runs.reset_index(drop=True).assign(slurm_oversubscribe="OK"), jobs)
+    assert shared.loc[0, "energy_slurm_why"].startswith("shared node")
+    assert shared.loc[2, ["energy_j", "energy_source"]].tolist() == [50.0, "nvml"]
+
+
+def test_a_point_leaves_out_the_runs_its_time_leaves_out():
+    from scalestudy.analysis.energy import point_energy
+
+    runs = pd.DataFrame(
+        {
+            "status": ["ok", "ok", "ok", "failed"],
+            "mismatch": [False, True, False, False],
+            "disturbed": [None, None, "others used 0.9 cores", None],
+            "energy_j": [10.0, 99.0, 50.0, None],
+            "energy_source": ["rapl"] * 3 + [None],
+            "energy_why": [None, None, None, "the run failed"],
+        }
+    )
+    values, source, why = point_energy(runs)
+    assert values.tolist() == [10.0] and source == "rapl" and why is None
+    kept, _, _ = point_energy(runs, keep_mismatched=True, keep_disturbed=True)
+    assert kept.tolist() == [10.0, 99.0, 50.0]
+
+
+def test_a_base_case_on_a_shared_node_leaves_the_answer_without_a_ratio(tmp_path):
+    paths = records(tmp_path)
+    for path in paths:
+        record = json.loads(path.read_text())
+        if record["point"] == "t1":  # one thread of two: the node was shared
+            record["energy"]["node"] = not_measured("shared node: the run had only a share")
+            path.write_text(json.dumps(record))
+    result = aggregate(study(), paths)
+    energy = result.analysis.findings.energy
+    t1, t2 = energy.points
+    assert t1.energy_j is None and t1.not_measured == "node: shared node: the run had only a share"
+    assert t2.energy_j == 75.0 and t2.relative_energy is None and t2.least
+    (answer,) = energy.answers
+    assert answer.point == "t2" and answer.relative_energy is None
+    assert answer.not_measured == "node: shared node: the run had only a share"
+    text = text_of(render("t", [study_view(result.analysis_as_read(), result.summary, {})]))
+    assert "In energy: t2 not measured against the base case (node: shared node" in text
+    assert "least energy per result: t2." in text
+    assert "not measured: node: shared node: the run had only a share" in text  # its row
