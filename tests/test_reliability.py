@@ -1,6 +1,7 @@
 """Nothing wrong reaches the report: record identity, local limits, bounded output, clean
 kills, overlaps across studies, shared CPUs, and errors that reach the user."""
 
+import contextlib
 import json
 import os
 import re
@@ -398,6 +399,16 @@ def alive(marker: str) -> list[psutil.Process]:
     ]
 
 
+def descendants(pid: int, cmdline: list[str]) -> list[psutil.Process]:
+    """The live processes below `pid` that run `cmdline`."""
+    found = []
+    for child in psutil.Process(pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # one that ended meanwhile
+            if child.cmdline() == cmdline:
+                found.append(child)
+    return found
+
+
 def launcher_cli(spec: dict, record: Path, log: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [PY, "-m", "scalestudy.compute.launch", "--spec", json.dumps(spec), "--record", str(record),
@@ -604,8 +615,10 @@ def test_a_full_disk_cleans_up_and_says_so_on_stderr(tmp_path):
 def test_signal_handling_still_records_a_terminated_run(tmp_path):
     spec = command_spec(tmp_path, ["sleep", "30"])
     launcher = launcher_cli(spec, tmp_path / "rep1.json", tmp_path / "rep1.log")
+    # its own program started (not any `sleep 30` on the machine: another test's, or a
+    # user's, ended this wait before the launcher had set its handlers up)
     deadline = time.monotonic() + 30
-    while not alive("30") and time.monotonic() < deadline:
+    while time.monotonic() < deadline and not descendants(launcher.pid, ["sleep", "30"]):
         time.sleep(0.1)
     launcher.send_signal(signal.SIGTERM)
     launcher.communicate(timeout=60)
