@@ -56,10 +56,6 @@ def run_ids(workflow) -> dict[str, str]:
     }
 
 
-# the study's aggregation alone, where its figures and the report are not checked
-SUMMARY = "results/a/summary.csv"
-
-
 @pytest.mark.slow
 def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflow):
     # round 1 (2 runs on 1 and on 2 cores, priced at their 1-min limit: 0.1 SU) is
@@ -99,14 +95,13 @@ def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflo
     assert "2 at N = 1, 2 at N = 2" in report  # round 1
     assert "raise <code>adaptive.max_repeats</code>" in report
 
-    # nothing to do again; a deleted record is run again, and only it (from here on only
-    # the study's aggregation is checked: its figures and the report are not made)
+    # nothing to do again; a deleted record is run again, and only it
     again = workflow.snakemake("--profile", "profiles/local")
     assert "Nothing to be done" in again.output
     folder = workflow.root / "results" / "a" / "rounds"
     history = {p.name: p.read_bytes() for p in folder.glob("round*.json")}
     (workflow.root / "results" / "a" / "runs" / "t2" / "rep3.json").unlink()
-    workflow.snakemake("--profile", "profiles/local", SUMMARY)
+    workflow.snakemake("--profile", "profiles/local")
     assert {p.name: p.read_bytes() for p in folder.glob("round*.json")} == history
     redone = run_ids(workflow)
     assert redone["t2/rep3"] != first["t2/rep3"]
@@ -116,7 +111,7 @@ def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflo
 
     # a raised limit continues from what exists: nothing finished is redone
     workflow.write_config({"studies": {"a": adaptive_study(max_repeats=6)}})
-    workflow.snakemake("--profile", "profiles/local", SUMMARY)
+    workflow.snakemake("--profile", "profiles/local")
     rounds = plans(workflow)
     assert rounds[-1]["totals"] == {"t1": 6, "t2": 6}
     assert rounds[-1]["stop"]["reason"] == "limits"
@@ -128,7 +123,7 @@ def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflo
     # and drops no measured run
     history = plans(workflow)
     workflow.write_config({"studies": {"a": adaptive_study(max_repeats=4)}})
-    workflow.snakemake("--profile", "profiles/local", SUMMARY)
+    workflow.snakemake("--profile", "profiles/local")
     rounds = plans(workflow)
     assert rounds[: len(history)] == history and len(rounds) == len(history) + 1
     assert rounds[-1]["added"] == {} and rounds[-1]["totals"] == {"t1": 6, "t2": 6}
@@ -217,7 +212,7 @@ def test_the_rounds_are_history_a_changed_config_plans_new_ones(workflow):
     # the fault probe changed a stopped study's config: Snakemake saw "Params have
     # changed", planned every round again, and the report told a history that never ran
     workflow.write_config({"studies": {"a": adaptive_study(max_repeats=2)}})
-    workflow.snakemake("--profile", "profiles/local", SUMMARY)
+    workflow.snakemake("--profile", "profiles/local")
     folder = workflow.root / "results" / "a" / "rounds"
     history = {p.name: p.read_bytes() for p in folder.glob("round*.json")}
     before = plans(workflow)
