@@ -283,6 +283,13 @@ def test_sacct_figures_are_real_accounting_per_job_and_per_srun_step(mixed):
     (line,) = [x for x in out.splitlines() if x.startswith(step + "|")]
     assert jobs[step]["cpu_s"] == slurm_seconds(line.split("|")[1])
     assert jobs[step]["peak_mem_mb"] == slurm_megabytes(line.split("|")[2])
+    # issue 29: the cluster gathers no energy (acct_gather_energy/none): sacct answers its
+    # ConsumedEnergyRaw column all the same, and each run says why Slurm gave none
+    no_energy = "no counter: Slurm accounting gathered no energy"
+    assert jobs[fine]["energy"]["joules"] is None
+    assert jobs[fine]["energy"]["not_measured"].startswith(no_energy)
+    runs = pd.read_csv(workflow.root / "results" / "fine" / "runs.csv")
+    assert f"Slurm: {no_energy}" in runs.loc[0, "energy_why"] and pd.isna(runs.loc[0, "energy_j"])
     found = json.loads((workflow.root / "results" / "fine" / "analysis.json").read_text())
     (point,) = found["findings"]["requests"]["points"]
     assert found["findings"]["requests"]["accounting_note"] is None
