@@ -24,19 +24,23 @@ WORKFLOW_PARTS = ["Snakefile", "rules", "scripts", "config", "profiles", "worklo
 
 
 # make test runs two pytest-xdist workers (-n 2 --dist loadgroup). The tests that time
-# runs or load more than one core (marked slow, slurm, browser, gpu or measures) all
-# run on one of them, one after another; the rest, each on one core and timing nothing,
-# run on the other beside them. So beside a timed run at most one core is busy: the
-# load every test here passes under (CI's other core may be busy too).
+# runs or load more than one core (marked slow, slurm, browser, gpu or measures) run on
+# one of them, one after another. On the other run the rest, each on one core and timing
+# nothing, and, one after another, the end-to-end tests marked `waits`: their runs only
+# sleep and are not judged on shared CPUs. So beside a timed run at most one core is
+# busy: the load every test here passes under (CI's other core may be busy too). Local
+# timed runs still take turns machine-wide (compute/ledger.py's lock).
 IN_LINE = {"slow", "slurm", "browser", "gpu", "measures"}
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     for item in items:
-        if IN_LINE & {mark.name for mark in item.iter_markers()}:
+        marks = {mark.name for mark in item.iter_markers()}
+        if "waits" in marks:
+            item.add_marker(pytest.mark.xdist_group("waits"))
+        elif IN_LINE & marks:
             item.add_marker(pytest.mark.xdist_group("in_line"))
-
 
 def checked_study(study: dict, name: str = "s", workdir: Path = REPO):
     """One study as the workflow sees it: checked against the config schema (which

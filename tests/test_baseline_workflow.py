@@ -25,6 +25,7 @@ def times_csv(path, slower_at=None, seed=0):
 
 
 @pytest.mark.slow
+@pytest.mark.waits
 def test_a_rerun_30_percent_slower_at_one_point_against_its_last_archive(workflow):
     root = workflow.root
     times_csv(root / "then.csv", seed=1)

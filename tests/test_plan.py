@@ -105,6 +105,7 @@ def command_study(**extra) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.waits
 def test_the_plan_target_runs_nothing_and_prices_from_earlier_runs(workflow):
     workflow.write_config({"studies": {"c": command_study()}})
     workflow.snakemake("results/plan.html", "--cores", "1")
@@ -131,6 +132,7 @@ def test_the_plan_target_runs_nothing_and_prices_from_earlier_runs(workflow):
 
 
 @pytest.mark.slow
+@pytest.mark.waits
 def test_a_study_over_its_budget_is_refused_before_any_job(workflow):
     workflow.write_config({"studies": {"c": command_study(budget_su=0.1)}})
     proc = workflow.snakemake("--profile", "profiles/local", check=False)

@@ -37,6 +37,7 @@ def summary(workflow) -> pd.DataFrame:
 
 
 @pytest.mark.slow
+@pytest.mark.waits
 def test_moved_corrupted_and_deleted_records_are_redone_every_time(workflow):
     workflow.write_config({"studies": {"c": command_study([1, 2])}})
     workflow.snakemake("--profile", "profiles/local", SUMMARY)
@@ -83,6 +84,7 @@ def test_moved_corrupted_and_deleted_records_are_redone_every_time(workflow):
 
 
 @pytest.mark.slow
+@pytest.mark.waits
 def test_a_record_whose_own_times_deny_its_wall_time_is_measured_again(workflow):
     # the fault probe's edit: a 1-s run given wall_s 1e6 reached the headline ("speedup
     # 914385.87"), and 1e308 stopped the plot step with a matplotlib traceback
@@ -105,6 +107,7 @@ def test_a_record_whose_own_times_deny_its_wall_time_is_measured_again(workflow)
 
 
 @pytest.mark.slow
+@pytest.mark.waits
 def test_a_local_run_past_its_time_limit_is_stopped_and_the_rest_reach_the_report(workflow):
     study = command_study([1, 4], repeats=1, resources={"runtime": 1}, oversubscribe=True)
     workflow.write_config({"studies": {"c": study}})
