@@ -42,6 +42,7 @@ def pytest_collection_modifyitems(items):
         elif IN_LINE & marks:
             item.add_marker(pytest.mark.xdist_group("in_line"))
 
+
 def checked_study(study: dict, name: str = "s", workdir: Path = REPO):
     """One study as the workflow sees it: checked against the config schema (which
     fills in every default) and the workload's own, then as the study model."""
