@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from scalestudy.study.startup_checks import visible_gpus
+from tests.conftest import NOT_JUDGED_ON_SHARED_CPUS
 from tests.test_workflow import planned_runs
 
 PY = sys.executable
@@ -19,13 +20,16 @@ PROGRAM = "import sys, time; n = int(sys.argv[1]); time.sleep(600 if n == 4 else
 
 
 def command_study(points, **extra) -> dict:
-    return {
-        "workload": "command",
-        "params": {"command": [PY, "-c", PROGRAM, "{n}"]},
-        "scaling": {"axis": "threads", "points": points},
-        "repeats": 2,
-        "include_shared": True,  # other tests may run beside this one; not under test here
-    } | extra
+    return (
+        {
+            "workload": "command",
+            "params": {"command": [PY, "-c", PROGRAM, "{n}"]},
+            "scaling": {"axis": "threads", "points": points},
+            "repeats": 2,
+        }
+        | NOT_JUDGED_ON_SHARED_CPUS
+        | extra
+    )  # other tests run beside these; not under test here
 
 
 # where only the study's aggregation is checked, its figures and the report are not made
