@@ -93,6 +93,8 @@ def test_the_gpus_here_are_the_drivers_within_cuda_visible_devices(tmp_path):
     assert visible_gpus({"CUDA_VISIBLE_DEVICES": "1"}, driver) == 1
     assert visible_gpus({"CUDA_VISIBLE_DEVICES": ""}, driver) == 0  # hides them all
     assert visible_gpus({"CUDA_VISIBLE_DEVICES": "0,1,2,3"}, driver) == 2
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "-1"}, driver) == 0  # hides them all too
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "1,-1,0"}, driver) == 1
 
 
 def test_the_startup_problems_are_printed_together_with_plain_numbers():

@@ -6,6 +6,7 @@ one string each, an empty list when there is none."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -113,7 +114,10 @@ def visible_gpus(environ=os.environ, driver=Path("/proc/driver/nvidia/gpus")) ->
     named = environ.get("CUDA_VISIBLE_DEVICES")
     if named is None:
         return present
-    return min(present, len([v for v in named.split(",") if v.strip()]))
+    # CUDA stops at the first entry that names no device ("-1" hides them all)
+    entries = list(itertools.takewhile(lambda v: v and not v.startswith("-"),
+                                       (v.strip() for v in named.split(","))))  # fmt: skip
+    return min(present, len(entries))
 
 
 def local_gpu_problems(
