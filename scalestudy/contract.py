@@ -668,6 +668,7 @@ class Energy:
     not_measured: str | None  # why none was, where none was
     points: list[EnergyPoint]
     answers: list[EnergyAnswer]
+    window: str  # what a run's energy per result covers: the phases its time covers
     weight_su_per_kwh: float  # cost.energy_weight (0: energy is not charged)
 
 

@@ -134,6 +134,41 @@ def unsourced_energy(record: dict) -> str | None:
             )
         if joules is None and not part.get("not_measured"):
             return f"energy.{name} has no figure and does not say why it was not measured"
+    return phase_energy_problem(record, energy)
+
+
+# a phase's energy may exceed its run's by this much: the reads at a phase's ends come
+# a few microseconds outside the run's own
+PHASE_ENERGY_SLACK = (1.0, 0.01)  # joules, fraction of the run's
+
+
+def phase_energy_problem(record: dict, energy: dict) -> str | None:
+    """Why the phases' energy cannot stand: a phase claims a part the run did not
+    measure, or the phases together claim more than the run's whole figure."""
+    phases = record.get("phases") if isinstance(record.get("phases"), list) else []
+    for name in ("gpu", "node"):
+        part = energy.get(name) if isinstance(energy.get(name), dict) else {}
+        figures = [
+            (p.get("name"), p["energy"].get(f"{name}_j"))
+            for p in phases
+            if isinstance(p, dict) and isinstance(p.get("energy"), dict)
+        ]
+        figures = [(phase, j) for phase, j in figures if isinstance(j, int | float)]
+        if not figures:
+            continue
+        whole = part.get("joules")
+        if whole is None:
+            return (
+                f"phase {plain(figures[0][0])} claims {plain(figures[0][1])} J of "
+                f"energy.{name}, which the run did not measure"
+            )
+        total = sum(j for _, j in figures)
+        joules, fraction = PHASE_ENERGY_SLACK
+        if total > whole * (1 + fraction) + joules:
+            return (
+                f"its phases claim {plain(round(total, 3))} J of energy.{name}, more than "
+                f"the run's {plain(round(whole, 3))} J"
+            )
     return None
 
 

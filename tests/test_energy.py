@@ -293,9 +293,137 @@ def test_the_worker_reads_the_counters_around_the_workload(tmp_path, monkeypatch
     assert result["status"] == "ok", result["reason"]
     assert result["energy"]["node"]["joules"] == 5.0
     assert result["energy"]["gpu"]["not_measured"] == "no counter: the run used no GPU"
+    # the command's phase read the counters too: the 5 J fell inside it
+    (phase,) = (p for p in result["phases"] if p["kind"] == "epoch")
+    assert phase["energy"] == {"gpu": None, "node": 5.0}
     results = {0: result}
     whole = run_energy(spec, results, {"machine_cpus": 1}, {}, [])
     assert whole["node"] == energy.measured(5.0, "rapl", energy.RAPL_SCOPE) | {"nodes": 1}
     shared = run_energy(spec, results, {"machine_cpus": 16}, {}, [])
     assert shared["node"]["joules"] is None
     assert shared["node"]["not_measured"].startswith("shared node")
+
+
+# --- each phase's energy: the same work as the phase's time --------------------------
+
+
+class Counters:
+    """RankEnergy.read's form: a GPU and the node's packages, each read advancing."""
+
+    def __init__(self):
+        self.gpu = self.node = 0.0
+
+    def read(self) -> dict:
+        self.gpu += 10.0
+        self.node += 1.0
+        return {"gpu": {"GPU-a": self.gpu}, "node": self.node}
+
+
+def test_each_phase_reads_the_counters_at_its_start_and_end(tmp_path):
+    from scalestudy.compute.harness import Context, Phase
+
+    ctx = Context(params={}, data_dir=tmp_path, threads=1)
+    ctx.energy_reader = Counters().read
+    with ctx.phase("load data", kind="data"):
+        pass
+    since = ctx.mark()  # a callback-timed phase (Lightning's epochs)
+    ctx.end_phase(Phase("epoch 1", "epoch", 0.0, 32), since)
+    data, epoch = (p.as_dict() for p in ctx.phases)
+    assert data["energy"] == {"gpu": {"GPU-a": 10.0}, "node": 1.0}
+    assert epoch["energy"] == {"gpu": {"GPU-a": 10.0}, "node": 1.0}
+    assert epoch["samples"] == 32 and epoch["seconds"] >= 0
+    with pytest.raises(ValueError, match="phase kind must be one of"), ctx.phase("x", "nonsense"):
+        pass
+    plain = Context(params={}, data_dir=tmp_path, threads=1)  # no counter: no energy key
+    with plain.phase("epoch 1", kind="epoch"):
+        pass
+    assert "energy" not in plain.phases[0].as_dict()
+
+
+def rank_phases(host: str, gpu: dict | None, node: float | None, kinds=("epoch", "epoch")):
+    phases = [{"name": "startup", "kind": "startup", "seconds": 1.0}]
+    for i, kind in enumerate(kinds, 1):
+        phases.append({"name": f"{kind} {i}", "kind": kind, "seconds": 1.0,
+                       "energy": {"gpu": gpu, "node": node}})  # fmt: skip
+    return {"host": host, "phases": phases}
+
+
+def run_part(gpu_j, node_j, nodes=2) -> dict:
+    return {
+        "window": "w",
+        "gpu": energy.measured(gpu_j, "nvml", energy.NVML_SCOPE) | {"gpus": 2}
+        if gpu_j is not None
+        else energy.not_measured("no counter: the run used no GPU"),
+        "node": energy.measured(node_j, "rapl", energy.RAPL_SCOPE) | {"nodes": nodes}
+        if node_j is not None
+        else energy.not_measured("shared node: ..."),
+    }
+
+
+def test_a_phase_counts_each_gpu_and_node_of_the_run_once():
+    # two nodes, two ranks each; the ranks of a node share its packages (first reads
+    # them), and two ranks of node b read the same GPU
+    ranks = [
+        rank_phases("a", {"GPU-a0": 5.0}, 20.0),
+        rank_phases("a", {"GPU-a1": 6.0}, None),
+        rank_phases("b", {"GPU-b0": 7.0}, 30.0),
+        rank_phases("b", {"GPU-b0": 7.5}, None),
+    ]
+    phases = energy.combine_phases(ranks[0]["phases"], ranks, run_part(100.0, 200.0))
+    assert "energy" not in phases[0]  # start-up: before the counters started
+    assert phases[1]["energy"] == {"gpu_j": 5.0 + 6.0 + 7.5, "node_j": 50.0}
+    # only what the run measured: here its node energy (the run had its nodes to itself)
+    only_gpu = energy.combine_phases(ranks[0]["phases"], ranks, run_part(100.0, None))
+    assert only_gpu[1]["energy"] == {"gpu_j": 18.5, "node_j": None}
+    assert energy.combine_phases(ranks[0]["phases"], ranks, None)[1].keys() == {
+        "name", "kind", "seconds"}  # fmt: skip
+    # a node whose first rank did not read its packages: no node figure in the phase
+    partial_nodes = [ranks[0], ranks[1], rank_phases("b", {"GPU-b0": 7.0}, None)]
+    assert energy.combine_phases(ranks[0]["phases"], partial_nodes, run_part(1.0, 2.0))[1][
+        "energy"]["node_j"] is None  # fmt: skip
+
+
+def test_ranks_that_timed_different_phases_give_no_phase_energy():
+    ranks = [
+        rank_phases("a", {"GPU-0": 5.0}, 1.0),
+        rank_phases("a", {"GPU-1": 5.0}, None, kinds=("epoch", "eval")),
+    ]
+    phases = energy.combine_phases(ranks[0]["phases"], ranks, run_part(10.0, 2.0, nodes=1))
+    assert all("energy" not in p for p in phases)
+
+
+def phase_record(gpu_run, phase_gpu: list) -> dict:
+    record = good_record(
+        energy={"window": "w", "gpu": gpu_run,
+                "node": energy.not_measured("no counter: no RAPL powercap interface")},
+        phases=[{"name": f"epoch {i}", "kind": "epoch", "seconds": 0.5,
+                 "energy": {"gpu_j": j, "node_j": None}} for i, j in enumerate(phase_gpu, 1)],
+    )  # fmt: skip
+    return record
+
+
+def test_phase_energy_must_agree_with_the_runs(tmp_path):
+    path = tmp_path / "rep1.json"
+    path.write_text(json.dumps(phase_record(energy.measured(100.0, "nvml", "x"), [40.0, 50.0])))
+    assert read_record(path)["phases"][1]["energy"]["gpu_j"] == 50.0
+    path.write_text(json.dumps(phase_record(energy.measured(100.0, "nvml", "x"), [60.0, 50.0])))
+    more = "phases claim 110.0 J of energy.gpu, more than the run's 100.0 J"
+    with pytest.raises(RecordError, match=more):
+        read_record(path)
+    path.write_text(json.dumps(phase_record(energy.not_measured("no counter: x"), [1.0, 1.0])))
+    unmeasured = "phase 'epoch 1' claims 1.0 J of energy.gpu, which the run did not measure"
+    with pytest.raises(RecordError, match=unmeasured):
+        read_record(path)
+
+
+def test_the_counters_steps_are_timed_by_polling():
+    ticks = iter(range(1000))
+    readings = iter([5, 5, 5, 6, 6, 6, 6, 7, 7])  # moves at the 4th and 8th read
+    found = energy.update_interval(lambda: next(readings), clock=lambda: next(ticks) * 0.01)
+    assert found == pytest.approx(0.04)
+    # a counter that stands still: no interval, after the limit
+    assert energy.update_interval(lambda: 5, limit_s=0.01) is None
+    meter = energy.NvmlMeter([(0, None)], FakeNvml(), environ={})
+    meter.start()
+    part = meter.stop()
+    assert part["update_s"] is not None and part["update_s"] >= 0

@@ -209,9 +209,9 @@ def test_a_point_leaves_out_the_runs_its_time_leaves_out():
             "status": ["ok", "ok", "ok", "failed"],
             "mismatch": [False, True, False, False],
             "disturbed": [None, None, "others used 0.9 cores", None],
-            "energy_j": [10.0, 99.0, 50.0, None],
-            "energy_source": ["rapl"] * 3 + [None],
-            "energy_why": [None, None, None, "the run failed"],
+            "energy_result_j": [10.0, 99.0, 50.0, None],
+            "energy_result_source": ["rapl"] * 3 + [None],
+            "energy_result_why": [None, None, None, "the run failed"],
         }
     )
     values, source, why = point_energy(runs)
@@ -239,3 +239,104 @@ def test_a_base_case_on_a_shared_node_leaves_the_answer_without_a_ratio(tmp_path
     assert "In energy: t2 not measured against the base case (node: shared node" in text
     assert "least energy per result: t2." in text
     assert "not measured: node: shared node: the run had only a share" in text  # its row
+
+
+def train_records(folder, phase_energy: bool = True) -> list:
+    """Runs whose workload's whole run used 10x the energy of its two epochs (data
+    loading on an idle GPU board, say): t1's epochs 2 s and 40 + 60 J, t2's 1 s and
+    30 + 20 J."""
+    paths = []
+    for point, n, epochs in (("t1", 1, [(1.0, 40.0), (1.0, 60.0)]),
+                             ("t2", 2, [(0.5, 30.0), (0.5, 20.0)])):  # fmt: skip
+        for k in (1, 2, 3):
+            record = good_record(point=point, n=n, repeat=k, wall_s=3.0)
+            record["finished_at"] = "2026-01-01T00:00:03.000+00:00"
+            record["run_id"] = f"run-of-{point}-rep{k}"
+            record["phases"] = [
+                {"name": f"epoch {i}", "kind": "epoch", "seconds": s}
+                | ({"energy": {"gpu_j": None, "node_j": j}} if phase_energy else {})
+                for i, (s, j) in enumerate(epochs, 1)
+            ]
+            record["resources"]["requested"]["threads"] = n
+            record["resources"]["received"] |= {"threads_given": n, "torch_threads": n}
+            record["energy"] = energy_part(10 * sum(j for _, j in epochs))
+            path = folder / "results" / "s" / "runs" / point / f"rep{k}.json"
+            write_json_atomic(path, record)
+            paths.append(path)
+    return paths
+
+
+@pytest.mark.parametrize("time, t1_j, t2_j", [("train", 100.0, 50.0), ("steady", 60.0, 20.0),
+                                              ("wall", 1000.0, 500.0)])  # fmt: skip
+def test_energy_per_result_is_of_the_phases_the_time_uses(tmp_path, time, t1_j, t2_j):
+    """Time and energy of a point are of the same work: a study timed by its epochs gets
+    its epochs' energy, not the whole run's (which held 10x more here). What a run is
+    charged stays its whole run's energy."""
+    s = study_model({"scaling": {"axis": "threads"}, "time": time,
+                     "cost": {"energy_weight": 1000}}, "s")  # fmt: skip
+    result = aggregate(s, train_records(tmp_path))
+    energy = result.analysis.findings.energy
+    t1, t2 = energy.points
+    assert (t1.energy_j, t2.energy_j) == (t1_j, t2_j)
+    assert t2.relative_energy == pytest.approx(t2_j / t1_j)
+    assert energy.window.startswith({"train": "the training epochs", "steady": "the median epoch",
+                                     "wall": "the workload's whole run"}[time])  # fmt: skip
+    assert sorted(result.runs["energy_j"].unique()) == [500.0, 1000.0]  # charged: the whole run
+    text = text_of(render("t", [study_view(result.analysis_as_read(), result.summary, {})]))
+    assert f"one run's energy over {energy.window}" in text
+
+
+def test_records_without_phase_energy_give_no_energy_per_epoch(tmp_path):
+    s = study_model({"scaling": {"axis": "threads"}, "time": "train"}, "s")
+    energy = aggregate(s, train_records(tmp_path, phase_energy=False)).analysis.findings.energy
+    assert not energy.measured
+    assert energy.points[0].not_measured == (
+        "node: no energy per phase in the record (it was made before phases were read)"
+    )
+
+
+def test_slurm_energy_serves_only_times_of_the_whole_run():
+    jobs, _ = accounting(["31"], sacct(SACCT))
+    runs = pd.DataFrame({"status": ["ok"], "slurm_job_id": ["31"], "slurm_step_id": [None],
+                         "slurm_oversubscribe": ["NO"], "gpus": [0]})  # fmt: skip
+    wall = with_energy(runs, jobs, "wall")
+    assert wall.loc[0, ["energy_result_j", "energy_result_source"]].tolist() == [5200.0, "slurm"]
+    train = with_energy(runs, jobs, "train")
+    assert train.loc[0, ["energy_j", "energy_source"]].tolist() == [5200.0, "slurm"]  # charged
+    assert pd.isna(train.loc[0, "energy_result_j"])
+    assert train.loc[0, "energy_result_why"] == (
+        "Slurm: its figure is the whole job's, not the training epochs"
+    )
+
+
+def test_windows_too_short_for_the_counters_steps_have_no_figure():
+    """NVML's counter on an H200 moved every 0.1 s, 12.3 J at a time: a 0.07 s epoch
+    read 12.3 J (or 0 J). Such a figure may be off by more than itself: not given."""
+    from scalestudy.analysis.energy import record_columns
+
+    def record(epoch_s: list[float], update_s: float):
+        return good_record(
+            wall_s=10.0,
+            finished_at="2026-01-01T00:00:10.000+00:00",
+            phases=[{"name": "startup", "kind": "startup", "seconds": 3.0}]
+            + [{"name": f"epoch {i}", "kind": "epoch", "seconds": s,
+                "energy": {"gpu_j": 12.3, "node_j": None}}
+               for i, s in enumerate(epoch_s, 1)],
+            energy={"window": "w", "node": not_measured("no counter: x"),
+                    "gpu": measured(600.0, "nvml", "x") | {"update_s": update_s}},
+        )  # fmt: skip
+
+    spiral = record([0.3, 0.07, 0.07], update_s=0.1)
+    columns = record_columns(spiral)
+    assert columns["energy_gpu_steady_j"] is None
+    assert columns["energy_gpu_steady_why"] == (
+        "too short for the counter: a phase of 0.07 s from a counter that moves every "
+        "0.1 s (up to 286% off)"
+    )
+    assert columns["energy_gpu_train_j"] is None  # 3 phases, 0.44 s: up to 136 % off
+    assert columns["energy_gpu_j"] == 600.0  # the whole run: 7 s, up to 3 % off
+    long_epochs = record_columns(record([3.0, 2.0, 2.0], update_s=0.1))
+    assert long_epochs["energy_gpu_train_j"] == pytest.approx(36.9)  # 6 reads: 9 % at most
+    assert long_epochs["energy_gpu_steady_j"] == pytest.approx(12.3)
+    unknown = record_columns(record([0.3, 0.07, 0.07], update_s=None))  # not timed: as read
+    assert unknown["energy_gpu_steady_j"] == pytest.approx(12.3)

@@ -3,7 +3,6 @@
 import json
 import re
 import shutil
-import time
 
 import pandas as pd
 import pytest
@@ -143,16 +142,15 @@ def test_missing_data_stops_with_instructions(workflow):
     assert not list((workflow.root / "results").glob("s/runs/*/*.json"))
 
 
-def test_thousand_point_dry_run_is_fast(workflow):
+def test_thousand_point_dry_run_plans_every_point(workflow):
+    # how fast: benchmarks/dag_dry_run.py (a timed assert here failed CI on a busy
+    # machine: 16.8 s against 15, where a quiet one takes about 2 s)
     study = tiny_mnist_study(repeats=1)
     study["scaling"]["points"] = list(range(1, 1001))
     study["oversubscribe"] = True  # else a local dry run refuses points beyond the machine
     workflow.write_config({"studies": {"big": study}})
-    start = time.perf_counter()
     proc = workflow.snakemake("-n", "--cores", "2")
-    elapsed = time.perf_counter() - start
     assert re.search(r"run_point\s+1000", proc.stdout)
-    assert elapsed < 15, f"dry run of 1,000 points took {elapsed:.1f} s"
 
 
 def test_no_profiles_default():

@@ -129,7 +129,8 @@ class PhaseTimer(pl.Callback):
     def __init__(self, ctx, device):
         self.ctx, self.device = ctx, device
         self.step_times: list[float] = []
-        self.fit_start = self.epoch_start = self.val_start = self.step_start = 0.0
+        self.fit_start = self.step_start = 0.0
+        self.epoch_start = self.val_start = None  # harness Marks: clock and energy
         self.time_to_first_step = None
         self.samples = 0
         self.world_size = 1
@@ -144,8 +145,9 @@ class PhaseTimer(pl.Callback):
 
     def on_train_epoch_start(self, trainer, module):
         self.world_size = trainer.world_size  # a property chain: not looked up every step
-        self.epoch_start, self.samples = self._now(), 0
-        self.step_start = self.epoch_start
+        self._now()  # the epoch starts after the device's queued work
+        self.epoch_start, self.samples = self.ctx.mark(), 0
+        self.step_start = self.epoch_start.at
 
     # One hook per step, not two: Lightning's dispatch of each callback hook costs
     # about as much as a small step's arithmetic. A step is the time from the end of
@@ -161,15 +163,15 @@ class PhaseTimer(pl.Callback):
 
     def on_train_epoch_end(self, trainer, module):
         epoch = trainer.current_epoch + 1
-        seconds = self._now() - self.epoch_start
-        self.ctx.phases.append(Phase(f"epoch {epoch}", "epoch", seconds, self.samples))
+        self.ctx.end_phase(Phase(f"epoch {epoch}", "epoch", 0.0, self.samples), self.epoch_start)
 
     def on_validation_epoch_start(self, trainer, module):
-        self.val_start = self._now()
+        self._now()
+        self.val_start = self.ctx.mark()
 
     def on_validation_epoch_end(self, trainer, module):
         if not trainer.sanity_checking:
-            self.ctx.phases.append(Phase("validate", "eval", self._now() - self.val_start))
+            self.ctx.end_phase(Phase("validate", "eval", 0.0), self.val_start)
 
 
 def load_images(dataset: str, root) -> torch.Tensor:

@@ -17,11 +17,21 @@ why, never an estimate. A run's energy is taken from one source, in this order:
 Points are compared only on the same source (a ratio of GPU-only energy to whole-node
 energy means nothing): a point measured from another source than its base case has no
 ratio, and the least-energy point is chosen among the base case's source.
+
+Two figures per run, each over its own window:
+- the run's energy (energy_j): the workload's whole run, after start-up. What a centre
+  charges for (cost.energy_weight), beside the run's whole elapsed time.
+- the energy per result (energy_result_j): over the same phases as the time the study
+  uses (`time`): the training epochs (train), the median epoch after the first (steady),
+  or the whole run (wall, whose start-up no counter reads). Each phase's energy is read
+  at its start and end (compute/energy.py), so time and energy of a point are of the
+  same work. Slurm's ConsumedEnergy is of the whole job or step: it serves `wall` only.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 
 import numpy as np
 import pandas as pd
@@ -30,10 +40,24 @@ from scalestudy.analysis import intervals, recommendation
 from scalestudy.analysis.cost import Cost
 from scalestudy.analysis.request import run_accounting_keys
 
-# the runs table's energy columns from a record (record_columns) and from the choice
-# among sources (with_energy)
-RECORD_COLUMNS = ("energy_gpu_j", "energy_gpu_why", "energy_node_j", "energy_node_why")
+# the runs table's energy columns from a record (record_columns): per counter, the
+# run's whole figure and the figure of the phases each `time` basis uses, or why none
+BASES = {"wall": "", "train": "_train", "steady": "_steady"}
+RECORD_COLUMNS = tuple(
+    f"energy_{part}{basis}_{what}"
+    for part in ("gpu", "node")
+    for basis in BASES.values()
+    for what in ("j", "why")
+)
 NO_RECORD_ENERGY = "no counter: the record holds no energy reading"
+NO_PHASE_ENERGY = "no energy per phase in the record (it was made before phases were read)"
+# what each basis's energy covers, as the report says it
+WINDOWS = {
+    "wall": "the workload's whole run after start-up (no counter reads the start-up, "
+    "which the time includes)",
+    "train": "the training epochs, as the times",
+    "steady": "the median epoch after the first, as the times",
+}
 SOURCE_WORDS = {
     "rapl+nvml": "RAPL (CPU packages of the node) + NVML (GPU boards)",
     "rapl": "RAPL (CPU packages of the node)",
@@ -42,14 +66,70 @@ SOURCE_WORDS = {
 }
 
 
+# A window read at its 2k ends (k phases) from a counter that moves every u seconds is
+# off by up to 2ku seconds of its power: a figure that may be off by more than this
+# share of itself is not given (NVML's counter, seen moving every 0.1 s, needs about 2 s
+# for one phase). RAPL's counters move about every millisecond: not judged.
+MAX_COUNTER_ERROR = 0.1
+
+
+def too_coarse(seconds: list[float], update_s: float | None) -> str | None:
+    """Why phases of `seconds` are too short for a counter moving every `update_s`."""
+    if not update_s or not seconds:
+        return None
+    total = sum(seconds)
+    bound = 2 * len(seconds) * update_s / total if total > 0 else math.inf
+    if bound <= MAX_COUNTER_ERROR:
+        return None
+    phases = "a phase" if len(seconds) == 1 else f"{len(seconds)} phases"
+    return (
+        f"too short for the counter: {phases} of {total:.3g} s from a counter that moves "
+        f"every {update_s:.2g} s (up to {min(bound, 9.99):.0%} off)"
+    )
+
+
 def record_columns(record: dict) -> dict:
-    """A record's energy parts as runs-table columns: joules, or why not measured."""
+    """A record's energy as runs-table columns (RECORD_COLUMNS): per counter, joules or
+    why not measured, for the whole run and for the phases of each time basis (tables'
+    train_s: every epoch; steady_epoch_s: the median epoch after the first)."""
     energy = record.get("energy") or {}
+    phases = record.get("phases", [])
+    epochs = [p for p in phases if p["kind"] == "epoch"]
+    epoch_s = [p["seconds"] for p in epochs]
+    # the whole run's window: the workload's run after start-up
+    run_s = (record.get("wall_s") or 0) - sum(
+        p["seconds"] for p in phases if p["kind"] == "startup"
+    )
     columns = {}
     for name in ("gpu", "node"):
         part = energy.get(name) or {}
-        columns[f"energy_{name}_j"] = part.get("joules")
-        columns[f"energy_{name}_why"] = part.get("not_measured") if part else NO_RECORD_ENERGY
+        whole = part.get("joules")
+        why = part.get("not_measured") if part else NO_RECORD_ENERGY
+        per_epoch = [(p.get("energy") or {}).get(f"{name}_j") for p in epochs]
+        train = steady = None
+        phase_why = steady_why = why
+        if whole is not None:
+            if not epochs:
+                phase_why = steady_why = "no training epoch timed"
+            elif any(j is None for j in per_epoch):
+                phase_why = steady_why = NO_PHASE_ENERGY
+            else:
+                train, phase_why = sum(per_epoch), None
+                if len(per_epoch) > 1:
+                    steady, steady_why = statistics.median(per_epoch[1:]), None
+                else:
+                    steady_why = "one epoch: no steady epoch"
+        update_s = part.get("update_s")
+        for basis, joules, reason, seconds in (
+            ("", whole, why, [run_s]),
+            ("_train", train, phase_why, epoch_s),
+            ("_steady", steady, steady_why, [statistics.median(epoch_s[1:] or [0.0])]),
+        ):
+            coarse = too_coarse(seconds, update_s) if joules is not None else None
+            if coarse:
+                joules, reason = None, coarse
+            columns[f"energy_{name}{basis}_j"] = joules
+            columns[f"energy_{name}{basis}_why"] = None if joules is not None else reason
     return columns
 
 
@@ -84,9 +164,35 @@ def chosen(gpu, node, slurm) -> tuple[float | None, str | None]:
     return None, None
 
 
-def with_energy(runs: pd.DataFrame, jobs: dict[str, dict]) -> pd.DataFrame:
-    """The runs table with each run's energy: Slurm's figure (energy_slurm_j), the one
-    taken (energy_j), its source (energy_source) and, where none, why (energy_why).
+def _taken(row, basis: str, s_j, s_why) -> tuple[float | None, str | None, str | None]:
+    """(joules, source, why none) of a run over one window: the counters' parts of
+    `basis` (BASES) and Slurm's figure, by the order of the module's docstring."""
+    gpu = _number(getattr(row, f"energy_gpu{basis}_j"))
+    node = _number(getattr(row, f"energy_node{basis}_j"))
+    joules, src = chosen(gpu, node, s_j) if row.status == "ok" else (None, None)
+    if joules is not None:
+        return joules, src, None
+    if row.status != "ok":
+        return None, None, "the run failed"
+    # a run that asked for no GPU: its GPU counter is no reason worth saying
+    no_gpu = getattr(row, "gpus", None) == 0
+    reasons = [
+        f"{what}: {text}"
+        for what, text in (
+            ("GPU", None if no_gpu else getattr(row, f"energy_gpu{basis}_why")),
+            ("node", getattr(row, f"energy_node{basis}_why")),
+            ("Slurm", s_why),
+        )
+        if isinstance(text, str) and text
+    ]
+    return None, None, "; ".join(reasons) or "no counter: no energy reading"
+
+
+def with_energy(runs: pd.DataFrame, jobs: dict[str, dict], time: str = "wall") -> pd.DataFrame:
+    """The runs table with each run's energy: Slurm's figure (energy_slurm_j); the run's
+    energy taken (energy_j), its source (energy_source) and, where none, why
+    (energy_why); and likewise its energy per result over the phases of the study's
+    `time` (energy_result_j, energy_result_source, energy_result_why).
     `jobs`: accounting's answer (request.accounting), {} where sacct was not asked."""
     runs = runs.copy()
     for column in RECORD_COLUMNS:
@@ -94,37 +200,28 @@ def with_energy(runs: pd.DataFrame, jobs: dict[str, dict]) -> pd.DataFrame:
             runs[column] = None
     keys = run_accounting_keys(runs) if len(runs) else []
     exclusive = runs.get("slurm_oversubscribe", pd.Series(None, index=runs.index, dtype=object))
-    slurm, slurm_why, total, source, why = [], [], [], [], []
+    # Slurm's figure is the whole job's or step's: no window but the whole run's
+    slurm_covers = time == "wall"
+    slurm, slurm_why, whole, result = [], [], [], []
     for row, key, shared in zip(runs.itertuples(), keys, exclusive, strict=True):
         s_j, s_why = (None, None) if key is None else slurm_part(jobs.get(key), shared)
-        gpu, node = _number(row.energy_gpu_j), _number(row.energy_node_j)
-        joules, src = chosen(gpu, node, s_j) if row.status == "ok" else (None, None)
-        # a run that asked for no GPU: its GPU counter is no reason worth saying
-        no_gpu = getattr(row, "gpus", None) == 0
-        reasons = [
-            f"{what}: {text}"
-            for what, text in (
-                ("GPU", None if no_gpu else row.energy_gpu_why),
-                ("node", row.energy_node_why),
-                ("Slurm", s_why),
-            )
-            if isinstance(text, str) and text
-        ]
-        if row.status != "ok":
-            reasons = ["the run failed"]
-        elif not reasons and key is None and gpu is None and node is None:
-            reasons = ["no counter: no energy reading"]
         slurm.append(s_j)
         slurm_why.append(s_why)
-        total.append(joules)
-        source.append(src)
-        why.append(None if joules is not None else "; ".join(reasons))
+        whole.append(_taken(row, "", s_j, s_why))
+        if slurm_covers:
+            result.append(whole[-1])
+        else:
+            whole_job = f"its figure is the whole job's, not {WINDOWS[time].split(',')[0]}"
+            result.append(_taken(row, BASES[time], None, whole_job if s_j is not None else s_why))
     return runs.assign(
         energy_slurm_j=pd.Series(slurm, index=runs.index, dtype=float),
         energy_slurm_why=slurm_why,
-        energy_j=pd.Series(total, index=runs.index, dtype=float),
-        energy_source=source,
-        energy_why=why,
+        energy_j=pd.Series([w[0] for w in whole], index=runs.index, dtype=float),
+        energy_source=[w[1] for w in whole],
+        energy_why=[w[2] for w in whole],
+        energy_result_j=pd.Series([r[0] for r in result], index=runs.index, dtype=float),
+        energy_result_source=[r[1] for r in result],
+        energy_result_why=[r[2] for r in result],
     )
 
 
@@ -139,15 +236,15 @@ def point_energy(
         ok = ok[~ok["mismatch"].astype(bool)]
     if not keep_disturbed and "disturbed" in ok:
         ok = ok[ok["disturbed"].astype(object).fillna("") == ""]
-    if "energy_j" not in ok or ok.empty:
+    if "energy_result_j" not in ok or ok.empty:
         return np.array([]), None, "no run that measures the point"
-    measured = ok[ok["energy_j"].notna()]
+    measured = ok[ok["energy_result_j"].notna()]
     if measured.empty:
-        reasons = ok["energy_why"].dropna().astype(str)
+        reasons = ok["energy_result_why"].dropna().astype(str)
         return np.array([]), None, reasons.iloc[0] if len(reasons) else "not measured"
-    source = measured["energy_source"].value_counts().index[0]
-    values = measured.loc[measured["energy_source"] == source, "energy_j"].to_numpy(float)
-    return values, str(source), None
+    source = measured["energy_result_source"].value_counts().index[0]
+    chosen_rows = measured["energy_result_source"] == source
+    return measured.loc[chosen_rows, "energy_result_j"].to_numpy(float), str(source), None
 
 
 def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[dict], study):
@@ -156,7 +253,7 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[dic
     against time; per series the least-energy point and what the recommended point costs
     in energy against the base case. None for a study without records (times measured
     elsewhere)."""
-    if "energy_j" not in runs:
+    if "energy_result_j" not in runs:
         return None
     points, series_answers = [], []
     for name, rows in summary.groupby(summary["series"].fillna(""), sort=False):
@@ -208,13 +305,14 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[dic
     measured = any(p["energy_j"] is not None for p in points)
     why = None
     if not measured:
-        reasons = runs.loc[runs["status"] == "ok", "energy_why"].dropna().astype(str)
+        reasons = runs.loc[runs["status"] == "ok", "energy_result_why"].dropna().astype(str)
         why = reasons.value_counts().index[0] if len(reasons) else "no successful run"
     return {
         "measured": measured,
         "not_measured": why,
         "points": points,
         "answers": series_answers,
+        "window": WINDOWS[study.time],
         "weight_su_per_kwh": Cost.of(study).energy_weight,
     }
 

@@ -102,7 +102,7 @@ def analyse(
     accounted = ({}, None)
     if study.measured is None:  # times measured elsewhere have neither
         accounted = accounting(job_ids(runs), sacct)
-        runs = with_energy(runs, accounted[0])
+        runs = with_energy(runs, accounted[0], study.time)
     if plans:
         runs = runs.assign(
             round=[

@@ -1,5 +1,7 @@
 """Energy of a run, read from hardware counters at the start and end of the workload's
-run; never estimated (no TDP, no sampled power x time).
+run and at the start and end of each of its timed phases (so the analysis takes the
+energy of the same phases as the time it uses); never estimated (no TDP, no sampled
+power x time).
 
 Two counters, each read where it exists and said to be "not measured" (with why) where
 it does not:
@@ -25,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,27 +142,58 @@ class RaplMeter:
                 self.reason = f"not readable: {e}"
                 return
 
+    def read(self) -> float | None:
+        """Joules since start(), wraps counted; None where the counter cannot be read."""
+        if self.reason or not self._start:
+            return None
+        try:
+            self._check()
+        except OSError as e:
+            self.reason = f"not readable: {e}"
+            return None
+        # each wrap lost max_energy_range_uj + 1 (the counter goes from max to 0)
+        with self._lock:
+            total_uj = sum(
+                end - start + wraps * (z.max_uj + 1)
+                for z, start, end, wraps in zip(
+                    self.zones, self._start, self._last, self._wraps, strict=True
+                )
+            )
+        return total_uj / 1e6
+
     def stop(self) -> dict:
         if self._thread is not None:
             self._stop.set()
             self._thread.join()
-        if self.reason:
-            return not_measured(self.reason)
-        try:
-            self._check()
-        except OSError as e:
-            return not_measured(f"not readable: {e}")
-        # each wrap lost max_energy_range_uj + 1 (the counter goes from max to 0)
-        total_uj = sum(
-            end - start + wraps * (z.max_uj + 1)
-            for z, start, end, wraps in zip(
-                self.zones, self._start, self._last, self._wraps, strict=True
-            )
-        )
-        return measured(total_uj / 1e6, "rapl", RAPL_SCOPE)
+        joules = self.read()
+        if joules is None:
+            return not_measured(self.reason or "not readable: RAPL was not started")
+        return measured(joules, "rapl", RAPL_SCOPE)
 
 
 # --- NVML ---------------------------------------------------------------------------
+
+# NVML's energy counter moves in steps (seen here on an H200: every 0.1 s or so, 12.3 J
+# at a time), so a phase shorter than a few steps has no figure worth the name. The
+# steps are timed once per run, before its first phase, by polling the counter until it
+# moves twice (at most UPDATE_POLL_LIMIT_S); the analysis judges each window by them.
+UPDATE_POLL_LIMIT_S = 0.5
+
+
+def update_interval(read, limit_s: float = UPDATE_POLL_LIMIT_S, clock=time.perf_counter):
+    """Seconds between two moves of a counter (`read`), by polling it; None where it did
+    not move twice within `limit_s` (a board whose counter stands still)."""
+    deadline = clock() + limit_s
+    moves: list[float] = []
+    last = read()
+    while len(moves) < 2:
+        value, now = read(), clock()
+        if value != last:
+            moves.append(now)
+            last = value
+        elif now > deadline:
+            return None
+    return moves[1] - moves[0]
 
 
 def _import_pynvml():
@@ -183,6 +217,7 @@ class NvmlMeter:
         self.uuids: list[str] = []
         self._start: list[int] = []
         self._initialised = False
+        self.update_s: float | None = None  # seconds between the counter's moves
 
     def _read(self) -> list[int]:
         return [int(self._nvml.nvmlDeviceGetTotalEnergyConsumption(h)) for h in self._handles]
@@ -205,6 +240,10 @@ class NvmlMeter:
                 self._handles.append(handle)
                 own = nvml.nvmlDeviceGetUUID(handle)
                 self.uuids.append(own.decode() if isinstance(own, bytes) else str(own))
+            first = self._handles[0]
+            self.update_s = update_interval(
+                lambda: self._nvml.nvmlDeviceGetTotalEnergyConsumption(first)
+            )
             self._start = self._read()
         except ImportError:
             self.reason = "no counter: NVML (pynvml) is not installed"
@@ -213,21 +252,32 @@ class NvmlMeter:
         if self.reason:
             self._shutdown()
 
-    def stop(self) -> dict:
-        """The GPUs' energy, with per-GPU joules under "devices" (uuid -> J)."""
-        if self.reason:
-            return not_measured(self.reason)
+    def read(self) -> dict[str, float] | None:
+        """Joules of each GPU (uuid -> J) since start(); None where they cannot be read
+        (then `reason` says why)."""
+        if self.reason or not self._initialised:
+            return None
         try:
             end = self._read()
         except Exception as e:
-            self._shutdown()
-            return not_measured(f"not readable: NVML total energy: {type(e).__name__}: {e}")
-        self._shutdown()
+            self.reason = f"not readable: NVML total energy: {type(e).__name__}: {e}"
+            return None
         if any(b < a for a, b in zip(self._start, end, strict=True)):
             # the counter starts at the driver's load: it went back, so it was reloaded
-            return not_measured("not readable: NVML total energy went back (driver reloaded)")
-        per_gpu = {u: (b - a) / 1000 for u, a, b in zip(self.uuids, self._start, end, strict=True)}
-        return measured(sum(per_gpu.values()), "nvml", NVML_SCOPE) | {"devices": per_gpu}
+            self.reason = "not readable: NVML total energy went back (driver reloaded)"
+            return None
+        return {u: (b - a) / 1000 for u, a, b in zip(self.uuids, self._start, end, strict=True)}
+
+    def stop(self) -> dict:
+        """The GPUs' energy, with per-GPU joules under "devices" (uuid -> J)."""
+        per_gpu = self.read()
+        self._shutdown()
+        if per_gpu is None:
+            return not_measured(self.reason or "not readable: NVML was not started")
+        return measured(sum(per_gpu.values()), "nvml", NVML_SCOPE) | {
+            "devices": per_gpu,
+            "update_s": self.update_s,
+        }
 
     def _shutdown(self) -> None:
         if self._initialised:
@@ -274,6 +324,14 @@ class RankEnergy:
             self._rapl.start()
         return self
 
+    def read(self) -> dict:
+        """The counters since the start, for a phase's start or end (harness.Context):
+        {"gpu": {uuid: J} or None, "node": J or None}. None where not read."""
+        return {
+            "gpu": self._gpu.read() if self._gpu else None,
+            "node": self._rapl.read() if self._rapl else None,
+        }
+
     def __exit__(self, *exc) -> bool:
         self.result = {
             "gpu": self._gpu.stop()
@@ -311,7 +369,12 @@ def combine(ranks: list[dict], exclusive: bool | None, nodes: int) -> dict | Non
         for p in gpu_parts:
             for uuid, joules in (p.get("devices") or {}).items():
                 per_gpu[uuid] = max(per_gpu.get(uuid, 0.0), joules)
-        gpu = measured(sum(per_gpu.values()), "nvml", NVML_SCOPE) | {"gpus": len(per_gpu)}
+        steps = [p["update_s"] for p in gpu_parts if p.get("update_s") is not None]
+        gpu = measured(sum(per_gpu.values()), "nvml", NVML_SCOPE) | {
+            "gpus": len(per_gpu),
+            # the coarsest counter's steps: what every phase's figure is judged by
+            "update_s": max(steps) if steps else None,
+        }
     node_parts = {r["host"]: r["node"] for r in ranks if r.get("node")}
     node_missing = [p["not_measured"] for p in node_parts.values() if p["joules"] is None]
     if not node_parts:
@@ -327,3 +390,39 @@ def combine(ranks: list[dict], exclusive: bool | None, nodes: int) -> dict | Non
             "nodes": len(node_parts)
         }
     return {"window": "the workload's run, after start-up", "gpu": gpu, "node": node}
+
+
+def combine_phases(head: list[dict], ranks: list[dict], run: dict | None) -> list[dict]:
+    """Rank 0's phases (`head`), each with the run's energy in that phase where the
+    run's counter was read: {"gpu_j", "node_j"}, counted as combine counts the run (a GPU
+    once, a node once), from each rank's phase readings ({"host", "phases"}, a phase's
+    "energy" being {"gpu": {uuid: J} or None, "node": J or None}). A part is null where
+    a rank did not read it in that phase; no phase has energy where the ranks timed
+    different phases (they cannot be matched) or nothing was measured."""
+    plain = [{k: v for k, v in p.items() if k != "energy"} for p in head]
+    if not run:
+        return plain
+    gpu_read = run["gpu"]["joules"] is not None
+    node_read = run["node"]["joules"] is not None
+    shapes = {tuple((p["name"], p["kind"]) for p in r["phases"]) for r in ranks}
+    if not (gpu_read or node_read) or len(shapes) != 1:
+        return plain
+    phases = []
+    for i, phase in enumerate(plain):
+        readings = [(r["host"], r["phases"][i].get("energy") or {}) for r in ranks]
+        gpu_j = node_j = None
+        if gpu_read and all(e.get("gpu") is not None for _, e in readings):
+            per_gpu: dict[str, float] = {}
+            for _, e in readings:
+                for uuid, joules in e["gpu"].items():
+                    per_gpu[uuid] = max(per_gpu.get(uuid, 0.0), joules)
+            gpu_j = sum(per_gpu.values())
+        nodes = {host: e["node"] for host, e in readings if e.get("node") is not None}
+        if node_read and len(nodes) == run["node"].get("nodes", len(nodes)):
+            node_j = sum(nodes.values())
+        if phase["kind"] == "startup":  # before the counters were started
+            gpu_j = node_j = None
+        if gpu_j is not None or node_j is not None:
+            phase = phase | {"energy": {"gpu_j": gpu_j, "node_j": node_j}}
+        phases.append(phase)
+    return phases

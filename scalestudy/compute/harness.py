@@ -26,12 +26,43 @@ class Phase:
     kind: str
     seconds: float
     samples: int | None = None
+    # the counters' energy in the phase, {"gpu": {uuid: J} or None, "node": J or None}
+    # (scalestudy.compute.energy); None where no counter was read
+    energy: dict | None = None
 
     def as_dict(self) -> dict:
         d = {"name": self.name, "kind": self.kind, "seconds": self.seconds}
         if self.samples is not None:
             d["samples"] = self.samples
+        if self.energy is not None:
+            d["energy"] = self.energy
         return d
+
+
+def check_kind(kind: str) -> None:
+    if kind not in PHASE_KINDS:
+        raise ValueError(f"phase kind must be one of {PHASE_KINDS}, not {kind!r}")
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A phase's start: the clock and the energy counters' readings."""
+
+    at: float
+    energy: dict | None
+
+
+def energy_between(start: dict | None, end: dict | None) -> dict | None:
+    """The counters' energy from one reading to another (RankEnergy.read's form)."""
+    if start is None or end is None:
+        return None
+    gpu = None
+    if start.get("gpu") is not None and end.get("gpu") is not None:
+        gpu = {uuid: end["gpu"][uuid] - joules for uuid, joules in start["gpu"].items()}
+    node = None
+    if start.get("node") is not None and end.get("node") is not None:
+        node = end["node"] - start["node"]
+    return None if gpu is None and node is None else {"gpu": gpu, "node": node}
 
 
 @dataclass
@@ -53,20 +84,38 @@ class Context:
     metrics: dict = field(default_factory=dict)
     # called after every training step; the profiler hooks in here when asked to
     step_hook: Callable[[], None] | None = None
+    # the run's energy counters since their start (compute.energy.RankEnergy.read),
+    # read at each phase's start and end; None where the worker reads none
+    energy_reader: Callable[[], dict] | None = None
 
     @contextmanager
     def phase(self, name: str, kind: str = "other", samples: int | None = None):
         """Time a block. GPU work is synchronised at the end so its time is real."""
-        if kind not in PHASE_KINDS:
-            raise ValueError(f"phase kind must be one of {PHASE_KINDS}, not {kind!r}")
-        start = time.perf_counter()
+        check_kind(kind)
+        since = self.mark()
         record = Phase(name, kind, 0.0, samples)
         try:
             yield record
         finally:
-            self._synchronize()
-            record.seconds = time.perf_counter() - start
-            self.phases.append(record)
+            self.end_phase(record, since)
+
+    def mark(self) -> Mark:
+        """A phase's start, for a workload that times phases from callbacks (Lightning):
+        end_phase closes it. The counters are read before the clock, so their reading
+        is outside the phase's time."""
+        energy = self.energy_reader() if self.energy_reader else None
+        return Mark(time.perf_counter(), energy)
+
+    def end_phase(self, phase: Phase, since: Mark) -> Phase:
+        """Close a phase started at `since`: its time (GPU work synchronised first) and
+        its energy; it joins the run's phases."""
+        check_kind(phase.kind)
+        self._synchronize()
+        phase.seconds = time.perf_counter() - since.at
+        if self.energy_reader:
+            phase.energy = energy_between(since.energy, self.energy_reader())
+        self.phases.append(phase)
+        return phase
 
     def step(self) -> None:
         """Workloads call this after each training step."""

@@ -511,7 +511,16 @@ def assemble_record(
         "reason": reason,
         "exit_code": next((c for c in codes if c), 0) if codes else None,
         "wall_s": wall_s,
-        "phases": head.get("phases", []),
+        # rank 0's phases, each with the run's energy in it (all ranks' readings)
+        "phases": energy.combine_phases(
+            head.get("phases", []),
+            [
+                {"host": r["environment"]["host"], "phases": r.get("phases", [])}
+                for r in results.values()
+                if r.get("environment")
+            ],
+            used,
+        ),
         "metrics": head.get("metrics", {}) | rank_spread(results),
         "resources": {
             "requested": spec["requested"],

@@ -75,10 +75,11 @@ def run_workload(spec: dict, launch_time: float) -> dict:
         # start-up: interpreter, imports and device set-up, from the launcher's clock
         tracker = start_tracker(spec, rank)
         ctx.phases.append(Phase("startup", "startup", max(0.0, time.time() - launch_time)))
-        # counters read at the start and end of the workload's run; one reader of the
-        # node's packages per node (its first rank)
+        # counters read at the start and end of the workload's run and of each phase;
+        # one reader of the node's packages per node (its first rank)
         meter = RankEnergy(gpus_of(ctx.device, torch), node_reader=ctx.local_rank == 0)
         with meter, maybe_profiled(ctx, spec, torch):
+            ctx.energy_reader = meter.read  # each phase's energy too
             workload.run(spec["params"], ctx)
         energy = meter.result
     except BaseException as e:  # a failed run still reports why

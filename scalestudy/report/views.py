@@ -582,6 +582,7 @@ def energy_view(energy: Energy | None) -> dict | None:
     return {
         "measured": energy.measured,
         "not_measured": energy.not_measured,
+        "window": energy.window,
         "weight": fmt(energy.weight_su_per_kwh, "{:g}") if energy.weight_su_per_kwh else None,
         "has_series": any(p.series for p in energy.points),
         "points": [
