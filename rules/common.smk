@@ -207,8 +207,10 @@ def get_study_baseline(wildcards):
 
 
 def get_round_baseline(wildcards):
-    """The baseline's files as a round reads them: ancient, like its records (a round
-    that ran is history)."""
+    """The baseline's files as a round reads them (only where the study settles its
+    comparison with it): ancient, like its records (a round that ran is history)."""
+    if not STUDIES[wildcards.study].adaptive.settle_baseline:
+        return []
     return [ancient(path) for path in get_study_baseline(wildcards)]
 
 

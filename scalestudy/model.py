@@ -123,6 +123,7 @@ class Adaptive:
     max_rounds: int  # the first round included
     first_repeats: int
     first_points: int
+    settle_baseline: bool  # measure more where the comparison with a baseline is undecided
 
 
 @dataclass(frozen=True)

@@ -232,7 +232,7 @@ def test_an_adaptive_study_measures_more_where_the_comparison_is_undecided(tmp_p
     from scalestudy.analysis.pipeline import read_runs
     from scalestudy.analysis.plan import round_plan
 
-    adaptive = STUDY | {"adaptive": {}, "budget_su": 100, "baseline": "kept"}
+    adaptive = STUDY | {"adaptive": {"settle_baseline": True}, "budget_su": 100, "baseline": "kept"}
     study = study_model(adaptive)
     runs = read_runs(study, measure(tmp_path / "now", seed=21, repeats=4))
     # then: 4 % slower at N = 2, within the tolerance's reach of the noise
@@ -244,7 +244,10 @@ def test_an_adaptive_study_measures_more_where_the_comparison_is_undecided(tmp_p
     assert plan["why"]["t2"].startswith("the comparison with the baseline is undecided at N = 2")
     assert "t4" not in plan["added"]  # settled: its interval lies within 1 +- 5 %
     # at max_repeats, or without the budget for them, no more runs: decided as before
-    at_most = study_model(adaptive | {"adaptive": {"max_repeats": 4}})
+    # only where the study asks for it (adaptive.settle_baseline, default false)
+    plain = study_model(adaptive | {"adaptive": {}})
+    assert round_plan(plain, 2, runs, kept)["stop"]["reason"] == "decided"
+    at_most = study_model(adaptive | {"adaptive": {"settle_baseline": True, "max_repeats": 4}})
     assert round_plan(at_most, 2, runs, kept)["stop"]["reason"] == "decided"
     poor = study_model(adaptive | {"budget_su": 0.024})  # 0.022 spent; 2 runs cost 0.006
     assert round_plan(poor, 2, runs, kept)["stop"]["reason"] == "decided"

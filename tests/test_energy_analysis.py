@@ -187,7 +187,7 @@ def test_slurm_energy_counts_only_for_jobs_that_had_their_nodes_to_themselves():
         }
     ).iloc[[0, 2, 3, 4]]
     runs.loc[runs.index[0], "slurm_oversubscribe"] = "NO"
-    found = with_energy(runs.reset_index(drop=True), jobs)
+    found = with_energy(runs.reset_index(drop=True), jobs, "wall")
     # job 31 (a job of its own, exclusive): its ConsumedEnergy; 32: accounting gathers none
     assert found.loc[0, ["energy_j", "energy_source"]].tolist() == [5200.0, "slurm"]
     assert found.loc[1, "energy_j"] != found.loc[1, "energy_j"]  # NaN: not measured
@@ -196,7 +196,7 @@ def test_slurm_energy_counts_only_for_jobs_that_had_their_nodes_to_themselves():
     # packed runs of job 34: each its own step; Slurm's figure is not added to NVML's
     assert found.loc[2, ["energy_j", "energy_source"]].tolist() == [4000.0, "slurm"]
     assert pd.isna(found.loc[3, "energy_j"])
-    shared = with_energy(runs.reset_index(drop=True).assign(slurm_oversubscribe="OK"), jobs)
+    shared = with_energy(runs.reset_index(drop=True).assign(slurm_oversubscribe="OK"), jobs, "wall")
     assert shared.loc[0, "energy_slurm_why"].startswith("shared node")
     assert shared.loc[2, ["energy_j", "energy_source"]].tolist() == [50.0, "nvml"]
 

@@ -89,7 +89,8 @@ def fingerprint(study: Study, runs: pd.DataFrame) -> dict[str, str]:
     return found
 
 
-def _times(runs: pd.DataFrame, column: str) -> dict[tuple[str, int], np.ndarray]:
+def times_by_point(runs: pd.DataFrame, column: str) -> dict[tuple[str, int], np.ndarray]:
+    """Each point's times of its successful runs, keyed by (series, N)."""
     ok = runs[(runs["status"] == "ok")]
     if "series" in ok:  # a CSV read back gives NaN for a study without series
         series = ok["series"].astype("string").fillna("")
@@ -341,8 +342,8 @@ def compare(
         raise RecordError(f"baseline {folder}: its runs.csv has no {column} (time: {study.time})")
     # the runs that measure a point, as the speedups take them (no failed, mismatched
     # or disturbed ones), on both sides
-    now_t = _times(usable_runs(runs, study), column)
-    was_t = _times(usable_runs(old_runs, study), column)
+    now_t = times_by_point(usable_runs(runs, study), column)
+    was_t = times_by_point(usable_runs(old_runs, study), column)
     tolerance = study.baseline_tolerance
     points = point_changes(now_t, was_t, tolerance, seed)
     curves, shown = [], []
@@ -416,7 +417,7 @@ UNDECIDED_RUNS = 2
 def undecided_points(now: dict, was: dict, tolerance: float) -> dict[int, str]:
     """N -> why the comparison with the baseline is undecided there: no change called,
     yet the ratio's 95 % interval is not inside 1 +- tolerance (more runs can tell
-    whether the point changed beyond the tolerance). Keys: (series, N) as _times."""
+    whether the point changed beyond the tolerance). Keys: (series, N) as times_by_point."""
     found = {}
     for p in point_changes(now, was, tolerance):
         if p["change"] != "none":

@@ -188,7 +188,7 @@ def _taken(row, basis: str, s_j, s_why) -> tuple[float | None, str | None, str |
     return None, None, "; ".join(reasons) or "no counter: no energy reading"
 
 
-def with_energy(runs: pd.DataFrame, jobs: dict[str, dict], time: str = "wall") -> pd.DataFrame:
+def with_energy(runs: pd.DataFrame, jobs: dict[str, dict], time: str) -> pd.DataFrame:
     """The runs table with each run's energy: Slurm's figure (energy_slurm_j); the run's
     energy taken (energy_j), its source (energy_source) and, where none, why
     (energy_why); and likewise its energy per result over the phases of the study's

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.baseline import _times, fingerprint_changes, point_changes
+from scalestudy.analysis.baseline import fingerprint_changes, point_changes, times_by_point
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.model import SCHEMA_FILE
 from scalestudy.records import RecordError
@@ -40,7 +40,7 @@ def read_entry(folder: Path) -> tuple[dict, dict | None]:
     try:
         analysis = json.loads((folder / "analysis.json").read_text())
         column = TIME_COLUMNS[analysis["findings"]["study"]["time"]]
-        times = _times(pd.read_csv(folder / "runs.csv"), column)
+        times = times_by_point(pd.read_csv(folder / "runs.csv"), column)
     except (OSError, ValueError, KeyError) as e:
         raise RecordError(f"{folder}: not an archive of an aggregated study ({e})") from None
     return times, analysis["findings"].get("fingerprint")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from scalestudy.analysis.adaptive import round_of_run, rounds_summary
-from scalestudy.analysis.baseline import _times, compare
+from scalestudy.analysis.baseline import compare, times_by_point
 from scalestudy.analysis.cost import charges
 from scalestudy.analysis.energy import with_energy
 from scalestudy.analysis.findings import analysis_of, study_findings
@@ -125,7 +125,7 @@ def analyse(
         compared = jsonable(compare(study, runs, found, baseline))
         found = replace(found, baseline=build(BaselineComparison, compared))
     if archives:
-        now = _times(runs, TIME_COLUMNS[study.time])
+        now = times_by_point(runs, TIME_COLUMNS[study.time])
         kept = [Path(a) for a in archives]
         found = replace(
             found,

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.adaptive import Rules, first_round, next_round
-from scalestudy.analysis.baseline import _times, runs_for_comparison
+from scalestudy.analysis.baseline import runs_for_comparison, times_by_point
 from scalestudy.analysis.cost import SECONDS_PER_MINUTE, Cost, charges
 from scalestudy.analysis.predictions import jsonable, times_by_n, usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS, disturbed_reasons
@@ -175,8 +175,8 @@ def round_plan(
     point label: the runs each point should have once the round is done ("totals"),
     those it adds and why, its estimated SU, the SU spent so far, and the stopping
     reason, if the study stops here. `baseline`: the runs table of the study's baseline;
-    points where the comparison with it is undecided get runs too
-    (scalestudy.analysis.baseline.runs_for_comparison)."""
+    with adaptive.settle_baseline, points where the comparison with it is undecided
+    get runs too (scalestudy.analysis.baseline.runs_for_comparison)."""
     ns = study.scaling.ns()
     base = study.base_n(ns)
     label = {n: point_for(study, n).label for n in ns}
@@ -192,10 +192,10 @@ def round_plan(
     su_per_run = {int(r["n"]): r["su_per_job"] for r in priced["rows"]}
     scale = {n: n / base for n in ns} if study.scaling.kind == "weak" else None
     plan = next_round(round_no, ns, base, made, samples, su_per_run, spent, Rules.of(study), scale)
-    if baseline is not None and samples:
+    if baseline is not None and samples and study.adaptive.settle_baseline:
         column = TIME_COLUMNS[study.time]
-        now = {n: x for (_, n), x in _times(usable_runs(runs, study), column).items()}
-        was = {n: x for (_, n), x in _times(usable_runs(baseline, study), column).items()}
+        now = {n: x for (_, n), x in times_by_point(usable_runs(runs, study), column).items()}
+        was = {n: x for (_, n), x in times_by_point(usable_runs(baseline, study), column).items()}
         plan = runs_for_comparison(
             plan,
             {("", n): x for n, x in now.items() if n in ns},
