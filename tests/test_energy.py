@@ -427,3 +427,35 @@ def test_the_counters_steps_are_timed_by_polling():
     meter.start()
     part = meter.stop()
     assert part["update_s"] is not None and part["update_s"] >= 0
+
+
+def test_a_phase_read_beside_the_wrap_check_counts_no_false_wrap(tmp_path, monkeypatch):
+    """The wrap thread and a phase's read both read the counter: an older reading
+    compared after a newer one looked like a wrap (+ max_energy_range_uj: 1 kJ here)."""
+    import threading
+
+    root = powercap(tmp_path, {"intel-rapl:0": (0, 10**9)})
+    meter = energy.RaplMeter(root, wrap_check_s=3600)
+    meter.start()
+    newer_read = threading.Event()
+    values = {"wrap-thread": 1_000_000, "phase": 2_000_000}
+
+    def rapl_read(zones):  # the wrap thread's read is slow: the phase's comes first
+        who = threading.current_thread().name
+        if who == "wrap-thread":
+            newer_read.wait(0.5)
+        else:
+            newer_read.set()
+        return [values[who]]
+
+    monkeypatch.setattr(energy, "rapl_read", rapl_read)
+    wrap = threading.Thread(target=meter._check, name="wrap-thread")
+    wrap.start()
+    time.sleep(0.05)
+    threading.current_thread().name, name = "phase", threading.current_thread().name
+    try:
+        joules = meter.read()
+    finally:
+        threading.current_thread().name = name
+    wrap.join()
+    assert joules in (1.0, 2.0) and meter._wraps == [0]

@@ -127,8 +127,10 @@ class RaplMeter:
         self._thread.start()
 
     def _check(self) -> None:
-        now = rapl_read(self.zones)
+        # read under the lock: the wrap thread and a phase's read (read()) both check,
+        # and an older reading compared after a newer one would count a false wrap
         with self._lock:
+            now = rapl_read(self.zones)
             for i, (before, after) in enumerate(zip(self._last, now, strict=True)):
                 if after < before:
                     self._wraps[i] += 1
