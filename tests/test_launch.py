@@ -136,3 +136,21 @@ def test_a_command_counts_the_gpus_slurm_left_it_visible():
     received = received_resources(environ={"SLURM_CPUS_PER_TASK": "1"})
     assert "gpus_visible" not in received
     assert "gpus: asked for 2 per process, 0 visible" in allocation_mismatches(requested, received)
+
+
+def test_the_environment_is_read_without_a_child_process(monkeypatch):
+    """A worker reads its environment at the end of its run, at its peak memory. A child
+    process then (platform.platform() runs `uname -p`) shares that memory, and Slurm's
+    jobacct_gather/linux summed both: a 1.3-GB worker was killed at 2.66 GB > --mem."""
+    import platform
+    import subprocess
+
+    from scalestudy.compute.harness import environment
+
+    def no_child(*args, **kwargs):
+        raise AssertionError(f"a child process: {args}")
+
+    monkeypatch.setattr(subprocess, "Popen", no_child)
+    monkeypatch.setattr(platform, "_uname_cache", None)  # as in a fresh worker
+    env = environment()
+    assert env["platform"].startswith(f"{platform.system()}-") and env["cpu_model"]

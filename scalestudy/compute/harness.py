@@ -194,7 +194,7 @@ def cpu_model() -> str | None:
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or None
+    return platform.machine() or None  # not platform.processor(): see platform_name
 
 
 def gpu_driver() -> str | None:
@@ -219,12 +219,22 @@ def slurm_environment(environ=os.environ) -> dict:
     return {name: environ[key] for name, key in keys.items() if environ.get(key)}
 
 
+def platform_name() -> str:
+    """platform.platform()'s words (Linux-6.1.0-x86_64-with-glibc2.36) from uname(2).
+    platform.platform() runs `uname -p` in a child process, which at the end of a run
+    shares the worker's memory: Slurm's jobacct_gather/linux summed the two (2.66 GB
+    for a 1.3-GB worker, on a busy machine) and killed the step at its --mem."""
+    u = os.uname()
+    lib, version = platform.libc_ver()
+    return f"{u.sysname}-{u.release}-{u.machine}" + (f"-with-{lib}{version}" if lib else "")
+
+
 def environment(torch_module=None) -> dict:
     """Where the run happened: host, software, hardware, scheduler."""
     env = {
         "host": socket.gethostname(),
         "python": platform.python_version(),
-        "platform": platform.platform(),
+        "platform": platform_name(),
         "cpu_model": cpu_model(),
         "machine_cpus": os.cpu_count(),
         # the same boot id under two host names means one physical machine
