@@ -209,3 +209,19 @@ def test_partition_time_limits_as_sinfo_gives_them():
     assert sinfo.commands == [["sinfo", "-h", "-o", "%P %l"]]
     assert limits == {"": None, "debug": None, "gpu": 2880, "short": 30, "long": 90}
     assert partition_time_limits(run=Sacct(code=1, err="sinfo: error")) == {}
+
+
+def test_mem_covers_what_slurm_counted_where_it_counted_more_than_the_runs():
+    """Slurm stops a job on its own memory count: jobacct_gather/linux sums the RSS of
+    every process of a step, shared pages and all (it once counted 2.66 GB for a
+    1.3-GB worker). The --mem printed covers that count, and says where it came from."""
+    sacct = Sacct("11|00:01:00|00:01:00|4|\n11.0|00:59.000|00:01:00|4|2600M\n")
+    made = runs("t4", elapsed_s=[60.0], slurm_job_id=[11], usage_peak_rss_mb=[1300.0])
+    summary = pd.DataFrame({"point": ["t4"], "n": [4], "series": [""]})
+    (r,) = study_requests(threads_study(), summary, made, run=sacct)["points"]
+    assert r["peak_mem_mb"] == 1300.0 and r["sacct_peak_mem_mb"] == 2600.0
+    assert r["mem_from"] == "sacct" and r["mem_mb"] == 4096  # 2600 MB + 20 %: 4 GB
+    assert "#SBATCH --mem=4G" in r["sbatch"]
+    lower = Sacct("11|00:01:00|00:01:00|4|\n11.0|00:59.000|00:01:00|4|900M\n")
+    (r,) = study_requests(threads_study(), summary, made, run=lower)["points"]
+    assert r["mem_from"] == "measured" and r["mem_mb"] == 2048  # 1300 MB + 20 %: 2 GB

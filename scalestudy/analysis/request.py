@@ -136,8 +136,14 @@ class PluginJob:
         self.threads = resources["cpus_per_task"]
 
 
-def point_request(study: Study, series: str, n: int, runs: pd.DataFrame) -> dict:
-    """What to ask for at one point, from its runs, and how much of it they used."""
+def point_request(
+    study: Study, series: str, n: int, runs: pd.DataFrame, sacct_peak_mb: float | None = None
+) -> dict:
+    """What to ask for at one point, from its runs, and how much of it they used.
+    `sacct_peak_mb`: Slurm accounting's largest peak of one task of the point's runs.
+    Slurm enforces --mem on its own count, which can be higher than the runs' own (its
+    jobacct_gather/linux sums the RSS of every process of a step, shared pages and
+    all): --mem then covers Slurm's count (mem_from "sacct")."""
     point = point_for(study, n, series)
     own = study.for_series(series)
     ok = runs[(runs["status"] == "ok") & _numbers(runs, "elapsed_s").notna()]
@@ -146,6 +152,9 @@ def point_request(study: Study, series: str, n: int, runs: pd.DataFrame) -> dict
     }
     asked_mb = own.resources.mem_mb
     peak = node_peak_mb(ok, point.tasks_per_node)
+    slurm_peak = None if sacct_peak_mb is None else sacct_peak_mb * point.tasks_per_node
+    counted_by_slurm = slurm_peak is not None and (peak is None or slurm_peak > peak)
+    request_peak = slurm_peak if counted_by_slurm else peak
     cores_used = _numbers(ok, "cores_used")
     cpu_busy = cores_used / point.cores if point.cores else cores_used * np.nan
     found |= {
@@ -165,7 +174,9 @@ def point_request(study: Study, series: str, n: int, runs: pd.DataFrame) -> dict
     full = [full_length_seconds(r) for _, r in ok.iterrows()]
     slowest, scaled = max(full)
     time_min = max(1, math.ceil(slowest * (1 + study.request.time_margin) / SECONDS_PER_MINUTE))
-    mem_mb = None if peak is None else memory_request_mb(peak, study.request.mem_margin)
+    mem_mb = (
+        None if request_peak is None else memory_request_mb(request_peak, study.request.mem_margin)
+    )
     resources = slurm_resources(point, study) | {
         "mem_mb": mem_mb if mem_mb is not None else asked_mb,
         "runtime": time_min,
@@ -177,7 +188,7 @@ def point_request(study: Study, series: str, n: int, runs: pd.DataFrame) -> dict
         "time_min": time_min,
         "mem_mb": mem_mb,
         "mem_text": mem_text(mem_mb),
-        "mem_from": "measured" if mem_mb is not None else "asked",
+        "mem_from": "asked" if mem_mb is None else "sacct" if counted_by_slurm else "measured",
         "sbatch": sbatch_lines(resources),
         "resources": snakemake,
         "waste": waste(point, found),
@@ -211,12 +222,13 @@ def study_requests(
     for row in summary.itertuples():
         series = base_series(row.series if isinstance(row.series, str) else "")
         mine = runs[runs["point"] == row.point]
+        slurm = accounted(mine, jobs)
         # the summary's own names: a series split by provenance keeps its tag
-        found = point_request(study, series, int(row.n), mine) | {
+        found = point_request(study, series, int(row.n), mine, slurm["sacct_peak_mem_mb"]) | {
             "point": row.point,
             "series": row.series if isinstance(row.series, str) else "",
         }
-        points.append(found | accounted(mine, jobs))
+        points.append(found | slurm)
     return {"points": points, "accounting_note": note}
 
 
