@@ -137,8 +137,8 @@ def unsourced_energy(record: dict) -> str | None:
     return phase_energy_problem(record, energy)
 
 
-# a phase's energy may exceed its run's by this much: the reads at a phase's ends come
-# a few microseconds outside the run's own
+# the phases' energy may exceed their run's by this much: each phase is read inside the
+# run's own reads of a counter that only rises, so only rounding can add to their sum
 PHASE_ENERGY_SLACK = (1.0, 0.01)  # joules, fraction of the run's
 
 

@@ -352,6 +352,16 @@ class RankEnergy:
 # --- the run: every rank's readings, combined by the launcher -------------------------
 
 
+def each_gpu_once(readings: list[dict[str, float]]) -> dict[str, float]:
+    """The ranks' GPU readings (uuid -> J) with each GPU once: a GPU two ranks shared
+    counts its widest reading."""
+    per_gpu: dict[str, float] = {}
+    for reading in readings:
+        for uuid, joules in reading.items():
+            per_gpu[uuid] = max(per_gpu.get(uuid, 0.0), joules)
+    return per_gpu
+
+
 def combine(ranks: list[dict], exclusive: bool | None, nodes: int) -> dict | None:
     """The run's energy from each rank's {"host", "gpu", "node"}: GPU energy summed over
     distinct GPUs (a GPU two ranks shared counts once, its widest reading), node energy
@@ -367,10 +377,7 @@ def combine(ranks: list[dict], exclusive: bool | None, nodes: int) -> dict | Non
     elif missing:
         gpu = not_measured(missing[0])
     else:
-        per_gpu: dict[str, float] = {}
-        for p in gpu_parts:
-            for uuid, joules in (p.get("devices") or {}).items():
-                per_gpu[uuid] = max(per_gpu.get(uuid, 0.0), joules)
+        per_gpu = each_gpu_once([p.get("devices") or {} for p in gpu_parts])
         steps = [p["update_s"] for p in gpu_parts if p.get("update_s") is not None]
         gpu = measured(sum(per_gpu.values()), "nvml", NVML_SCOPE) | {
             "gpus": len(per_gpu),
@@ -414,11 +421,7 @@ def combine_phases(head: list[dict], ranks: list[dict], run: dict | None) -> lis
         readings = [(r["host"], r["phases"][i].get("energy") or {}) for r in ranks]
         gpu_j = node_j = None
         if gpu_read and all(e.get("gpu") is not None for _, e in readings):
-            per_gpu: dict[str, float] = {}
-            for _, e in readings:
-                for uuid, joules in e["gpu"].items():
-                    per_gpu[uuid] = max(per_gpu.get(uuid, 0.0), joules)
-            gpu_j = sum(per_gpu.values())
+            gpu_j = sum(each_gpu_once([e["gpu"] for _, e in readings]).values())
         nodes = {host: e["node"] for host, e in readings if e.get("node") is not None}
         if node_read and len(nodes) == run["node"].get("nodes", len(nodes)):
             node_j = sum(nodes.values())
