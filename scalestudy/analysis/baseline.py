@@ -29,6 +29,7 @@ Statistical choices, and why:
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
@@ -42,7 +43,9 @@ from scalestudy.analysis.predictions import usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.contract import Analysis
 from scalestudy.model import Study
+from scalestudy.paths import BASELINE_FILES
 from scalestudy.records import RecordError
+from scalestudy.study.baseline import analysis_json, runs_csv_text
 
 N_BOOT = 2000
 # The fingerprint: label -> the runs table's column (a record's environment field under
@@ -315,20 +318,20 @@ def fingerprint_changes(now: dict, was: dict | None) -> tuple[list[dict], str]:
     return differ, ""
 
 
+def read_runs_csv(path: str | Path) -> pd.DataFrame:
+    """A kept runs table (a baseline's, an archive's), checked whole as the config
+    check reads it (scalestudy.study.baseline.runs_csv_text: RecordError names the
+    file and line)."""
+    return pd.read_csv(io.StringIO(runs_csv_text(Path(path))))
+
+
 def read_baseline(folder: str | Path) -> tuple[pd.DataFrame, dict]:
     """The baseline's runs table and analysis (as JSON: an older one need not match the
-    contract). RecordError names what is missing."""
+    contract), read as the config check read them before any job. RecordError names
+    the file and line of a broken one."""
     folder = Path(folder)
-    try:
-        runs = pd.read_csv(folder / "runs.csv")
-        analysis = json.loads((folder / "analysis.json").read_text())
-    except (OSError, ValueError) as e:
-        raise RecordError(
-            f"baseline {folder}: cannot read its runs.csv and analysis.json ({e})"
-        ) from None
-    if runs.empty:
-        raise RecordError(f"baseline {folder}: its runs.csv holds no runs")
-    return runs, analysis
+    runs, analysis = BASELINE_FILES
+    return read_runs_csv(folder / runs), analysis_json(folder / analysis)
 
 
 def compare(

@@ -11,18 +11,21 @@ baseline_tolerance); what differs in the fingerprint is said under the table.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from scalestudy.analysis.baseline import fingerprint_changes, point_changes, times_by_point
+from scalestudy.analysis.baseline import (
+    fingerprint_changes,
+    point_changes,
+    read_runs_csv,
+    times_by_point,
+)
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.model import SCHEMA_FILE
 from scalestudy.records import RecordError
-from scalestudy.study.baseline import archives
+from scalestudy.study.baseline import analysis_json, archives
 
 
 def entries(study: str, workdir: Path) -> list[tuple[str, Path]]:
@@ -37,11 +40,12 @@ def entries(study: str, workdir: Path) -> list[tuple[str, Path]]:
 def read_entry(folder: Path) -> tuple[dict, dict | None]:
     """An archive's (or results folder's) times per (series, N), and its fingerprint
     (None: an analysis made before fingerprints). RecordError names a broken file."""
+    analysis = analysis_json(folder / "analysis.json")
+    runs = read_runs_csv(folder / "runs.csv")
     try:
-        analysis = json.loads((folder / "analysis.json").read_text())
         column = TIME_COLUMNS[analysis["findings"]["study"]["time"]]
-        times = times_by_point(pd.read_csv(folder / "runs.csv"), column)
-    except (OSError, ValueError, KeyError) as e:
+        times = times_by_point(runs, column)
+    except (ValueError, KeyError, TypeError) as e:
         raise RecordError(f"{folder}: not an archive of an aggregated study ({e})") from None
     return times, analysis["findings"].get("fingerprint")
 

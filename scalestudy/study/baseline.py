@@ -1,15 +1,20 @@
 """A study's baseline (`baseline:`): where the earlier run lies, and whether it can be
 compared, checked before any job runs. The comparison itself is the head node's
-(scalestudy.analysis.baseline); this module reads files only (standard library).
+(scalestudy.analysis.baseline); this module reads files only (standard library), with
+the loaders the comparison reads them with, so that a broken file is refused before
+any job rather than at aggregation, after the runs.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
 from scalestudy.model import Study
 from scalestudy.paths import ARCHIVE, BASELINE_FILES
+from scalestudy.records import RecordError
 
 LAST = "last"  # `baseline: last`: the study's newest archive
 
@@ -51,15 +56,67 @@ def archive_inputs(study: str, workdir: Path = Path(".")) -> list[str]:
     ]
 
 
-def baseline_identity(folder: Path) -> dict | None:
-    """The baseline's study as its analysis.json states it (name, workload, params), or
-    None where the file does not say (an analysis older than that)."""
+def runs_csv_text(path: Path) -> str:
+    """A kept runs.csv's text, checked whole: every row has the header's fields, at
+    least one row, and the file ends with its newline (aggregation writes it so). A
+    row cut short would otherwise be read as a run with its last columns empty, and a
+    last value cut mid-number as another number. RecordError names the file and line."""
     try:
-        data = json.loads((folder / "analysis.json").read_text())
-        facts = data["findings"]["study"]
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise RecordError(f"{path}: cannot read ({e})") from None
+    again = "copy it again from the study's results or its archive"
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader, [])
+        rows = 0
+        for row in reader:
+            if row and len(row) != len(header):
+                raise RecordError(
+                    f"{path}: line {reader.line_num}: {len(row)} fields, the header has "
+                    f"{len(header)}: the file is cut short or was edited; {again}"
+                )
+            rows += bool(row)
+    except csv.Error as e:
+        raise RecordError(f"{path}: line {reader.line_num}: not CSV ({e}); {again}") from None
+    if not header:
+        raise RecordError(f"{path}: empty; {again}")
+    if not text.endswith("\n"):
+        raise RecordError(
+            f"{path}: line {reader.line_num}: ends without its newline: the file is "
+            f"cut short; {again}"
+        )
+    if not rows:
+        raise RecordError(f"{path}: no runs (a header only)")
+    return text
+
+
+def analysis_json(path: Path) -> dict:
+    """A kept analysis.json as JSON values (an older one need not match today's
+    contract: it is compared, what it lacks said unknown). RecordError names the file,
+    line and column of a file cut short."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise RecordError(f"{path}: cannot read ({e})") from None
+    except json.JSONDecodeError as e:
+        raise RecordError(
+            f"{path}: line {e.lineno}, column {e.colno}: not JSON ({e.msg}): the file is "
+            "cut short or was edited; copy it again from the study's results or its archive"
+        ) from None
+    if not isinstance(data, dict):
+        raise RecordError(f"{path}: holds no analysis (a {type(data).__name__})")
+    return data
+
+
+def baseline_identity(analysis: dict) -> dict | None:
+    """The baseline's study as its analysis states it (name, workload, params), or
+    None where it does not say (an analysis older than that)."""
+    try:
+        facts = analysis["findings"]["study"]
         # not the measured file: a new CSV of times is a rerun of a study measured by hand
         return {k: facts.get(k) for k in ("name", "workload", "params")}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError, AttributeError):
         return None
 
 
@@ -85,16 +142,20 @@ def baseline_problems(study: Study, workdir: Path) -> list[str]:
             f"or archive it (make archive STUDY={study.name}) and compare with that"
         ]
     missing = [name for name in BASELINE_FILES if not (folder / name).is_file()]
-    runs = folder / BASELINE_FILES[0]
-    if missing or len(runs.read_text().splitlines()) < 2:
-        what = ", ".join(missing) if missing else f"no runs in {runs.name}"
+    if missing:
         return [
-            f"{key}: {folder} holds no records of an aggregated study ({what}); give a "
-            "study's results folder (results/<study> copied elsewhere) or an archive"
+            f"{key}: {folder} holds no records of an aggregated study ({', '.join(missing)}); "
+            "give a study's results folder (results/<study> copied elsewhere) or an archive"
         ]
+    runs, analysis = BASELINE_FILES
+    try:
+        runs_csv_text(folder / runs)
+        analysis = analysis_json(folder / analysis)
+    except RecordError as e:
+        return [f"{key}: {e}"]
     if study.baseline_across:
         return []
-    identity = baseline_identity(folder)
+    identity = baseline_identity(analysis)
     if identity is None:
         return []  # an older analysis: compared, with its environment said unknown
     now = {

@@ -84,8 +84,8 @@ def local_cpu_problems(
             + (f", --cores {cores}" if isinstance(cores, int) else "")
             + "). Run such points on Slurm (--profile profiles/slurm), "
             "remove them, or set oversubscribe: true in the study to run them anyway, "
-            "flagged as allocation mismatches (Snakemake gives such a job --cores threads: "
-            "{threads} is that, {n} the point's N) and left out of speedups unless "
+            "flagged as allocation mismatches (Snakemake then gives such a job "
+            f"{limit} threads, not its N) and left out of speedups unless "
             "include_mismatched: true."
         )
     if wasted:
