@@ -205,6 +205,10 @@ def normalise_config(config: dict, workdir: Path) -> dict:
                 "starting with a letter or digit"
             )
             continue
+        repeated = periodic_name_problem(name)
+        if repeated:
+            problems.append(repeated)
+            continue
         found = expand_range(name, study) or expand_grid(name, study)
         if found:
             problems += found
@@ -214,6 +218,29 @@ def normalise_config(config: dict, workdir: Path) -> dict:
     if problems:
         raise ConfigError(*problems)
     return config
+
+
+def periodic_name_problem(name: str) -> str | None:
+    """Why Snakemake cannot use a study name, or None: it stops a job whose wildcard
+    value ends in one part repeated many times (PeriodicWildcardError, taking it for a
+    rule that feeds itself), and a study's name is its jobs' `study` wildcard. Asked
+    of Snakemake's own detector, so that the two never disagree."""
+    from snakemake.io import PeriodicityDetector
+
+    detector = PeriodicityDetector()
+    part = detector.is_periodic(name)
+    if part is None:
+        return None
+    # said by its shortest unit: 'a' 64 times, not the detector's 'aa' 32 times
+    part = next(part[:k] for k in range(1, len(part) + 1) if part[:k] * (len(part) // k) == part)
+    times = 1
+    while name.endswith(part * (times + 1)):
+        times += 1
+    return (
+        f"studies.{name}: Snakemake cannot use this name: it ends in {part!r} repeated "
+        f"{times} times, and Snakemake stops any job whose name ends in one part repeated "
+        f"{detector.min_repeat} times or more (PeriodicWildcardError); choose another name"
+    )
 
 
 def document_order(config, path: list[str]) -> list[int]:
