@@ -108,3 +108,36 @@ def test_archives_never_overwrite_and_history_marks_the_step(tmp_path):
 
     last = study_model(STUDY | {"baseline": "last"})
     assert baseline_dir(last, tmp_path).name.startswith("20260103")
+
+
+def test_archives_made_at_once_are_refused_cleanly_and_readable_as_the_umask_allows(
+    tmp_path, monkeypatch
+):
+    # the fault probe: three `make archive` at once gave one clean refusal and one
+    # `OSError: Directory not empty` traceback; archives were mode 0700
+    import os
+    import shutil
+
+    study = study_model(STUDY)
+    results = tmp_path / "results" / "s"
+    aggregate(study, measure(tmp_path, seed=1)).write({k: results / v for k, v in OUT.items()})
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    copytree, others = shutil.copytree, []
+
+    def another_archive_ends_first(*args, **kwargs):
+        if not others:
+            others.append("started")
+            others.append(archive("s", tmp_path, now=when))
+        return copytree(*args, **kwargs)
+
+    monkeypatch.setattr(shutil, "copytree", another_archive_ends_first)
+    umask = os.umask(0o022)
+    try:
+        with pytest.raises(SystemExit, match="exists already.*made by another archive"):
+            archive("s", tmp_path, now=when)
+    finally:
+        os.umask(umask)
+    made = others[1]
+    assert list((tmp_path / "archive" / "s").iterdir()) == [made]  # no copy left beside it
+    assert made.stat().st_mode & 0o777 == 0o755
+    assert (made / "runs").stat().st_mode & 0o777 == 0o755

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import shutil
 import sys
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -44,18 +44,27 @@ def archive(study: str, workdir: Path = Path("."), now: datetime | None = None) 
     analysis = json.loads((source / "analysis.json").read_text())
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     target = workdir / ARCHIVE.format(study=study, stamp=f"{stamp}-{fingerprint_hash(analysis)}")
+    exists = f"archive: {target} exists already; an archive is never overwritten"
     if target.exists():
-        raise SystemExit(f"archive: {target} exists already; an archive is never overwritten")
+        raise SystemExit(exists)
     target.parent.mkdir(parents=True, exist_ok=True)
-    # copied beside it first, then renamed: a reader never sees half an archive
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    # copied beside it first, then renamed: a reader never sees half an archive. Made
+    # with mkdir, not mkdtemp (mode 0700): an archive is as readable as the umask allows
+    staging = target.parent / f".{target.name}.{secrets.token_hex(4)}"
+    staging.mkdir()
     try:
         for name in KEPT:
             if (source / name).is_file():
                 shutil.copy2(source / name, staging / name)
         if (source / "runs").is_dir():
             shutil.copytree(source / "runs", staging / "runs")
-        staging.rename(target)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not target.exists():
+                raise
+            # another `make archive` of the same second renamed its copy there first
+            raise SystemExit(f"{exists} (made by another archive at the same time)") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
