@@ -68,9 +68,10 @@ history:
 	$(VENV)/bin/python -m scalestudy.analysis.history "$(STUDY)"
 
 # The references (`expect:`) against what was measured, for CI: runs nothing, exits 1
-# naming each broken expectation. STUDY=s checks one study, else every aggregated one.
+# naming each broken expectation (a study with `expect:` and no analysis is one).
+# STUDY=s checks one study, else every study of the config that states expectations.
 check:
-	$(VENV)/bin/python -m scalestudy.analysis.references $(if $(STUDY),results/$(STUDY),$(dir $(wildcard results/*/analysis.json)))
+	$(VENV)/bin/python -m scalestudy.analysis.references $(STUDY)
 
 # `snakemake --profile slurm`, as users type it: Snakemake looks for a profile named
 # slurm in the current folder, then in the user's Snakemake config folder, where

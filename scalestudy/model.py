@@ -22,6 +22,8 @@ from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any
 
 SCHEMA_FILE = "config/schema/config.schema.yaml"  # relative to the workflow's folder
+# the config the commands that act on a study by name read (make check, make redo)
+CONFIG_FILE = "config/config.yaml"
 
 
 class StudyModelError(KeyError):

@@ -3,11 +3,14 @@ synthetic records through the real pipeline."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
 
 import pytest
+import yaml
 
 from scalestudy.analysis.archive import archive
 from scalestudy.analysis.history import history, table_text
@@ -29,34 +32,73 @@ def aggregated(root, expect, **how):
     return folder
 
 
+def configured(root, **studies):
+    """root/config/config.yaml naming these studies (the names `make check` takes)."""
+    (root / "config").mkdir(parents=True, exist_ok=True)
+    (root / "config" / "config.yaml").write_text(yaml.safe_dump({"studies": studies}))
+
+
+def make_check(root, *args):
+    (root / "Makefile").symlink_to(REPO / "Makefile")
+    return subprocess.run(
+        ["make", "-s", "check", f"VENV={sys.prefix}", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+
+
 def test_make_check_fails_on_a_broken_expectation_and_passes_otherwise(tmp_path):
     # the program's speedup at N = 4 is 10 / 4 = 2.5, its efficiency 0.62
-    kept = aggregated(
-        tmp_path / "a", {"speedup": {"4": [2.2, None]}, "efficiency": {"2": [0.7, 1]}}
-    )
+    expect = {"speedup": {"4": [2.2, None]}, "efficiency": {"2": [0.7, 1]}}
+    kept = aggregated(tmp_path / "a", expect)
     broken = aggregated(tmp_path / "b", {"speedup": {"4": [3.5, None], "8": [5, None]}})
     assert check([kept]) == 0
     assert check([broken]) == 1
+    configured(tmp_path / "b", s=STUDY | {"expect": {"speedup": {"4": [3.5, None]}}})
     out = subprocess.run(
-        [sys.executable, "-m", "scalestudy.analysis.references", str(kept), str(broken)],
+        [sys.executable, "-m", "scalestudy.analysis.references"],
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=tmp_path / "b",
     )
     assert out.returncode == 1
     assert "s: broken: speedup at N = 4 expected at least 3.5: measured 2.5" in out.stdout
     assert "s: broken: speedup at N = 8 expected at least 5: not measured" in out.stdout
-    assert "s: 2 expectation(s) kept" in out.stdout
+    configured(tmp_path / "a", s=STUDY | {"expect": expect})
+    assert "s: 2 expectation(s) kept" in make_check(tmp_path / "a").stdout
 
 
-def test_the_make_target_names_the_broken_expectation(tmp_path):
-    aggregated(tmp_path, {"speedup": {"4": [3.5, None]}})
-    (tmp_path / "Makefile").symlink_to(REPO / "Makefile")
-    out = subprocess.run(
-        ["make", "-s", "check", f"VENV={sys.prefix}"], cwd=tmp_path, capture_output=True, text=True
+def test_make_check_checks_every_configured_study_and_names_the_others(tmp_path):
+    # the fault probe: a configured study with `expect:` and no analysis was skipped
+    # (exit 0), and a folder of a study no longer in the config was checked
+    expect = {"speedup": {"4": [2.2, None]}}
+    aggregated(tmp_path, expect)
+    old = tmp_path / "results" / "old"
+    shutil.copytree(tmp_path / "results" / "s", old)
+    configured(tmp_path, s=STUDY | {"expect": expect}, t=STUDY | {"expect": expect}, u=STUDY)
+    out = make_check(tmp_path)
+    assert out.returncode != 0, out.stdout
+    lines = out.stdout.splitlines()
+    assert "old: not a study of config/config.yaml: not checked" in lines
+    assert "s: 1 expectation(s) kept" in lines
+    assert any(line.startswith("t: broken: no analysis to check (") for line in lines)
+    assert not any(line.startswith("u:") for line in lines)  # states none, has none
+    one = subprocess.run(
+        [sys.executable, "-m", "scalestudy.analysis.references", "s"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
-    assert out.returncode != 0
-    assert "s: broken: speedup at N = 4 expected at least 3.5" in out.stdout
+    assert one.returncode == 0 and "s: 1 expectation(s) kept" in one.stdout
+    path = subprocess.run(
+        [sys.executable, "-m", "scalestudy.analysis.references", "results/old"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert path.returncode != 0
+    assert "check: no study named 'results/old' in config/config.yaml" in path.stderr
 
 
 @pytest.mark.parametrize(
@@ -115,9 +157,6 @@ def test_archives_made_at_once_are_refused_cleanly_and_readable_as_the_umask_all
 ):
     # the fault probe: three `make archive` at once gave one clean refusal and one
     # `OSError: Directory not empty` traceback; archives were mode 0700
-    import os
-    import shutil
-
     study = study_model(STUDY)
     results = tmp_path / "results" / "s"
     aggregate(study, measure(tmp_path, seed=1)).write({k: results / v for k, v in OUT.items()})

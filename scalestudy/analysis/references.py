@@ -2,7 +2,11 @@
 for CI. Aggregation judges them (analysis.json's `expectations`); `make check` reads the
 analyses and runs nothing:
 
-    python -m scalestudy.analysis.references results/STUDY ...   (or: make check)
+    python -m scalestudy.analysis.references [STUDY ...]   (or: make check [STUDY=...])
+
+checks the studies named, or every study of the config that states expectations (a
+missing analysis is a broken one); results of studies not in the config are named, not
+checked.
 
 An expectation is broken when the measured value's whole 95 % interval lies outside its
 bounds (the runs show it is not met); unsure when the value is outside but its interval
@@ -19,7 +23,9 @@ from pathlib import Path
 import pandas as pd
 
 from scalestudy.contract import Analysis, ContractError
-from scalestudy.model import Study
+from scalestudy.model import CONFIG_FILE, Study
+from scalestudy.paths import ANALYSIS
+from scalestudy.study.validation import config_as_written, selected, study_named
 
 # what `expect:` may name -> the summary's columns (value, interval)
 VALUES = {
@@ -133,10 +139,35 @@ def check(folders: list[Path]) -> int:
     return 1 if failed else 0
 
 
+def check_config(names: list[str], workdir: Path = Path(".")) -> int:
+    """Exit status of `make check`: the studies named (default: every study of the
+    config, as `only:` selects them, that states expectations), each from its analysis;
+    one with `expect:` but no analysis is a broken expectation. A results folder of a
+    study the config does not name is said, and not checked."""
+    config = config_as_written(workdir)
+    if names:
+        names = [study_named(name, config, "check") for name in names]
+    else:
+        chosen, _ = selected(config)
+        names = [n for n, study in chosen["studies"].items() if (study or {}).get("expect")]
+    for found in sorted(workdir.glob(ANALYSIS.format(study="*"))):
+        if found.parent.name not in config["studies"]:
+            print(f"{found.parent.name}: not a study of {CONFIG_FILE}: not checked")
+    if not names:
+        print(f"check: no study of {CONFIG_FILE} states expectations (expect:)")
+        return 0
+    folders, failed = [], 0
+    for name in names:
+        path = workdir / ANALYSIS.format(study=name)
+        if path.is_file():
+            folders.append(path.parent)
+        elif (config["studies"][name] or {}).get("expect"):
+            print(f"{name}: broken: no analysis to check ({path} is missing: run the workflow)")
+            failed += 1
+        else:
+            print(f"{name}: no expectations stated (expect:), and no analysis yet")
+    return 1 if check(folders) or failed else 0
+
+
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        raise SystemExit(
-            "check: no aggregated study under results/ to check (run the "
-            "workflow first)\n" + __doc__
-        )
-    sys.exit(check([Path(p) for p in sys.argv[1:]]))
+    sys.exit(check_config(sys.argv[1:]))

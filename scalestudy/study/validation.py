@@ -9,13 +9,14 @@ from pathlib import Path
 
 import workloads as registry
 from scalestudy.compute.commandline import command_params_problems
-from scalestudy.model import Study
+from scalestudy.model import CONFIG_FILE, Study
 from scalestudy.study.baseline import baseline_problems, expect_problems
 from scalestudy.study.errors import (
     ConfigError,
     config_key,
     describe_validation_error,
     schema_problem,
+    yaml_problem,
 )
 from scalestudy.study.expansion import expand_grid, expand_range
 from scalestudy.study.points import TOTAL_AXES, layout_of, point_for
@@ -240,6 +241,37 @@ def periodic_name_problem(name: str) -> str | None:
         f"studies.{name}: Snakemake cannot use this name: it ends in {part!r} repeated "
         f"{times} times, and Snakemake stops any job whose name ends in one part repeated "
         f"{detector.min_repeat} times or more (PeriodicWildcardError); choose another name"
+    )
+
+
+def config_as_written(workdir: Path) -> dict:
+    """The workflow's config file as written (no defaults, not checked), for the
+    commands that act on its studies by name; SystemExit says why it cannot be read."""
+    import yaml
+
+    path = workdir / CONFIG_FILE
+    if not path.is_file():
+        raise SystemExit(f"{path}: no such file (the study names are taken from it)")
+    problem = yaml_problem(path)
+    if problem:
+        raise SystemExit(problem)
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(config.get("studies"), dict):
+        raise SystemExit(f"{path}: names no studies (studies: ...)")
+    return config
+
+
+def study_named(name: str, config: dict, command: str) -> str:
+    """`name` when the config names such a study; SystemExit otherwise, suggesting the
+    nearest name (a command takes study names, never paths)."""
+    if name in config["studies"]:
+        return name
+    near = registry.suggestion(name, config["studies"])
+    guess = f"; did you mean `{near}`?" if near else ""
+    known = ", ".join(config["studies"])
+    raise SystemExit(
+        f"{command}: no study named {name!r} in {CONFIG_FILE}{guess} (its studies: {known}; "
+        "give a study's name, not a folder)"
     )
 
 
