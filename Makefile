@@ -53,7 +53,7 @@ clean:
 # `make report` runs them again and re-aggregates the study.
 redo:
 	@test -n "$(STUDY)" || { echo "usage: make redo STUDY=name [POINT=t2 [REPEAT=1]]"; exit 2; }
-	$(VENV)/bin/python -m scalestudy.redo "$(STUDY)" $(POINT) $(REPEAT)
+	$(VENV)/bin/python -m scalestudy.redo "$(STUDY)" $(if $(POINT),--point "$(POINT)") $(if $(REPEAT),--repeat "$(REPEAT)")
 
 # Keep a study's records and analysis for later comparison (`baseline: last`):
 # `make archive STUDY=s` copies them to archive/s/<UTC time>-<fingerprint hash>/, never

@@ -79,7 +79,10 @@ def test_moved_corrupted_and_deleted_records_are_redone_every_time(workflow):
 
     # redoing a point keeps what was measured: its records are moved aside, not deleted
     redo = subprocess.run(
-        [PY, "-m", "scalestudy.redo", "c", "t2"], cwd=workflow.root, capture_output=True, text=True
+        [PY, "-m", "scalestudy.redo", "c", "--point", "t2"],
+        cwd=workflow.root,
+        capture_output=True,
+        text=True,
     )
     assert redo.returncode == 0 and "moved 2 record(s)" in redo.stdout, redo.stderr
     assert len(list((workflow.root / "results/c/discarded").rglob("t2/rep*.json"))) == 2
