@@ -293,3 +293,23 @@ def test_a_baseline_cut_short_is_refused_before_any_job_naming_file_and_line(tmp
     assert re.match(
         r"studies.s.baseline: \S+analysis.json: line \d+, column \d+: not JSON", problem
     )
+
+
+def test_a_broken_archive_is_refused_before_any_job(tmp_path):
+    # aggregation reads every archive (the report's history): one cut short would stop
+    # it after the runs
+    from scalestudy.study.baseline import archive_problems
+
+    study = study_model(STUDY)
+    kept = baseline_folder(tmp_path, study, seed=1)
+    archived = tmp_path / "archive" / "s" / "20260101T000000Z-unknown"
+    archived.parent.mkdir(parents=True)
+    kept.rename(archived)
+    assert archive_problems(study, tmp_path) == []
+    line = cut_runs_csv(archived, 5)
+    (problem,) = archive_problems(study, tmp_path)
+    assert problem.startswith("studies.s: an archive of it, read for its history, is broken: ")
+    assert f"{archived / 'runs.csv'}: line {line}: 5 fields" in problem
+    # the newest archive as the baseline: said once, as the baseline
+    last = study_model(STUDY | {"baseline": "last"})
+    assert archive_problems(last, tmp_path) == []

@@ -65,7 +65,7 @@ def runs_csv_text(path: Path) -> str:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise RecordError(f"{path}: cannot read ({e})") from None
-    again = "copy it again from the study's results or its archive"
+    why = "the file is cut short or was edited"
     reader = csv.reader(io.StringIO(text))
     try:
         header = next(reader, [])
@@ -74,17 +74,16 @@ def runs_csv_text(path: Path) -> str:
             if row and len(row) != len(header):
                 raise RecordError(
                     f"{path}: line {reader.line_num}: {len(row)} fields, the header has "
-                    f"{len(header)}: the file is cut short or was edited; {again}"
+                    f"{len(header)}: {why}"
                 )
             rows += bool(row)
     except csv.Error as e:
-        raise RecordError(f"{path}: line {reader.line_num}: not CSV ({e}); {again}") from None
+        raise RecordError(f"{path}: line {reader.line_num}: not CSV ({e}): {why}") from None
     if not header:
-        raise RecordError(f"{path}: empty; {again}")
+        raise RecordError(f"{path}: empty: {why}")
     if not text.endswith("\n"):
         raise RecordError(
-            f"{path}: line {reader.line_num}: ends without its newline: the file is "
-            f"cut short; {again}"
+            f"{path}: line {reader.line_num}: ends without its newline: the file is cut short"
         )
     if not rows:
         raise RecordError(f"{path}: no runs (a header only)")
@@ -102,7 +101,7 @@ def analysis_json(path: Path) -> dict:
     except json.JSONDecodeError as e:
         raise RecordError(
             f"{path}: line {e.lineno}, column {e.colno}: not JSON ({e.msg}): the file is "
-            "cut short or was edited; copy it again from the study's results or its archive"
+            "cut short or was edited"
         ) from None
     if not isinstance(data, dict):
         raise RecordError(f"{path}: holds no analysis (a {type(data).__name__})")
@@ -152,7 +151,7 @@ def baseline_problems(study: Study, workdir: Path) -> list[str]:
         runs_csv_text(folder / runs)
         analysis = analysis_json(folder / analysis)
     except RecordError as e:
-        return [f"{key}: {e}"]
+        return [f"{key}: {e}; copy the folder again from the study's results or its archive"]
     if study.baseline_across:
         return []
     identity = baseline_identity(analysis)
@@ -171,6 +170,24 @@ def baseline_problems(study: Study, workdir: Path) -> list[str]:
             + f". Set studies.{study.name}.baseline_across: true to compare them on purpose"
         ]
     return []
+
+
+def archive_problems(study: Study, workdir: Path) -> list[str]:
+    """The study's archives that aggregation would refuse after the runs (it reads
+    them all, for the report's history), said before any job."""
+    problems, compared = [], baseline_dir(study, workdir)  # the baseline's are said once
+    for path in archive_inputs(study.name, workdir):
+        if compared is not None and Path(path).parent == compared:
+            continue
+        read = runs_csv_text if path.endswith(".csv") else analysis_json
+        try:
+            read(Path(path))
+        except RecordError as e:
+            problems.append(
+                f"studies.{study.name}: an archive of it, read for its history, is broken: "
+                f"{e}; move that archive out of {Path(path).parent.parent}"
+            )
+    return problems
 
 
 def expect_problems(study: Study) -> list[str]:

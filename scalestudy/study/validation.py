@@ -10,7 +10,7 @@ from pathlib import Path
 import workloads as registry
 from scalestudy.compute.commandline import command_params_problems
 from scalestudy.model import CONFIG_FILE, Study
-from scalestudy.study.baseline import baseline_problems, expect_problems
+from scalestudy.study.baseline import archive_problems, baseline_problems, expect_problems
 from scalestudy.study.errors import (
     ConfigError,
     config_key,
@@ -37,7 +37,11 @@ def study_problems(
     (default: those of the workflow in workdir); `params_ok`: False when the study's
     params failed their schema (their own checks are then skipped)."""
     # the baseline and references are checked whatever else is wrong: each names its key
-    compared = baseline_problems(study, workdir) + expect_problems(study)
+    compared = (
+        baseline_problems(study, workdir)
+        + archive_problems(study, workdir)
+        + expect_problems(study)
+    )
     if study.adaptive is not None:
         found = adaptive_problems(study)
         if found:
