@@ -19,6 +19,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from scalestudy.model import CONFIG_FILE
+from scalestudy.paths import ANALYSIS
 from scalestudy.snakemake_internals import held_files
 
 
@@ -56,12 +58,12 @@ def refusal(study: str, point: str | None, repeat: int | None, workdir: Path) ->
         return str(e)
     if repeat is not None and point is None:
         return f"redo: REPEAT={repeat} names a run of a point: give its POINT= too"
-    results = (workdir / "results" / study).resolve()
+    results = (workdir / Path(ANALYSIS.format(study=study)).parent).resolve()
     for lock, held in held_files(workdir):
         if held.is_relative_to(results):
             return (
                 f"redo: a Snakemake workflow here holds the results of {study} ({lock} "
-                f"lists {held.relative_to(results.parent.parent)}): let it end first. If "
+                f"lists {held.relative_to(workdir.resolve())}): let it end first. If "
                 "none runs (one killed leaves its lock), `snakemake --unlock` removes it"
             )
     return None
@@ -69,7 +71,7 @@ def refusal(study: str, point: str | None, repeat: int | None, workdir: Path) ->
 
 def main(argv: list[str], workdir: Path = Path(".")) -> Path:
     parser = argparse.ArgumentParser(prog="python -m scalestudy.redo", description=__doc__)
-    parser.add_argument("study", help="a study of config/config.yaml")
+    parser.add_argument("study", help=f"a study of {CONFIG_FILE}")
     parser.add_argument("--point", help="one point of it (t2)")
     parser.add_argument("--repeat", type=int, help="one run of that point (1 for rep1)")
     args = parser.parse_args(argv)
