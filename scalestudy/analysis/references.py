@@ -145,14 +145,15 @@ def check_config(names: list[str], workdir: Path = Path(".")) -> int:
     one with `expect:` but no analysis is a broken expectation. A results folder of a
     study the config does not name is said, and not checked."""
     config = config_as_written(workdir)
+    studies = config["studies"]
+    expects = {n: isinstance(s, dict) and bool(s.get("expect")) for n, s in studies.items()}
     if names:
         names = [study_named(name, config, "check") for name in names]
     else:
-        chosen, _ = selected(config)
-        names = [n for n, study in chosen["studies"].items() if (study or {}).get("expect")]
-    for found in sorted(workdir.glob(ANALYSIS.format(study="*"))):
-        if found.parent.name not in config["studies"]:
-            print(f"{found.parent.name}: not a study of {CONFIG_FILE}: not checked")
+        names = [name for name in selected(config)[0]["studies"] if expects[name]]
+        for found in sorted(workdir.glob(ANALYSIS.format(study="*"))):
+            if found.parent.name not in config["studies"]:
+                print(f"{found.parent.name}: not a study of {CONFIG_FILE}: not checked")
     if not names:
         print(f"check: no study of {CONFIG_FILE} states expectations (expect:)")
         return 0
@@ -161,7 +162,7 @@ def check_config(names: list[str], workdir: Path = Path(".")) -> int:
         path = workdir / ANALYSIS.format(study=name)
         if path.is_file():
             folders.append(path.parent)
-        elif (config["studies"][name] or {}).get("expect"):
+        elif expects[name]:
             print(f"{name}: broken: no analysis to check ({path} is missing: run the workflow)")
             failed += 1
         else:
