@@ -180,3 +180,17 @@ def test_archives_made_at_once_are_refused_cleanly_and_readable_as_the_umask_all
     assert list((tmp_path / "archive" / "s").iterdir()) == [made]  # no copy left beside it
     assert made.stat().st_mode & 0o777 == 0o755
     assert (made / "runs").stat().st_mode & 0o777 == 0o755
+
+
+def test_a_study_whose_runs_csv_is_cut_short_is_not_archived(tmp_path):
+    # an archive is a later baseline: refused here rather than before a later run
+    from tests.test_baseline import cut_runs_csv
+
+    results = tmp_path / "results" / "s"
+    aggregate(study_model(STUDY), measure(tmp_path, seed=1)).write(
+        {k: results / v for k, v in OUT.items()}
+    )
+    line = cut_runs_csv(results, 43)
+    with pytest.raises(SystemExit, match=f"archive: .*runs.csv: line {line}: 43 fields"):
+        archive("s", tmp_path)
+    assert not (tmp_path / "archive").exists()

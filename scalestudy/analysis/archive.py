@@ -20,6 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from scalestudy.paths import ARCHIVE, BASELINE_FILES
+from scalestudy.records import RecordError
+from scalestudy.study.baseline import analysis_json, runs_csv_text
 
 KEPT = (*BASELINE_FILES, "summary.csv", "baseline.json")
 
@@ -41,7 +43,14 @@ def archive(study: str, workdir: Path = Path("."), now: datetime | None = None) 
             f"archive: {source} has no {', '.join(missing)}: run and aggregate "
             f"the study first (snakemake results/{study}/analysis.json)"
         )
-    analysis = json.loads((source / "analysis.json").read_text())
+    runs, analysis = BASELINE_FILES
+    try:  # an archive is a later baseline: read as one is (never a file cut short)
+        runs_csv_text(source / runs)
+        analysis = analysis_json(source / analysis)
+    except RecordError as e:
+        raise SystemExit(
+            f"archive: {e}; aggregate the study again (snakemake results/{study}/analysis.json)"
+        ) from None
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     target = workdir / ARCHIVE.format(study=study, stamp=f"{stamp}-{fingerprint_hash(analysis)}")
     exists = f"archive: {target} exists already; an archive is never overwritten"
