@@ -263,13 +263,15 @@ def test_sacct_figures_are_real_accounting_per_job_and_per_srun_step(mixed):
     accounting (slurmdbd): a job of its own is read as a whole (TotalCPU over Elapsed x
     AllocCPUS, MaxRSS), a packed run by its own srun step (JOB.STEP), and each agrees
     with what sacct itself prints for it."""
-    from scalestudy.analysis.request import accounting, slurm_megabytes, slurm_seconds
+    from scalestudy.analysis.request import read_accounting, slurm_megabytes
+    from scalestudy.slurm import accounting_command, ask, slurm_seconds
 
     workflow, _ = mixed
     fine = record(workflow, "fine", "t1")["environment"]["slurm_job_id"]
     packed = record(workflow, "gpus", "g1", 2)
     step = f"{packed['environment']['slurm_job_id']}.{packed['environment']['slurm_step_id']}"
-    jobs, note = accounting([fine, packed["environment"]["slurm_job_id"]])
+    asked = ask(accounting_command([fine, packed["environment"]["slurm_job_id"]]))
+    jobs, note = read_accounting(asked)
     assert note is None
     assert jobs[fine]["cpu_s"] > 0 and jobs[fine]["elapsed_s"] > 0 and jobs[fine]["cpus"] >= 1
     assert jobs[fine]["peak_mem_mb"] > 50  # spiral_mlp imports torch

@@ -4,7 +4,7 @@ import pytest
 from snakemake_executor_plugin_slurm.submit_string import get_submit_command
 from snakemake_executor_plugin_slurm.utils import set_gres_string
 
-from scalestudy.analysis.request import PluginJob
+from scalestudy.slurm import PluginJob
 from scalestudy.study.errors import ConfigError
 from scalestudy.study.points import point_for
 from scalestudy.study.slurm import job_runtime, slurm_resources
