@@ -16,16 +16,16 @@ from scalestudy.slurm import LOCAL, SITE_RESOURCES, gather, local_facts
 
 def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
-    if smk.params.queue == LOCAL:
+    study = Study.from_config(smk.wildcards.study, smk.params.study)
+    # times measured elsewhere have no job to ask about: the same facts on any profile
+    if smk.params.queue == LOCAL or study.measured is not None:
         facts = local_facts()
     else:
-        study = Study.from_config(smk.wildcards.study, smk.params.study)
         runs = read_runs(study, list(smk.input.records))
         # the profile's site settings (partition, account...), as every job gets them
         site = {key: smk.resources.get(key) for key in SITE_RESOURCES}
-        ids = job_ids(runs) if study.measured is None else []
         commands = partial(probe_commands_of, study, runs, site=site)
-        facts = gather(site, smk.params.history_days, ids, commands)
+        facts = gather(site, smk.params.history_days, job_ids(runs), commands)
     # sorted keys: the same facts are the same bytes (aggregation reruns on a change only)
     write_text_atomic(smk.output[0], json.dumps(facts, indent=1, sort_keys=True) + "\n")
     asked = [facts["accounting"], facts["history"], *facts["test_only"].values()]
