@@ -192,18 +192,26 @@ def asked_at(facts: dict) -> datetime | None:
     return None if facts["asked_at"] is None else datetime.fromisoformat(facts["asked_at"])
 
 
-def started(facts: dict, command: list[str]) -> tuple[dict, str | None]:
-    """What Slurm said of one --test-only command: the row's queue fields, and a note
-    (instead) when Slurm could not be asked at all."""
-    answer = facts["test_only"].get(shlex.join(command))
+def started(facts: dict, resources: dict) -> tuple[dict, str | None]:
+    """What Slurm said of the --test-only command of a job of these resources: the
+    row's queue fields (with the command asked), and a note (instead) when Slurm could
+    not be asked at all."""
+    try:
+        command = probe_command(resources, facts["site"])
+    except WorkflowError as e:  # the plugin would refuse to submit it too
+        return NO_PREDICTION | {
+            "queue_note": f"the Slurm plugin would not submit this job: {e}"
+        }, None
+    asked = {"sbatch_test_only": shlex.join(command)}
+    answer = facts["test_only"].get(asked["sbatch_test_only"])
     if answer is None:  # asking stopped before it, or the command was never asked
-        return NO_PREDICTION | {"queue_note": NOT_ASKED}, None
+        return NO_PREDICTION | {"queue_note": NOT_ASKED} | asked, None
     if answer["error"] is not None:
         return {}, f"Slurm could not be asked for start times: {answer['error']}"
     output = output_of(answer)
     if unreachable(answer):
         return {}, f"Slurm could not be asked for start times ({last_line(output)})"
-    return read_prediction(answer["returncode"], output, asked_at(facts)), None
+    return read_prediction(answer["returncode"], output, asked_at(facts)) | asked, None
 
 
 def predict(plans: list[dict], facts: dict) -> dict:
@@ -222,16 +230,9 @@ def predict(plans: list[dict], facts: dict) -> dict:
                 continue
             row |= past_waits(past, job_shape(row, site.get("slurm_partition")))
             row |= NO_PREDICTION | {"queue_note": None}
-            if note is not None:  # Slurm could not be asked: one note, no rows' reasons
-                continue
-            try:
-                command = probe_command(row["slurm_resources"], site)
-            except WorkflowError as e:  # the plugin would refuse to submit it too
-                row["queue_note"] = f"the Slurm plugin would not submit this job: {e}"
-                continue
-            found, note = started(facts, command)
-            row |= found
-            row["sbatch_test_only"] = shlex.join(command)
+            if note is None:  # else Slurm could not be asked: one note, no rows' reasons
+                found, note = started(facts, row["slurm_resources"])
+                row |= found
     slurm = queue == SLURM
     return {
         "queue": queue,
@@ -308,16 +309,13 @@ def request_waits(requests: list[dict], facts: dict) -> dict:
         if local or r["resources"] is None:  # no run measured: no request to ask about
             continue
         found |= past_waits(past, request_shape(r, site.get("slurm_partition")))
-        if note is not None:
-            continue
-        try:
-            command = probe_command(r["resources"], site)
-        except WorkflowError as e:  # the plugin would refuse to submit it too
-            found["queue_note"] = f"the Slurm plugin would not submit this job: {e}"
-            continue
-        answer, note = started(facts, command)
         if note is None:
-            found |= {"wait_now_s": answer["predicted_wait_s"], "queue_note": answer["queue_note"]}
+            answer, note = started(facts, r["resources"])
+            if note is None:
+                found |= {
+                    "wait_now_s": answer["predicted_wait_s"],
+                    "queue_note": answer["queue_note"],
+                }
     return {
         "queue": LOCAL if local else SLURM,
         "asked_at": facts["asked_at"],
