@@ -271,3 +271,46 @@ def test_a_job_the_slurm_plugin_would_not_submit_says_so_in_its_row():
     assert first["queue_note"].startswith("the Slurm plugin would not submit this job: ")
     assert "'tasks' must be greater than 1" in first["queue_note"]
     assert found["studies"][0]["jobs"][2]["start_basis"] == TEST_ONLY
+
+
+def test_a_hung_slurm_command_costs_its_timeout_and_the_facts_say_what_is_unknown():
+    """Each command Slurm is asked has a timeout (scalestudy.slurm.ask): a hung sacct
+    costs that, and the facts say it could not answer, which the analysis words."""
+    import sys
+    import time
+
+    from scalestudy.analysis.queue import past_jobs
+    from scalestudy.analysis.request import read_accounting
+    from scalestudy.slurm import ask
+
+    start = time.perf_counter()
+    hung = ask([sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.5)
+    assert time.perf_counter() - start < 30  # not the minute it would hang
+    assert hung["returncode"] is None and hung["error"].endswith("did not answer within 0.5 s")
+    hung["command"][0] = "sacct"
+    hung["error"] = hung["error"].replace(sys.executable, "sacct")
+    jobs, note = read_accounting(hung)
+    assert jobs == {} and note == (
+        "sacct did not answer within 0.5 s: CPU and memory use are the runs' own figures"
+    )
+    assert past_jobs({"history": hung}) == ([], "no past waits: sacct did not answer within 0.5 s")
+    # a shape asked of a hung sbatch: one note, and no later command is asked
+    made = plans()
+    commands = []
+
+    def slow(command, **kwargs):  # as subprocess.run says it of a hung command
+        commands.append(command)
+        raise subprocess.TimeoutExpired(command, kwargs["timeout"])
+
+    found = predict(
+        made,
+        gather(
+            {},
+            None,
+            [],
+            lambda _: probe_commands([r["slurm_resources"] for p in made for r in p["rows"]], {}),
+            run=slow,
+            now=NOW,
+        ),
+    )
+    assert len(commands) == 1 and "did not answer within 60 s" in found["note"]
