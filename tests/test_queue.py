@@ -302,15 +302,5 @@ def test_a_hung_slurm_command_costs_its_timeout_and_the_facts_say_what_is_unknow
         commands.append(command)
         raise subprocess.TimeoutExpired(command, kwargs["timeout"])
 
-    found = predict(
-        made,
-        gather(
-            {},
-            None,
-            [],
-            lambda _: probe_commands([r["slurm_resources"] for p in made for r in p["rows"]], {}),
-            run=slow,
-            now=NOW,
-        ),
-    )
+    found = asked(made, {}, slow)
     assert len(commands) == 1 and "did not answer within 60 s" in found["note"]
