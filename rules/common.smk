@@ -38,7 +38,7 @@ from scalestudy.study.validation import (
 from scalestudy import FIGURES, paths
 from scalestudy.analysis.adaptive import config_fingerprint
 from scalestudy.analysis.budgets import budget_problems, study_plans
-from scalestudy.analysis.request import partition_time_limits
+from scalestudy.slurm import partition_time_limits
 from scalestudy.records import RecordError, misplacement, read_record
 
 # Validate first: nothing below may see a config the schema has not accepted. Every
@@ -74,6 +74,7 @@ CODE = {
         str(PACKAGE / "records.py"),
         str(PACKAGE / "model.py"),
         str(PACKAGE / "contract.py"),
+        str(PACKAGE / "slurm.py"),
         str(PACKAGE / "schemas/record.schema.json"),
     ],
     "plots": [str(PACKAGE / "report" / "plots.py"), str(PACKAGE / "contract.py")],

@@ -14,8 +14,9 @@ from tests.conftest import REPO
 PACKAGE = REPO / "scalestudy"
 LAYERS = ("compute", "analysis", "report")
 # shared by the layers and the rules: the study model, records, the contract of
-# analysis.json between the analysis and the report, the Snakemake internals
-SHARED = {"model", "records", "paths", "redo", "contract", "snakemake_internals"}
+# analysis.json between the analysis and the report, the Snakemake internals, what is
+# asked of Slurm (and the one adapter to its executor plugin)
+SHARED = {"model", "records", "paths", "redo", "contract", "snakemake_internals", "slurm"}
 # shared too: the config's studies and points, a module a topic (scalestudy/study/)
 SHARED_PACKAGES = ("study",)
 HEAVY = {"pandas", "scipy", "matplotlib", "seaborn", "jinja2", "numpy", "yaml"}
@@ -131,6 +132,88 @@ def test_the_checks_can_fail():
         elif isinstance(node, ast.Import):
             names |= {a.name for a in node.names}
     assert {layer_of(n) for n in names} == {"analysis", "report"}
+
+
+# what starts a process: a module, or a call of os
+PROCESS_MODULES = {"subprocess", "multiprocessing", "concurrent.futures", "pty"}
+PROCESS_CALLS = ("os.system", "os.popen", "os.spawn", "os.exec", "os.fork", "os.posix_spawn")
+
+
+def process_starts(source: str) -> list[str]:
+    """Where code may start a process: an import of a module that does, a call of os's."""
+    tree = ast.parse(source)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            found += [n for n in names if n and (n in PROCESS_MODULES or n.split(".")[0]
+                                                 in PROCESS_MODULES)]  # fmt: skip
+        elif isinstance(node, ast.Call) and ast.unparse(node.func).startswith(PROCESS_CALLS):
+            found.append(ast.unparse(node.func))
+    return found
+
+
+def test_the_analysis_starts_no_process():
+    """Aggregation is a function of its files: what Slurm says comes in as data
+    (rules/cluster.smk, scalestudy/slurm.py asks), never asked from the analysis."""
+    for path in sorted((PACKAGE / "analysis").glob("*.py")):
+        found = process_starts(path.read_text())
+        assert not found, f"{path.relative_to(REPO)} may start a process: {found}"
+    assert process_starts("import subprocess") == ["subprocess"]
+    assert process_starts("from concurrent.futures import ProcessPoolExecutor")
+    assert process_starts("os.system('sacct')") == ["os.system"]
+    assert not process_starts("import os\nos.path.join('a')")
+
+
+# aggregates the study of tests/test_result_time.py: its records, its cluster facts
+AGGREGATE = """
+import json, sys
+from pathlib import Path
+from scalestudy.analysis.pipeline import aggregate
+from tests.test_result_time import study
+root = Path(sys.argv[1])
+records = sorted(str(p) for p in (root / "results").rglob("rep*.json"))
+found = aggregate(study(deadline_s=20), records, cluster=root / "cluster.json", min_jobs=3)
+found.write({k: Path(sys.argv[2]) / f"{k}.out" for k in ("runs", "summary", "analysis")})
+"""
+
+
+def test_aggregation_twice_on_the_same_inputs_gives_identical_bytes(tmp_path, monkeypatch):
+    """The same records and cluster facts give the same runs.csv, summary.csv and
+    analysis.json, byte for byte: in two processes of different hash seeds (no set's or
+    dict's order leaks), and in this one, where starting any process is an error."""
+    import json
+
+    from tests.test_result_time import NOW, facts, runs_of, slurm, study
+
+    runs = runs_of(tmp_path, {"t1": [10.0, 11.0, 30.0], "t2": [6.0, 6.5, 7.0]})
+    history = "1|1|cpu=1,node=1|debug|00:01:00|2026-04-01T10:00:00|2026-04-01T10:01:00\n" * 3
+    cluster = facts(study(), runs, {"slurm_partition": "debug"}, 30, slurm({"1": 0, "2": 300},
+                    history))  # fmt: skip
+    assert cluster["asked_at"] == NOW.isoformat() and len(cluster["test_only"]) == 2
+    (tmp_path / "cluster.json").write_text(json.dumps(cluster))
+    outputs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"out{seed}"
+        out.mkdir()
+        subprocess.run([sys.executable, "-c", AGGREGATE, str(tmp_path), str(out)], cwd=REPO,
+                       check=True, env={"PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO),
+                                        "PATH": "/usr/bin:/bin"})  # fmt: skip
+        outputs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+
+    def no_process(*args, **kwargs):
+        raise AssertionError(f"aggregation started a process: {args[:2]}")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", no_process)
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.setattr(sys, "argv", ["aggregate", str(tmp_path), str(here)])
+    exec(compile(AGGREGATE, "aggregate", "exec"), {})
+    outputs.append({p.name: p.read_bytes() for p in sorted(here.iterdir())})
+    assert set(outputs[0]) == {"runs.out", "summary.out", "analysis.out"}
+    assert outputs[0] == outputs[1] == outputs[2]
+    # the facts were read: the waits Slurm gave are in the analysis
+    assert b'"basis": "typical"' in outputs[0]["analysis.out"]
 
 
 # The report's code, and the workflow's scripts that read analysis.json for it.

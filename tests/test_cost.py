@@ -212,6 +212,25 @@ def test_from_frame_needs_su_or_a_cost():
     assert gpu[1][:2] == (10.0, pytest.approx(3 * 20 / 3600))
 
 
+def test_cost_chooses_the_whole_job_time_of_what_its_callers_pass():
+    """The time basis of a price is chosen in one place (Cost.su_of): a run's elapsed
+    time (a failed run's too), a point's wall time, a time_s only where the study's time
+    is the whole job's; never a train time."""
+    cost = Cost.from_config(
+        {"core_weight": 1, "gpu_weight": 2, "partitions": {"big": {"core_weight": 3}}}
+    )
+    runs = pd.DataFrame({"cores": [2, 2], "gpus": [0, 1], "elapsed_s": [3600.0, 1800.0],
+                         "wall_s": [3600.0, None], "time_s": [60.0, 60.0],
+                         "partition": [None, "big"]})  # fmt: skip
+    assert cost.su_of(runs).tolist() == [2.0, pytest.approx((3 * 2 + 2) / 2)]
+    points = runs.drop(columns="elapsed_s").assign(wall_s=[3600.0, 7200.0])
+    assert cost.su_of(points).tolist() == [2.0, 16.0]
+    train_only = runs[["cores", "gpus", "time_s"]]
+    assert cost.su_of(train_only, "wall").tolist() == [pytest.approx(2 / 60), pytest.approx(4 / 60)]
+    with pytest.raises(ValueError, match="no whole-job time"):
+        cost.su_of(train_only, "train")
+
+
 def test_report_shows_the_weights_used():
     s = study(
         gpu_series={"cost": {"gpu_weight": 50}},

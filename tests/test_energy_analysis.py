@@ -13,12 +13,13 @@ import pytest
 from scalestudy.analysis.cost import Cost
 from scalestudy.analysis.energy import with_energy
 from scalestudy.analysis.pipeline import aggregate
-from scalestudy.analysis.request import accounting, consumed_energy
+from scalestudy.analysis.request import consumed_energy, read_accounting
 from scalestudy.compute.energy import RAPL_SCOPE, measured, not_measured
 from scalestudy.records import write_json_atomic
 from scalestudy.report.plots import energy_figure
 from scalestudy.report.rendering import render
 from scalestudy.report.views import study_view
+from scalestudy.slurm import accounting_command, ask
 from tests.conftest import study_model
 from tests.test_records import good_record
 from tests.test_views import text_of
@@ -143,6 +144,11 @@ SACCT = (
     "34|00:02:00|00:02:00|4||9000\n34.0|00:01:00|00:01:00|4|1G|4000\n"
     "34.1|00:01:00|00:01:00|4|1G|18446744073709551614\n"
 )
+
+
+def accounting(job_ids: list[str], run) -> tuple[dict, str | None]:
+    """sacct's accounting of the jobs, asked as the cluster rule asks it, read as data."""
+    return read_accounting(ask(accounting_command(job_ids), run))
 
 
 def sacct(out: str):

@@ -170,3 +170,22 @@ def test_shipped_slurm_profile_is_accepted(workflow):
     workflow.write_config({"studies": {"published": MEASURED}})
     proc = workflow.snakemake("-n", "--profile", "profiles/slurm")
     assert "aggregate_study" in proc.output
+
+
+def test_a_switch_of_profile_does_not_aggregate_again_where_slurm_facts_are_the_same(workflow):
+    """What Slurm says is a file of its own (rules/cluster.smk), aggregation's input:
+    the Slurm profile asks again (its queue differs), but times measured elsewhere have
+    nothing to ask about, the facts come out the same, and the study is not aggregated
+    again. The Slurm executor submits no job here: every rule it meets is local."""
+    workflow.write_config({"studies": {"published": MEASURED}})
+    target = "results/published/analysis.json"
+    workflow.snakemake("--profile", "profiles/local", "--cores", "1", target)
+    facts = workflow.root / "results" / "published" / "cluster.json"
+    assert json.loads(facts.read_text())["queue"] == "local"
+    made = (workflow.root / target).stat().st_mtime_ns
+    for profile in ("profiles/slurm", "profiles/local"):
+        proc = workflow.snakemake("--profile", profile, "--cores", "1", target)
+        # planned before the facts were known, then judged again by them: not run
+        ran = re.findall(r"^local(?:rule|checkpoint) (\w+):", proc.output, re.MULTILINE)
+        assert ran == ["cluster_facts"], proc.output
+    assert (workflow.root / target).stat().st_mtime_ns == made

@@ -10,7 +10,8 @@ study's, or the series'). The default weights live in the config schema only
 ($defs/cost): a validated config, and so the study model, has them.
 
 Time basis: every SU figure prices whole-job (wall) time, what the allocation is
-charged, whatever time the study's speedups use (`time: train` or `steady`). The
+charged, whatever time the study's speedups use (`time: train` or `steady`). Cost
+chooses it (whole_job_seconds): callers pass their runs or points (Cost.su_of). The
 summary's `su` (and so `relative_su`, the Pareto front and the deadline and budget
 picks), the study's charges and the GPU verdict's SU per result all come from here.
 
@@ -41,6 +42,20 @@ JOULES_PER_KWH = 3.6e6
 WEIGHTS = ("core_weight", "gpu_weight")
 # the one time basis of every SU figure, in the report's words
 BASIS = "hours of whole-job (wall) time"
+# where a table holds it: a run's elapsed_s (failed and killed runs have it too), else
+# the wall_s of a run or a point (a summary)
+WHOLE_JOB = ("elapsed_s", "wall_s")
+
+
+def whole_job_seconds(table: pd.DataFrame, time: str = "wall") -> pd.Series:
+    """Each row's whole-job time (NaN: none): the first WHOLE_JOB column the table has,
+    else its time_s where that is the whole job's (`time`: the study's time, "wall")."""
+    for column in WHOLE_JOB:
+        if column in table:
+            return pd.to_numeric(table[column], errors="coerce")
+    if time == "wall" and "time_s" in table:
+        return pd.to_numeric(table["time_s"], errors="coerce")
+    raise ValueError("no whole-job time to price SU (elapsed_s, wall_s)")
 
 
 def _rate(weights: Mapping, fallback: Mapping) -> Rate:
@@ -117,6 +132,25 @@ class Cost:
             su = su + self.energy_weight * energy_j / JOULES_PER_KWH
         return su
 
+    def su_of(self, table: pd.DataFrame, time: str = "wall") -> np.ndarray:
+        """SU of each row of a table of runs or points: its cores and GPUs over its
+        whole-job time (whole_job_seconds; `time`: the study's), on its partition and
+        with its measured energy_j where the table has them."""
+        seconds = whole_job_seconds(table, time).to_numpy(dtype=float)
+        nothing = pd.Series(None, index=table.index, dtype=object)
+        partitions = table.get("partition", nothing)
+        # NaN or None: not measured, no charge (Cost.su)
+        energies = pd.to_numeric(table.get("energy_j", nothing), errors="coerce")
+        return np.array(
+            [
+                self.su(cores, gpus, t, partition, energy)
+                for cores, gpus, t, partition, energy in zip(
+                    table["cores"], table["gpus"], seconds, partitions, energies, strict=True
+                )
+            ],
+            dtype=float,
+        )
+
     def energy_text(self) -> str | None:
         """The energy charge in words; None where energy is not charged."""
         if not self.energy_weight:
@@ -130,32 +164,19 @@ class Cost:
 
 
 def run_su(runs: pd.DataFrame, study: Study) -> np.ndarray:
-    """SU of each run of a runs table: its whole-job time (`elapsed_s`, which failed and
-    killed runs have too: scalestudy.analysis.tables.derived_columns) priced with its
-    series' cost on its partition. A run without a time costs 0: nothing says what it held."""
-    seconds = pd.to_numeric(runs["elapsed_s"], errors="coerce").fillna(0.0).to_numpy()
+    """SU of each run of a runs table (Cost.su_of: its whole-job time) priced with its
+    series' cost on its partition. A run without a time costs 0: nothing says what it
+    held."""
+    runs = runs.assign(elapsed_s=whole_job_seconds(runs).fillna(0.0))
     names = (
-        runs["series"].astype(object).fillna("").astype(str).tolist()
+        runs["series"].astype(object).fillna("").astype(str)
         if "series" in runs
-        else [""] * len(runs)
+        else pd.Series("", index=runs.index)
     )
-    partitions = runs["partition"] if "partition" in runs else [None] * len(runs)
-    # measured energy (scalestudy.analysis.energy.with_energy), charged where weighted
-    energies = (
-        pd.to_numeric(runs["energy_j"], errors="coerce")
-        if "energy_j" in runs
-        else [None] * len(runs)
-    )
-    costs = {name: Cost.of(study, name) for name in set(names)}
-    return np.array(
-        [
-            costs[name].su(cores, gpus, t, partition, energy)
-            for name, cores, gpus, t, partition, energy in zip(
-                names, runs["cores"], runs["gpus"], seconds, partitions, energies, strict=True
-            )
-        ],
-        dtype=float,
-    )
+    su = pd.Series(np.nan, index=runs.index, dtype=float)
+    for name, part in runs.groupby(names, sort=False):
+        su[part.index] = Cost.of(study, name).su_of(part)
+    return su.to_numpy(dtype=float)
 
 
 def charges(runs: pd.DataFrame, study: Study) -> dict:

@@ -22,7 +22,7 @@ from scalestudy.analysis.energy import energy_findings
 from scalestudy.analysis.intervals import CV_LIMIT, MIN_DEVIATION, Z_LIMIT
 from scalestudy.analysis.layouts import grid_cells, point_layout
 from scalestudy.analysis.predictions import jsonable, usable_runs
-from scalestudy.analysis.queue import QueueAsk, request_waits
+from scalestudy.analysis.queue import request_waits
 from scalestudy.analysis.request import study_requests
 from scalestudy.analysis.result_time import deadline_by_result, study_result_times
 from scalestudy.analysis.tables import (
@@ -421,15 +421,15 @@ def analysis_of(predictions: dict) -> Analysis:
 
 
 def result_times(
-    study: Study, runs: pd.DataFrame, requests: dict, ask_how: QueueAsk | None
+    runs: pd.DataFrame, requests: dict, cluster: dict, min_jobs: int | None
 ) -> dict | None:
-    """Each point's time to result (issue 28), the waits asked of Slurm where the study's
-    jobs queue there (`ask_how`; None: locally); None for times measured elsewhere."""
+    """Each point's time to result (issue 28), with the waits Slurm gave where the
+    study's jobs queue there (`cluster`: its cluster facts); None for times measured
+    elsewhere."""
     if not requests["points"]:
         return None
-    ask_how = ask_how or QueueAsk()
-    waits = request_waits(requests["points"], ask_how)
-    return study_result_times(runs, requests["points"], waits, ask_how.min_jobs)
+    waits = request_waits(requests["points"], cluster)
+    return study_result_times(runs, requests["points"], waits, min_jobs)
 
 
 def study_findings(
@@ -437,12 +437,13 @@ def study_findings(
     summary: pd.DataFrame,
     runs: pd.DataFrame,
     predictions: dict,
-    ask_how: QueueAsk | None = None,
-    accounted: tuple[dict, str | None] | None = None,
+    cluster: dict,
+    min_jobs: int | None,
+    accounted: tuple[dict, str | None],
 ) -> dict:
-    """The report's numbers of one study, as plain JSON values (`ask_how`: where its jobs
-    queue, for the time to result; `accounted`: Slurm accounting's answer where the
-    caller asked it, request.accounting)."""
+    """The report's numbers of one study, as plain JSON values (`cluster`, `min_jobs`:
+    what Slurm said of it and the past jobs that make a typical wait, for the time to
+    result; `accounted`: Slurm accounting's figures, request.read_accounting)."""
     base = summary[summary["is_base"]]
     # only the columns said, so that walking the rows stays cheap for wide tables
     failures = runs.loc[runs["status"] != "ok", ["point", "repeat", "reason"]]
@@ -452,8 +453,8 @@ def study_findings(
     disturbed = runs[["point", "repeat"]].assign(disturbed=disturbed)
     facts = study_facts(study)
     per_point = runs.groupby("n")["repeat"].nunique()
-    requests = study_requests(study, summary, runs, answered=accounted)
-    times = result_times(study, runs, requests, ask_how)
+    requests = study_requests(study, summary, runs, accounted)
+    times = result_times(runs, requests, cluster, min_jobs)
     answers = [
         answer(p, summary, study) | adaptive_answer(predictions.get("adaptive"))
         for p in predictions.get("series", [])

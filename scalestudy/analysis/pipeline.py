@@ -4,7 +4,9 @@ adaptive study's rounds and, under "findings", every other number the report sho
 
 scripts/aggregate.py, the tests and the benchmarks all call this; nothing rebuilds
 the chain by hand, so no caller can skip a step (the disturbed runs, the split by
-provenance, the rounds) that the workflow takes.
+provenance, the rounds) that the workflow takes. It asks nothing and starts no process:
+what Slurm says comes in as data, the study's cluster facts (scalestudy.slurm.gather,
+results/<study>/cluster.json), so the same inputs give the same bytes.
 """
 
 from __future__ import annotations
@@ -23,9 +25,8 @@ from scalestudy.analysis.energy import with_energy
 from scalestudy.analysis.findings import analysis_of, study_findings
 from scalestudy.analysis.history import history_section
 from scalestudy.analysis.predictions import jsonable, split_by_provenance, study_predictions
-from scalestudy.analysis.queue import QueueAsk
 from scalestudy.analysis.references import expectations
-from scalestudy.analysis.request import accounting, job_ids
+from scalestudy.analysis.request import read_accounting, study_requests
 from scalestudy.analysis.tables import (
     TIME_COLUMNS,
     disturbed_reasons,
@@ -36,6 +37,7 @@ from scalestudy.analysis.tables import (
 from scalestudy.contract import Analysis, BaselineComparison, Expectation, HistoryEntry, build
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
+from scalestudy.slurm import local_facts, probe_commands
 from scalestudy.study.points import series_of_points
 
 
@@ -82,26 +84,13 @@ def read_runs(study: Study, inputs: Sequence[str | Path]) -> pd.DataFrame:
     return runs
 
 
-def analyse(
-    study: Study,
-    runs: pd.DataFrame,
-    plans: Sequence[dict] = (),
-    baseline: str | Path | None = None,
-    archives: Sequence[str | Path] = (),
-    queue: QueueAsk | None = None,
-    sacct=None,
-) -> Aggregation:
-    """The summary and the analysis of a runs table; `plans`: an adaptive study's round
-    plans (rules/adaptive.smk), in order, which give each run its round; `baseline`: the
-    folder of an earlier run to compare with (scalestudy.analysis.baseline); `archives`:
-    the study's archives, oldest first (its history, scalestudy.analysis.history);
-    `queue`: where its jobs queue, for each point's time to result (None: locally, no
-    queue); `sacct`: a stand-in for subprocess.run (tests)."""
-    # Slurm accounting, asked once (only where runs had jobs): its CPU and memory
-    # figures for the requests, its ConsumedEnergy for each run's energy
-    accounted = ({}, None)
-    if study.measured is None:  # times measured elsewhere have neither
-        accounted = accounting(job_ids(runs), sacct)
+def tables(
+    study: Study, runs: pd.DataFrame, accounted: tuple[dict, str | None], plans: Sequence[dict] = ()
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The runs table as the analysis reads it (each run's energy, with Slurm
+    accounting's `accounted`: read_accounting; its round; split by provenance), and
+    the summary."""
+    if study.measured is None:  # times measured elsewhere have no energy
         runs = with_energy(runs, accounted[0], study.time)
     if plans:
         runs = runs.assign(
@@ -111,12 +100,50 @@ def analyse(
             ]
         )
     runs = split_by_provenance(runs, study)
-    summary = summarise(runs, study)
+    return runs, summarise(runs, study)
+
+
+def probe_commands_of(
+    study: Study, runs: pd.DataFrame, accounting: dict | None, site: dict
+) -> list[list[str]]:
+    """The sbatch --test-only commands of the study's requests, the ones aggregation
+    looks up in its cluster facts (`accounting`: sacct's answer, which sizes --mem)."""
+    if study.measured is not None:
+        return []
+    accounted = read_accounting(accounting)
+    runs, summary = tables(study, runs, accounted)
+    requests = study_requests(study, summary, runs, accounted)["points"]
+    return probe_commands([r["resources"] for r in requests if r["resources"]], site)
+
+
+def analyse(
+    study: Study,
+    runs: pd.DataFrame,
+    plans: Sequence[dict] = (),
+    baseline: str | Path | None = None,
+    archives: Sequence[str | Path] = (),
+    cluster: dict | None = None,
+    min_jobs: int | None = None,
+) -> Aggregation:
+    """The summary and the analysis of a runs table; `plans`: an adaptive study's round
+    plans (rules/adaptive.smk), in order, which give each run its round; `baseline`: the
+    folder of an earlier run to compare with (scalestudy.analysis.baseline); `archives`:
+    the study's archives, oldest first (its history, scalestudy.analysis.history);
+    `cluster`: what Slurm said of the study (scalestudy.slurm.gather; None: locally, no
+    queue): accounting of its jobs, the waits of its requests; `min_jobs`: the past jobs
+    of a shape that make its typical wait (config queue_history_min_jobs)."""
+    cluster = cluster or local_facts()
+    # Slurm accounting (only where runs had jobs): its CPU and memory figures for the
+    # requests, its ConsumedEnergy for each run's energy
+    accounted = ({}, None) if study.measured is not None else read_accounting(cluster["accounting"])
+    runs, summary = tables(study, runs, accounted, plans)
     analysis = study_predictions(summary, runs, study)
     if plans:
         spent = charges(runs, study)["su"]
         analysis["adaptive"] = jsonable(rounds_summary(plans, spent, study.repeats))
-    analysis["findings"] = study_findings(study, summary, runs, analysis, queue, accounted)
+    analysis["findings"] = study_findings(
+        study, summary, runs, analysis, cluster, min_jobs, accounted
+    )
     found = analysis_of(analysis)
     found = replace(
         found, expectations=[build(Expectation, e) for e in jsonable(expectations(study, summary))]
@@ -145,10 +172,13 @@ def aggregate(
     rounds: Sequence[str | Path] = (),
     baseline: str | Path | None = None,
     archives: Sequence[str | Path] = (),
-    queue: QueueAsk | None = None,
+    cluster: str | Path | None = None,
+    min_jobs: int | None = None,
 ) -> Aggregation:
     """The whole aggregation from files: records (or the measured CSV), an adaptive
-    study's round plans, the baseline's folder and the study's archives; `queue` as for
-    analyse."""
+    study's round plans, the baseline's folder, the study's archives and its cluster
+    facts (results/<study>/cluster.json; None: locally); `min_jobs` as for analyse."""
     plans = [json.loads(Path(path).read_text()) for path in rounds]
-    return analyse(study, read_runs(study, inputs), plans, baseline, archives, queue)
+    facts = None if cluster is None else json.loads(Path(cluster).read_text())
+    runs = read_runs(study, inputs)
+    return analyse(study, runs, plans, baseline, archives, facts, min_jobs)

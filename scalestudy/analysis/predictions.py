@@ -279,12 +279,10 @@ def gpu_verdict_of(summary: pd.DataFrame, study: Study) -> dict | None:
     problem size (the series' `verdict.size_param`), the GPU point against the CPU
     points: which is faster in the study's `time`, and SU per result, the summary's `su`
     (scalestudy.analysis.cost: each series' own weights, on its partition, on whole-job time).
-    A summary without `su` is priced here the same way: each series' cost on its
-    `wall_s` (its `time_s` where the study's time is the whole job)."""
+    A summary without `su` is priced here the same way (Cost.su_of)."""
     if not ((summary["gpus"] > 0).any() and (summary["gpus"] == 0).any()):
         return None
     size_param = study.verdict.size_param
-    whole_job = "wall_s" if "wall_s" in summary or study.time != "wall" else "time_s"
     rows = []
     try:
         for name, part in summary.groupby("series", sort=False):
@@ -292,11 +290,8 @@ def gpu_verdict_of(summary: pd.DataFrame, study: Study) -> dict | None:
             size = params.get(size_param, "all") if size_param else "all"
             if "su" in part:
                 su = part["su"].to_numpy(dtype=float)
-            elif whole_job in part:
-                su = Cost.of(study, name).su(part["cores"], part["gpus"], part[whole_job])
-                su = su.to_numpy(dtype=float)
             else:
-                raise ValueError("the summary has no whole-job time to price SU per result")
+                su = Cost.of(study, name).su_of(part, study.time)
             for r, su_per_result in zip(part.itertuples(), su, strict=True):
                 if np.isfinite(r.time_s) and np.isfinite(su_per_result):
                     rows.append({"series": "gpu" if r.gpus else "cpu", "name": name,

@@ -16,22 +16,29 @@ number of jobs.
 
 Locally there is no queue: every job's wait is 0, basis "local".
 
-The parser (`parse_test_only`, `read_prediction`) is pure; `predict` asks Slurm
-through `run` (subprocess.run, or a stand-in in tests).
+Everything here reads what Slurm said (scalestudy.slurm.gather: the plan's rule asks
+for itself, aggregation reads results/<study>/cluster.json) and asks nothing.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-import subprocess
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from snakemake_interface_common.exceptions import WorkflowError
 
-LOCAL = "local"
+from scalestudy.slurm import (
+    HISTORY_FIELDS,
+    LOCAL,
+    SLURM,
+    last_line,
+    output_of,
+    probe_command,
+    slurm_seconds,
+    unreachable,
+)
+
 TEST_ONLY = "sbatch --test-only"
 # what a row or the page says of --test-only's figure
 NOT_A_BOUND = (
@@ -40,8 +47,7 @@ NOT_A_BOUND = (
     "to its time limit (too late, as it came on the test cluster)"
 )
 UNREADABLE = "could not read the start time"
-# the profile's default resources that every job, and so its sbatch line, gets
-SITE_RESOURCES = ("slurm_partition", "slurm_account", "constraint", "qos", "gpu_model")
+NOT_ASKED = "Slurm was not asked about this job"
 
 # sbatch: Job 123 to start at 2024-05-01T10:00:00 using 64 processors on nodes
 # n[01-02] in partition gpu. Since Slurm 25.05 a stray "a" follows the time
@@ -50,15 +56,6 @@ _LINE = re.compile(
     r"Job (?P<job>\d+) to start at (?P<start>\S+)"
     r"(?:\s+(?:on cluster (?P<cluster>\S+)|a(?=\s)))*"
     r"\s+using (?P<cpus>\d+) processors on nodes? (?P<nodes>\S+) in partition (?P<partition>\S+)"
-)
-# sbatch's words when it cannot reach the controller at all (not a refusal of a shape)
-_UNREACHABLE = (
-    "unable to contact slurm controller",
-    "socket timed out",
-    "connection refused",
-    "could not establish a configuration source",
-    "can't find an address",
-    "unable to establish controller",
 )
 
 
@@ -80,17 +77,6 @@ def parse_test_only(text: str) -> dict | None:
         "cpus": int(found["cpus"]),
         "start_time": start_time,
     }
-
-
-def last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else ""
-
-
-def unreachable(text: str) -> bool:
-    """Whether sbatch's words say the controller could not be asked at all."""
-    low = text.lower()
-    return any(words in low for words in _UNREACHABLE)
 
 
 NO_PREDICTION = {"predicted_start": None, "predicted_wait_s": None, "start_basis": None}
@@ -119,67 +105,6 @@ def read_prediction(returncode: int, output: str, now: datetime) -> dict:
     }
 
 
-class _Resources(dict):
-    """A job's resources as the plugin reads them: .get and attribute access."""
-
-    def __getattr__(self, name):
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-class _PlannedJob:
-    """What the plugin's submit-command functions read of a Snakemake job."""
-
-    def __init__(self, resources: dict):
-        given = {k: v for k, v in resources.items() if v is not None}
-        self.resources = _Resources(given)
-        self.threads = given.get("cpus_per_task", 1)
-        self.name = "run_point"
-
-    def is_group(self) -> bool:
-        return False
-
-
-def probe_command(resources: dict, site: dict) -> list[str]:
-    """The sbatch command the Slurm executor plugin would submit a job of these
-    resources with (its own get_submit_command and set_gres_string), the site's
-    partition and account added as the plugin adds them, and --test-only: nothing is
-    submitted. `resources`: the run's (scalestudy.study.slurm.slurm_resources, with
-    the job's runtime); `site`: the profile's default resources (slurm_partition,
-    slurm_account, constraint, qos, gpu_model), the study's own winning."""
-    from snakemake_executor_plugin_slurm.submit_string import get_submit_command
-    from snakemake_executor_plugin_slurm.utils import set_gres_string
-
-    merged = {k: v for k, v in site.items() if v not in (None, "")}
-    merged |= {k: v for k, v in resources.items() if v is not None}
-    job = _PlannedJob(merged)
-    account = merged.get("slurm_account")
-    partition = merged.get("slurm_partition")
-    params = {
-        "run_uuid": "scalestudy-plan",
-        "slurm_logfile": "/dev/null",
-        "comment_str": "rule_run_point",
-        "account": f"-A {shlex.quote(str(account))}" if account else "",
-        "partition": f"-p {shlex.quote(str(partition))}" if partition else "",
-        "workdir": None,
-    }
-    call = get_submit_command(job, params) + set_gres_string(job)
-    return [*shlex.split(call), "--test-only", "--wrap=true"]
-
-
-# sacct's fields of a past job, in this order (one line each, -P: "|"-separated)
-HISTORY_FIELDS = ("JobID", "NNodes", "ReqTRES", "Partition", "Timelimit", "Eligible", "Start")
-
-
-def history_command(days: int) -> list[str]:
-    """sacct's allocations (-X: no steps) of every user (-a) that started over the
-    last `days` days."""
-    return ["sacct", "-a", "-X", "-n", "-P", "-S", f"now-{days}days", "-E", "now",
-            f"--format={','.join(HISTORY_FIELDS)}"]  # fmt: skip
-
-
 def tres(text: str) -> dict[str, str]:
     """sacct's ReqTRES (billing=2,cpu=2,mem=1000M,node=1,gres/gpu=2) as a dict."""
     pairs = (part.partition("=") for part in text.split(",") if "=" in part)
@@ -187,11 +112,9 @@ def tres(text: str) -> dict[str, str]:
 
 
 def parse_history(text: str) -> list[dict]:
-    """The past jobs in sacct's output (history_command) that started: each one's
+    """The past jobs in sacct's output (scalestudy.slurm.history_command) that started: each one's
     shape (nodes, gpus, cpus, partition, minutes: its time limit) and wait_s (Start
     minus Eligible, never below 0). Lines that do not read are left out."""
-    from scalestudy.analysis.request import slurm_seconds
-
     jobs = []
     for line in text.splitlines():
         fields = line.strip().split("|")
@@ -250,84 +173,79 @@ def past_waits(jobs: list[dict], shape: dict) -> dict:
     }
 
 
-def history(days: int, run=None) -> tuple[list[dict], str | None]:
-    """The past jobs sacct knows of (parse_history), and a note instead where it
-    cannot be asked (no sacct, accounting disabled)."""
-    try:
-        proc = (run or subprocess.run)(
-            history_command(days), capture_output=True, text=True, timeout=60
-        )
-    except FileNotFoundError:
-        return [], "no past waits: sacct is not installed here"
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return [], f"no past waits: sacct failed ({e})"
-    if proc.returncode != 0:
-        why = last_line(proc.stderr or proc.stdout) or f"exit status {proc.returncode}"
+def past_jobs(facts: dict) -> tuple[list[dict], str | None]:
+    """The past jobs in sacct's answer (parse_history), and a note instead where it
+    could not be asked (no sacct, accounting disabled, no answer in time)."""
+    answer = facts["history"]
+    if answer is None:
+        return [], None
+    if answer["error"] is not None:
+        return [], f"no past waits: {answer['error']}"
+    if answer["returncode"] != 0:
+        why = last_line(output_of(answer)) or f"exit status {answer['returncode']}"
         return [], f"no past waits: sacct was not available ({why})"
-    return parse_history(proc.stdout), None
+    return parse_history(answer["stdout"]), None
 
 
-def predict(plans: list[dict], queue: str, site: dict | None = None, run=None,
-            now=None, history_days: int | None = None) -> dict:  # fmt: skip
+def asked_at(facts: dict) -> datetime | None:
+    """When Slurm was asked (the clock a predicted start is a wait from)."""
+    return None if facts["asked_at"] is None else datetime.fromisoformat(facts["asked_at"])
+
+
+def started(facts: dict, resources: dict) -> tuple[dict, str | None]:
+    """What Slurm said of the --test-only command of a job of these resources: the
+    row's queue fields (with the command asked), and a note (instead) when Slurm could
+    not be asked at all."""
+    try:
+        command = probe_command(resources, facts["site"])
+    except WorkflowError as e:  # the plugin would refuse to submit it too
+        return NO_PREDICTION | {
+            "queue_note": f"the Slurm plugin would not submit this job: {e}"
+        }, None
+    asked = {"sbatch_test_only": shlex.join(command)}
+    answer = facts["test_only"].get(asked["sbatch_test_only"])
+    if answer is None:  # asking stopped before it, or the command was never asked
+        return NO_PREDICTION | {"queue_note": NOT_ASKED} | asked, None
+    if answer["error"] is not None:
+        return {}, f"Slurm could not be asked for start times: {answer['error']}"
+    output = output_of(answer)
+    if unreachable(answer):
+        return {}, f"Slurm could not be asked for start times ({last_line(output)})"
+    return read_prediction(answer["returncode"], output, asked_at(facts)) | asked, None
+
+
+def predict(plans: list[dict], facts: dict) -> dict:
     """Each plan row's predicted start and wait (added to the row in place), and the
     plan's machine-readable form: per study, per job to run, its nodes, layout,
-    predicted_start, predicted_wait_s and start_basis. `queue`: "slurm" asks sbatch
-    --test-only once per distinct shape; "local" gives every job a wait of 0.
-    `run`: a stand-in for subprocess.run (tests); `now`: the clock to wait from."""
-    now = now or datetime.now()
-    site = site or {}
+    predicted_start, predicted_wait_s and start_basis. `facts`: what Slurm said
+    (scalestudy.slurm.gather, or local_facts: every job's wait 0)."""
+    queue, site = facts["queue"], facts["site"]
     note = None
-    answers: dict[tuple, dict] = {}
-    past, history_note = [], None
-    if queue == "slurm" and history_days:
-        past, history_note = history(history_days, run)
+    past, history_note = past_jobs(facts)
     for plan in plans:
         for row in plan["rows"]:
-            if queue != "slurm":
+            if queue != SLURM:
                 row |= NO_HISTORY | {"predicted_start": None, "predicted_wait_s": 0.0,
                                      "start_basis": LOCAL, "queue_note": None}  # fmt: skip
                 continue
             row |= past_waits(past, job_shape(row, site.get("slurm_partition")))
             row |= NO_PREDICTION | {"queue_note": None}
-            if note is not None:  # Slurm could not be asked: one note, no rows' reasons
-                continue
-            try:
-                command = probe_command(row["slurm_resources"], site)
-            except WorkflowError as e:  # the plugin would refuse to submit it too
-                row["queue_note"] = f"the Slurm plugin would not submit this job: {e}"
-                continue
-            key = tuple(command)
-            if key not in answers:
-                answers[key], note = ask(command, run, now)
-            row |= answers[key] if note is None else {}
-            row["sbatch_test_only"] = shlex.join(command)
+            if note is None:  # else Slurm could not be asked: one note, no rows' reasons
+                found, note = started(facts, row["slurm_resources"])
+                row |= found
+    slurm = queue == SLURM
     return {
         "queue": queue,
-        "asked_at": now.isoformat(timespec="seconds"),
-        "calls": len(answers),
+        "asked_at": facts["asked_at"],
+        "calls": len(facts["test_only"]),
         "note": note,
-        "bound": NOT_A_BOUND if queue == "slurm" and note is None else None,
-        "history_days": history_days if queue == "slurm" else None,
+        "bound": NOT_A_BOUND if slurm and note is None else None,
+        "history_days": facts["history_days"] if slurm else None,
         "history_note": history_note,
         # whether the rows carry past waits (sacct answered)
-        "history": queue == "slurm" and bool(history_days) and history_note is None,
+        "history": slurm and facts["history"] is not None and history_note is None,
         "studies": [{"study": plan["study"], "jobs": planned_jobs(plan, queue)} for plan in plans],
     }
-
-
-def ask(command: list[str], run, now: datetime) -> tuple[dict, str | None]:
-    """One --test-only call: the row's queue fields, and a note (instead) when Slurm
-    could not be asked at all."""
-    try:
-        proc = (run or subprocess.run)(command, capture_output=True, text=True, timeout=60)
-    except FileNotFoundError:
-        return {}, "Slurm could not be asked for start times: sbatch is not installed here"
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return {}, f"Slurm could not be asked for start times ({e})"
-    output = "\n".join(filter(None, [proc.stderr, proc.stdout]))
-    if proc.returncode != 0 and unreachable(output):
-        return {}, f"Slurm could not be asked for start times ({last_line(output)})"
-    return read_prediction(proc.returncode, output, now), None
 
 
 def planned_jobs(plan: dict, queue: str) -> list[dict]:
@@ -368,22 +286,6 @@ TYPICAL = "typical"  # the median of past jobs of the shape (sacct), enough of t
 UNKNOWN = "unknown wait"  # Slurm could not be asked, or refused the shape
 
 
-@dataclass(frozen=True)
-class QueueAsk:
-    """Where a study's jobs queue, and how aggregation asks for their waits: `queue`
-    "slurm" (the workflow submits to Slurm) or "local" (no queue: every wait 0);
-    `site`: the profile's default resources (SITE_RESOURCES); `history_days`,
-    `min_jobs`: config keys queue_history_days, queue_history_min_jobs (None: no
-    history asked); `run`, `now`: stand-ins for subprocess.run and the clock (tests)."""
-
-    queue: str = LOCAL
-    site: dict = field(default_factory=dict)
-    history_days: int | None = None
-    min_jobs: int | None = None
-    run: Callable | None = None
-    now: datetime | None = None
-
-
 def request_shape(request: dict, partition: str | None) -> dict:
     """A point's request (scalestudy.analysis.request.point_request) as sacct's history
     describes a job (job_shape's keys)."""
@@ -391,18 +293,14 @@ def request_shape(request: dict, partition: str | None) -> dict:
             "partition": partition or None, "minutes": request["time_min"]}  # fmt: skip
 
 
-def request_waits(requests: list[dict], ask_how: QueueAsk) -> dict:
-    """What Slurm says of the waits of the study's requests, one --test-only call per
-    distinct sbatch line (the first that cannot reach Slurm stops the asking: one note)
-    and one sacct call for the past waits. Per point (label): wait_now_s (None: no
-    figure), its queue_note, and the past waits of its shape (past_waits). Locally:
-    every wait_now_s 0 and no call."""
-    now = ask_how.now or datetime.now()
-    local = ask_how.queue != "slurm"
-    past, history_note = [], None
-    if not local and ask_how.history_days and requests:
-        past, history_note = history(ask_how.history_days, ask_how.run)
-    answers: dict[tuple, dict] = {}
+def request_waits(requests: list[dict], facts: dict) -> dict:
+    """What Slurm said of the waits of the study's requests (`facts`: its cluster facts,
+    scalestudy.slurm.gather), per point (label): wait_now_s (None: no figure), its
+    queue_note, and the past waits of its shape (past_waits). Locally every wait_now_s
+    is 0."""
+    local = facts["queue"] != SLURM
+    site = facts["site"]
+    past, history_note = past_jobs(facts)
     note = None
     points = {}
     for r in requests:
@@ -410,26 +308,20 @@ def request_waits(requests: list[dict], ask_how: QueueAsk) -> dict:
         points[r["point"]] = found
         if local or r["resources"] is None:  # no run measured: no request to ask about
             continue
-        found |= past_waits(past, request_shape(r, ask_how.site.get("slurm_partition")))
-        if note is not None:
-            continue
-        try:
-            command = probe_command(r["resources"], ask_how.site)
-        except WorkflowError as e:  # the plugin would refuse to submit it too
-            found["queue_note"] = f"the Slurm plugin would not submit this job: {e}"
-            continue
-        key = tuple(command)
-        if key not in answers:
-            answers[key], note = ask(command, ask_how.run, now)
+        found |= past_waits(past, request_shape(r, site.get("slurm_partition")))
         if note is None:
-            answer = answers[key]
-            found |= {"wait_now_s": answer["predicted_wait_s"], "queue_note": answer["queue_note"]}
+            answer, note = started(facts, r["resources"])
+            if note is None:
+                found |= {
+                    "wait_now_s": answer["predicted_wait_s"],
+                    "queue_note": answer["queue_note"],
+                }
     return {
-        "queue": LOCAL if local else "slurm",
-        "asked_at": None if local else now.isoformat(timespec="seconds"),
-        "calls": len(answers),
+        "queue": LOCAL if local else SLURM,
+        "asked_at": facts["asked_at"],
+        "calls": len(facts["test_only"]),
         "note": note,
         "history_note": history_note,
-        "history_days": None if local else ask_how.history_days,
+        "history_days": None if local else facts["history_days"],
         "points": points,
     }

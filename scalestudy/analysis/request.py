@@ -21,13 +21,13 @@ records: no accounting needed).
 from __future__ import annotations
 
 import math
-import shlex
 
 import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.cost import SECONDS_PER_MINUTE
 from scalestudy.model import Study, base_series
+from scalestudy.slurm import last_line, output_of, slurm_seconds, submit_words
 from scalestudy.study.points import point_for
 from scalestudy.study.slurm import slurm_resources
 
@@ -95,13 +95,9 @@ def mem_text(mb: int | None) -> str | None:
 def sbatch_lines(resources: dict) -> list[str]:
     """`#SBATCH` lines for Snakemake resources, from the Slurm plugin's own submit
     command (its resource flags only; `-t` minutes become --time=H:MM:00)."""
-    from snakemake_executor_plugin_slurm.submit_string import get_submit_command
-    from snakemake_executor_plugin_slurm.utils import set_gres_string
-
-    job = PluginJob(resources)
     names = {"run_uuid": "job", "slurm_logfile": "log", "comment_str": "", "account": "",
              "partition": "", "workdir": "."}  # fmt: skip
-    words = shlex.split(get_submit_command(job, names) + set_gres_string(job))
+    words = submit_words(resources, names)
     lines = []
     for i, word in enumerate(words):
         flag, _, value = word.partition("=")
@@ -116,24 +112,6 @@ def sbatch_lines(resources: dict) -> list[str]:
             value = "".join(map(str, mem_amount(int(value))))
         lines.append(f"#SBATCH {flag}={value}")
     return lines
-
-
-class PluginResources(dict):
-    """Snakemake's job resources as the plugin reads them: a mapping with attributes."""
-
-    def __getattr__(self, name):
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-class PluginJob:
-    """What the plugin reads of a job: its resources (unset ones absent) and threads."""
-
-    def __init__(self, resources: dict):
-        self.resources = PluginResources({k: v for k, v in resources.items() if v is not None})
-        self.threads = resources["cpus_per_task"]
 
 
 def point_request(
@@ -209,15 +187,17 @@ def waste(point, found: dict) -> list[str]:
 
 
 def study_requests(
-    study: Study, summary: pd.DataFrame, runs: pd.DataFrame, run=None, answered=None
+    study: Study,
+    summary: pd.DataFrame,
+    runs: pd.DataFrame,
+    slurm_accounting: tuple[dict[str, dict], str | None] = ({}, None),
 ) -> dict:
     """point_request for every point of the summary (a study that ran jobs), with Slurm
-    accounting's figures beside the runs' own where sacct answers (`run`: a stand-in
-    for subprocess.run, for tests; `answered`: accounting's answer when the caller has
-    already asked), and a note where it does not."""
+    accounting's figures (`slurm_accounting`: read_accounting) beside the runs' own
+    where sacct answered, and its note where it did not."""
     if study.workload is None:
         return {"points": [], "accounting_note": None}
-    jobs, note = answered if answered is not None else accounting(job_ids(runs), run)
+    jobs, note = slurm_accounting
     points = []
     for row in summary.itertuples():
         series = base_series(row.series if isinstance(row.series, str) else "")
@@ -277,41 +257,6 @@ def job_ids(runs: pd.DataFrame) -> list[str]:
     return sorted({str(j) for j in runs.get("slurm_job_id", pd.Series(dtype=object)).dropna()})
 
 
-def partition_time_limits(run=None) -> dict[str, int | None]:
-    """Each partition's time limit in minutes as sinfo gives it (None: infinite), the
-    default partition also under "" (`run`: a stand-in for subprocess.run, for tests).
-    Empty where sinfo cannot be asked."""
-    import subprocess
-
-    try:
-        proc = (run or subprocess.run)(
-            ["sinfo", "-h", "-o", "%P %l"], capture_output=True, text=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    limits: dict[str, int | None] = {}
-    for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
-        name, _, text = line.strip().partition(" ")
-        seconds = slurm_seconds(text.strip())  # "infinite" is no number: None
-        minutes = None if seconds is None else int(seconds // 60)
-        if name.endswith("*"):  # sinfo marks the default partition
-            name = name[:-1]
-            limits[""] = minutes
-        limits[name] = minutes
-    return limits
-
-
-def slurm_seconds(text: str) -> float | None:
-    """sacct's [D-]HH:MM:SS[.mmm] or MM:SS.mmm as seconds."""
-    days, _, clock = text.rpartition("-")
-    try:
-        parts = [float(p) for p in clock.split(":")]
-    except ValueError:
-        return None
-    seconds = sum(p * 60**i for i, p in enumerate(reversed(parts)))
-    return seconds + (int(days) * 86400 if days else 0)
-
-
 def slurm_megabytes(text: str) -> float | None:
     """sacct's MaxRSS (1234K, 56M, 2G) as MB."""
     units = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024**2}
@@ -340,32 +285,23 @@ def consumed_energy(text: str) -> dict:
     return {"joules": float(text), "source": "slurm", "not_measured": None}
 
 
-def accounting(job_ids: list[str], run=None) -> tuple[dict[str, dict], str | None]:
-    """What Slurm's accounting says of these jobs (job id -> cpu_s, elapsed_s, cpus,
-    peak_mem_mb, the largest over its steps, and energy: consumed_energy; each srun step
-    also under JOB.STEP), and a note when it cannot be asked (no
-    sacct, or accounting disabled): the runs' own figures stand then."""
-    import shutil
-    import subprocess
-
-    if not job_ids:
+def read_accounting(answer: dict | None) -> tuple[dict[str, dict], str | None]:
+    """What Slurm's accounting said of a study's jobs (`answer`: sacct's, asked by
+    scalestudy.slurm.gather; None: no job to ask about): job id -> cpu_s, elapsed_s,
+    cpus, peak_mem_mb, the largest over its steps, and energy (consumed_energy); each
+    srun step also under JOB.STEP. And a note where sacct could not answer (not
+    installed, accounting disabled, no answer in time): the runs' own figures stand
+    then."""
+    own = "CPU and memory use are the runs' own figures"
+    if answer is None:
         return {}, None
-    if run is None and not shutil.which("sacct"):
-        return {}, "sacct is not installed here: CPU and memory use are the runs' own figures"
-    command = ["sacct", "-n", "-P", "-j", ",".join(job_ids),
-               "--format=JobID,TotalCPU,Elapsed,AllocCPUS,MaxRSS,ConsumedEnergyRaw"]  # fmt: skip
-    try:
-        proc = (run or subprocess.run)(command, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return {}, f"sacct failed ({e}): CPU and memory use are the runs' own figures"
-    if proc.returncode != 0:
-        why = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no reason given"]
-        return (
-            {},
-            f"sacct was not available ({why[0]}): CPU and memory use are the runs' own figures",
-        )
+    if answer["error"] is not None:
+        return {}, f"{answer['error']}: {own}"
+    if answer["returncode"] != 0:
+        why = last_line(output_of(answer)) or "no reason given"
+        return {}, f"sacct was not available ({why}): {own}"
     jobs: dict[str, dict] = {}
-    for line in proc.stdout.splitlines():
+    for line in answer["stdout"].splitlines():
         fields = line.split("|")
         if len(fields) not in (5, 6):
             continue

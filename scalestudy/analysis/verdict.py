@@ -202,14 +202,7 @@ def from_frame(df, cost: Cost | None = None) -> tuple[dict, dict]:
     if "su" not in df:
         if cost is None:
             raise ValueError("SU per result need an `su` column or a cost to price them")
-        seconds = df["wall_s"] if "wall_s" in df else df["time_s"]
-        partitions = df["partition"] if "partition" in df else [None] * len(df)
-        df = df.assign(
-            su=[
-                cost.su(c, g, t, p)
-                for c, g, t, p in zip(df["cores"], df["gpus"], seconds, partitions, strict=True)
-            ]
-        )
+        df = df.assign(su=cost.su_of(df))
     points = df.groupby(["series", "name", "size", "n"], as_index=False, sort=False).agg(
         time_s=("time_s", "median"), su=("su", "median")
     )

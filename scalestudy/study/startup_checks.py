@@ -178,7 +178,7 @@ def partition_time_problems(
     as Slurm itself says it (sinfo; a packed point's job asks for all its repeats'
     time): sbatch would refuse each such job only at its submission. `needed`: (study,
     partition, "" the default) -> the point labels to run there; `limits`: each
-    partition's time limit (scalestudy.analysis.request.partition_time_limits)."""
+    partition's time limit (scalestudy.slurm.partition_time_limits)."""
     problems = []
     for (study, part), labels in sorted(needed.items()):
         rows = [points.loc[(study, label)] for label in sorted(labels)]

@@ -18,10 +18,12 @@ def workloads_of(workdir: Path) -> dict[str, registry.Workload]:
 
 def workload_capabilities(name: str | None, workdir: Path | None = None) -> dict:
     """What workload `name` can do ({} for none, or one this workflow does not have):
-    distributed, steps, devices."""
+    distributed, steps, devices; from the registry's own folder, or the workflow's in
+    `workdir` (never the working directory unasked: aggregation is a function of its
+    inputs)."""
     if name is None:
         return {}
-    known = workloads_of(Path.cwd() if workdir is None else workdir)
+    known = registry.discover(registry.folder_for(workdir))
     return known[name].capabilities if name in known else {}
 
 
