@@ -11,6 +11,8 @@ configfile: "config/config.yaml"
 
 
 include: "rules/common.smk"
+include: "rules/startup.smk"
+include: "rules/run_inputs.smk"
 include: "rules/data.smk"
 include: "rules/run.smk"
 include: "rules/adaptive.smk"

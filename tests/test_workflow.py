@@ -1,6 +1,7 @@
 """The workflow end to end with real Snakemake, real workloads and the real report."""
 
 import json
+import os
 import re
 import shutil
 
@@ -170,3 +171,41 @@ def test_shipped_slurm_profile_is_accepted(workflow):
     workflow.write_config({"studies": {"published": MEASURED}})
     proc = workflow.snakemake("-n", "--profile", "profiles/slurm")
     assert "aggregate_study" in proc.output
+
+
+# What sinfo, squeue, sacct and sbatch print on a machine whose Slurm controller is down
+# or out of reach (a site's client tools, no route to slurmctld).
+SLURM_DOWN = "slurm_load_partitions: Unable to contact slurm controller (connect failure)"
+
+
+def slurm_out_of_reach(folder, monkeypatch):
+    """Slurm's commands first on PATH, each failing as it does without a controller."""
+    folder.mkdir()
+    for tool in ("sinfo", "squeue", "sacct", "sbatch", "scontrol"):
+        fake = folder / tool
+        fake.write_text(f"#!/bin/sh\necho '{SLURM_DOWN}' >&2\nexit 1\n")
+        fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_slurm_out_of_reach_is_said_once_before_any_job(workflow, tmp_path, monkeypatch):
+    """-n and the plan warn (they submit nothing); a run that would submit stops before
+    any job, instead of the plugin failing at each submission."""
+    slurm_out_of_reach(tmp_path / "bin", monkeypatch)
+    study = tiny_mnist_study(repeats=1)
+    workflow.write_config({"studies": {"tiny": study}})
+    said = f"Slurm could not be asked: sinfo failed ({SLURM_DOWN})"
+
+    dry = workflow.snakemake("-n", "--profile", "profiles/slurm")
+    assert dry.output.count("Slurm could not be asked") == 1 and said in dry.output
+    assert "a real run stops here, before submitting any job" in dry.output
+
+    plan = workflow.snakemake("--profile", "profiles/slurm", "results/plan.html")
+    assert plan.output.count("Slurm could not be asked") == 1 and said in plan.output
+    assert (workflow.root / "results" / "plan.html").is_file()
+
+    run = workflow.snakemake("--profile", "profiles/slurm", check=False)
+    assert run.returncode != 0
+    assert run.output.count("Slurm could not be asked") == 1 and said in run.output
+    assert "no job was run" in run.output and "Failed to run sinfo" not in run.output
+    assert not (workflow.root / ".snakemake" / "slurm_logs").exists()

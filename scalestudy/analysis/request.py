@@ -277,20 +277,26 @@ def job_ids(runs: pd.DataFrame) -> list[str]:
     return sorted({str(j) for j in runs.get("slurm_job_id", pd.Series(dtype=object)).dropna()})
 
 
-def partition_time_limits(run=None) -> dict[str, int | None]:
+def partition_time_limits(run=None) -> tuple[dict[str, int | None], str | None]:
     """Each partition's time limit in minutes as sinfo gives it (None: infinite), the
-    default partition also under "" (`run`: a stand-in for subprocess.run, for tests).
-    Empty where sinfo cannot be asked."""
+    default partition also under "" (`run`: a stand-in for subprocess.run, for tests);
+    and why Slurm could not be asked (None when sinfo answered): no sinfo here, or none
+    that reaches the controller."""
     import subprocess
 
     try:
         proc = (run or subprocess.run)(
             ["sinfo", "-h", "-o", "%P %l"], capture_output=True, text=True, timeout=30
         )
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
+    except OSError as e:  # not installed here, most often
+        return {}, f"sinfo could not be started ({e.strerror})"
+    except subprocess.TimeoutExpired as e:
+        return {}, f"sinfo gave no answer within {e.timeout:g} s"
+    if proc.returncode != 0:
+        why = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no reason given"]
+        return {}, f"sinfo failed ({why[0]})"
     limits: dict[str, int | None] = {}
-    for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
+    for line in proc.stdout.splitlines():
         name, _, text = line.strip().partition(" ")
         seconds = slurm_seconds(text.strip())  # "infinite" is no number: None
         minutes = None if seconds is None else int(seconds // 60)
@@ -298,7 +304,7 @@ def partition_time_limits(run=None) -> dict[str, int | None]:
             name = name[:-1]
             limits[""] = minutes
         limits[name] = minutes
-    return limits
+    return limits, None
 
 
 def slurm_seconds(text: str) -> float | None:
