@@ -18,10 +18,10 @@ from scalestudy.study.startup_checks import (
 
 # Before any job runs, and in a dry run (-n) too: locally, a point bigger than the
 # machine is refused; anywhere a study whose estimated cost is above its budget_su; on
-# Slurm, packing without the profile's settings for it, Slurm out of reach (sinfo), and a
-# job longer than its partition allows. What this invocation runs is read from Snakemake once its DAG is
-# built (scalestudy.snakemake_internals) and judged by package functions
-# (scalestudy.study.startup_checks); all problems at once.
+# Slurm, packing without the profile's settings for it, Slurm out of reach (sinfo), and
+# a job longer than its partition allows. What this invocation runs is read from
+# Snakemake once its DAG is built (scalestudy.snakemake_internals) and judged by package
+# functions (scalestudy.study.startup_checks); all problems at once.
 RUN_RULES = ("run_point", "profile_point")
 
 
