@@ -8,8 +8,18 @@ rule aggregate_study:
         cluster=get_cluster_facts,
         code=CODE["analysis"],
     output:
-        summary="results/{study}/summary.csv",
-        runs="results/{study}/runs.csv",
+        summary=report(
+            "results/{study}/summary.csv",
+            caption="../report/summary.rst",
+            category="{study}",
+            subcategory="Tables",
+        ),
+        runs=report(
+            "results/{study}/runs.csv",
+            caption="../report/runs.rst",
+            category="{study}",
+            subcategory="Tables",
+        ),
         analysis="results/{study}/analysis.json",
         baseline="results/{study}/baseline.json",
     log:

@@ -19,7 +19,3 @@ checkpoint cluster_facts:
         history_days=CONFIG["queue_history_days"],
     script:
         "../scripts/cluster.py"
-
-
-def get_cluster_facts(wildcards):
-    return checkpoints.cluster_facts.get(study=wildcards.study).output[0]

@@ -5,11 +5,18 @@ rule plot_study:
         analysis="results/{study}/analysis.json",
         code=CODE["plots"],
     output:
-        figures=expand(
-            "results/{{study}}/figures/{figure}.{ext}",
-            figure=FIGURES,
-            ext=["svg", "png"],
-        ),
+        # the SVGs in Snakemake's report (the PNGs are the same figures)
+        figures=[
+            report(
+                f"results/{{study}}/figures/{figure}.svg",
+                caption="../report/figures.rst",
+                category="{study}",
+                subcategory="Figures",
+                labels={"study": "{study}", "figure": figure},
+            )
+            for figure in FIGURES
+        ]
+        + expand("results/{{study}}/figures/{figure}.png", figure=FIGURES),
     log:
         "logs/{study}/plot.log",
     localrule: True

@@ -3,7 +3,9 @@ rule report:
         **get_report_inputs(),
         code=CODE["report"],
     output:
-        html="results/report.html",
+        html=report(
+            "results/report.html", caption="../report/report.rst", category="Report"
+        ),
     log:
         "logs/report.log",
     localrule: True

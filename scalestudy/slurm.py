@@ -209,13 +209,18 @@ def slurm_seconds(text: str) -> float | None:
     return seconds + (int(days) * 86400 if days else 0)
 
 
-def partition_time_limits(run: Callable | None = None) -> dict[str, int | None]:
+def partition_time_limits(run: Callable | None = None) -> tuple[dict[str, int | None], str | None]:
     """Each partition's time limit in minutes as sinfo gives it (None: infinite), the
-    default partition also under "" (`run`: a stand-in for subprocess.run, for tests).
-    Empty where sinfo cannot be asked."""
+    default partition also under "" (`run`: a stand-in for subprocess.run, for tests);
+    and why Slurm could not be asked (None when sinfo answered): no sinfo here, or none
+    that reaches the controller."""
     answer = ask(["sinfo", "-h", "-o", "%P %l"], run, timeout=30)
+    if answer["error"] is not None:
+        return {}, answer["error"]
+    if answer["returncode"] != 0:
+        return {}, f"sinfo failed ({last_line(output_of(answer)) or 'no reason given'})"
     limits: dict[str, int | None] = {}
-    for line in answer["stdout"].splitlines() if answer["returncode"] == 0 else []:
+    for line in answer["stdout"].splitlines():
         name, _, text = line.strip().partition(" ")
         seconds = slurm_seconds(text.strip())  # "infinite" is no number: None
         minutes = None if seconds is None else int(seconds // 60)
@@ -223,4 +228,4 @@ def partition_time_limits(run: Callable | None = None) -> dict[str, int | None]:
             name = name[:-1]
             limits[""] = minutes
         limits[name] = minutes
-    return limits
+    return limits, None

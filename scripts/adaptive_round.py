@@ -53,7 +53,7 @@ def main(smk) -> None:
     baseline = pd.read_csv(baseline) if baseline else None
     plan = round_plan(study, int(smk.wildcards.round), runs, baseline)
     # the config it was planned under: the round is history, never planned again
-    # (rules/common.smk, get_round_config), and the report says where the config changed
+    # (rules/adaptive.smk, get_round_config), and the report says where the config changed
     plan |= {"config_fingerprint": config_fingerprint(smk.params.study),
              "config": smk.params.study}  # fmt: skip
     logging.info("round %s: %s", smk.wildcards.round, json.dumps(plan, indent=1))

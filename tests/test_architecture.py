@@ -354,3 +354,17 @@ def test_parsing_the_workflow_loads_no_scipy_stats():
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert imports and proc.stdout.strip() == "False", imports
+
+
+# The model workflows (rna-seq-star-deseq2, dna-seq-varlociraptor) keep common.smk to
+# config validation and small input functions; a topic of its own gets its own file
+# (rules/adaptive.smk, rules/startup.smk, rules/run_inputs.smk).
+COMMON_SMK_MAX_LINES = 200
+
+
+def test_common_smk_stays_a_small_centre():
+    lines = len((REPO / "rules" / "common.smk").read_text().splitlines())
+    assert lines <= COMMON_SMK_MAX_LINES, (
+        f"rules/common.smk has {lines} lines (at most {COMMON_SMK_MAX_LINES}): give a "
+        "topic its own rules/*.smk or a package function"
+    )

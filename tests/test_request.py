@@ -214,10 +214,26 @@ def test_runs_that_shared_a_job_are_accounted_by_their_own_srun_step():
 
 def test_partition_time_limits_as_sinfo_gives_them():
     sinfo = Sacct("debug* infinite\ngpu 2-00:00:00\nshort 30:00\nlong 1:30:00\n")
-    limits = partition_time_limits(run=sinfo)
+    limits, unreachable = partition_time_limits(run=sinfo)
     assert sinfo.commands == [["sinfo", "-h", "-o", "%P %l"]]
     assert limits == {"": None, "debug": None, "gpu": 2880, "short": 30, "long": 90}
-    assert partition_time_limits(run=Sacct(code=1, err="sinfo: error")) == {}
+    assert unreachable is None
+
+
+def test_partition_time_limits_say_why_slurm_could_not_be_asked():
+    down = "slurm_load_partitions: Unable to contact slurm controller (connect failure)"
+    assert partition_time_limits(run=Sacct(code=1, err=f"sinfo: error\n{down}\n")) == (
+        {},
+        f"sinfo failed ({down})",
+    )
+
+    def missing(command, **_):
+        raise FileNotFoundError(2, "No such file or directory", command[0])
+
+    assert partition_time_limits(run=missing) == (
+        {},
+        "sinfo could not be started (No such file or directory)",
+    )
 
 
 def test_mem_covers_what_slurm_counted_where_it_counted_more_than_the_runs():

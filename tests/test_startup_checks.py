@@ -1,5 +1,5 @@
 """The checks before any job runs, called directly with plain inputs (what
-rules/common.smk reads from Snakemake): each returns its problems as strings."""
+rules/startup.smk reads from Snakemake): each returns its problems as strings."""
 
 from scalestudy.analysis.budgets import budget_problems
 from scalestudy.study.errors import startup_problems_text

@@ -1,6 +1,6 @@
 """Checks before any job runs of what an invocation is about to run against where it
 runs: a local point bigger than the machine, packing under settings that would not
-pack, a job longer than its partition allows. Each takes plain inputs (rules/common.smk
+pack, a job longer than its partition allows. Each takes plain inputs (rules/startup.smk
 reads them from Snakemake, scalestudy.snakemake_internals) and returns its problems,
 one string each, an empty list when there is none."""
 
