@@ -591,6 +591,13 @@ class PointResult:
     result_s: float | None
     result_lo_s: float | None
     result_hi_s: float | None
+    # issue 37: the 95 % upper bound on the p90 of past waits (None: under 29 jobs), the
+    # largest wait seen, the bound's backtest, --test-only's corrected wait
+    history_wait_bound_s: float | None = None
+    history_wait_max_s: float | None = None
+    history_bound_covered: int = 0
+    history_bound_tested: int = 0
+    wait_now_corrected_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -615,6 +622,9 @@ class ResultTimes:
     waits_known: bool
     points: list[PointResult]
     earliest: list[EarliestResult]
+    # --test-only's correction: median run time / time limit of ended past jobs, and
+    # how many (None: uncorrected)
+    run_to_limit: dict[str, float] | None = None
 
 
 # --- the findings -----------------------------------------------------------------------

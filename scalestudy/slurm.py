@@ -27,8 +27,10 @@ SITE_RESOURCES = ("slurm_partition", "slurm_account", "constraint", "qos", "gpu_
 # no Slurm command may hold up the workflow longer than this (seconds each)
 TIMEOUT_S = 60
 LOCAL, SLURM = "local", "slurm"
-# sacct's fields of a past job, in this order (one line each, -P: "|"-separated)
-HISTORY_FIELDS = ("JobID", "NNodes", "ReqTRES", "Partition", "Timelimit", "Eligible", "Start")
+# sacct's fields of a past job, in this order (one line each, -P: "|"-separated); Elapsed
+# and State give ended jobs' run time to time limit (--test-only's correction)
+HISTORY_FIELDS = ("JobID", "NNodes", "ReqTRES", "Partition", "Timelimit", "Eligible", "Start",
+                  "Elapsed", "State")  # fmt: skip
 ACCOUNTING_FIELDS = ("JobID", "TotalCPU", "Elapsed", "AllocCPUS", "MaxRSS", "ConsumedEnergyRaw")
 # sbatch's words when it cannot reach the controller at all (not a refusal of a shape)
 _UNREACHABLE = (

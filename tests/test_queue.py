@@ -195,26 +195,30 @@ def render(made, queue) -> str:
     )
 
 
-# what `sacct -a -X -n -P --format=JobID,NNodes,ReqTRES,Partition,Timelimit,Eligible,Start`
-# prints: two 1-node jobs of 1 CPU and 7 minutes, one on GPUs, one elsewhere, one pending
+# what `sacct -a -X -n -P --format=JobID,NNodes,ReqTRES,Partition,Timelimit,Eligible,Start,
+# Elapsed,State` prints: two 1-node jobs of 1 CPU and 7 minutes, one on GPUs, one
+# elsewhere, one pending, one still running
 HISTORY = """\
-11|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:00:10
-12|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:01:40
-13|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:00:00
-14|1|billing=3,cpu=1,gres/gpu=2,mem=1G,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T09:00:00
-15|1|billing=1,cpu=1,mem=1012M,node=1|other|00:07:00|2024-05-01T08:00:00|2024-05-01T10:00:00
-16|2|billing=2,cpu=2,node=2|debug|00:07:00|2024-05-01T08:00:00|Unknown
+11|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:00:10|00:03:30|COMPLETED
+12|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:01:40|00:07:01|TIMEOUT
+13|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:00:00|00:01:24|FAILED
+14|1|billing=3,cpu=1,gres/gpu=2,mem=1G,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T09:00:00|00:02:00|RUNNING
+15|1|billing=1,cpu=1,mem=1012M,node=1|other|00:07:00|2024-05-01T08:00:00|2024-05-01T10:00:00|00:00:42|CANCELLED
+16|2|billing=2,cpu=2,node=2|debug|00:07:00|2024-05-01T08:00:00|Unknown|00:00:00|PENDING
 garbage
 """
 
 
 def test_past_waits_by_shape_from_sacct():
-    from scalestudy.analysis.queue import job_shape, parse_history, past_waits
+    from scalestudy.analysis.queue import NO_HISTORY, job_shape, parse_history, past_waits
 
     jobs = parse_history(HISTORY)
     assert len(jobs) == 5  # the pending job and the garbage are left out
-    assert jobs[3] == {"nodes": 1, "gpus": 2, "cpus": 1, "partition": "debug",
-                            "minutes": 7, "wait_s": 3600.0}  # fmt: skip
+    assert jobs[3] == {"nodes": 1, "gpus": 2, "cpus": 1, "partition": "debug", "minutes": 7,
+                       "wait_s": 3600.0, "eligible": "2024-05-01T08:00:00",
+                       "run_to_limit": None}  # fmt: skip
+    # run time over time limit of the jobs that ended (an overrun capped at 1)
+    assert [j["run_to_limit"] for j in jobs] == [0.5, 1.0, 0.2, None, 0.1]
     (n1, _) = plans()[0]["rows"]
     n1 = n1 | {"slurm_resources": n1["slurm_resources"] | {"runtime": 7}}
     found = past_waits(jobs, job_shape(n1, "debug"))
@@ -222,9 +226,10 @@ def test_past_waits_by_shape_from_sacct():
     assert found["history_wait_p90_s"] == pytest.approx(82.0)  # 10 % of the way 10 -> 100
     # no partition given (the default): any partition's jobs of the shape
     assert past_waits(jobs, job_shape(n1, None))["history_jobs"] == 4
-    assert past_waits(jobs, job_shape(n1 | {"nodes": 3}, "debug")) == {
-        "history_wait_median_s": None, "history_wait_p90_s": None, "history_jobs": 0
-    }  # fmt: skip
+    # 3 jobs: too few for a bound, the largest wait stands beside it
+    assert found["history_wait_bound_s"] is None and found["history_wait_max_s"] == 100.0
+    assert (found["history_bound_covered"], found["history_bound_tested"]) == (0, 0)
+    assert past_waits(jobs, job_shape(n1 | {"nodes": 3}, "debug")) == NO_HISTORY
 
 
 class SacctToo(Sbatch):

@@ -11,8 +11,13 @@ cluster it came late, benchmarks/queue_prediction.py).
 
 Beside it, the waits of past jobs of the same shape (nodes, GPUs, CPUs,
 partition, time limit), from one sacct call: Start minus Eligible of every user's
-jobs over the last `queue_history_days`, as median and 90th percentile with the
-number of jobs.
+jobs over the last `queue_history_days`, as median and a 95 % upper confidence bound
+on the 90th percentile by the binomial (order-statistic) method of QBETS/BMBP
+(p90_bound: distribution-free; it needs BOUND_MIN_JOBS past jobs), with the number of
+jobs and the bound's backtested coverage (each wait against the bound of the waits
+before it). The same history corrects --test-only's wait by the median ratio of run
+time to time limit of past jobs that ended (run_to_limit): --test-only takes every
+job ahead to run to its limit.
 
 Locally there is no queue: every job's wait is 0, basis "local".
 
@@ -22,9 +27,10 @@ for itself, aggregation reads results/<study>/cluster.json) and asks nothing.
 
 from __future__ import annotations
 
+import bisect
 import re
 import shlex
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from snakemake_interface_common.exceptions import WorkflowError
 
@@ -80,7 +86,94 @@ def parse_test_only(text: str) -> dict | None:
 
 
 NO_PREDICTION = {"predicted_start": None, "predicted_wait_s": None, "start_basis": None}
-NO_HISTORY = {"history_wait_median_s": None, "history_wait_p90_s": None, "history_jobs": 0}
+NO_HISTORY = {"history_wait_median_s": None, "history_wait_p90_s": None, "history_jobs": 0,
+              "history_wait_bound_s": None, "history_wait_max_s": None,
+              "history_bound_covered": 0, "history_bound_tested": 0}  # fmt: skip
+NO_CORRECTION = {"corrected_start": None, "corrected_wait_s": None}
+
+# the bound on past waits: BOUND_LEVEL confidence that the BOUND_QUANTILE of waits is
+# below it; at BOUND_MIN_JOBS jobs the bound is their largest wait
+BOUND_LEVEL, BOUND_QUANTILE = 0.95, 0.9
+BOUND_MIN_JOBS = 29
+TOO_LITTLE = "too little history for a bound"
+# where no ended past job gives --test-only's correction
+UNCORRECTED = (
+    "sbatch --test-only's starts are uncorrected: no past job's run time to time limit "
+    "is known"
+)
+
+
+def bound_rank(n: int) -> int | None:
+    """The rank k (1 = smallest) of n past waits that is a BOUND_LEVEL upper confidence
+    bound on their BOUND_QUANTILE: the least k with P(Bin(n, q) <= k - 1) >= level
+    (the k-th smallest exceeds the q-quantile unless at most k - 1 waits lie below it);
+    None where even the largest is no such bound (n < BOUND_MIN_JOBS)."""
+    from scipy.stats import binom
+
+    if n < 1:
+        return None
+    k = int(binom.ppf(BOUND_LEVEL, n, BOUND_QUANTILE)) + 1
+    while k > 1 and binom.cdf(k - 2, n, BOUND_QUANTILE) >= BOUND_LEVEL:  # ppf's rounding
+        k -= 1
+    while k <= n and binom.cdf(k - 1, n, BOUND_QUANTILE) < BOUND_LEVEL:
+        k += 1
+    return k if k <= n else None
+
+
+def p90_bound(waits: list[float]) -> float | None:
+    """The 95 % upper confidence bound on the 90th percentile of these waits (None:
+    fewer than BOUND_MIN_JOBS of them)."""
+    k = bound_rank(len(waits))
+    return None if k is None else float(sorted(waits)[k - 1])
+
+
+def backtest(waits: list[float]) -> tuple[int, int]:
+    """How many waits (in time order) lie at or under the bound of the waits before
+    them, of how many had such a bound: (covered, tested)."""
+    earlier: list[float] = []
+    covered = tested = 0
+    for wait in waits:
+        k = bound_rank(len(earlier))
+        if k is not None:
+            tested += 1
+            covered += wait <= earlier[k - 1]
+        bisect.insort(earlier, wait)
+    return covered, tested
+
+
+def history_coverage(jobs: list[dict]) -> dict:
+    """The bound's backtest over every shape of the history: each shape's waits in
+    time order (backtest), summed."""
+    by_shape: dict[tuple, list[dict]] = {}
+    for job in jobs:
+        by_shape.setdefault(tuple(job[k] for k in SHAPE_KEYS), []).append(job)
+    covered = tested = 0
+    for same in by_shape.values():
+        c, t = backtest([j["wait_s"] for j in sorted(same, key=lambda j: j["eligible"])])
+        covered, tested = covered + c, tested + t
+    return {"covered": covered, "tested": tested,
+            "coverage": covered / tested if tested else None}  # fmt: skip
+
+
+def run_to_limit(jobs: list[dict]) -> dict | None:
+    """The median ratio of run time (Elapsed) to time limit of the past jobs that ended,
+    and how many (None where none did)."""
+    import numpy as np
+
+    ratios = [job["run_to_limit"] for job in jobs if job["run_to_limit"] is not None]
+    if not ratios:
+        return None
+    return {"ratio": float(np.median(ratios)), "jobs": len(ratios)}
+
+
+def corrected(predicted_wait_s: float | None, asked: datetime | None, ratio: dict | None) -> dict:
+    """--test-only's wait scaled by the jobs' measured run time to limit (run_to_limit),
+    and the start it gives (None where either is unknown)."""
+    if predicted_wait_s is None or ratio is None:
+        return dict(NO_CORRECTION)
+    wait = float(round(predicted_wait_s * ratio["ratio"]))
+    start = None if asked is None else (asked + timedelta(seconds=wait)).isoformat()
+    return {"corrected_start": start, "corrected_wait_s": wait}
 
 
 def read_prediction(returncode: int, output: str, now: datetime) -> dict:
@@ -113,20 +206,23 @@ def tres(text: str) -> dict[str, str]:
 
 def parse_history(text: str) -> list[dict]:
     """The past jobs in sacct's output (scalestudy.slurm.history_command) that started: each one's
-    shape (nodes, gpus, cpus, partition, minutes: its time limit) and wait_s (Start
-    minus Eligible, never below 0). Lines that do not read are left out."""
+    shape (nodes, gpus, cpus, partition, minutes: its time limit), wait_s (Start minus
+    Eligible, never below 0), eligible (when it queued) and run_to_limit (Elapsed over
+    Timelimit once it ended, else None). Lines that do not read are left out."""
     jobs = []
     for line in text.splitlines():
         fields = line.strip().split("|")
         if len(fields) != len(HISTORY_FIELDS):
             continue
-        _, nodes, req, partition, limit, eligible, start = fields
+        _, nodes, req, partition, limit, eligible, start, elapsed, state = fields
         try:
             waited = datetime.fromisoformat(start) - datetime.fromisoformat(eligible)
         except ValueError:  # Unknown, None: not started (or never eligible)
             continue
         asked = tres(req)
         seconds = slurm_seconds(limit)
+        ran = slurm_seconds(elapsed)
+        ended = not state.startswith(("RUNNING", "PENDING", "REQUEUED", "SUSPENDED"))
         cpus, gpus = asked.get("cpu", ""), asked.get("gres/gpu", "0")
         jobs.append({
             "nodes": int(nodes) if nodes.isdigit() else None,
@@ -135,6 +231,10 @@ def parse_history(text: str) -> list[dict]:
             "partition": partition,
             "minutes": None if seconds is None else int(seconds // 60),
             "wait_s": max(0.0, waited.total_seconds()),
+            "eligible": eligible,  # ISO text: sorts in time order
+            # a job may overrun its limit by OverTimeLimit: capped at the limit
+            "run_to_limit": min(1.0, ran / seconds)
+            if ended and ran is not None and seconds else None,
         })  # fmt: skip
     return jobs
 
@@ -151,25 +251,36 @@ def job_shape(row: dict, partition: str | None) -> dict:
     }
 
 
+SHAPE_KEYS = ("nodes", "gpus", "cpus", "minutes", "partition")
+
+
 def same_shape(job: dict, shape: dict) -> bool:
     """Whether a past job has the shape (any partition where the shape's is None)."""
     if shape["partition"] is not None and job["partition"] != shape["partition"]:
         return False
-    return all(job[key] == shape[key] for key in ("nodes", "gpus", "cpus", "minutes"))
+    return all(job[key] == shape[key] for key in SHAPE_KEYS[:-1])
 
 
 def past_waits(jobs: list[dict], shape: dict) -> dict:
-    """The waits of the past jobs of this shape: median, 90th percentile and count (no
+    """The waits of the past jobs of this shape: median, sample 90th percentile, the
+    95 % upper bound on the 90th percentile (p90_bound; None under BOUND_MIN_JOBS),
+    the largest, the count, and the bound's backtest over them in time order (no
     figures, count 0, where none matched)."""
     import numpy as np
 
-    waits = [job["wait_s"] for job in jobs if same_shape(job, shape)]
+    same = sorted((job for job in jobs if same_shape(job, shape)), key=lambda j: j["eligible"])
+    waits = [job["wait_s"] for job in same]
     if not waits:
         return dict(NO_HISTORY)
+    covered, tested = backtest(waits)
     return {
         "history_wait_median_s": float(np.median(waits)),
         "history_wait_p90_s": float(np.percentile(waits, 90)),
         "history_jobs": len(waits),
+        "history_wait_bound_s": p90_bound(waits),
+        "history_wait_max_s": float(max(waits)),
+        "history_bound_covered": covered,
+        "history_bound_tested": tested,
     }
 
 
@@ -222,18 +333,21 @@ def predict(plans: list[dict], facts: dict) -> dict:
     queue, site = facts["queue"], facts["site"]
     note = None
     past, history_note = past_jobs(facts)
+    ratio = run_to_limit(past)
     for plan in plans:
         for row in plan["rows"]:
             if queue != SLURM:
-                row |= NO_HISTORY | {"predicted_start": None, "predicted_wait_s": 0.0,
-                                     "start_basis": LOCAL, "queue_note": None}  # fmt: skip
+                row |= NO_HISTORY | NO_CORRECTION | {
+                    "predicted_start": None, "predicted_wait_s": 0.0,
+                    "start_basis": LOCAL, "queue_note": None}  # fmt: skip
                 continue
             row |= past_waits(past, job_shape(row, site.get("slurm_partition")))
-            row |= NO_PREDICTION | {"queue_note": None}
+            row |= NO_PREDICTION | NO_CORRECTION | {"queue_note": None}
             if note is None:  # else Slurm could not be asked: one note, no rows' reasons
                 found, note = started(facts, row["slurm_resources"])
-                row |= found
+                row |= found | corrected(found.get("predicted_wait_s"), asked_at(facts), ratio)
     slurm = queue == SLURM
+    history = slurm and facts["history"] is not None and history_note is None
     return {
         "queue": queue,
         "asked_at": facts["asked_at"],
@@ -243,7 +357,13 @@ def predict(plans: list[dict], facts: dict) -> dict:
         "history_days": facts["history_days"] if slurm else None,
         "history_note": history_note,
         # whether the rows carry past waits (sacct answered)
-        "history": slurm and facts["history"] is not None and history_note is None,
+        "history": history,
+        # the bound's backtest over every shape in the history, and --test-only's
+        # correction (None: uncorrected, `correction_note` says why)
+        "coverage": history_coverage(past) if history else None,
+        "run_to_limit": ratio,
+        "correction_note": UNCORRECTED if slurm and note is None and ratio is None else None,
+        "bound_min_jobs": BOUND_MIN_JOBS,
         "studies": [{"study": plan["study"], "jobs": planned_jobs(plan, queue)} for plan in plans],
     }
 
@@ -268,12 +388,18 @@ def planned_jobs(plan: dict, queue: str) -> list[dict]:
                 "seconds": row["seconds"] * runs,
                 "predicted_start": row["predicted_start"],
                 "predicted_wait_s": row["predicted_wait_s"],
+                "corrected_start": row["corrected_start"],
+                "corrected_wait_s": row["corrected_wait_s"],
                 "start_basis": row["start_basis"],
                 "queue_note": row["queue_note"],
                 "sbatch_test_only": row.get("sbatch_test_only"),
                 "history_wait_median_s": row["history_wait_median_s"],
                 "history_wait_p90_s": row["history_wait_p90_s"],
                 "history_jobs": row["history_jobs"],
+                "history_wait_bound_s": row["history_wait_bound_s"],
+                "history_wait_max_s": row["history_wait_max_s"],
+                "history_bound_covered": row["history_bound_covered"],
+                "history_bound_tested": row["history_bound_tested"],
             })  # fmt: skip
     return jobs
 
@@ -296,15 +422,18 @@ def request_shape(request: dict, partition: str | None) -> dict:
 def request_waits(requests: list[dict], facts: dict) -> dict:
     """What Slurm said of the waits of the study's requests (`facts`: its cluster facts,
     scalestudy.slurm.gather), per point (label): wait_now_s (None: no figure), its
-    queue_note, and the past waits of its shape (past_waits). Locally every wait_now_s
-    is 0."""
+    correction wait_now_corrected_s (None: uncorrected), queue_note, and the past waits
+    of its shape (past_waits); and the correction's ratio. Locally every wait_now_s is
+    0."""
     local = facts["queue"] != SLURM
     site = facts["site"]
     past, history_note = past_jobs(facts)
+    ratio = run_to_limit(past)
     note = None
     points = {}
     for r in requests:
-        found = dict(NO_HISTORY) | {"wait_now_s": 0.0 if local else None, "queue_note": None}
+        found = dict(NO_HISTORY) | {"wait_now_s": 0.0 if local else None, "queue_note": None,
+                                    "wait_now_corrected_s": None}  # fmt: skip
         points[r["point"]] = found
         if local or r["resources"] is None:  # no run measured: no request to ask about
             continue
@@ -312,8 +441,10 @@ def request_waits(requests: list[dict], facts: dict) -> dict:
         if note is None:
             answer, note = started(facts, r["resources"])
             if note is None:
+                now = answer["predicted_wait_s"]
                 found |= {
-                    "wait_now_s": answer["predicted_wait_s"],
+                    "wait_now_s": now,
+                    "wait_now_corrected_s": corrected(now, None, ratio)["corrected_wait_s"],
                     "queue_note": answer["queue_note"],
                 }
     return {
@@ -323,5 +454,6 @@ def request_waits(requests: list[dict], facts: dict) -> dict:
         "note": note,
         "history_note": history_note,
         "history_days": None if local else facts["history_days"],
+        "run_to_limit": None if local else ratio,
         "points": points,
     }

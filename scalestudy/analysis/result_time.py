@@ -5,11 +5,13 @@ queue wait beside the run time (issue 28).
   to full length where the study shortened it (request.full_length_seconds, as
   `--time` is), with the median's distribution-free 95 % interval (order statistics).
 - Wait: on Slurm, the larger of the wait sbatch --test-only predicts now (Slurm's
-  estimate, not a bound either way: queue.NOT_A_BOUND) and the median of past jobs of
-  the same shape where at least `min_jobs` of them are known (the 90th percentile then
-  tops the interval); basis "now" or "typical". Slurm not reachable, or the shape
-  refused, and no history: basis "unknown wait" and no wait added. Locally there is
-  no queue: wait 0, basis "local".
+  estimate, not a bound either way: queue.NOT_A_BOUND; corrected by past jobs' run
+  time to time limit where sacct knows it) and the median of past jobs of the same
+  shape where at least `min_jobs` of them are known; basis "now" or "typical". The
+  interval's top wait is the 95 % upper bound on the 90th percentile of past waits of
+  the shape (queue.p90_bound) where there is one (29 past jobs or more), else the wait
+  itself. Slurm not reachable, or the shape refused, and no history: basis "unknown
+  wait" and no wait added. Locally there is no queue: wait 0, basis "local".
 - Time to result = wait + run time, its interval [wait + run's low end, top wait +
   run's high end]: a sum of medians, never an average of ratios.
 """
@@ -49,13 +51,19 @@ def chosen_wait(asked: dict, queue: str, min_jobs: int | None) -> dict:
     if queue == LOCAL:
         return {"wait_s": 0.0, "wait_hi_s": 0.0, "basis": LOCAL}
     now = asked["wait_now_s"]
+    if asked["wait_now_corrected_s"] is not None:
+        now = asked["wait_now_corrected_s"]
     enough = min_jobs is not None and asked["history_jobs"] >= min_jobs
     typical = asked["history_wait_median_s"] if enough else None
     if typical is not None and (now is None or typical > now):
-        return {"wait_s": typical, "wait_hi_s": asked["history_wait_p90_s"], "basis": TYPICAL}
-    if now is not None:
-        return {"wait_s": now, "wait_hi_s": now, "basis": NOW}
-    return {"wait_s": None, "wait_hi_s": None, "basis": UNKNOWN}
+        wait, basis = typical, TYPICAL
+    elif now is not None:
+        wait, basis = now, NOW
+    else:
+        return {"wait_s": None, "wait_hi_s": None, "basis": UNKNOWN}
+    bound = asked["history_wait_bound_s"]
+    return {"wait_s": wait, "wait_hi_s": wait if bound is None else max(wait, bound),
+            "basis": basis}  # fmt: skip
 
 
 def time_to_result(run: dict, wait: dict) -> dict:
@@ -94,7 +102,10 @@ def study_result_times(
             | run
             | wait
             | {k: asked[k] for k in ("wait_now_s", "history_wait_median_s",
-                                     "history_wait_p90_s", "history_jobs", "queue_note")}
+                                     "history_wait_p90_s", "history_jobs", "queue_note",
+                                     "history_wait_bound_s", "history_wait_max_s",
+                                     "history_bound_covered", "history_bound_tested",
+                                     "wait_now_corrected_s")}
             | time_to_result(run, wait)
         )  # fmt: skip
     series = list(dict.fromkeys(p["series"] for p in points))
@@ -106,6 +117,7 @@ def study_result_times(
         "history_note": waits["history_note"],
         "history_days": waits["history_days"],
         "min_jobs": min_jobs,
+        "run_to_limit": waits["run_to_limit"],
         # whether any point's wait came from Slurm (now or typical)
         "waits_known": any(p["basis"] in (NOW, TYPICAL) for p in points),
         "points": points,
