@@ -6,7 +6,7 @@ subprocess.run answering), then read as data."""
 
 import json
 import subprocess
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -309,3 +309,105 @@ def test_a_hung_slurm_command_costs_its_timeout_and_the_facts_say_what_is_unknow
 
     found = asked(made, {}, slow)
     assert len(commands) == 1 and "did not answer within 60 s" in found["note"]
+
+
+# --- the bound on past waits, its backtest, and --test-only's correction (issue 37) ------
+
+
+def sacct_lines(shape: dict, waits: list[float], ran: str = "00:00:30") -> str:
+    """sacct's lines of past jobs of `shape`, queued a minute apart, that waited `waits`
+    and ran `ran` each."""
+    lines = []
+    for k, wait in enumerate(waits):
+        queued = datetime(2024, 4, 1) + timedelta(minutes=k)
+        start = queued + timedelta(seconds=wait)
+        lines.append(
+            f"{k}|{shape['nodes']}|cpu={shape['cpus']},node={shape['nodes']}|debug|"
+            f"{timedelta(minutes=shape['minutes'])}|{queued.isoformat()}|"
+            f"{start.isoformat()}|{ran}|COMPLETED"
+        )
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("n", [29, 50, 100])
+def test_the_bound_is_the_least_rank_scipy_gives_95_percent_over_the_p90(n):
+    from scipy.stats import binom
+
+    from scalestudy.analysis.queue import bound_rank, p90_bound
+
+    least = min(k for k in range(1, n + 1) if binom.cdf(k - 1, n, 0.9) >= 0.95)
+    assert bound_rank(n) == least
+    assert binom.cdf(least - 2, n, 0.9) < 0.95  # one rank lower would not do
+    assert p90_bound([float(w) for w in reversed(range(1, n + 1))]) == float(least)
+    assert {29: 29, 50: 49, 100: 96}[n] == least  # at 29 jobs: the largest
+
+
+def test_too_little_history_for_a_bound_under_29_jobs_the_largest_wait_beside_it():
+    from scalestudy.analysis.queue import BOUND_MIN_JOBS, bound_rank, job_shape, parse_history
+    from scalestudy.analysis.queue import past_waits as waits_of
+
+    assert BOUND_MIN_JOBS == 29 and bound_rank(28) is None and bound_rank(0) is None
+    made = plans()
+    shape = job_shape(made[0]["rows"][0], "debug")
+    few = waits_of(parse_history(sacct_lines(shape, [10.0 * k for k in range(28)])), shape)
+    assert few["history_jobs"] == 28 and few["history_wait_bound_s"] is None
+    assert few["history_wait_max_s"] == 270.0
+    enough = waits_of(parse_history(sacct_lines(shape, [10.0 * k for k in range(29)])), shape)
+    assert enough["history_wait_bound_s"] == 280.0 == enough["history_wait_max_s"]
+    # the plan says it in the shape's row
+    answers = {f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)}
+    found = asked(made, {}, SacctToo(answers, (0, sacct_lines(shape, [5.0] * 28), "")), 30)
+    assert found["studies"][0]["jobs"][0]["history_wait_bound_s"] is None
+    html = render(made, found)
+    assert "too little history for a bound</span> (largest 5;" in html
+
+
+def test_the_backtest_counts_each_wait_under_the_bound_of_those_before_it():
+    import numpy as np
+
+    from scalestudy.analysis.queue import backtest, history_coverage, parse_history
+
+    # 29 waits 1..29 s, then 30 s (above all before it), then 5 s (under the largest)
+    assert backtest([float(w) for w in range(1, 30)] + [30.0, 5.0]) == (1, 2)
+    assert backtest([1.0] * 28) == (0, 0)  # never enough before a wait for a bound
+    # a synthetic steady queue: 400 exponential waits; the 95 % bound on the p90
+    # covers at least 90 % of the later ones
+    waits = list(np.random.default_rng(37).exponential(120.0, 400))
+    covered, tested = backtest(waits)
+    assert tested == 400 - 29 and 0.9 <= covered / tested < 1.0
+    # over a history of two shapes, each in time order (the list is not)
+    one = {"nodes": 1, "cpus": 1, "minutes": 5}
+    two = {"nodes": 2, "cpus": 4, "minutes": 5}
+    lines = sacct_lines(one, [float(w) for w in range(1, 30)] + [30.0, 5.0])
+    lines += sacct_lines(two, [1.0] * 40)
+    jobs = parse_history("\n".join(reversed(lines.splitlines())))
+    assert history_coverage(jobs) == {"covered": 12, "tested": 13, "coverage": 12 / 13}
+
+
+def test_test_only_start_is_corrected_by_past_jobs_run_time_to_limit_or_said_not_to_be():
+    from scalestudy.analysis.queue import UNCORRECTED, corrected, job_shape
+
+    ratio = {"ratio": 0.25, "jobs": 4}
+    assert corrected(300.0, NOW, ratio) == {
+        "corrected_wait_s": 75.0, "corrected_start": "2024-05-01T09:01:15"
+    }  # fmt: skip
+    assert corrected(300.0, NOW, None) == {"corrected_wait_s": None, "corrected_start": None}
+    made = plans()
+    shape = job_shape(made[0]["rows"][0], "debug") | {"minutes": 2}
+    answers = {f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)}
+    # past jobs ran 30 s of their 2-minute limits: a quarter
+    history = (0, sacct_lines(shape, [5.0] * 4), "")
+    found = asked(made, {}, SacctToo(answers, history), history_days=30)
+    assert found["run_to_limit"] == {"ratio": 0.25, "jobs": 4}
+    job = found["studies"][0]["jobs"][0]
+    assert (job["predicted_wait_s"], job["corrected_wait_s"]) == (3600.0, 900.0)
+    assert job["corrected_start"] == "2024-05-01T09:15:00"
+    assert "corrected 900" in render(made, found)
+    # no history (sacct down): each start is said to be uncorrected, the rest stands
+    made = plans()
+    down = SacctToo(answers, (1, "", "sacct: error: Slurm accounting storage is disabled"))
+    found = asked(made, {}, down, history_days=30)
+    assert found["correction_note"] == UNCORRECTED and found["run_to_limit"] is None
+    job = found["studies"][0]["jobs"][0]
+    assert job["predicted_wait_s"] == 3600.0 and job["corrected_wait_s"] is None
+    assert "starts are uncorrected: no past job" in render(made, found)

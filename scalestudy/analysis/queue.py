@@ -98,8 +98,7 @@ BOUND_MIN_JOBS = 29
 TOO_LITTLE = "too little history for a bound"
 # where no ended past job gives --test-only's correction
 UNCORRECTED = (
-    "sbatch --test-only's starts are uncorrected: no past job's run time to time limit "
-    "is known"
+    "sbatch --test-only's starts are uncorrected: no past job's run time to time limit is known"
 )
 
 
