@@ -360,6 +360,14 @@ def test_too_little_history_for_a_bound_under_29_jobs_the_largest_wait_beside_it
     assert found["studies"][0]["jobs"][0]["history_wait_bound_s"] is None
     html = render(made, found)
     assert "too little history for a bound</span> (largest 5;" in html
+    assert "No shape in the history has enough jobs to backtest the bound" in html
+    # 31 jobs: the plan states the backtested coverage, over the history and per row
+    made = plans()
+    waits = [float(w) for w in range(1, 30)] + [30.0, 5.0]
+    found = asked(made, {}, SacctToo(answers, (0, sacct_lines(shape, waits), "")), 30)
+    assert found["coverage"] == {"covered": 1, "tested": 2, "coverage": 0.5}
+    html = render(made, found)
+    assert "1 of 2 (50 %) were under it" in html and "15, 30 (31; backtest 1 of 2)" in html
 
 
 def test_the_backtest_counts_each_wait_under_the_bound_of_those_before_it():
