@@ -419,3 +419,27 @@ def test_test_only_start_is_corrected_by_past_jobs_run_time_to_limit_or_said_not
     job = found["studies"][0]["jobs"][0]
     assert job["predicted_wait_s"] == 3600.0 and job["corrected_wait_s"] is None
     assert "starts are uncorrected: no past job" in render(made, found)
+
+
+def test_the_queue_benchmark_s_jobs_and_figures_without_a_cluster():
+    """benchmarks/queue_prediction.py runs on the test cluster only (the coordinator's);
+    its jobs and its figures are pure."""
+    from benchmarks.queue_prediction import BOUND_JOBS, BOUND_LIMITS, summarize, varied_jobs
+
+    jobs = varied_jobs(BOUND_JOBS)
+    per_shape = {name: sum(j[0] == name for j in jobs) for name, _, _ in jobs}
+    # each shape's jobs past the first 29 are backtested: at least 100 in all
+    assert sum(n - 29 for n in per_shape.values()) >= 100 and len(per_shape) == len(BOUND_LIMITS)
+    assert all(5 <= sleep < 0.9 * int(o[-1]) * 60 for _, o, sleep in jobs)
+    t = lambda s: NOW + timedelta(seconds=s)  # noqa: E731
+    rows = [{"job": str(k), "shape": "1 min", "asked": NOW, "predicted": t(100),
+             "ratio": {"ratio": 0.5, "jobs": 9}} for k in range(31)]  # fmt: skip
+    rows[0] |= {"predicted": None}
+    rows[1] |= {"ratio": None}
+    # waits 1..29 s, then 30 s (above all before it) and 5 s; each starts at NOW + 60 s
+    real = {r["job"]: (t(60 - w), t(60)) for r, w in zip(rows, [*range(1, 30), 30, 5], strict=True)}
+    found = summarize(rows, real)
+    assert (found["covered"], found["tested"]) == (1, 2)
+    assert found["errors"][:3] == [None, -40.0, -40.0]
+    # corrected: a start 50 s after asking, which came 10 s late; uncorrected: none
+    assert found["corrected_errors"][:3] == [None, None, 10.0]
