@@ -187,7 +187,10 @@ def test_aggregation_twice_on_the_same_inputs_gives_identical_bytes(tmp_path, mo
     from tests.test_result_time import NOW, facts, runs_of, slurm, study
 
     runs = runs_of(tmp_path, {"t1": [10.0, 11.0, 30.0], "t2": [6.0, 6.5, 7.0]})
-    history = "1|1|cpu=1,node=1|debug|00:01:00|2026-04-01T10:00:00|2026-04-01T10:01:00\n" * 3
+    history = (
+        "1|1|cpu=1,node=1|debug|00:01:00|2026-04-01T10:00:00|2026-04-01T10:01:00|00:00:30|"
+        "COMPLETED\n" * 3
+    )
     cluster = facts(study(), runs, {"slurm_partition": "debug"}, 30, slurm({"1": 0, "2": 300},
                     history))  # fmt: skip
     assert cluster["asked_at"] == NOW.isoformat() and len(cluster["test_only"]) == 2
