@@ -31,6 +31,7 @@ import bisect
 import re
 import shlex
 from datetime import datetime, timedelta
+from functools import cache
 
 from snakemake_interface_common.exceptions import WorkflowError
 
@@ -102,6 +103,7 @@ UNCORRECTED = (
 )
 
 
+@cache  # the backtest asks it of every count of a shape's waits
 def bound_rank(n: int) -> int | None:
     """The rank k (1 = smallest) of n past waits that is a BOUND_LEVEL upper confidence
     bound on their BOUND_QUANTILE: the least k with P(Bin(n, q) <= k - 1) >= level
@@ -135,7 +137,7 @@ def backtest(waits: list[float]) -> tuple[int, int]:
         k = bound_rank(len(earlier))
         if k is not None:
             tested += 1
-            covered += wait <= earlier[k - 1]
+            covered += bool(wait <= earlier[k - 1])  # a plain int, for JSON
         bisect.insort(earlier, wait)
     return covered, tested
 
