@@ -28,6 +28,7 @@ for itself, aggregation reads results/<study>/cluster.json) and asks nothing.
 from __future__ import annotations
 
 import bisect
+import math
 import re
 import shlex
 from datetime import datetime, timedelta
@@ -109,16 +110,14 @@ def bound_rank(n: int) -> int | None:
     bound on their BOUND_QUANTILE: the least k with P(Bin(n, q) <= k - 1) >= level
     (the k-th smallest exceeds the q-quantile unless at most k - 1 waits lie below it);
     None where even the largest is no such bound (n < BOUND_MIN_JOBS)."""
-    from scipy.stats import binom
+    import numpy as np
+    from scipy.special import bdtr  # P(Bin(n, q) <= j), a ufunc: fast
 
-    if n < 1:
-        return None
-    k = int(binom.ppf(BOUND_LEVEL, n, BOUND_QUANTILE)) + 1
-    while k > 1 and binom.cdf(k - 2, n, BOUND_QUANTILE) >= BOUND_LEVEL:  # ppf's rounding
-        k -= 1
-    while k <= n and binom.cdf(k - 1, n, BOUND_QUANTILE) < BOUND_LEVEL:
-        k += 1
-    return k if k <= n else None
+    # below floor(n q) - 1 lies less than half the mass (the median is floor or ceil
+    # of n q): no k - 1 there can reach the level, so the search starts there
+    below = np.arange(max(0, math.floor(n * BOUND_QUANTILE) - 1), n)
+    reach = np.flatnonzero(bdtr(below, n, BOUND_QUANTILE) >= BOUND_LEVEL)
+    return int(below[reach[0]]) + 1 if reach.size else None
 
 
 def p90_bound(waits: list[float]) -> float | None:
