@@ -3,13 +3,12 @@ and when each of its jobs would start, before it runs. The plans were computed w
 rule's params were (rules/plan.smk, scalestudy.analysis.plan); the start times come from
 Slurm (scalestudy.analysis.queue); this only writes them."""
 
-import json
 import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
 from scalestudy.analysis.queue import SITE_RESOURCES, predict
-from scalestudy.records import write_text_atomic
+from scalestudy.records import write_json_atomic, write_text_atomic
 from scalestudy.report.rendering import environment
 
 
@@ -29,7 +28,7 @@ def main(smk) -> None:
     site = {key: smk.resources.get(key) for key in SITE_RESOURCES}
     queue = predict(smk.params.plans, smk.params.queue, site,
                     history_days=smk.params.history_days)  # fmt: skip
-    write_text_atomic(Path(smk.output.json), json.dumps(queue, indent=1) + "\n")
+    write_json_atomic(smk.output.json, queue)
     write_plan(Path(smk.output.html), smk.params.title, smk.params.plans, queue)
     logging.info("queue %s: %s call(s) to Slurm, note: %s", queue["queue"], queue["calls"],
                  queue["note"])  # fmt: skip

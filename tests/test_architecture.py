@@ -5,6 +5,8 @@ The report (scalestudy.report) imports no analysis: it formats what aggregation
 computed (analysis.json). The shared modules at the top import neither layer."""
 
 import ast
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +16,9 @@ from tests.conftest import REPO
 PACKAGE = REPO / "scalestudy"
 LAYERS = ("compute", "analysis", "report")
 # shared by the layers and the rules: the study model, records, the contract of
-# analysis.json between the analysis and the report, the Snakemake internals
-SHARED = {"model", "records", "paths", "redo", "contract", "snakemake_internals"}
+# analysis.json between the analysis and the report, the Snakemake internals, the
+# thresholds the analysis judges by and the report words
+SHARED = {"model", "records", "paths", "redo", "contract", "snakemake_internals", "thresholds"}
 # shared too: the config's studies and points, a module a topic (scalestudy/study/)
 SHARED_PACKAGES = ("study",)
 HEAVY = {"pandas", "scipy", "matplotlib", "seaborn", "jinja2", "numpy", "yaml"}
@@ -59,9 +62,33 @@ def reached(path: Path) -> set[str]:
     return seen
 
 
+# a section's files by their name (scalestudy/sections/<name>/): its producer is the
+# analysis's, its view the report's, its contract shared
+SECTION_LAYERS = {"produce": "analysis", "view": "report", "contract": None}
+
+
 def layer_of(module: str) -> str | None:
     parts = module.split(".")
+    if len(parts) == 4 and parts[1] == "sections":
+        return SECTION_LAYERS.get(parts[3])
     return parts[1] if len(parts) > 2 and parts[1] in LAYERS else None
+
+
+def test_each_sections_files_keep_their_layer():
+    """A section's producer imports no report, its view no analysis, its contract
+    neither; a section folder holds those and its partial, nothing else."""
+    from scalestudy.sections import SECTIONS
+
+    folders = sorted(p for p in (PACKAGE / "sections").iterdir() if p.is_dir()
+                     and p.name != "__pycache__")  # fmt: skip
+    assert [p.name for p in folders] == sorted(SECTIONS)
+    for folder in folders:
+        names = {p.name for p in folder.iterdir() if p.name != "__pycache__"}
+        assert names == {"__init__.py", "contract.py", "produce.py", "view.py", "partial.html.j2"}
+        for path in sorted(folder.glob("*.py")):
+            own = SECTION_LAYERS.get(path.stem)
+            layers = {layer_of(m) for m in reached(path)} - {None, "compute"}
+            assert layers <= {own}, f"{path.relative_to(REPO)} reaches {layers}"
 
 
 def test_every_module_is_in_a_layer_or_shared():
@@ -135,7 +162,8 @@ def test_the_checks_can_fail():
 
 # The report's code, and the workflow's scripts that read analysis.json for it.
 REPORT_CODE = [*sorted((PACKAGE / "report").glob("*.py")), REPO / "scripts" / "report.py",
-               REPO / "scripts" / "plot.py"]  # fmt: skip
+               REPO / "scripts" / "plot.py",
+               *sorted((PACKAGE / "sections").glob("*/view.py"))]  # fmt: skip
 # string-keyed reads on attributes that are not analysis data (matplotlib, Jinja)
 NOT_ANALYSIS = {"plt.rcParams", "env.filters"}
 
@@ -167,24 +195,40 @@ def keyed_reads(source: str) -> list[str]:
 
 def test_the_report_reads_analysis_json_only_through_the_contract():
     """analysis.json reaches the report as scalestudy.contract's frozen dataclasses
-    (Analysis.from_json), read by attribute: no key outside the contract is read."""
+    (Analysis.load), read by attribute: no key outside the contract is read."""
     for path in REPORT_CODE:
         reads = keyed_reads(path.read_text())
         assert not reads, f"{path.relative_to(REPO)} reads by key: {reads}"
-    assert "Analysis.from_json" in (REPO / "scripts" / "report.py").read_text()
-    assert "Analysis.from_json" in (REPO / "scripts" / "plot.py").read_text()
+    assert "Analysis.load" in (REPO / "scripts" / "report.py").read_text()
+    assert "Analysis.load" in (REPO / "scripts" / "plot.py").read_text()
+
+
+def field_names() -> set[str]:
+    """Every field name of every part of the contract, its sections' included."""
+    from scalestudy.contract import Analysis, _dataclasses_in, _hints, _section
+    from scalestudy.sections import SECTIONS
+
+    names, seen = set(), set()
+    todo = [Analysis, *(c for n in SECTIONS for c in _dataclasses_in(_section(n)))]
+    while todo:
+        cls = todo.pop()
+        if cls not in seen:
+            seen.add(cls)
+            names |= set(_hints(cls))
+            todo += [c for hint in _hints(cls).values() for c in _dataclasses_in(hint)]
+    return names
 
 
 def template_names() -> set[str]:
     """What the template may read: the contract's fields, the keys the views put in
     their dicts, the columns they format and the names render() passes."""
-    from scalestudy.contract import field_names
     from scalestudy.report.views import COLUMNS
 
     keys = set()
-    for node in ast.walk(ast.parse((PACKAGE / "report" / "views.py").read_text())):
-        if isinstance(node, ast.Dict):
-            keys |= {k.value for k in node.keys if isinstance(k, ast.Constant)}
+    for path in [PACKAGE / "report" / "views.py", *(PACKAGE / "sections").glob("*/view.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Dict):
+                keys |= {k.value for k in node.keys if isinstance(k, ast.Constant)}
     return field_names() | keys | set(COLUMNS) | {"title", "studies", "generated", "items"}
 
 
@@ -227,9 +271,11 @@ def template_decisions(source: str, names: set[str]) -> list[str]:
 def test_the_template_reads_the_contract_and_the_views_and_decides_nothing():
     """The report's template (the plan's, plan.html.j2, formats plan.json: not this
     contract)."""
-    template = PACKAGE / "report" / "templates" / "report.html.j2"
-    found = template_decisions(template.read_text(), template_names())
-    assert not found, f"{template.relative_to(REPO)}: {found}"
+    templates = [PACKAGE / "report" / "templates" / "report.html.j2",
+                 *sorted((PACKAGE / "sections").glob("*/partial.html.j2"))]  # fmt: skip
+    for template in templates:
+        found = template_decisions(template.read_text(), template_names())
+        assert not found, f"{template.relative_to(REPO)}: {found}"
 
 
 def test_the_contract_checks_can_fail():
@@ -271,3 +317,135 @@ def test_parsing_the_workflow_loads_no_scipy_stats():
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert imports and proc.stdout.strip() == "False", imports
+
+
+def test_each_threshold_has_one_home_and_the_manual_says_it_in_its_words():
+    """The efficiency bands and the instability limits are written in scalestudy/thresholds.py
+    only: no other module or template states their numbers, and the manual's tables say
+    them in the words that module makes of them."""
+    from scalestudy.thresholds import BANDS_WORDS, INSTABILITY_WORDS
+
+    number = r"(?<![\d.])(?:0\.9|0\.75|3\.5)(?![\dxr]| s\b)"  # not 93.75, 0.75x, 0.9rem, "0.9 s"
+    stated = re.compile(rf"{number}|(?<![\d.])(?:90|75) %|75-90|≥ 90")
+    code = [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.j2")]
+    found = [f"{p.relative_to(REPO)}: {m}" for p in code if p.name != "thresholds.py"
+             for m in stated.findall(p.read_text())]  # fmt: skip
+    assert not found, found
+    manual = (REPO / "docs" / "report.md").read_text()
+    assert BANDS_WORDS in manual and INSTABILITY_WORDS in manual
+    assert INSTABILITY_WORDS in (REPO / "config" / "README.md").read_text()
+
+
+def test_no_issue_numbers_in_the_code():
+    """Code says what it does and why, not which ticket asked for it."""
+    marker = re.compile(r"issue \d+", re.IGNORECASE)
+    places = ["scalestudy", "workloads", "scripts", "rules"]
+    found = [
+        str(p.relative_to(REPO))
+        for place in places
+        for p in (REPO / place).rglob("*")
+        if p.is_file() and p.suffix in (".py", ".j2", ".smk") and marker.search(p.read_text())
+    ]
+    assert not found, found
+
+
+# where JSON is parsed: the one load of each file of the workflow's own (analysis.json,
+# a round's plan; plan.json is the workflow's output, read by no step), and readers of
+# other files (records, their schema, a metric's names, a YAML error)
+LOADS = {
+    "contract.py": {"from_json", "earlier_analysis"},
+    "analysis/adaptive.py": {"load_round"},
+    "records.py": {"_fast_validator", "_validator", "parse_record_text"},
+    "analysis/tables.py": {"metric_columns"},
+    "study/errors.py": {"yaml_problem"},
+}
+
+
+def json_loads(path: Path) -> set[str]:
+    """The functions of a file that call json.load(s) on anything but json.dumps(...) (a
+    round trip through JSON parses no file)."""
+    found = set()
+    for func in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(func):
+            if (
+                isinstance(node, ast.Call)
+                and ast.unparse(node.func) in ("json.load", "json.loads")
+                and not ast.unparse(node.args[0]).startswith("json.dumps(")
+            ):
+                found.add(func.name)
+    return found
+
+
+def test_analysis_rounds_and_the_plan_are_parsed_only_by_their_load():
+    """Nothing but an owner's load parses analysis.json or a round's plan: their readers
+    call Analysis.load (earlier_analysis: a baseline's, an archive's) or load_round."""
+    code = [*PACKAGE.rglob("*.py"), *(REPO / "scripts").glob("*.py")]
+    for path in code:
+        where = str(path.relative_to(PACKAGE if PACKAGE in path.parents else REPO))
+        if where.startswith("compute/"):  # the compute side reads no analysis
+            continue
+        found = json_loads(path)
+        assert found == LOADS.get(where, set()), f"{where}: {sorted(found)} parse JSON"
+    for path in [REPO / "Snakefile", *(REPO / "rules").glob("*.smk")]:
+        assert "json.load" not in path.read_text(), f"{path.name} parses JSON: call a load"
+
+
+TOY = {
+    "contract.py": """
+        from dataclasses import dataclass
+
+
+        @dataclass(frozen=True)
+        class RunsCounted:
+            runs: int
+
+
+        DATA = RunsCounted
+    """,
+    "produce.py": """
+        from toy_sections.counted.contract import RunsCounted
+
+
+        def produce(given):
+            return RunsCounted(runs=len(given.runs))
+    """,
+    "view.py": """
+        def view(counted):
+            return {"runs": counted.runs}
+    """,
+    "partial.html.j2": "<h3>Runs counted</h3><p>{{ v.runs }} runs in all</p>",
+    "__init__.py": "",
+}
+
+
+def test_a_section_added_in_its_folder_and_one_registry_line_is_in_the_report(
+    tmp_path, monkeypatch
+):
+    """The toy section's folder and its line in SECTIONS: analysis.json holds its data
+    under its name, loads back as its dataclass, and the report shows its partial."""
+    from textwrap import dedent
+
+    import pandas as pd
+
+    from scalestudy.contract import Analysis
+    from scalestudy.report.rendering import render
+    from scalestudy.report.views import study_view
+    from scalestudy.sections import SECTIONS
+    from tests.test_views import aggregated, text_of
+
+    folder = tmp_path / "toy_sections" / "counted"
+    folder.mkdir(parents=True)
+    (folder.parent / "__init__.py").write_text("")
+    for name, text in TOY.items():
+        (folder / name).write_text(dedent(text))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(SECTIONS, "counted", "toy_sections.counted")
+    out = aggregated(tmp_path / "rtx")
+    runs = len(pd.read_csv(out["runs"]))
+    assert json.loads(out["analysis"].read_text())["counted"] == {"runs": runs}
+    analysis = Analysis.load(out["analysis"])
+    assert type(analysis.section("counted")).__name__ == "RunsCounted"
+    html = render("t", [study_view(analysis, pd.read_csv(out["summary"]), {})])
+    assert f"Runs counted {runs} runs in all" in text_of(html)

@@ -90,7 +90,7 @@ def test_failures_mismatches_and_missing_numbers_are_json(tmp_path):
     ]
     # every run asked for one core; the failed one is charged too
     assert found["charges"]["core_hours"] == pytest.approx((2.5 + 2.5 + 1.0) / 3600)
-    assert found["environment"] == [["host", "h"], ["python", "3.11.7"]]
+    assert (found["fingerprint"]["hosts"], found["fingerprint"]["python"]) == ("h", "3.11.7")
     assert found["telemetry"] == [] and found["staging"] is None and found["scheduler"] == []
     assert found["received"][1]["got"][0] == ["cpus_usable", "2"]
 

@@ -19,6 +19,7 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+from scalestudy.contract import earlier_analysis
 from scalestudy.paths import ARCHIVE, BASELINE_FILES
 
 KEPT = (*BASELINE_FILES, "summary.csv", "baseline.json")
@@ -41,7 +42,7 @@ def archive(study: str, workdir: Path = Path("."), now: datetime | None = None) 
             f"archive: {source} has no {', '.join(missing)}: run and aggregate "
             f"the study first (snakemake results/{study}/analysis.json)"
         )
-    analysis = json.loads((source / "analysis.json").read_text())
+    analysis = earlier_analysis(source / "analysis.json")
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     target = workdir / ARCHIVE.format(study=study, stamp=f"{stamp}-{fingerprint_hash(analysis)}")
     if target.exists():

@@ -11,7 +11,6 @@ baseline_tolerance); what differs in the fingerprint is said under the table.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -20,8 +19,11 @@ import pandas as pd
 
 from scalestudy.analysis.baseline import fingerprint_changes, point_changes, times_by_point
 from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.contract import earlier_analysis
 from scalestudy.model import SCHEMA_FILE
 from scalestudy.records import RecordError
+from scalestudy.sections.baseline.contract import NO_CHANGE, FingerprintDiff
+from scalestudy.sections.history.contract import HistoryEntry, HistoryPoint
 from scalestudy.study.baseline import archives
 
 
@@ -38,7 +40,7 @@ def read_entry(folder: Path) -> tuple[dict, dict | None]:
     """An archive's (or results folder's) times per (series, N), and its fingerprint
     (None: an analysis made before fingerprints). RecordError names a broken file."""
     try:
-        analysis = json.loads((folder / "analysis.json").read_text())
+        analysis = earlier_analysis(folder / "analysis.json")
         column = TIME_COLUMNS[analysis["findings"]["study"]["time"]]
         times = times_by_point(pd.read_csv(folder / "runs.csv"), column)
     except (OSError, ValueError, KeyError) as e:
@@ -60,7 +62,7 @@ def steps(items: list[tuple[str, dict, dict | None]], tolerance: float) -> list[
         }
         if before is not None:
             for p in point_changes(times, before[0], tolerance):
-                if p["change"] != "none":
+                if p["change"] != NO_CHANGE:
                     row["changes"][(p["series"], p["n"])] = p["change"]
             if fp is not None and before[1] is not None:
                 row["differences"], _ = fingerprint_changes(fp, before[1])
@@ -78,21 +80,16 @@ def history(study: str, tolerance: float, workdir: Path = Path(".")) -> list[dic
 
 def history_section(
     folders: list[Path], now: dict, now_fp: dict | None, tolerance: float
-) -> list[dict]:
-    """The report's history (contract.HistoryEntry): the archives in `folders`, oldest
+) -> list[HistoryEntry]:
+    """The report's history: the archives in `folders`, oldest
     first, then the runs now."""
     items = [(f.name, *read_entry(f)) for f in folders] + [("now", now, now_fp)]
     return [
-        {
-            "name": row["name"],
-            "points": [
-                {"series": s, "n": n, "time_s": t, "change": row["changes"].get((s, n), "none")}
-                for (s, n), t in sorted(row["times"].items())
-            ],
-            "differences": row["differences"],
-        }
+        HistoryEntry(row["name"], [HistoryPoint(s, int(n), t, row["changes"].get((s, n), NO_CHANGE))
+                                   for (s, n), t in sorted(row["times"].items())],
+                     [FingerprintDiff(**d) for d in row["differences"]])
         for row in steps(items, tolerance)
-    ]
+    ]  # fmt: skip
 
 
 def table_text(rows: list[dict]) -> str:

@@ -12,7 +12,6 @@ too) when the study has no such point.
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pandas as pd
 
 from scalestudy.contract import Analysis, ContractError
 from scalestudy.model import Study
+from scalestudy.records import finite
 
 # what `expect:` may name -> the summary's columns (value, interval)
 VALUES = {
@@ -27,14 +27,6 @@ VALUES = {
     "efficiency": ("efficiency", "efficiency_ci_lo", "efficiency_ci_hi"),
     "time_s": ("time_s", "time_ci_lo", "time_ci_hi"),
 }
-
-
-def _number(x) -> float | None:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
 
 
 def _bounds(lower, upper) -> str:
@@ -96,7 +88,7 @@ def expectations(study: Study, summary: pd.DataFrame) -> list[dict]:
             rows = summary[summary["n"] == n] if "n" in summary else summary.iloc[0:0]
             row = rows.iloc[0] if len(rows) else None
             value, lo, hi = (
-                (None, None, None) if row is None else (_number(row.get(c)) for c in columns)
+                (None, None, None) if row is None else (finite(row.get(c)) for c in columns)
             )
             out.append(judge(what, n, lower, upper, value, lo, hi))
     return out
@@ -104,7 +96,7 @@ def expectations(study: Study, summary: pd.DataFrame) -> list[dict]:
 
 def broken(analysis: Analysis) -> list[str]:
     """The expectations a study breaks, as `make check` names them."""
-    return [e.text for e in analysis.expectations if e.status in ("broken", "unmeasured")]
+    return [e.text for e in analysis.section("references") if e.status in ("broken", "unmeasured")]
 
 
 def check(folders: list[Path]) -> int:
@@ -122,13 +114,13 @@ def check(folders: list[Path]) -> int:
         bad = broken(analysis)
         for text in bad:
             print(f"{folder.name}: broken: {text}")
-        unsure = [e.text for e in analysis.expectations if e.status == "unsure"]
+        unsure = [e.text for e in analysis.section("references") if e.status == "unsure"]
         for text in unsure:
             print(f"{folder.name}: unsure: {text}")
-        if not analysis.expectations:
+        if not analysis.section("references"):
             print(f"{folder.name}: no expectations stated (expect:)")
         elif not bad:
-            print(f"{folder.name}: {len(analysis.expectations)} expectation(s) kept")
+            print(f"{folder.name}: {len(analysis.section('references'))} expectation(s) kept")
         failed += bool(bad)
     return 1 if failed else 0
 

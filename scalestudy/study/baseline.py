@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from scalestudy.contract import earlier_analysis
 from scalestudy.model import Study
 from scalestudy.paths import ARCHIVE, BASELINE_FILES
 
@@ -55,7 +56,7 @@ def baseline_identity(folder: Path) -> dict | None:
     """The baseline's study as its analysis.json states it (name, workload, params), or
     None where the file does not say (an analysis older than that)."""
     try:
-        data = json.loads((folder / "analysis.json").read_text())
+        data = earlier_analysis(folder / "analysis.json")
         facts = data["findings"]["study"]
         # not the measured file: a new CSV of times is a rerun of a study measured by hand
         return {k: facts.get(k) for k in ("name", "workload", "params")}
