@@ -491,21 +491,6 @@ class FrameworkShare:
 
 
 @dataclass(frozen=True)
-class StagingRow:
-    k: int
-    runs: int
-    slowest_s: float
-    typical_s: float
-    mb_per_s: float | None
-    growth: float | None
-
-
-@dataclass(frozen=True)
-class Staging:
-    rows: list[StagingRow]
-
-
-@dataclass(frozen=True)
 class SlurmRun:
     point: str
     repeat: int
@@ -638,7 +623,6 @@ class Findings:
     ddp: list[DdpPoint] | None
     framework: FrameworkShare | None
     telemetry: list[PointTelemetry]
-    staging: Staging | None
     scheduler: list[SlurmRun]
     allocations: Allocations | None
     received: list[Received]

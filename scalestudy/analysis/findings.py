@@ -172,34 +172,6 @@ def received(runs: pd.DataFrame) -> list[dict]:
     return view
 
 
-def staging(runs: pd.DataFrame) -> dict | None:
-    """How staging time grows with the copies made at once (k), when the study's runs
-    differ in k: per k the slowest and the typical copy (medians over runs), the
-    slowest copy's time relative to the smallest k, and the data moved per second by
-    all k copies together."""
-    if "stagers" not in runs or "stage_s" not in runs:
-        return None
-    ok = runs[(runs["status"] == "ok") & runs["stagers"].notna() & runs["stage_s"].notna()]
-    if ok["stagers"].nunique() < 2:
-        return None
-    rows = []
-    for k, group in ok.groupby("stagers"):
-        slowest = pd.to_numeric(group["stage_s"]).median()
-        # one copy records no median of copies: its own time is the typical one
-        typical = pd.to_numeric(group.get("stage_s_median", group["stage_s"]))
-        typical = typical.fillna(pd.to_numeric(group["stage_s"])).median()
-        size_mb = pd.to_numeric(group["dataset_mb"]).median() if "dataset_mb" in group else None
-        rate = k * size_mb / slowest if size_mb and slowest > 0 else None
-        rows.append(
-            {"k": int(k), "runs": len(group), "slowest_s": slowest, "typical_s": typical,
-             "mb_per_s": rate}
-        )  # fmt: skip
-    first = rows[0]["slowest_s"]
-    for r in rows:
-        r["growth"] = r["slowest_s"] / first if first > 0 else None
-    return {"rows": rows}
-
-
 def telemetry(runs: pd.DataFrame) -> list[dict]:
     """Per point, median GPU utilisation and memory, and the share of time spent waiting
     for data, where the runs measured them."""
@@ -449,7 +421,6 @@ def study_findings(
             "ddp": ddp_findings(summary, study) if facts.distributed else None,
             "framework": framework_share(summary),
             "telemetry": telemetry(runs),
-            "staging": staging(runs),
             "scheduler": scheduler(runs),
             "allocations": allocations(scheduler(runs)),
             "received": received(runs),

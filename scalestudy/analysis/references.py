@@ -20,6 +20,7 @@ import pandas as pd
 from scalestudy.contract import Analysis, ContractError
 from scalestudy.model import Study
 from scalestudy.records import finite
+from scalestudy.sections.references.contract import Expectation
 
 # what `expect:` may name -> the summary's columns (value, interval)
 VALUES = {
@@ -37,7 +38,7 @@ def _bounds(lower, upper) -> str:
     return f"within [{lower:g}, {upper:g}]"
 
 
-def judge(what: str, n: int, lower, upper, value, lo, hi) -> dict:
+def judge(what: str, n: int, lower, upper, value, lo, hi) -> Expectation:
     """One expectation against a measured value and its interval."""
     wanted = f"{what} at N = {n} expected {_bounds(lower, upper)}"
     if value is None:
@@ -64,20 +65,10 @@ def judge(what: str, n: int, lower, upper, value, lo, hi) -> dict:
                 "ok": "",
             }[status]
         )
-    return {
-        "what": what,
-        "n": n,
-        "lower": lower,
-        "upper": upper,
-        "value": value,
-        "lo": lo,
-        "hi": hi,
-        "status": status,
-        "text": text,
-    }
+    return Expectation(what, n, lower, upper, value, lo, hi, status, text)
 
 
-def expectations(study: Study, summary: pd.DataFrame) -> list[dict]:
+def expectations(study: Study, summary: pd.DataFrame) -> list[Expectation]:
     """Every expectation of the study, judged against its summary (the first series
     measured at that N, or its only one)."""
     out = []

@@ -27,7 +27,6 @@ from scalestudy.contract import (
     ResultTimes,
     Rounds,
     SeriesFit,
-    Staging,
     Total,
 )
 from scalestudy.records import RecordError, finite, read_record
@@ -398,21 +397,6 @@ def gpu_verdict_view(v: GpuVerdict | None) -> dict | None:
     }
 
 
-def staging_view(staging: Staging | None) -> dict | None:
-    """Per number of copies at once, its copies' times formatted; the first and the
-    last as numbers too (the template's sentence compares them)."""
-    if staging is None:
-        return None
-    columns = {"slowest": "slowest_s", "typical": "typical_s", "growth": "growth",
-               "rate": "mb_per_s"}  # fmt: skip
-    formatted = table([shallow(r) for r in staging.rows], columns.values())
-    view = [
-        {"k": r.k, "runs": r.runs} | {key: f[c] for key, c in columns.items()}
-        for r, f in zip(staging.rows, formatted, strict=True)
-    ]
-    return {"first": staging.rows[0], "last": staging.rows[-1], "rows": view}
-
-
 def gigabytes(mb) -> str:
     """A measured memory in GB, two significant digits."""
     return fmt(mb and mb / 1024, "{:.2g} GB")
@@ -684,7 +668,6 @@ def study_view(
             ],
             "gpu_verdict": gpu_verdict_view(analysis.gpu_verdict),
             "telemetry": telemetry,
-            "staging": staging_view(found.staging),
             "fingerprint": [(k, v) for k, v in found.fingerprint.items() if v],
             # time to result
             "result_times": result_times_view(found.time_to_result),

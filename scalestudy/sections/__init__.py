@@ -15,7 +15,10 @@ from importlib import import_module
 from pathlib import Path
 
 # each section's package, in the report's order
-SECTIONS = {name: f"{__name__}.{name}" for name in ("energy", "baseline", "history", "references")}
+SECTIONS = {
+    name: f"{__name__}.{name}"
+    for name in ("staging", "energy", "baseline", "history", "references")
+}
 
 
 def part(name: str, module: str):

@@ -1,10 +1,8 @@
 """The study's references (`expect:`) judged against its summary."""
 
-from scalestudy.analysis.predictions import jsonable
 from scalestudy.analysis.references import expectations
-from scalestudy.contract import build
-from scalestudy.sections.references.contract import DATA, Expectation
+from scalestudy.sections.references.contract import DATA
 
 
 def produce(given) -> DATA:
-    return [build(Expectation, e) for e in jsonable(expectations(given.study, given.summary))]
+    return expectations(given.study, given.summary)
