@@ -4,13 +4,12 @@ rule's params were (rules/plan.smk, scalestudy.analysis.plan); the start times c
 Slurm (asked here, scalestudy.slurm; read by scalestudy.analysis.queue); this only
 writes them."""
 
-import json
 import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
 from scalestudy.analysis.queue import predict
-from scalestudy.records import write_text_atomic
+from scalestudy.records import write_json_atomic, write_text_atomic
 from scalestudy.report.rendering import environment
 from scalestudy.slurm import LOCAL, SITE_RESOURCES, gather, local_facts, probe_commands
 
@@ -36,7 +35,7 @@ def main(smk) -> None:
         else gather(site, smk.params.history_days, [], lambda _: probe_commands(shapes, site))
     )
     queue = predict(smk.params.plans, facts)
-    write_text_atomic(Path(smk.output.json), json.dumps(queue, indent=1) + "\n")
+    write_json_atomic(smk.output.json, queue)
     write_plan(Path(smk.output.html), smk.params.title, smk.params.plans, queue)
     logging.info("queue %s: %s call(s) to Slurm, note: %s", queue["queue"], queue["calls"],
                  queue["note"])  # fmt: skip

@@ -14,6 +14,7 @@ from scalestudy.contract import Analysis, Answer, ContractError, Findings, Total
 from scalestudy.report import views
 from scalestudy.report.rendering import render
 from scalestudy.report.views import study_view
+from scalestudy.sections import SECTIONS
 from tests.conftest import REPO
 from tests.test_request import runs, threads_study
 from tests.test_views import aggregated, grid_analysis, text_of
@@ -31,8 +32,8 @@ def test_an_aggregated_analysis_json_loads_into_the_contract_and_writes_back_the
     # the shape other readers know stays: the planner reads series[i].curve
     assert set(json.loads(text)) == {
         *("series", "comparisons", "layouts", "gpu_verdict", "findings"),
-        # the comparison with a baseline, the references, the archives
-        *("baseline", "expectations", "history"),
+        # each section's data under its name (scalestudy.sections)
+        *SECTIONS,
     }
 
 

@@ -139,7 +139,7 @@ def test_archives_never_overwrite_and_history_marks_the_step(tmp_path):
         measure(tmp_path / "4", slower={2: 1.3}, seed=4),
         archives=sorted((tmp_path / "archive" / "s").iterdir()),
     )
-    entries = now.analysis_as_read().history
+    entries = now.analysis_as_read().section("history")
     assert [e.name[:8] for e in entries] == ["20260101", "20260102", "20260103", "now"]
     assert [p.change for p in entries[2].points] == ["none", "slower", "none"]
     assert [p.change for p in entries[3].points] == ["none", "none", "none"]

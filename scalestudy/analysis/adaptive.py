@@ -21,6 +21,7 @@ import itertools
 import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -537,6 +538,15 @@ def decided_text(judged: dict, rules: Rules) -> str:
             f"±{100 * ci['half_width']:.1f} % against a target of ±{100 * rules.target_ci:g} %)"
         )
     return words
+
+
+def load_round(path: str | Path) -> dict:
+    """A round's plan (results/<study>/rounds/round<r>.json, written by
+    records.write_json_atomic); OSError or ValueError: none to read."""
+    plan = json.loads(Path(path).read_text())
+    if not isinstance(plan, dict):
+        raise ValueError(f"{path}: not a round's plan")
+    return plan
 
 
 def round_of_run(plans: list[dict], point: str, repeat: int) -> int | None:

@@ -19,9 +19,10 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from scalestudy.contract import earlier_analysis
 from scalestudy.paths import ARCHIVE, BASELINE_FILES
 from scalestudy.records import RecordError
-from scalestudy.study.baseline import analysis_json, runs_csv_text
+from scalestudy.study.baseline import runs_csv_text
 
 KEPT = (*BASELINE_FILES, "summary.csv", "baseline.json")
 
@@ -46,7 +47,7 @@ def archive(study: str, workdir: Path = Path("."), now: datetime | None = None) 
     runs, analysis = BASELINE_FILES
     try:  # an archive is a later baseline: read as one is (never a file cut short)
         runs_csv_text(source / runs)
-        analysis = analysis_json(source / analysis)
+        analysis = earlier_analysis(source / analysis)
     except RecordError as e:
         raise SystemExit(
             f"archive: {e}; aggregate the study again (snakemake results/{study}/analysis.json)"

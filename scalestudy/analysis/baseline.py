@@ -41,11 +41,12 @@ from scalestudy.analysis.comparison import compare_series
 from scalestudy.analysis.intervals import LEVEL, _boot_medians, _finite, ratio_ci
 from scalestudy.analysis.predictions import usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS
-from scalestudy.contract import Analysis
+from scalestudy.contract import Analysis, earlier_analysis
 from scalestudy.model import Study
 from scalestudy.paths import BASELINE_FILES
-from scalestudy.records import RecordError
-from scalestudy.study.baseline import analysis_json, runs_csv_text
+from scalestudy.records import RecordError, finite
+from scalestudy.sections.baseline.contract import NO_CHANGE, AnswerChange, ModelChange
+from scalestudy.study.baseline import runs_csv_text
 
 N_BOOT = 2000
 # The fingerprint: label -> the runs table's column (a record's environment field under
@@ -65,7 +66,8 @@ FINGERPRINT = {
 }
 
 
-def _distinct(runs: pd.DataFrame, column: str) -> str:
+def distinct(runs: pd.DataFrame, column: str) -> str:
+    """The distinct values of a column over the runs, comma-separated, in order."""
     if column not in runs and f"env_{column}" in runs:
         column = f"env_{column}"
     if column not in runs:
@@ -84,7 +86,7 @@ def _distinct(runs: pd.DataFrame, column: str) -> str:
 def fingerprint(study: Study, runs: pd.DataFrame) -> dict[str, str]:
     """Where and with what the study's runs ran (the values its runs hold, distinct, in
     order; "" where none says), and the workload with its parameters."""
-    found = {label: _distinct(runs, column) for label, column in FINGERPRINT.items()}
+    found = {label: distinct(runs, column) for label, column in FINGERPRINT.items()}
     if "workflow_dirty" in runs and runs["workflow_dirty"].astype(str).eq("True").any():
         found["workflow commit"] += " (with uncommitted changes)"
     found["workload"] = study.workload or f"measured: {study.measured}"
@@ -112,11 +114,7 @@ def _change(ratio: float, lo: float, hi: float, tolerance: float) -> str:
         return "slower"
     if math.isfinite(hi) and hi < 1 and ratio < 1 - tolerance:
         return "faster"
-    return "none"
-
-
-def _none(x: float) -> float | None:
-    return float(x) if x is not None and math.isfinite(x) else None
+    return NO_CHANGE
 
 
 def log_contrast_p(samples: list[np.ndarray], signs: list[int]) -> float:
@@ -146,15 +144,15 @@ def point_changes(now: dict, was: dict, tolerance: float, seed: int = 0) -> list
     for i, key in enumerate(common):
         ratio, lo, hi = ratio_ci(now[key], was[key], seed=seed + i)
         p = log_contrast_p([now[key], was[key]], [1, -1])
-        change = _change(ratio, lo, hi, tolerance) if p < alpha else "none"
+        change = _change(ratio, lo, hi, tolerance) if p < alpha else NO_CHANGE
         points.append(
             {
                 "series": key[0],
                 "n": key[1],
-                "ratio": _none(ratio),
-                "lo": _none(lo),
-                "hi": _none(hi),
-                "p_value": _none(p),
+                "ratio": finite(ratio),
+                "lo": finite(lo),
+                "hi": finite(hi),
+                "p_value": finite(p),
                 "alpha": alpha,
                 "change": change,
                 "runs_now": int(now[key].size),
@@ -174,7 +172,7 @@ def speedups(times: dict, series: str, base_n: int, seed: int = 0) -> list[dict]
         if s != series or base is None:
             continue
         value, lo, hi = ratio_ci(base, x, seed=seed + n)
-        out.append({"n": n, "speedup": _none(value), "lo": _none(lo), "hi": _none(hi)})
+        out.append({"n": n, "speedup": finite(value), "lo": finite(lo), "hi": finite(hi)})
     return out
 
 
@@ -212,15 +210,15 @@ def curve_change(
             )
             lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
         p = log_contrast_p([b_now, x_now, b_was, x_was], [1, -1, -1, 1])
-        called = p < 1 - level and _change(value, lo, hi, tolerance) != "none"
+        called = p < 1 - level and _change(value, lo, hi, tolerance) != NO_CHANGE
         differ |= called
         points.append(
             {
                 "n": n,
-                "ratio": _none(value),
-                "lo": _none(lo),
-                "hi": _none(hi),
-                "p_value": _none(p),
+                "ratio": finite(value),
+                "lo": finite(lo),
+                "hi": finite(hi),
+                "p_value": finite(p),
                 "differs": bool(called),
             }
         )
@@ -235,7 +233,7 @@ def curve_change(
     }
 
 
-def model_changes(now: Analysis, was: dict) -> list[dict]:
+def model_changes(now: Analysis, was: dict) -> list[ModelChange]:
     """The selected model's parameters now and in the baseline's fit of the same model,
     and whether their 95 % intervals are apart."""
     out = []
@@ -253,19 +251,9 @@ def model_changes(now: Analysis, was: dict) -> list[dict]:
             b_lo, b_hi = (theirs.get("param_ci", {}).get(p) or (None, None))[:2]
             known = None not in (lo, hi, b_lo, b_hi)
             apart = bool(known and (hi < b_lo or b_hi < lo))
+            was = theirs["params"].get(p)
             out.append(
-                {
-                    "series": fit.series,
-                    "model": fit.selected,
-                    "param": p,
-                    "now": value,
-                    "now_lo": lo,
-                    "now_hi": hi,
-                    "baseline": theirs["params"].get(p),
-                    "baseline_lo": b_lo,
-                    "baseline_hi": b_hi,
-                    "differ": apart,
-                }
+                ModelChange(fit.series, fit.selected, p, value, lo, hi, was, b_lo, b_hi, apart)
             )
     return out
 
@@ -277,7 +265,7 @@ def _said(n, decided, one: str, several: str) -> str:
     return f"ask for {n} {one if n == 1 else several} ({how})"
 
 
-def answer_change(now: Analysis, was: dict) -> list[dict]:
+def answer_change(now: Analysis, was: dict) -> list[AnswerChange]:
     """Per series, the answer then and now, said plainly."""
     facts = now.findings.study
     old = {a.get("series"): a for a in was.get("findings", {}).get("answers", [])}
@@ -291,17 +279,8 @@ def answer_change(now: Analysis, was: dict) -> list[dict]:
         text = f"unchanged: {now_text}" if same else f"was: {was_text}; now: {now_text}"
         if same and was_decided != answer.decided:
             text = f"unchanged: was {was_text}, now {now_text}"
-        out.append(
-            {
-                "series": answer.series,
-                "was_n": was_n,
-                "was_decided": was_decided,
-                "now_n": answer.worth_n,
-                "now_decided": answer.decided,
-                "unchanged": same,
-                "text": text,
-            }
-        )
+        now = (answer.worth_n, answer.decided)
+        out.append(AnswerChange(answer.series, was_n, was_decided, *now, same, text))
     return out
 
 
@@ -331,7 +310,7 @@ def read_baseline(folder: str | Path) -> tuple[pd.DataFrame, dict]:
     the file and line of a broken one."""
     folder = Path(folder)
     runs, analysis = BASELINE_FILES
-    return read_runs_csv(folder / runs), analysis_json(folder / analysis)
+    return read_runs_csv(folder / runs), earlier_analysis(folder / analysis)
 
 
 def compare(
@@ -363,7 +342,7 @@ def compare(
         a = {n: x for (s, n), x in was_t.items() if s == series}
         b = {n: x for (s, n), x in now_t.items() if s == series}
         times = compare_series(a, b, seed=seed)
-        curve["times_p_value"] = _none(times["p_value"])
+        curve["times_p_value"] = finite(times["p_value"])
         curve["times_method"] = times["method"] or times.get("note", "")
         curves.append(curve)
         shown.append(
@@ -384,7 +363,7 @@ def compare(
         and facts.get(k)
         != json.loads(json.dumps({"workload": study.workload, "params": study.params}))[k]
     ]
-    called = [p for p in points if p["change"] != "none"]
+    called = [p for p in points if p["change"] != NO_CHANGE]
     said = [
         f"{p['change']} at N = {p['n']}{' (' + p['series'] + ')' if p['series'] else ''}: "
         f"{p['ratio']:.2f}x the baseline's time [{p['lo']:.2f}, {p['hi']:.2f}]"
@@ -423,7 +402,7 @@ def undecided_points(now: dict, was: dict, tolerance: float) -> dict[int, str]:
     whether the point changed beyond the tolerance). Keys: (series, N) as times_by_point."""
     found = {}
     for p in point_changes(now, was, tolerance):
-        if p["change"] != "none":
+        if p["change"] != NO_CHANGE:
             continue
         lo, hi = p["lo"], p["hi"]
         if lo is not None and hi is not None and lo >= 1 - tolerance and hi <= 1 + tolerance:

@@ -3,7 +3,6 @@ any job runs of the plans against their studies' budget_su."""
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pandas as pd
 
 from scalestudy import paths
 from scalestudy.analysis.plan import budget_problem, study_plan
+from scalestudy.contract import earlier_analysis
 from scalestudy.model import Study
 from scalestudy.records import RecordError, read_record
 
@@ -24,7 +24,7 @@ def earlier_results(study, warn=log.warning):
     analysis_path = Path(paths.ANALYSIS.format(study=study))
     try:
         runs = pd.read_csv(runs_path) if runs_path.exists() else None
-        analysis = json.loads(analysis_path.read_text()) if analysis_path.exists() else None
+        analysis = earlier_analysis(analysis_path) if analysis_path.exists() else None
     except (OSError, ValueError) as e:
         warn(f"{e}: the plan of study {study} ignores its earlier results.")
         return None, None

@@ -39,6 +39,9 @@ import pandas as pd
 from scalestudy.analysis import intervals, recommendation
 from scalestudy.analysis.cost import Cost
 from scalestudy.analysis.request import run_accounting_keys
+from scalestudy.contract import Answer
+from scalestudy.records import finite
+from scalestudy.sections.energy.contract import EnergyAnswer
 
 # the runs table's energy columns from a record (record_columns): per counter, the
 # run's whole figure and the figure of the phases each `time` basis uses, or why none
@@ -133,14 +136,6 @@ def record_columns(record: dict) -> dict:
     return columns
 
 
-def _number(value) -> float | None:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
-
-
 def slurm_part(job: dict | None, exclusive) -> tuple[float | None, str | None]:
     """(joules, why not) of a run from its sacct entry (request.consumed_energy)."""
     if job is None:
@@ -167,8 +162,8 @@ def chosen(gpu, node, slurm) -> tuple[float | None, str | None]:
 def _taken(row, basis: str, s_j, s_why) -> tuple[float | None, str | None, str | None]:
     """(joules, source, why none) of a run over one window: the counters' parts of
     `basis` (BASES) and Slurm's figure, by the order of the module's docstring."""
-    gpu = _number(getattr(row, f"energy_gpu{basis}_j"))
-    node = _number(getattr(row, f"energy_node{basis}_j"))
+    gpu = finite(getattr(row, f"energy_gpu{basis}_j"))
+    node = finite(getattr(row, f"energy_node{basis}_j"))
     joules, src = chosen(gpu, node, s_j) if row.status == "ok" else (None, None)
     if joules is not None:
         return joules, src, None
@@ -247,7 +242,7 @@ def point_energy(
     return measured.loc[chosen_rows, "energy_result_j"].to_numpy(float), str(source), None
 
 
-def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[dict], study):
+def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Answer], study):
     """Per point the median energy per result (one run) with its 95 % interval, its ratio
     to the base case (ratio of medians, bootstrap interval) and the energy Pareto front
     against time; per series the least-energy point and what the recommended point costs
@@ -322,23 +317,19 @@ def _common(found: dict) -> str | None:
     return max(set(sources), key=sources.count) if sources else None
 
 
-def _answer(series: str, found: dict, base: dict | None, least: dict | None, answers) -> dict:
+SAME_SOURCE = "not measured from the same source as the base case"
+
+
+def _answer(series: str, found: dict, base: dict | None, least: dict | None, answers):
     """What the recommended point costs in energy against the base case."""
-    answer = next((a for a in answers if (a.get("series") or "") == series), {})
-    worth = answer.get("worth_n")
-    chosen_point = found.get(int(worth)) if worth is not None else None
-    return {
-        "series": series,
-        "point": chosen_point["point"] if chosen_point else None,
-        "speedup": answer.get("speedup") if chosen_point else None,
-        "relative_energy": chosen_point["relative_energy"] if chosen_point else None,
-        # why the recommended point has no ratio (None: it has one, or there is no point)
-        "not_measured": None
-        if chosen_point is None or chosen_point["relative_energy"] is not None
-        else chosen_point["not_measured"]
-        or (base or {}).get("not_measured")
-        or "not measured from the same source as the base case",
-        "base_point": base["point"] if base else None,
-        "least_point": least["point"] if least else None,
-        "least_relative_energy": least["relative_energy"] if least else None,
-    }
+    answer = next((a for a in answers if (a.series or "") == series), None)
+    worth = answer and answer.worth_n
+    chosen = found.get(int(worth), {}) if worth is not None else {}
+    # why the recommended point has no ratio (None: it has one, or there is no point)
+    why = None
+    if chosen and chosen["relative_energy"] is None:
+        why = chosen["not_measured"] or (base or {}).get("not_measured") or SAME_SOURCE
+    least = least or {}
+    return EnergyAnswer(series, chosen.get("point"), answer.speedup if chosen else None,
+                        finite(chosen.get("relative_energy")), why, base and base["point"],
+                        least.get("point"), finite(least.get("relative_energy")))  # fmt: skip

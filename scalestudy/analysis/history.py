@@ -23,9 +23,12 @@ from scalestudy.analysis.baseline import (
     times_by_point,
 )
 from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.contract import earlier_analysis
 from scalestudy.model import SCHEMA_FILE
 from scalestudy.records import RecordError
-from scalestudy.study.baseline import analysis_json, archives
+from scalestudy.sections.baseline.contract import NO_CHANGE, FingerprintDiff
+from scalestudy.sections.history.contract import HistoryEntry, HistoryPoint
+from scalestudy.study.baseline import archives
 
 
 def entries(study: str, workdir: Path) -> list[tuple[str, Path]]:
@@ -40,7 +43,7 @@ def entries(study: str, workdir: Path) -> list[tuple[str, Path]]:
 def read_entry(folder: Path) -> tuple[dict, dict | None]:
     """An archive's (or results folder's) times per (series, N), and its fingerprint
     (None: an analysis made before fingerprints). RecordError names a broken file."""
-    analysis = analysis_json(folder / "analysis.json")
+    analysis = earlier_analysis(folder / "analysis.json")
     runs = read_runs_csv(folder / "runs.csv")
     try:
         column = TIME_COLUMNS[analysis["findings"]["study"]["time"]]
@@ -64,7 +67,7 @@ def steps(items: list[tuple[str, dict, dict | None]], tolerance: float) -> list[
         }
         if before is not None:
             for p in point_changes(times, before[0], tolerance):
-                if p["change"] != "none":
+                if p["change"] != NO_CHANGE:
                     row["changes"][(p["series"], p["n"])] = p["change"]
             if fp is not None and before[1] is not None:
                 row["differences"], _ = fingerprint_changes(fp, before[1])
@@ -82,21 +85,16 @@ def history(study: str, tolerance: float, workdir: Path = Path(".")) -> list[dic
 
 def history_section(
     folders: list[Path], now: dict, now_fp: dict | None, tolerance: float
-) -> list[dict]:
-    """The report's history (contract.HistoryEntry): the archives in `folders`, oldest
+) -> list[HistoryEntry]:
+    """The report's history: the archives in `folders`, oldest
     first, then the runs now."""
     items = [(f.name, *read_entry(f)) for f in folders] + [("now", now, now_fp)]
     return [
-        {
-            "name": row["name"],
-            "points": [
-                {"series": s, "n": n, "time_s": t, "change": row["changes"].get((s, n), "none")}
-                for (s, n), t in sorted(row["times"].items())
-            ],
-            "differences": row["differences"],
-        }
+        HistoryEntry(row["name"], [HistoryPoint(s, int(n), t, row["changes"].get((s, n), NO_CHANGE))
+                                   for (s, n), t in sorted(row["times"].items())],
+                     [FingerprintDiff(**d) for d in row["differences"]])
         for row in steps(items, tolerance)
-    ]
+    ]  # fmt: skip
 
 
 def table_text(rows: list[dict]) -> str:

@@ -37,6 +37,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from scalestudy.thresholds import CV_LIMIT, MIN_DEVIATION, Z_LIMIT
+
 LEVEL = 0.95
 
 
@@ -155,10 +157,6 @@ def efficiency_ci(
 
 
 # ---------------------------------------------------------------- stability
-
-
-# When a point's repeats disagree (instability); the report states them from here
-CV_LIMIT, Z_LIMIT, MIN_DEVIATION = 0.10, 3.5, 0.05
 
 
 def instability(

@@ -25,7 +25,7 @@ from scalestudy.analysis.adaptive import Rules, first_round, next_round
 from scalestudy.analysis.baseline import runs_for_comparison, times_by_point
 from scalestudy.analysis.cost import SECONDS_PER_MINUTE, Cost, charges
 from scalestudy.analysis.predictions import jsonable, times_by_n, usable_runs
-from scalestudy.analysis.tables import TIME_COLUMNS, disturbed_reasons
+from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.model import Study
 from scalestudy.study.points import point_for
 from scalestudy.study.slurm import job_runtime, slurm_resources
@@ -171,7 +171,7 @@ def round_plan(
     baseline: pd.DataFrame | None = None,
 ) -> dict:
     """The plan of round `round_no` of an adaptive study (scalestudy.analysis.adaptive),
-    from the runs of the rounds before it (None before round 1), as plain JSON keyed by
+    from the runs of the rounds before it (tables.read_runs; None before round 1), as JSON keyed by
     point label: the runs each point should have once the round is done ("totals"),
     those it adds and why, its estimated SU, the SU spent so far, and the stopping
     reason, if the study stops here. `baseline`: the runs table of the study's baseline;
@@ -182,7 +182,6 @@ def round_plan(
     label = {n: point_for(study, n).label for n in ns}
     made, samples, spent = {}, {}, 0.0
     if runs is not None and not runs.empty:
-        runs = runs.assign(disturbed=disturbed_reasons(runs, study))
         made = {int(n): len(g) for n, g in runs.groupby("n")}
         # a point whose runs are all unusable is measured, with no times
         samples = {n: np.empty(0) for n in made}

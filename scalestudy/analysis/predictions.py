@@ -9,6 +9,7 @@ scalestudy.analysis.recommendation (what N to ask for) and scalestudy.analysis.c
 from __future__ import annotations
 
 import math
+from dataclasses import fields
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,7 @@ from scalestudy.analysis.cost import Cost
 from scalestudy.analysis.layouts import best_layouts
 from scalestudy.analysis.recommendation import decision, recommend, step_intervals
 from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.contract import Fit
 from scalestudy.model import Study
 
 # Where a run happened, as far as it changes its speed. Runs of one series must agree
@@ -196,19 +198,9 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
 
 
 def fit_summary(fit: models.FitResult, weight: float | None) -> dict:
-    return {
-        "name": fit.name,
-        "formula": fit.formula,
-        "ok": fit.ok,
-        "note": fit.note,
-        "params": fit.params,
-        "param_ci": fit.param_ci,
-        "r2": fit.r2,
-        "aicc": fit.aicc,
-        "rmse": fit.rmse,
-        "k": fit.k,
-        "n_points": fit.n_points,
-        "weight": weight,
+    """A fit as the contract's Fit names its parts, with its Akaike weight."""
+    return {f.name: getattr(fit, f.name) for f in fields(Fit) if f.name != "weight"} | {
+        "weight": weight
     }
 
 

@@ -278,7 +278,7 @@ def planned_jobs(plan: dict, queue: str) -> list[dict]:
     return jobs
 
 
-# --- the waits of a study's requests, at aggregation (issue 28: time to result) -------
+# --- the waits of a study's requests, at aggregation (time to result) -------
 
 # which wait a point's time to result adds (scalestudy.analysis.result_time)
 NOW = "now"  # sbatch --test-only, asked at aggregation

@@ -16,7 +16,6 @@ too) when the study has no such point.
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -25,6 +24,8 @@ import pandas as pd
 from scalestudy.contract import Analysis, ContractError
 from scalestudy.model import CONFIG_FILE, Study
 from scalestudy.paths import ANALYSIS
+from scalestudy.records import finite
+from scalestudy.sections.references.contract import Expectation
 from scalestudy.study.validation import config_as_written, selected, study_named
 
 # what `expect:` may name -> the summary's columns (value, interval)
@@ -35,14 +36,6 @@ VALUES = {
 }
 
 
-def _number(x) -> float | None:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
-
-
 def _bounds(lower, upper) -> str:
     if upper is None:
         return f"at least {lower:g}"
@@ -51,7 +44,7 @@ def _bounds(lower, upper) -> str:
     return f"within [{lower:g}, {upper:g}]"
 
 
-def judge(what: str, n: int, lower, upper, value, lo, hi) -> dict:
+def judge(what: str, n: int, lower, upper, value, lo, hi) -> Expectation:
     """One expectation against a measured value and its interval."""
     wanted = f"{what} at N = {n} expected {_bounds(lower, upper)}"
     if value is None:
@@ -78,20 +71,10 @@ def judge(what: str, n: int, lower, upper, value, lo, hi) -> dict:
                 "ok": "",
             }[status]
         )
-    return {
-        "what": what,
-        "n": n,
-        "lower": lower,
-        "upper": upper,
-        "value": value,
-        "lo": lo,
-        "hi": hi,
-        "status": status,
-        "text": text,
-    }
+    return Expectation(what, n, lower, upper, value, lo, hi, status, text)
 
 
-def expectations(study: Study, summary: pd.DataFrame) -> list[dict]:
+def expectations(study: Study, summary: pd.DataFrame) -> list[Expectation]:
     """Every expectation of the study, judged against its summary (the first series
     measured at that N, or its only one)."""
     out = []
@@ -102,7 +85,7 @@ def expectations(study: Study, summary: pd.DataFrame) -> list[dict]:
             rows = summary[summary["n"] == n] if "n" in summary else summary.iloc[0:0]
             row = rows.iloc[0] if len(rows) else None
             value, lo, hi = (
-                (None, None, None) if row is None else (_number(row.get(c)) for c in columns)
+                (None, None, None) if row is None else (finite(row.get(c)) for c in columns)
             )
             out.append(judge(what, n, lower, upper, value, lo, hi))
     return out
@@ -110,7 +93,7 @@ def expectations(study: Study, summary: pd.DataFrame) -> list[dict]:
 
 def broken(analysis: Analysis) -> list[str]:
     """The expectations a study breaks, as `make check` names them."""
-    return [e.text for e in analysis.expectations if e.status in ("broken", "unmeasured")]
+    return [e.text for e in analysis.section("references") if e.status in ("broken", "unmeasured")]
 
 
 def check(folders: list[Path]) -> int:
@@ -128,13 +111,13 @@ def check(folders: list[Path]) -> int:
         bad = broken(analysis)
         for text in bad:
             print(f"{folder.name}: broken: {text}")
-        unsure = [e.text for e in analysis.expectations if e.status == "unsure"]
+        unsure = [e.text for e in analysis.section("references") if e.status == "unsure"]
         for text in unsure:
             print(f"{folder.name}: unsure: {text}")
-        if not analysis.expectations:
+        if not analysis.section("references"):
             print(f"{folder.name}: no expectations stated (expect:)")
         elif not bad:
-            print(f"{folder.name}: {len(analysis.expectations)} expectation(s) kept")
+            print(f"{folder.name}: {len(analysis.section('references'))} expectation(s) kept")
         failed += bool(bad)
     return 1 if failed else 0
 

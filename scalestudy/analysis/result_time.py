@@ -1,5 +1,5 @@
 """Time to result: how long after submission each point's result is expected, the
-queue wait beside the run time (issue 28).
+queue wait beside the run time.
 
 - Run time: the median of the point's successful runs' whole-job times, each scaled
   to full length where the study shortened it (request.full_length_seconds, as
