@@ -2,7 +2,7 @@ import itertools
 from pathlib import Path
 
 from scalestudy import paths
-from scalestudy.analysis.adaptive import config_fingerprint, load_round
+from scalestudy.analysis.decisions.adaptive import config_fingerprint, load_round
 
 # Adaptive studies: their runs are chosen round by round.
 ADAPTIVE = [name for name, study in STUDIES.items() if study.adaptive is not None]

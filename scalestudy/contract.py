@@ -5,7 +5,7 @@
 Every part the report reads a field of is a frozen dataclass here; parts it passes on
 whole, or never reads (a model's parameters, the recommendation's working), stay plain
 JSON. `to_json` writes `dataclasses.asdict` as JSON, so the file keeps the shape other
-readers know (scalestudy.analysis.plan reads series[i].curve). Loading is strict: a key
+readers know (scalestudy.analysis.cost.plan reads series[i].curve). Loading is strict: a key
 the contract does not name, or one it names that is missing, is refused with the key's
 path and the file, so an analysis.json older or newer than the report is said, not
 half-read. The analysis builds the contract with `build`, which fills the fields that
@@ -40,7 +40,7 @@ class ContractError(ValueError):
 
 @dataclass(frozen=True)
 class Fit:
-    """One scaling model fitted to a series (scalestudy.analysis.predictions.fit_summary)."""
+    """One scaling model fitted to a series (scalestudy.analysis.stats.predictions.fit_summary)."""
 
     name: str
     formula: str
@@ -113,7 +113,7 @@ class TestAtN:
 
 @dataclass(frozen=True)
 class Comparison:
-    """A series against the first (scalestudy.analysis.comparison.compare_series)."""
+    """A series against the first (scalestudy.analysis.stats.comparison.compare_series)."""
 
     a: str | None
     b: str
@@ -129,7 +129,8 @@ class Comparison:
 
 @dataclass(frozen=True)
 class GpuSize:
-    """The GPU against the CPU points at one problem size (scalestudy.analysis.verdict)."""
+    """The GPU against the CPU points at one problem size
+    (scalestudy.analysis.decisions.verdict)."""
 
     size: Any
     gpu_series: str | None
@@ -404,7 +405,7 @@ class TimedRun:
 @dataclass(frozen=True)
 class ConfigChange:
     """From this round on, the rounds were planned under this config (its fingerprint,
-    scalestudy.analysis.adaptive.config_fingerprint; None in plans made before them)."""
+    scalestudy.analysis.decisions.adaptive.config_fingerprint; None in plans made before them)."""
 
     round: int
     config: str | None
@@ -412,7 +413,7 @@ class ConfigChange:
 
 @dataclass(frozen=True)
 class Rounds:
-    """An adaptive study's rounds (scalestudy.analysis.adaptive.rounds_summary)."""
+    """An adaptive study's rounds (scalestudy.analysis.decisions.adaptive.rounds_summary)."""
 
     rounds: list[Round]
     stop: AdaptiveStop
@@ -435,7 +436,7 @@ class Rounds:
 
 @dataclass(frozen=True)
 class PointRequest:
-    """What to ask for at one point (scalestudy.analysis.request.point_request)."""
+    """What to ask for at one point (scalestudy.analysis.decisions.request.point_request)."""
 
     point: str
     series: str
@@ -543,7 +544,7 @@ TELEMETRY = [f.name for f in dataclasses.fields(PointTelemetry) if f.name != "po
 
 
 # --- time to result: the queue wait beside the run time ---------------------
-# (scalestudy.analysis.result_time; a block of its own, for merges)
+# (scalestudy.analysis.cluster.result_time; a block of its own, for merges)
 
 
 @dataclass(frozen=True)
@@ -626,7 +627,8 @@ class Findings:
     scheduler: list[SlurmRun]
     allocations: Allocations | None
     received: list[Received]
-    # where and with what it ran, and the workload (scalestudy.analysis.baseline.fingerprint)
+    # where and with what it ran, and the workload
+    # (scalestudy.analysis.history.baseline.fingerprint)
     fingerprint: dict[str, str] = dataclasses.field(default_factory=dict)
     # time to result: None for times measured elsewhere (no jobs to queue)
     time_to_result: ResultTimes | None = None

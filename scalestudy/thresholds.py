@@ -6,7 +6,7 @@ docs/report.md and config/README.md say them as this module words them)."""
 EFFICIENCY_BANDS = (("excellent", 0.90, "excellent"), ("good", 0.75, "good"),
                     ("poor", 0.0, "look for a bottleneck"))  # fmt: skip
 
-# when a point's repeats disagree (scalestudy.analysis.intervals.instability): the
+# when a point's repeats disagree (scalestudy.analysis.stats.intervals.instability): the
 # coefficient of variation, the modified z-score of an outlier, and how far from the
 # median (a share of it) an outlier must lie
 CV_LIMIT, Z_LIMIT, MIN_DEVIATION = 0.10, 3.5, 0.05

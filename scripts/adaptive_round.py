@@ -1,6 +1,6 @@
 """Snakemake entry: the plan of one round of an adaptive study, from the records of
-the rounds before it (scalestudy.analysis.plan.round_plan, whose rules are
-scalestudy.analysis.adaptive)."""
+the rounds before it (scalestudy.analysis.cost.plan.round_plan, whose rules are
+scalestudy.analysis.decisions.adaptive)."""
 
 import json
 import logging
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from scalestudy.analysis.adaptive import config_fingerprint, load_round
-from scalestudy.analysis.plan import round_plan
+from scalestudy.analysis.cost.plan import round_plan
+from scalestudy.analysis.decisions.adaptive import config_fingerprint, load_round
 from scalestudy.analysis.tables import read_runs
 from scalestudy.model import Study
 from scalestudy.records import RecordError, write_json_atomic

@@ -1,14 +1,14 @@
 """Snakemake entry: results/plan.html and results/plan.json, the price of every study
 and when each of its jobs would start, before it runs. The plans were computed when the
-rule's params were (rules/plan.smk, scalestudy.analysis.plan); the start times come from
-Slurm (asked here, scalestudy.slurm; read by scalestudy.analysis.queue); this only
+rule's params were (rules/plan.smk, scalestudy.analysis.cost.plan); the start times come from
+Slurm (asked here, scalestudy.slurm; read by scalestudy.analysis.cluster.queue); this only
 writes them."""
 
 import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scalestudy.analysis.queue import predict
+from scalestudy.analysis.cluster.queue import predict
 from scalestudy.records import write_json_atomic, write_text_atomic
 from scalestudy.report.rendering import environment
 from scalestudy.slurm import LOCAL, SITE_RESOURCES, gather, local_facts, probe_commands

@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 import torch
 
-from scalestudy.analysis import verdict
-from scalestudy.analysis.cost import Cost
+from scalestudy.analysis.cost.cost import Cost
+from scalestudy.analysis.decisions import verdict
 from scalestudy.compute import telemetry
 from scalestudy.compute.harness import Context
 from workloads import cifar_cnn, gd_regression, linear_solve

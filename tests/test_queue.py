@@ -1,4 +1,4 @@
-"""When a plan's jobs would start (scalestudy.analysis.queue): sbatch --test-only's line
+"""When a plan's jobs would start (scalestudy.analysis.cluster.queue): sbatch --test-only's line
 read on Slurm before and since 25.05, one call per shape of job, and what the plan says
 when Slurm refuses a shape, cannot be asked, or prints a line that does not read. Slurm's
 answers are asked as the plan's rule asks them (scalestudy.slurm.gather, a stand-in for
@@ -10,8 +10,7 @@ from datetime import datetime
 
 import pytest
 
-from scalestudy.analysis.plan import study_plan
-from scalestudy.analysis.queue import (
+from scalestudy.analysis.cluster.queue import (
     LOCAL,
     TEST_ONLY,
     UNREADABLE,
@@ -19,6 +18,7 @@ from scalestudy.analysis.queue import (
     predict,
     read_prediction,
 )
+from scalestudy.analysis.cost.plan import study_plan
 from scalestudy.report.rendering import environment
 from scalestudy.slurm import gather, local_facts, probe_command, probe_commands
 from tests.conftest import study_model
@@ -209,7 +209,7 @@ garbage
 
 
 def test_past_waits_by_shape_from_sacct():
-    from scalestudy.analysis.queue import job_shape, parse_history, past_waits
+    from scalestudy.analysis.cluster.queue import job_shape, parse_history, past_waits
 
     jobs = parse_history(HISTORY)
     assert len(jobs) == 5  # the pending job and the garbage are left out
@@ -279,8 +279,8 @@ def test_a_hung_slurm_command_costs_its_timeout_and_the_facts_say_what_is_unknow
     import sys
     import time
 
-    from scalestudy.analysis.queue import past_jobs
-    from scalestudy.analysis.request import read_accounting
+    from scalestudy.analysis.cluster.queue import past_jobs
+    from scalestudy.analysis.decisions.request import read_accounting
     from scalestudy.slurm import ask
 
     start = time.perf_counter()

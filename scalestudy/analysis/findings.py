@@ -15,13 +15,13 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.baseline import distinct, fingerprint
-from scalestudy.analysis.cost import charges, cost_view
-from scalestudy.analysis.layouts import grid_cells, point_layout
-from scalestudy.analysis.predictions import jsonable, usable_runs
-from scalestudy.analysis.queue import request_waits
-from scalestudy.analysis.request import study_requests
-from scalestudy.analysis.result_time import deadline_by_result, study_result_times
+from scalestudy.analysis.cluster.queue import request_waits
+from scalestudy.analysis.cluster.result_time import deadline_by_result, study_result_times
+from scalestudy.analysis.cost.cost import charges, cost_view
+from scalestudy.analysis.decisions.layouts import grid_cells, point_layout
+from scalestudy.analysis.decisions.request import study_requests
+from scalestudy.analysis.history.baseline import distinct, fingerprint
+from scalestudy.analysis.stats.predictions import jsonable, usable_runs
 from scalestudy.analysis.tables import (
     TIME_COLUMNS,
     metric_columns,
@@ -319,7 +319,7 @@ def adaptive_answer(rounds: dict | None) -> dict:
 
 
 def adaptive_findings(study: Study, runs: pd.DataFrame, predictions: dict) -> dict | None:
-    """An adaptive study's rounds (scalestudy.analysis.adaptive.rounds_summary), with
+    """An adaptive study's rounds (scalestudy.analysis.decisions.adaptive.rounds_summary), with
     each usable run's time and round for the figures, and what it would take to
     decide an undecided answer."""
     rounds = predictions.get("adaptive")

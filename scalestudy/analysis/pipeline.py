@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from scalestudy.analysis.adaptive import load_round, round_of_run, rounds_summary
-from scalestudy.analysis.cost import charges
-from scalestudy.analysis.energy import with_energy
+from scalestudy.analysis.cost.cost import charges
+from scalestudy.analysis.decisions.adaptive import load_round, round_of_run, rounds_summary
+from scalestudy.analysis.decisions.request import read_accounting, study_requests
+from scalestudy.analysis.energy.energy import with_energy
 from scalestudy.analysis.findings import study_findings
-from scalestudy.analysis.predictions import jsonable, split_by_provenance, study_predictions
-from scalestudy.analysis.request import read_accounting, study_requests
+from scalestudy.analysis.stats.predictions import jsonable, split_by_provenance, study_predictions
 from scalestudy.analysis.tables import read_runs, summarise
 from scalestudy.contract import Analysis, build
 from scalestudy.model import Study
@@ -121,8 +121,8 @@ def analyse(
 ) -> Aggregation:
     """The summary and the analysis of a runs table; `plans`: an adaptive study's round
     plans (rules/adaptive.smk), in order, which give each run its round; `baseline`: the
-    folder of an earlier run to compare with (scalestudy.analysis.baseline); `archives`:
-    the study's archives, oldest first (its history, scalestudy.analysis.history);
+    folder of an earlier run to compare with (scalestudy.analysis.history.baseline); `archives`:
+    the study's archives, oldest first (its history, scalestudy.analysis.history.history);
     `cluster`: what Slurm said of the study (scalestudy.slurm.gather; None: locally, no
     queue): accounting of its jobs, the waits of its requests; `min_jobs`: the past jobs
     of a shape that make its typical wait (config queue_history_min_jobs)."""

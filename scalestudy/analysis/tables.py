@@ -25,8 +25,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis import energy, intervals, recommendation
-from scalestudy.analysis.cost import Cost
+from scalestudy.analysis.cost.cost import Cost
+from scalestudy.analysis.decisions import recommendation
+from scalestudy.analysis.energy import energy
+from scalestudy.analysis.stats import intervals
 from scalestudy.model import Study
 from scalestudy.records import RecordError, plain, read_placed_record
 from scalestudy.study.points import point_for, series_of_points
@@ -111,7 +113,7 @@ def derived_columns(record: dict) -> dict:
         "overlaps_same_cpus": any(o.get("same_cpus") is not False for o in overlaps),
         "overlapped": bool(overlaps),
         "disturbed": None,  # why others disturbed the run, if they did: disturbed_reasons
-        # energy read by counters in the run, or why not (scalestudy.analysis.energy)
+        # energy read by counters in the run, or why not (scalestudy.analysis.energy.energy)
         **energy.record_columns(record),
     }
 

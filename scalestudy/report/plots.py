@@ -251,7 +251,8 @@ def speedup_figure(summary: pd.DataFrame, fitted: list[SeriesFit], xlabel: str):
             inside = n <= curve.measured_max_n
             model = fits[name].selected
             # the curve is against the measured base median, as the measured speedups
-            # (scalestudy.analysis.predictions); older analyses, or a base without a time, used
+            # (scalestudy.analysis.stats.predictions); older analyses, or a base without a
+            # time, used
             # the model's own t(base): say so on the figure
             against = "" if curve.base_source == "measured" else ", vs its own t(base)"
             ax.plot(n[inside], s[inside], "-", color=colour, alpha=0.5, lw=1,

@@ -1,6 +1,6 @@
 """A study's baseline (`baseline:`): where the earlier run lies, and whether it can be
 compared, checked before any job runs. The comparison itself is the head node's
-(scalestudy.analysis.baseline); this module reads files only (standard library), with
+(scalestudy.analysis.history.baseline); this module reads files only (standard library), with
 the loaders the comparison reads them with, so that a broken file is refused before
 any job rather than at aggregation, after the runs.
 """

@@ -1,5 +1,5 @@
 """The study against an earlier run of it (`baseline:`): what analysis.json holds under
-"baseline", and baseline.json (scalestudy.analysis.baseline)."""
+"baseline", and baseline.json (scalestudy.analysis.history.baseline)."""
 
 from dataclasses import dataclass
 
@@ -38,7 +38,7 @@ class CurveStep:
 
 @dataclass(frozen=True)
 class CurveChange:
-    """Do a series' speedup curves differ (scalestudy.analysis.baseline.curve_change)?"""
+    """Do a series' speedup curves differ (scalestudy.analysis.history.baseline.curve_change)?"""
 
     series: str
     base_n: int

@@ -1,7 +1,7 @@
-"""The study against its baseline's folder (scalestudy.analysis.baseline)."""
+"""The study against its baseline's folder (scalestudy.analysis.history.baseline)."""
 
-from scalestudy.analysis.baseline import compare
-from scalestudy.analysis.predictions import jsonable
+from scalestudy.analysis.history.baseline import compare
+from scalestudy.analysis.stats.predictions import jsonable
 from scalestudy.contract import build
 from scalestudy.sections.baseline.contract import DATA, BaselineComparison
 

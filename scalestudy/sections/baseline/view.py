@@ -1,5 +1,5 @@
 """The comparison with the baseline in the report's formats (decided in
-scalestudy.analysis.baseline)."""
+scalestudy.analysis.history.baseline)."""
 
 from scalestudy.report.views import fmt, pct, shallow
 from scalestudy.sections.baseline.contract import NO_CHANGE, BaselineComparison
@@ -12,7 +12,7 @@ def with_ci(value, lo, hi, form: str) -> str:
 
 def view(b: BaselineComparison | None) -> dict | None:
     """The comparison with the baseline in the report's formats (decided in
-    scalestudy.analysis.baseline)."""
+    scalestudy.analysis.history.baseline)."""
     if b is None:
         return None
     ratio = "{:.2f}"

@@ -1,4 +1,4 @@
-"""Energy to result: what analysis.json holds under "energy" (scalestudy.analysis.energy)."""
+"""Energy to result: what analysis.json holds under "energy" (scalestudy.analysis.energy.energy)."""
 
 from dataclasses import dataclass
 

@@ -1,7 +1,7 @@
-"""Energy to result from the runs' counters (scalestudy.analysis.energy)."""
+"""Energy to result from the runs' counters (scalestudy.analysis.energy.energy)."""
 
-from scalestudy.analysis.energy import energy_findings
-from scalestudy.analysis.predictions import jsonable
+from scalestudy.analysis.energy.energy import energy_findings
+from scalestudy.analysis.stats.predictions import jsonable
 from scalestudy.contract import build
 from scalestudy.sections.energy.contract import DATA, Energy
 

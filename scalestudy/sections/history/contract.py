@@ -1,4 +1,4 @@
-"""The study's archives and its runs now (scalestudy.analysis.history): analysis.json's
+"""The study's archives and its runs now (scalestudy.analysis.history.history): analysis.json's
 "history"."""
 
 from dataclasses import dataclass
@@ -16,7 +16,8 @@ class HistoryPoint:
 
 @dataclass(frozen=True)
 class HistoryEntry:
-    """One archive of the study (`make archive`), or the runs now (scalestudy.analysis.history)."""
+    """One archive of the study (`make archive`), or the runs now
+    (scalestudy.analysis.history.history)."""
 
     name: str
     points: list[HistoryPoint]

@@ -1,7 +1,7 @@
-"""The study's archives, oldest first, and its runs now (scalestudy.analysis.history)."""
+"""The study's archives, oldest first, and its runs now (scalestudy.analysis.history.history)."""
 
-from scalestudy.analysis.baseline import times_by_point
-from scalestudy.analysis.history import history_section
+from scalestudy.analysis.history.baseline import times_by_point
+from scalestudy.analysis.history.history import history_section
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.sections.history.contract import DATA
 

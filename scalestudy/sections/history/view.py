@@ -7,7 +7,7 @@ from scalestudy.sections.history.contract import HistoryEntry
 
 def view(entries: list[HistoryEntry]) -> dict | None:
     """The study's archives and its runs now as a table: one row an entry, one column a
-    point, a step marked where a change was called (scalestudy.analysis.history)."""
+    point, a step marked where a change was called (scalestudy.analysis.history.history)."""
     if not entries:
         return None
     keys = sorted({(p.series, p.n) for e in entries for p in e.points})

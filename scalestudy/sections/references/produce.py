@@ -1,6 +1,6 @@
 """The study's references (`expect:`) judged against its summary."""
 
-from scalestudy.analysis.references import expectations
+from scalestudy.analysis.history.references import expectations
 from scalestudy.sections.references.contract import DATA
 
 

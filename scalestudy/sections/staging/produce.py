@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from scalestudy.analysis.predictions import jsonable
+from scalestudy.analysis.stats.predictions import jsonable
 from scalestudy.sections.staging.contract import DATA, Staging, StagingRow
 
 

@@ -1,7 +1,9 @@
 """How soon Snakemake sees a finished Slurm job, and the status-check interval that
 suits a study, from its earlier records:
 
-    python -m scalestudy.analysis.polling results/STUDY [results/OTHER ...]   (make slurm-polling)
+    python -m scalestudy.analysis.cluster.polling results/STUDY [results/OTHER ...]
+
+(make slurm-polling)
 
 prints the profile lines to use (profiles/slurm/config.yaml explains them).
 

@@ -280,14 +280,14 @@ def planned_jobs(plan: dict, queue: str) -> list[dict]:
 
 # --- the waits of a study's requests, at aggregation (time to result) -------
 
-# which wait a point's time to result adds (scalestudy.analysis.result_time)
+# which wait a point's time to result adds (scalestudy.analysis.cluster.result_time)
 NOW = "now"  # sbatch --test-only, asked at aggregation
 TYPICAL = "typical"  # the median of past jobs of the shape (sacct), enough of them
 UNKNOWN = "unknown wait"  # Slurm could not be asked, or refused the shape
 
 
 def request_shape(request: dict, partition: str | None) -> dict:
-    """A point's request (scalestudy.analysis.request.point_request) as sacct's history
+    """A point's request (scalestudy.analysis.decisions.request.point_request) as sacct's history
     describes a job (job_shape's keys)."""
     return {"nodes": request["nodes"], "gpus": request["gpus"], "cpus": request["cores"],
             "partition": partition or None, "minutes": request["time_min"]}  # fmt: skip

@@ -3,7 +3,7 @@
 fastest, and by how much, with a confidence interval.
 
 The ratio is median(other) / median(best) of the runs' times (the study's `time`), its
-interval the bootstrap one of scalestudy.analysis.intervals.ratio_ci (each layout's runs
+interval the bootstrap one of scalestudy.analysis.stats.intervals.ratio_ci (each layout's runs
 resampled on their own). "Best" is the lowest median; when an interval reaches 1 the
 two layouts are not told apart by these runs.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.intervals import ratio_ci
+from scalestudy.analysis.stats.intervals import ratio_ci
 from scalestudy.model import Study, base_series
 from scalestudy.study.points import point_for
 

@@ -2,7 +2,7 @@
 for CI. Aggregation judges them (analysis.json's `expectations`); `make check` reads the
 analyses and runs nothing:
 
-    python -m scalestudy.analysis.references [STUDY ...]   (or: make check [STUDY=...])
+    python -m scalestudy.analysis.history.references [STUDY ...]   (or: make check [STUDY=...])
 
 checks the studies named, or every study of the config that states expectations (a
 missing analysis is a broken one); results of studies not in the config are named, not

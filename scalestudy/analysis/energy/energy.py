@@ -36,9 +36,10 @@ import statistics
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis import intervals, recommendation
-from scalestudy.analysis.cost import Cost
-from scalestudy.analysis.request import run_accounting_keys
+from scalestudy.analysis.cost.cost import Cost
+from scalestudy.analysis.decisions import recommendation
+from scalestudy.analysis.decisions.request import run_accounting_keys
+from scalestudy.analysis.stats import intervals
 from scalestudy.contract import Answer
 from scalestudy.records import finite
 from scalestudy.sections.energy.contract import EnergyAnswer

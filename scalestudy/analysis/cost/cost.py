@@ -16,7 +16,7 @@ summary's `su` (and so `relative_su`, the Pareto front and the deadline and budg
 picks), the study's charges and the GPU verdict's SU per result all come from here.
 
 Energy is charged only where a centre charges for it (cost.energy_weight, SU per kWh)
-and only as measured (scalestudy.analysis.energy: counters, never estimates): a run
+and only as measured (scalestudy.analysis.energy.energy: counters, never estimates): a run
 without a measurement is charged no energy, and the plan, which runs nothing, prices
 none.
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.intervals import median_ci
-from scalestudy.analysis.queue import LOCAL, NOW, TYPICAL, UNKNOWN
-from scalestudy.analysis.recommendation import meeting_deadline
-from scalestudy.analysis.request import full_length_seconds
+from scalestudy.analysis.cluster.queue import LOCAL, NOW, TYPICAL, UNKNOWN
+from scalestudy.analysis.decisions.recommendation import meeting_deadline
+from scalestudy.analysis.decisions.request import full_length_seconds
+from scalestudy.analysis.stats.intervals import median_ci
 
 
 def run_time(runs: pd.DataFrame) -> dict:

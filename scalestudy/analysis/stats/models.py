@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scalestudy.analysis.intervals import LEVEL, _tails
+from scalestudy.analysis.stats.intervals import LEVEL, _tails
 
 MODEL_NAMES = ("amdahl", "fixed_work_overhead", "log_comm")
 _FORMULAS = {

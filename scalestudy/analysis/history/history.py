@@ -1,10 +1,10 @@
 """A study's time at each point across its archives (`make archive`) and its results
 now, with a step marked where a change was called against the entry before:
 
-    python -m scalestudy.analysis.history STUDY   (or: make history STUDY=...)
+    python -m scalestudy.analysis.history.history STUDY   (or: make history STUDY=...)
 
 The report shows the same for a study with archives (aggregation reads them). A
-change is called as a baseline comparison calls it (scalestudy.analysis.baseline:
+change is called as a baseline comparison calls it (scalestudy.analysis.history.baseline:
 the ratio's 95 % interval excludes 1 and the ratio lies beyond the study's
 baseline_tolerance); what differs in the fingerprint is said under the table.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scalestudy.analysis.baseline import (
+from scalestudy.analysis.history.baseline import (
     fingerprint_changes,
     point_changes,
     read_runs_csv,

@@ -2,8 +2,9 @@
 models, extrapolation, the recommendation and the comparison of series.
 
 Everything here is written to results/{study}/analysis.json, which the figures and
-the report read; the statistics themselves live in scalestudy.analysis.models (fits),
-scalestudy.analysis.recommendation (what N to ask for) and scalestudy.analysis.comparison (series).
+the report read; the statistics themselves live in scalestudy.analysis.stats.models
+(fits), scalestudy.analysis.decisions.recommendation (what N to ask for) and
+scalestudy.analysis.stats.comparison (series).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from dataclasses import fields
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis import comparison, models, verdict
-from scalestudy.analysis.cost import Cost
-from scalestudy.analysis.layouts import best_layouts
-from scalestudy.analysis.recommendation import decision, recommend, step_intervals
+from scalestudy.analysis.cost.cost import Cost
+from scalestudy.analysis.decisions import verdict
+from scalestudy.analysis.decisions.layouts import best_layouts
+from scalestudy.analysis.decisions.recommendation import decision, recommend, step_intervals
+from scalestudy.analysis.stats import comparison, models
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.contract import Fit
 from scalestudy.model import Study
@@ -116,7 +118,7 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
     mixed = provenance_differences(usable)
     rec = recommendation(summary, study)
     # an adaptive study decided on every usable run, an unstable point's too
-    # (scalestudy.analysis.adaptive): its report shows the intervals that decided it
+    # (scalestudy.analysis.decisions.adaptive): its report shows the intervals that decided it
     deciding = usable_runs(runs, study) if study.adaptive else usable
     rec |= recommendation_decision(rec, summary, deciding, study, time_col, base)
     result = {
@@ -270,7 +272,7 @@ def gpu_verdict_of(summary: pd.DataFrame, study: Study) -> dict | None:
     """Is the GPU worth it? For studies with CPU-thread series and GPU series: per
     problem size (the series' `verdict.size_param`), the GPU point against the CPU
     points: which is faster in the study's `time`, and SU per result, the summary's `su`
-    (scalestudy.analysis.cost: each series' own weights, on its partition, on whole-job time).
+    (scalestudy.analysis.cost.cost: each series' own weights, on its partition, on whole-job time).
     A summary without `su` is priced here the same way (Cost.su_of)."""
     if not ((summary["gpus"] > 0).any() and (summary["gpus"] == 0).any()):
         return None

@@ -23,7 +23,7 @@ Statistical choices, and why:
   one test over all points at 5 %, and a uniform slow-down (every point 10 % slower) leaves the
   curve, and the answer, alone. The times' own overall test is the stratified
   permutation test of `comparison.compare_series`.
-* The models differ where a parameter's 95 % intervals (analysis/models.py) of the
+* The models differ where a parameter's 95 % intervals (analysis/stats/models.py) of the
   same model do not overlap: conservative, as the report says.
 """
 
@@ -37,9 +37,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.comparison import compare_series
-from scalestudy.analysis.intervals import LEVEL, _boot_medians, _finite, ratio_ci
-from scalestudy.analysis.predictions import usable_runs
+from scalestudy.analysis.stats.comparison import compare_series
+from scalestudy.analysis.stats.intervals import LEVEL, _boot_medians, _finite, ratio_ci
+from scalestudy.analysis.stats.predictions import usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.contract import Analysis, earlier_analysis
 from scalestudy.model import Study

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from scalestudy import paths
-from scalestudy.analysis.plan import budget_problem, study_plan
+from scalestudy.analysis.cost.plan import budget_problem, study_plan
 from scalestudy.contract import earlier_analysis
 from scalestudy.model import Study
 from scalestudy.records import RecordError, read_record
@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 def earlier_results(study, warn=log.warning):
     """A study's runs table and analysis from an earlier invocation (None for each
-    that does not exist yet): what scalestudy.analysis.plan prices its jobs from."""
+    that does not exist yet): what scalestudy.analysis.cost.plan prices its jobs from."""
     runs_path = Path(paths.RUNS_TABLE.format(study=study))
     analysis_path = Path(paths.ANALYSIS.format(study=study))
     try:
@@ -46,7 +46,7 @@ def finished_runs(study, points) -> set[tuple[str, int]]:
 
 
 def study_plans(studies: dict[str, Study], points: pd.DataFrame, names, warn=log.warning):
-    """The plan (scalestudy.analysis.plan) of each named study that runs jobs.
+    """The plan (scalestudy.analysis.cost.plan) of each named study that runs jobs.
     `points`: points_table indexed by (study, point)."""
     return [
         study_plan(

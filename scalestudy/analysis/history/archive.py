@@ -1,6 +1,6 @@
 """Keep a study's results for later comparison, never overwriting:
 
-    python -m scalestudy.analysis.archive STUDY   (or: make archive STUDY=...)
+    python -m scalestudy.analysis.history.archive STUDY   (or: make archive STUDY=...)
 
 copies results/STUDY's records (runs/), runs.csv, summary.csv, analysis.json (and
 baseline.json) to archive/STUDY/<UTC time>-<fingerprint hash>/ (scalestudy.paths.ARCHIVE).

@@ -25,7 +25,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.cost import SECONDS_PER_MINUTE
+from scalestudy.analysis.cost.cost import SECONDS_PER_MINUTE
 from scalestudy.model import Study, base_series
 from scalestudy.slurm import last_line, output_of, slurm_seconds, submit_words
 from scalestudy.study.points import point_for

@@ -10,7 +10,7 @@ at a size, the fastest is the GPU point).
 
 Two figures, two bases, both stated in the report: `time_s` is the time the study's
 speedups use (its `time`: whole job, training only or steady epoch), which says
-which point is faster; SU per result are priced by scalestudy.analysis.cost on whole-job
+which point is faster; SU per result are priced by scalestudy.analysis.cost.cost on whole-job
 (wall) time per result, what the allocation is charged, as the summary's `su` is
 (its own series' weights and its partition's). A "result" is whatever one timed
 run produces (one batch of solves, one training run): the sizes' times must be per
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from scalestudy.analysis.cost import SECONDS_PER_HOUR, Cost
+from scalestudy.analysis.cost.cost import SECONDS_PER_HOUR, Cost
 
 CpuPoints = Mapping[float, Sequence[tuple[int, float, float]]]
 GpuPoints = Mapping[float, tuple[float, float]]

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from scalestudy.analysis.intervals import ratio_ci
-from scalestudy.analysis.recommendation import DECISION_LEVEL, recommend, step_intervals
+from scalestudy.analysis.decisions.recommendation import DECISION_LEVEL, recommend, step_intervals
+from scalestudy.analysis.stats.intervals import ratio_ci
 
 DECIDED, BUDGET, LIMITS = "decided", "budget", "limits"
 

@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from scalestudy.analysis.intervals import LEVEL, _finite, ratio_ci
+from scalestudy.analysis.stats.intervals import LEVEL, _finite, ratio_ci
 
 
 def _split_statistics(log_a, log_b, n_perm, rng) -> tuple[float, np.ndarray, bool]:

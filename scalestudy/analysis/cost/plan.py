@@ -9,7 +9,7 @@ A job's time is estimated, best first, from
    model was fitted to whole-job time of a strong-scaling study, and only within the
    range the model was drawn over (up to twice the largest measured N);
 3. the study's time limit (`resources.runtime`): an upper bound, marked as one.
-SU are priced by scalestudy.analysis.cost, on the study's (or the series') weights; a job's
+SU are priced by scalestudy.analysis.cost.cost, on the study's (or the series') weights; a job's
 partition is unknown before it runs, so partition weights are not applied.
 """
 
@@ -21,10 +21,10 @@ import statistics
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.adaptive import Rules, first_round, next_round
-from scalestudy.analysis.baseline import runs_for_comparison, times_by_point
-from scalestudy.analysis.cost import SECONDS_PER_MINUTE, Cost, charges
-from scalestudy.analysis.predictions import jsonable, times_by_n, usable_runs
+from scalestudy.analysis.cost.cost import SECONDS_PER_MINUTE, Cost, charges
+from scalestudy.analysis.decisions.adaptive import Rules, first_round, next_round
+from scalestudy.analysis.history.baseline import runs_for_comparison, times_by_point
+from scalestudy.analysis.stats.predictions import jsonable, times_by_n, usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.model import Study
 from scalestudy.study.points import point_for
@@ -103,7 +103,7 @@ def study_plan(
                     "su_to_run": su * (repeats - done),
                     "seconds_to_run": seconds * (repeats - done),
                     # what one Slurm job of the point asks for (a packed one: all its
-                    # repeats' time), for sbatch --test-only (scalestudy.analysis.queue)
+                    # repeats' time), for sbatch --test-only (scalestudy.analysis.cluster.queue)
                     "slurm_resources": slurm_resources(point, study)
                     | {"runtime": job_runtime(study, point)},
                 }
@@ -170,13 +170,13 @@ def round_plan(
     runs: pd.DataFrame | None,
     baseline: pd.DataFrame | None = None,
 ) -> dict:
-    """The plan of round `round_no` of an adaptive study (scalestudy.analysis.adaptive),
+    """The plan of round `round_no` of an adaptive study (scalestudy.analysis.decisions.adaptive),
     from the runs of the rounds before it (tables.read_runs; None before round 1), as JSON keyed by
     point label: the runs each point should have once the round is done ("totals"),
     those it adds and why, its estimated SU, the SU spent so far, and the stopping
     reason, if the study stops here. `baseline`: the runs table of the study's baseline;
     with adaptive.settle_baseline, points where the comparison with it is undecided
-    get runs too (scalestudy.analysis.baseline.runs_for_comparison)."""
+    get runs too (scalestudy.analysis.history.baseline.runs_for_comparison)."""
     ns = study.scaling.ns()
     base = study.base_n(ns)
     label = {n: point_for(study, n).label for n in ns}
