@@ -15,13 +15,13 @@ Needs root (it starts tests/slurm/cluster.sh unless --keep-cluster finds it up).
   ... --bound      160 one-CPU jobs (default), time limits of 1 and 2 minutes in turn
                    (two shapes), each sleeping a random 5 s to 90 % of its limit, 12 s
                    apart (about 30 min; two nodes of 2 CPUs keep up): the
-                   95 % bound on the p90 of past waits (scalestudy.analysis.queue)
+                   95 % bound on the p90 of past waits (scalestudy.analysis.cluster.queue)
                    backtested over the jobs of each shape in submission order (goal:
                    >= 90 % of >= 100 jobs under the bound of those before them)
 
 Every mode also prints each --test-only wait corrected by the median run time to time
 limit of the jobs sacct knows ended (the whole cluster's last day, asked just before
-each probe, as the plan asks it: scalestudy.analysis.queue.run_to_limit), and that
+each probe, as the plan asks it: scalestudy.analysis.cluster.queue.run_to_limit), and that
 error's median (goal: within +-30 s).
 
 Measured (2026-11-25, test cluster, Slurm 22.05.8, 10 jobs 2 s apart): error median
@@ -42,7 +42,7 @@ from datetime import datetime
 import numpy as np
 
 from benchmarks.common import REPO
-from scalestudy.analysis.queue import (
+from scalestudy.analysis.cluster.queue import (
     backtest,
     corrected,
     parse_history,

@@ -7,7 +7,7 @@ from snakemake.logging import logger
 import scalestudy
 from scalestudy import FIGURES, paths
 from scalestudy import snakemake_internals as sm
-from scalestudy.analysis.budgets import study_plans
+from scalestudy.analysis.cost.budgets import study_plans
 from scalestudy.study.baseline import archive_inputs, baseline_inputs
 from scalestudy.study.errors import (
     ConfigError,
@@ -52,7 +52,7 @@ PYTHON = sys.executable
 # analysis.json's contract for each of them (they write or read it).
 PACKAGE = Path(scalestudy.__file__).parent
 CODE = {
-    "analysis": sorted(str(p) for p in (PACKAGE / "analysis").glob("*.py"))
+    "analysis": sorted(str(p) for p in (PACKAGE / "analysis").rglob("*.py"))
     + [
         str(PACKAGE / "records.py"),
         str(PACKAGE / "model.py"),

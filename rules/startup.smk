@@ -5,7 +5,7 @@ from snakemake.logging import logger
 
 from scalestudy import paths
 from scalestudy import snakemake_internals as sm
-from scalestudy.analysis.budgets import budget_problems
+from scalestudy.analysis.cost.budgets import budget_problems
 from scalestudy.slurm import partition_time_limits
 from scalestudy.study.errors import startup_problems_text, stop
 from scalestudy.study.startup_checks import (

@@ -184,7 +184,7 @@ class Study:
     verdict: Verdict
     profile: Profile
     resources: Resources
-    cost: dict[str, Any]  # weights and partitions: priced by scalestudy.analysis.cost.Cost
+    cost: dict[str, Any]  # weights and partitions: priced by scalestudy.analysis.cost.cost.Cost
 
     @classmethod
     def from_config(cls, name: str, data: dict) -> Study:

@@ -21,9 +21,8 @@ PLAN_HTML = "results/plan.html"
 PLAN_JSON = "results/plan.json"
 # an adaptive study's plan of one round (rules/adaptive.smk)
 ROUND = "results/{study}/rounds/round{round}.json"
-# a study compared with an earlier run of it (scalestudy/analysis/baseline.py)
-BASELINE = "results/{study}/baseline.json"
-# a study's results kept for later comparison: `make archive` (scalestudy/analysis/archive.py);
+# a study's results kept for later comparison: `make archive`
+# (scalestudy/analysis/history/archive.py);
 # {stamp} is the UTC time, then the fingerprint's hash, so that names sort by date
 ARCHIVE = "archive/{study}/{stamp}"
 # the files of a results folder (or an archive) that a baseline is read from

@@ -8,8 +8,8 @@
 - The asking: each command with a timeout, its answer kept raw (exit status, output,
   or why it could not run) so that aggregation reads Slurm's facts as data and starts
   no process (rules/cluster.smk gathers them into results/<study>/cluster.json; the
-  plan's rule asks for itself). The parsing is the analysis' (scalestudy.analysis.queue,
-  scalestudy.analysis.request).
+  plan's rule asks for itself). The parsing is the analysis' (scalestudy.analysis.cluster.queue,
+  scalestudy.analysis.decisions.request).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ def build(inputs, title: str, out: Path) -> None:
         figures = {f.stem: f for f in of_study(inputs.figures, folder, 1)}
         traces = profile_links(of_study(inputs.profiles, folder, 1), out)
         try:
-            found = Analysis.from_json(analysis.read_text(), str(analysis))
+            found = Analysis.load(analysis)
             views.append(study_view(found, pd.read_csv(summary), figures, traces))
         except ValueError as e:
             raise SystemExit(f"report: {e}") from None

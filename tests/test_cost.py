@@ -1,13 +1,14 @@
-"""SU in one place (scalestudy.analysis.cost): series overrides and partition weights reach every
-SU figure, the summary's `su` and the GPU verdict's included, on one time basis."""
+"""SU in one place (scalestudy.analysis.cost.cost): series overrides and partition
+weights reach every SU figure, the summary's `su` and the GPU verdict's included, on one
+time basis."""
 
 import pandas as pd
 import pytest
 import yaml
 
-from scalestudy.analysis import verdict
-from scalestudy.analysis.cost import Cost, Rate, charges, cost_view, run_su
-from scalestudy.analysis.predictions import gpu_verdict_of, study_predictions
+from scalestudy.analysis.cost.cost import Cost, Rate, charges, cost_view, run_su
+from scalestudy.analysis.decisions import verdict
+from scalestudy.analysis.stats.predictions import gpu_verdict_of, study_predictions
 from scalestudy.analysis.tables import summarise
 from tests.conftest import SCHEMA, study_model
 from tests.test_studies import config_error

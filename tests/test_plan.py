@@ -1,5 +1,5 @@
-"""The price of a study before it runs (scalestudy.analysis.plan, `snakemake results/plan.html`),
-and its budget refused before any job."""
+"""The price of a study before it runs (scalestudy.analysis.cost.plan,
+`snakemake results/plan.html`), and its budget refused before any job."""
 
 import json
 import sys
@@ -7,7 +7,7 @@ import sys
 import pandas as pd
 import pytest
 
-from scalestudy.analysis.plan import LIMIT, MEASURED, MODEL, budget_problem, study_plan
+from scalestudy.analysis.cost.plan import LIMIT, MEASURED, MODEL, budget_problem, study_plan
 from tests.conftest import study_model
 
 PY = sys.executable

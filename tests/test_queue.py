@@ -1,4 +1,4 @@
-"""When a plan's jobs would start (scalestudy.analysis.queue): sbatch --test-only's line
+"""When a plan's jobs would start (scalestudy.analysis.cluster.queue): sbatch --test-only's line
 read on Slurm before and since 25.05, one call per shape of job, and what the plan says
 when Slurm refuses a shape, cannot be asked, or prints a line that does not read. Slurm's
 answers are asked as the plan's rule asks them (scalestudy.slurm.gather, a stand-in for
@@ -10,8 +10,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from scalestudy.analysis.plan import study_plan
-from scalestudy.analysis.queue import (
+from scalestudy.analysis.cluster.queue import (
     LOCAL,
     TEST_ONLY,
     UNREADABLE,
@@ -19,6 +18,7 @@ from scalestudy.analysis.queue import (
     predict,
     read_prediction,
 )
+from scalestudy.analysis.cost.plan import study_plan
 from scalestudy.report.rendering import environment
 from scalestudy.slurm import gather, local_facts, probe_command, probe_commands
 from tests.conftest import study_model
@@ -210,7 +210,7 @@ garbage
 
 
 def test_past_waits_by_shape_from_sacct():
-    from scalestudy.analysis.queue import NO_HISTORY, job_shape, parse_history, past_waits
+    from scalestudy.analysis.cluster.queue import NO_HISTORY, job_shape, parse_history, past_waits
 
     jobs = parse_history(HISTORY)
     assert len(jobs) == 5  # the pending job and the garbage are left out
@@ -284,8 +284,8 @@ def test_a_hung_slurm_command_costs_its_timeout_and_the_facts_say_what_is_unknow
     import sys
     import time
 
-    from scalestudy.analysis.queue import past_jobs
-    from scalestudy.analysis.request import read_accounting
+    from scalestudy.analysis.cluster.queue import past_jobs
+    from scalestudy.analysis.decisions.request import read_accounting
     from scalestudy.slurm import ask
 
     start = time.perf_counter()
@@ -333,7 +333,7 @@ def sacct_lines(shape: dict, waits: list[float], ran: str = "00:00:30") -> str:
 def test_the_bound_is_the_least_rank_scipy_gives_95_percent_over_the_p90(n):
     from scipy.stats import binom
 
-    from scalestudy.analysis.queue import bound_rank, p90_bound
+    from scalestudy.analysis.cluster.queue import bound_rank, p90_bound
 
     least = min(k for k in range(1, n + 1) if binom.cdf(k - 1, n, 0.9) >= 0.95)
     assert bound_rank(n) == least
@@ -343,8 +343,13 @@ def test_the_bound_is_the_least_rank_scipy_gives_95_percent_over_the_p90(n):
 
 
 def test_too_little_history_for_a_bound_under_29_jobs_the_largest_wait_beside_it():
-    from scalestudy.analysis.queue import BOUND_MIN_JOBS, bound_rank, job_shape, parse_history
-    from scalestudy.analysis.queue import past_waits as waits_of
+    from scalestudy.analysis.cluster.queue import (
+        BOUND_MIN_JOBS,
+        bound_rank,
+        job_shape,
+        parse_history,
+    )
+    from scalestudy.analysis.cluster.queue import past_waits as waits_of
 
     assert BOUND_MIN_JOBS == 29 and [bound_rank(n) for n in range(29)] == [None] * 29
     made = plans()
@@ -373,7 +378,7 @@ def test_too_little_history_for_a_bound_under_29_jobs_the_largest_wait_beside_it
 def test_the_backtest_counts_each_wait_under_the_bound_of_those_before_it():
     import numpy as np
 
-    from scalestudy.analysis.queue import backtest, history_coverage, parse_history
+    from scalestudy.analysis.cluster.queue import backtest, history_coverage, parse_history
 
     # 29 waits 1..29 s, then 30 s (above all before it), then 5 s (under the largest)
     assert backtest([float(w) for w in range(1, 30)] + [30.0, 5.0]) == (1, 2)
@@ -393,7 +398,7 @@ def test_the_backtest_counts_each_wait_under_the_bound_of_those_before_it():
 
 
 def test_test_only_start_is_corrected_by_past_jobs_run_time_to_limit_or_said_not_to_be():
-    from scalestudy.analysis.queue import UNCORRECTED, corrected, job_shape
+    from scalestudy.analysis.cluster.queue import UNCORRECTED, corrected, job_shape
 
     ratio = {"ratio": 0.25, "jobs": 4}
     assert corrected(300.0, NOW, ratio) == {

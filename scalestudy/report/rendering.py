@@ -15,13 +15,20 @@ import jinja2
 
 from scalestudy.records import write_text_atomic
 from scalestudy.report.views import fmt
+from scalestudy.sections import partial
 
 TEMPLATES = Path(__file__).with_name("templates")
 
 
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
+        # a section's partial by "section:<name>" (scalestudy.sections)
+        loader=jinja2.ChoiceLoader(
+            [
+                jinja2.FileSystemLoader(TEMPLATES),
+                jinja2.PrefixLoader({"section": jinja2.FunctionLoader(partial)}, delimiter=":"),
+            ]
+        ),  # fmt: skip
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
