@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from scalestudy.analysis import verdict
-from scalestudy.analysis.cost import Cost, Rate, charges, cost_view, run_su
+from scalestudy.analysis.cost import Cost, Rate, charges, cost_view, run_su, within_budget
 from scalestudy.analysis.predictions import gpu_verdict_of, study_predictions
 from scalestudy.analysis.tables import summarise
 from tests.conftest import SCHEMA, study_model
@@ -227,3 +227,15 @@ def test_report_shows_the_weights_used():
         "series gpu, partition fat": "1.5 × cores + 50 × GPUs",
     }
     assert cost_view(study_model({}))["others"] == []
+
+
+def test_every_budget_compares_su_at_their_precision():
+    from scalestudy.analysis.recommendation import recommend
+
+    price = 0.05 + 0.1  # 0.15000000000000002
+    assert within_budget(price, 0.15) and not within_budget(price, 0.1499999)
+    assert list(within_budget([price, float("nan")], 0.15)) == [True, False]
+    # the recommendation's "fastest within budget" asks the same function
+    rec = recommend([1, 2], [1.0, 1.9], [1, 2], times=[10.0, 5.0], costs=[0.1, price],
+                    budget=0.15)  # fmt: skip
+    assert rec["fastest_within_budget"] == 2

@@ -23,7 +23,7 @@ import pandas as pd
 
 from scalestudy.analysis.adaptive import Rules, first_round, next_round
 from scalestudy.analysis.baseline import runs_for_comparison, times_by_point
-from scalestudy.analysis.cost import SECONDS_PER_MINUTE, Cost, charges
+from scalestudy.analysis.cost import SECONDS_PER_MINUTE, Cost, charges, within_budget
 from scalestudy.analysis.predictions import jsonable, times_by_n, usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS, disturbed_reasons
 from scalestudy.model import Study
@@ -128,7 +128,7 @@ def study_plan(
         "rows": rows,
         "totals": totals,
         "budget_su": budget,
-        "over_budget": budget is not None and totals["su"] > budget,
+        "over_budget": budget is not None and not within_budget(totals["su"], budget),
         # adaptive: these rows are round 1; later rounds stop within budget_su
         "adaptive": first is not None,
         # an adaptive study's runs of every round so far, and what they cost
