@@ -13,6 +13,7 @@ from scalestudy import snakemake_internals as sm
 from scalestudy.study.errors import (
     ConfigError,
     config_error_text,
+    not_in_config_text,
     not_selected_text,
     startup_problems_text,
     stop,
@@ -26,6 +27,7 @@ from scalestudy.study.startup_checks import (
     local_gpu_problems,
     packing_problems,
     partition_time_problems,
+    still_to_run,
     visible_gpus,
 )
 from scalestudy.study.tables import points_table, runs_table
@@ -40,6 +42,7 @@ from scalestudy.analysis.adaptive import config_fingerprint
 from scalestudy.analysis.budgets import budget_problems, study_plans
 from scalestudy.analysis.request import partition_time_limits
 from scalestudy.records import RecordError, misplacement, read_record
+from scalestudy.redo import DISCARDED, RefusedRecords
 
 # Validate first: nothing below may see a config the schema has not accepted. Every
 # problem is listed at once, and printed without a traceback (stop).
@@ -59,6 +62,10 @@ if NOT_SELECTED:
 
 # The study model (scalestudy.model): every study as the validated config gives it.
 STUDIES = study_models(CONFIG)
+# the results of studies the config no longer names (renamed or removed): kept, not read
+NOT_IN_CONFIG = paths.study_folders_not_in(config["studies"])
+if NOT_IN_CONFIG and not sm.remote_exec(workflow):
+    logger.warning(not_in_config_text(NOT_IN_CONFIG))
 POINTS = points_table(STUDIES).set_index(["study", "point"], drop=False)
 RUNS = runs_table(STUDIES)
 PROFILES = profile_targets(STUDIES)
@@ -300,6 +307,18 @@ def get_profile_spec(wildcards):
     return json.dumps(spec, sort_keys=True)
 
 
+# records refused as their runs' (get_rerun_token): kept in discarded/, never overwritten
+REFUSED = RefusedRecords()
+
+
+def set_refused_records_aside():
+    """In a run that runs jobs (not -n), once the start-up checks have passed."""
+    if not sm.dry_run(workflow):
+        jobs = sm.jobs_to_run(workflow, ("run_point",))
+        for moved in REFUSED.set_aside(str(f) for job in jobs for f in job.output):
+            logger.warning(moved)
+
+
 def get_rerun_token(wildcards):
     """A failed run's token differs from the one it ran with, so Snakemake's params
     trigger reruns it on the next invocation; a good run keeps its token. An adaptive
@@ -308,18 +327,21 @@ def get_rerun_token(wildcards):
     needs them, so a stopped study stays stopped; `make redo` retries it on request. A
     record that cannot be read, is not the run its path names (copied or moved by hand),
     or whose figures disagree, gets a token from the file's own change time: new for
-    every new fault, however often."""
+    every new fault, however often; it is moved to discarded/ before it is run again."""
     path = Path(paths.record_path(wildcards.study, wildcards.point, wildcards.repeat))
     if not path.exists():
-        return "first"
+        return REFUSED.moved.get(path, "first")
     try:
         record = read_record(path)
         problem = misplacement(record, path, get_point(wildcards)["series"])
     except RecordError as e:
         problem = str(e)
     if problem:
-        logger.warning(f"{problem} It is run again.")
-        return f"invalid-{path.stat().st_mtime_ns}"
+        logger.warning(
+            f"{problem} It is run again, the record kept in "
+            f"results/{wildcards.study}/{DISCARDED}/ first."
+        )
+        return REFUSED.refuse(path, problem)
     if record["status"] == "ok" or wildcards.study in ADAPTIVE:
         return record["rerun_token"]
     return f"retry-after-{record['finished_at']}"
@@ -396,25 +418,17 @@ def points_to_run():
     """(study, point) of every run this invocation may make: its run jobs, any
     candidate of an adaptive study with a round to plan and, when it makes the plan
     (make plan), every point whose records are not all there yet: the plan prices the
-    runs a `make report` would make, so the same checks apply."""
+    runs a `make report` would make, so the same checks apply; and so while an
+    adaptive round is still to plan (Snakemake plans nothing past it until it has run,
+    so the DAG hides every other selected study's runs)."""
     needed = sm.needed_pairs(workflow, RUN_RULES)
     needed |= {
         (study, point)
         for study in studies_in_rounds()
         for point in POINTS.loc[study, "point"]
     }
-    if sm.jobs_to_run(workflow, ("plan",)):
-        needed |= {
-            (run.study, run.point)
-            for run in RUNS.itertuples()
-            if not Path(paths.record_path(run.study, run.point, run.repeat)).exists()
-        }
-        needed |= {
-            (study, point)
-            for study, model in STUDIES.items()
-            if model.adaptive is not None
-            for point in POINTS.loc[study, "point"]
-        }
+    if sm.jobs_to_run(workflow, ("plan",)) or studies_in_rounds():
+        needed |= still_to_run(STUDIES, POINTS, RUNS)
     return needed
 
 
@@ -436,6 +450,8 @@ def local_problems_now():
 def budget_problems_now():
     """Anywhere: the plans of the studies with jobs to come against their budget_su."""
     running = {study for study, _ in sm.needed_pairs(workflow, RUN_RULES)}
+    if studies_in_rounds():  # the DAG stops at a round: still_to_run says the rest
+        running |= {study for study, _ in still_to_run(STUDIES, POINTS, RUNS)}
     return budget_problems(
         STUDIES, POINTS, running | studies_in_rounds(), logger.warning
     )

@@ -3,6 +3,8 @@
 # Slurm, packing without the profile's settings for it, and a job longer than its
 # partition allows.
 sm.on_dag_built(check_before_any_job)
+# then, when they pass, records refused as their runs' go to discarded/ before those rerun
+sm.on_dag_built(set_refused_records_aside)
 
 
 # timed_runs bounds each submission, not the whole workflow: under Slurm the profile's
