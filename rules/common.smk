@@ -12,6 +12,7 @@ from scalestudy.study.baseline import archive_inputs, baseline_inputs
 from scalestudy.study.errors import (
     ConfigError,
     config_error_text,
+    not_in_config_text,
     not_selected_text,
     stop,
 )
@@ -42,6 +43,10 @@ if NOT_SELECTED:
 
 # The study model (scalestudy.model): every study as the validated config gives it.
 STUDIES = study_models(CONFIG)
+# the results of studies the config no longer names (renamed or removed): kept, not read
+NOT_IN_CONFIG = paths.study_folders_not_in(config["studies"])
+if NOT_IN_CONFIG and not sm.remote_exec(workflow):
+    logger.warning(not_in_config_text(NOT_IN_CONFIG))
 POINTS = points_table(STUDIES).set_index(["study", "point"], drop=False)
 RUNS = runs_table(STUDIES)
 PROFILES = profile_targets(STUDIES)

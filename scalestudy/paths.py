@@ -39,6 +39,18 @@ _RECORD_PATH = re.compile(
 )
 
 
+def study_folders_not_in(studies, results: Path = Path("results")) -> list[str]:
+    """The folders under `results` that hold a study's results (its runs, runs table or
+    analysis) whose study is not among `studies` (the config's names): a study renamed
+    or removed. They are kept, and never read, as "results/<name>/"."""
+    marks = ("runs", Path(RUNS_TABLE).name, Path(ANALYSIS).name)
+    return sorted(
+        f"{folder.as_posix()}/"
+        for folder in (results.iterdir() if results.is_dir() else ())
+        if folder.name not in studies and any((folder / mark).exists() for mark in marks)
+    )
+
+
 def record_path(study: str, point: str, repeat: int) -> str:
     return RECORD.format(study=study, point=point, repeat=repeat)
 

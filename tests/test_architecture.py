@@ -322,7 +322,12 @@ def template_names() -> set[str]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Dict):
                 keys |= {k.value for k in node.keys if isinstance(k, ast.Constant)}
-    return field_names() | keys | set(COLUMNS) | {"title", "studies", "generated", "items"}
+    return (
+        field_names()
+        | keys
+        | set(COLUMNS)
+        | {"title", "studies", "generated", "items", "not_in_config"}
+    )
 
 
 # filters that compute or round a number: the views format, the analysis decides

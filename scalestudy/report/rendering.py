@@ -38,14 +38,15 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render(title: str, studies: list[dict]) -> str:
+def render(title: str, studies: list[dict], not_in_config: list[str] = ()) -> str:
+    """`not_in_config`: results folders of studies the config no longer names."""
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (
         environment()
         .get_template("report.html.j2")
-        .render(title=title, studies=studies, generated=generated)
+        .render(title=title, studies=studies, generated=generated, not_in_config=not_in_config)
     )
 
 
-def write_report(path: Path, title: str, studies: list[dict]) -> None:
-    write_text_atomic(path, render(title, studies))
+def write_report(path: Path, title: str, studies: list[dict], not_in_config=()) -> None:
+    write_text_atomic(path, render(title, studies, not_in_config))

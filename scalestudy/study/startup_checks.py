@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from scalestudy import paths
 from scalestudy.model import Study
 from scalestudy.study.points import point_for
 from scalestudy.study.slurm import runtime_problems
@@ -33,6 +34,26 @@ def listed(items: list[str], keep: int = 8) -> str:
 
 def plural(count, what: str) -> str:
     return f"{count} {what}" if count == 1 else f"{count} {what}s"
+
+
+def still_to_run(
+    studies: dict[str, Study], points: pd.DataFrame, runs: pd.DataFrame
+) -> set[tuple[str, str]]:
+    """(study, point) of every run a full invocation may still make: each fixed study's
+    point with a record missing (`runs`: runs_table) and every candidate of an adaptive
+    study. What the checks judge where Snakemake's DAG cannot say: the plan prices
+    these runs, and a DAG cut at an adaptive round's checkpoint hides the rest."""
+    missing = {
+        (run.study, run.point)
+        for run in runs.itertuples()
+        if not Path(paths.record_path(run.study, run.point, run.repeat)).exists()
+    }
+    return missing | {
+        (study, point)
+        for study, model in studies.items()
+        if model.adaptive is not None
+        for point in points.loc[study, "point"]
+    }
 
 
 def local_cpu_problems(

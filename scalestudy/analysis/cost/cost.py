@@ -24,6 +24,10 @@ What runs cost is one function, `charges`: every run counts, failed and killed o
 too, each at its whole-job (elapsed) time, priced with its series' weights on its
 partition. The report's charges, the plan's "so far", an adaptive study's budget
 (its rounds' `spent_su`) and the rounds' summary all take it from there.
+
+Whether a price is within a budget is one function, `within_budget`: the plan's
+refusal, an adaptive round's stop, the baseline's extra runs and the recommendation's
+"fastest within budget" all ask it.
 """
 
 from __future__ import annotations
@@ -56,6 +60,20 @@ def whole_job_seconds(table: pd.DataFrame, time: str = "wall") -> pd.Series:
     if time == "wall" and "time_s" in table:
         return pd.to_numeric(table["time_s"], errors="coerce")
     raise ValueError("no whole-job time to price SU (elapsed_s, wall_s)")
+
+
+# A price is a sum of float products whose rounding is relative (0.05 + 0.1 =
+# 0.15000000000000002), so a budget written equal to a price must be within it. A
+# relative tolerance rather than rounding to decimal places: SU are tiny in tests and
+# large on real machines alike; 1e-9 is far above float error and far below any
+# difference in money anyone writes.
+SU_RELATIVE_PRECISION = 1e-9
+
+
+def within_budget(su, budget):
+    """Whether `su` (a number or an array) is at most `budget`, at SU's precision
+    (SU_RELATIVE_PRECISION); NaN is not within any budget."""
+    return np.asarray(su) <= budget + SU_RELATIVE_PRECISION * abs(budget)
 
 
 def _rate(weights: Mapping, fallback: Mapping) -> Rate:

@@ -21,7 +21,7 @@ import statistics
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.cost.cost import SECONDS_PER_MINUTE, Cost, charges
+from scalestudy.analysis.cost.cost import SECONDS_PER_MINUTE, Cost, charges, within_budget
 from scalestudy.analysis.decisions.adaptive import Rules, first_round, next_round
 from scalestudy.analysis.history.baseline import runs_for_comparison, times_by_point
 from scalestudy.analysis.stats.predictions import jsonable, times_by_n, usable_runs
@@ -128,7 +128,7 @@ def study_plan(
         "rows": rows,
         "totals": totals,
         "budget_su": budget,
-        "over_budget": budget is not None and totals["su"] > budget,
+        "over_budget": budget is not None and not within_budget(totals["su"], budget),
         # adaptive: these rows are round 1; later rounds stop within budget_su
         "adaptive": first is not None,
         # an adaptive study's runs of every round so far, and what they cost

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scalestudy.analysis.cost.cost import within_budget
 from scalestudy.analysis.decisions.recommendation import DECISION_LEVEL, recommend, step_intervals
 from scalestudy.analysis.stats.intervals import ratio_ci
 
@@ -474,7 +475,7 @@ def next_round(
 
     round_su = price(added)
     up = plan["judged"] and plan["judged"]["fallback"]
-    if spent_su + round_su > rules.budget_su and up:
+    if up and not within_budget(spent_su + round_su, rules.budget_su):
         # the new candidates beyond the next one up cost the most: that one alone, as
         # a walk without the fitted law would go
         planned = ", ".join(f"N = {n}" for n in plan["judged"]["new"])
@@ -486,7 +487,7 @@ def next_round(
         added[up], why[up] = new_runs, text
         round_su = price(added)
     plan |= {"added": added, "why": why, "round_su": round_su}
-    if spent_su + round_su > rules.budget_su:
+    if not within_budget(spent_su + round_su, rules.budget_su):
         text = (
             f"the next round ({sum(added.values())} runs, about {round_su:.3g} SU) would take "
             f"the study to {spent_su + round_su:.3g} SU, above its budget of "

@@ -21,6 +21,8 @@ import math
 
 import numpy as np
 
+from scalestudy.analysis.cost.cost import within_budget
+
 
 def _py(x):
     """Plain Python number, int when integral (N values read better as 6 than 6.0)."""
@@ -109,7 +111,7 @@ def recommend(
         best, note = meeting_deadline(ns, t, c, deadline_s, basis)
         result["cheapest_meeting_deadline"], result["deadline_note"] = best, note
     if budget is not None:
-        within = np.flatnonzero(usable & (c <= budget))
+        within = np.flatnonzero(usable & within_budget(c, budget))
         if within.size:
             best = _pick(within, t, c, ns)
             result["fastest_within_budget"] = _py(ns[best])

@@ -80,8 +80,9 @@ def break_even(cpu_best_su: float, gpu_su_rate: float, cpu_time_s: float) -> flo
 
 
 def compare_size(size, cpu_points, gpu_point) -> dict:
-    """The figures of one size. A point may carry its series' name as a last element
-    (CPU: (threads, time, su, name); GPU: (time, su, name)): the verdict names it.
+    """The figures of one size. A point may carry its series' name (CPU: (threads, time,
+    su, name); GPU: (time, su, name)): the verdict names it; and after it why the point
+    is unstable ("" if it is not): the verdict says so (unstable_points).
 
     The break-even speedup assumes the GPU's SU per result shrink with its time:
     speedup x gpu_su / best_cpu_su, which is `break_even` when times and SU share one
@@ -126,13 +127,37 @@ def _named(row: dict) -> str:
     return f" (series {row['gpu_series']})" if row.get("gpu_series") else ""
 
 
-def gpu_verdict(cpu: CpuPoints, gpu: GpuPoints, sustained: bool = True) -> dict:
+def unstable_points(cpu_points, gpu_point) -> list[str]:
+    """The points of one size a verdict rests on (the GPU point, the fastest and the
+    cheapest CPU point) whose repeats disagree, each with why (the reason from_frame
+    gives a point, after its name; scalestudy.analysis.stats.intervals judges it)."""
+    found = []
+    if len(gpu_point) > 3 and gpu_point[3]:
+        series = f" of series {gpu_point[2]}" if gpu_point[2] else ""
+        found.append(f"the GPU point{series} ({gpu_point[3]})")
+    fast, cheap = fastest(cpu_points), cheapest(cpu_points)
+    for what, point in (("fastest", fast), ("cheapest", cheap)):
+        if len(point) > 4 and point[4] and not (what == "cheapest" and point == fast):
+            found.append(f"the {what} CPU point ({_threads(point[0])}: {point[4]})")
+    return found
+
+
+def gpu_verdict(
+    cpu: CpuPoints, gpu: GpuPoints, sustained: bool = True, size_param: str | None = "size"
+) -> dict:
     """Per-size comparison, the crossover, and the verdict in words.
 
     The GPU is "worth it" at a size where it is faster than the fastest CPU point and
     its SU per result is no higher than the cheapest CPU point's; `worth_it_size` is
     the smallest such size (with `sustained`, it stays worth it at every larger one).
+    `size_param` names the sizes in the words ("size 256"); None: the study has one
+    problem size (no size parameter), which the words call so. The verdict says when a
+    point it rests on is unstable.
     """
+
+    def at(size) -> str:
+        return f"at {size_param} {size}" if size_param else "at the study's one problem size"
+
     sizes = common_sizes(cpu, gpu)
     if not sizes:
         raise ValueError("no problem size was measured on both the CPU and the GPU")
@@ -146,7 +171,7 @@ def gpu_verdict(cpu: CpuPoints, gpu: GpuPoints, sustained: bool = True) -> dict:
     if worth_size is not None:
         r = rows[sizes.index(worth_size)]
         text = (
-            f"GPU worth it at size {worth_size}{_named(r)}: SU per result {_su(r['gpu_su'])} vs "
+            f"GPU worth it {at(worth_size)}{_named(r)}: SU per result {_su(r['gpu_su'])} vs "
             f"{_su(r['best_cpu_su'])} (best CPU point: {_threads(r['best_cpu_threads'])}), "
             f"{r['speedup']:.3g}x faster than the fastest CPU point "
             f"({_threads(r['fastest_cpu_threads'])})"
@@ -156,9 +181,11 @@ def gpu_verdict(cpu: CpuPoints, gpu: GpuPoints, sustained: bool = True) -> dict:
         # the largest size from the crossover on where the GPU costs more: what stops it
         dear = [row for row in rows[sizes.index(crossover) :] if not row["gpu_cheaper"]][-1]
         text = (
-            f"GPU faster from size {crossover}{_named(r)} ({r['speedup']:.3g}x the fastest "
-            f"CPU point, {_threads(r['fastest_cpu_threads'])}) but not cheaper at size "
-            f"{dear['size']}: SU per result {_su(dear['gpu_su'])} vs "
+            f"GPU faster {f'from {size_param} {crossover}' if size_param else at(crossover)}"
+            f"{_named(r)} "
+            f"({r['speedup']:.3g}x the fastest CPU point, {_threads(r['fastest_cpu_threads'])}) "
+            f"but not cheaper {at(dear['size']) if size_param else 'there'}: "
+            f"SU per result {_su(dear['gpu_su'])} vs "
             f"{_su(dear['best_cpu_su'])} (best CPU point: "
             f"{_threads(dear['best_cpu_threads'])}); it needs "
             f"{dear['break_even_speedup']:.3g}x there to break even and has "
@@ -166,11 +193,28 @@ def gpu_verdict(cpu: CpuPoints, gpu: GpuPoints, sustained: bool = True) -> dict:
         )
     else:
         r = rows[-1]
+        where = (
+            f"at any measured {size_param} (up to {r['size']}): {at(r['size'])}"
+            if size_param
+            else f"{at(r['size'])}:"
+        )
         text = (
-            f"GPU not worth it at any measured size (up to {r['size']}): at size {r['size']} "
-            f"SU per result {_su(r['gpu_su'])} vs {_su(r['best_cpu_su'])} (best CPU point: "
+            f"GPU not worth it {where} SU per result {_su(r['gpu_su'])} vs "
+            f"{_su(r['best_cpu_su'])} (best CPU point: "
             f"{_threads(r['best_cpu_threads'])}), {r['speedup']:.3g}x the fastest CPU point's "
             f"speed where {r['break_even_speedup']:.3g}x would break even"
+        )
+    named = [r] if worth_size is not None or crossover is None else [r, dear]
+    shaky = list(
+        dict.fromkeys(
+            p for row in named for p in unstable_points(cpu[row["size"]], gpu[row["size"]])
+        )
+    )
+    if shaky:
+        text += (
+            f". It rests on {'an unstable point' if len(shaky) == 1 else 'unstable points'}, "
+            f"whose repeats disagree: {'; '.join(shaky)}; more repeats could "
+            "change it"
         )
     return {
         "worth_it": worth_size is not None,
@@ -191,7 +235,8 @@ def from_frame(df, cost: Cost | None = None) -> tuple[dict, dict]:
     SU per result: the frame's `su` column (SU per run, already priced, e.g. the
     summary's) where it has one, else `cost` prices whole-job time per result, the
     `wall_s` column (`time_s` in a frame without one: its times are then whole-job
-    times) on the `partition` column's partition, if any."""
+    times) on the `partition` column's partition, if any. An `unstable` column (why a
+    point's repeats disagree, "" where they agree) goes with each point to the verdict."""
     missing = {"series", "size", "n", "time_s", "cores", "gpus"} - set(df.columns)
     if missing:
         raise ValueError(f"missing columns: {sorted(missing)}")
@@ -203,15 +248,19 @@ def from_frame(df, cost: Cost | None = None) -> tuple[dict, dict]:
         if cost is None:
             raise ValueError("SU per result need an `su` column or a cost to price them")
         df = df.assign(su=cost.su_of(df))
+    unstable = "unstable" in df  # each point's reason, after its name
     points = df.groupby(["series", "name", "size", "n"], as_index=False, sort=False).agg(
-        time_s=("time_s", "median"), su=("su", "median")
+        time_s=("time_s", "median"),
+        su=("su", "median"),
+        **({"unstable": ("unstable", "first")} if unstable else {}),
     )
     cpu: dict = {}
     gpu: dict = {}
     for row in points.itertuples(index=False):
         time_s, su = float(row.time_s), float(row.su)
+        why = (row.unstable,) if unstable else ()
         if row.series == "cpu":
-            cpu.setdefault(row.size, []).append((int(row.n), time_s, su, row.name))
+            cpu.setdefault(row.size, []).append((int(row.n), time_s, su, row.name, *why))
         elif row.size not in gpu or time_s < gpu[row.size][0]:
-            gpu[row.size] = (time_s, su, row.name)
+            gpu[row.size] = (time_s, su, row.name, *why)
     return cpu, gpu

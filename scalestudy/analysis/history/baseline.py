@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from scalestudy.analysis.cost.cost import within_budget
 from scalestudy.analysis.stats.comparison import compare_series
 from scalestudy.analysis.stats.intervals import LEVEL, _boot_medians, _finite, ratio_ci
 from scalestudy.analysis.stats.predictions import usable_runs
@@ -434,7 +435,7 @@ def runs_for_comparison(plan: dict, now: dict, was: dict, study: Study, su_per_r
         have = plan["totals"].get(n, 0)
         extra = min(UNDECIDED_RUNS, adaptive.max_repeats - have) - added.get(n, 0)
         cost = extra * su_per_run.get(n, math.inf)
-        if extra <= 0 or plan["spent_su"] + round_su + cost > study.budget_su:
+        if extra <= 0 or not within_budget(plan["spent_su"] + round_su + cost, study.budget_su):
             continue
         added[n] = added.get(n, 0) + extra
         why.setdefault(n, reason)

@@ -288,12 +288,16 @@ def gpu_verdict_of(summary: pd.DataFrame, study: Study) -> dict | None:
                 su = Cost.of(study, name).su_of(part, study.time)
             for r, su_per_result in zip(part.itertuples(), su, strict=True):
                 if np.isfinite(r.time_s) and np.isfinite(su_per_result):
+                    # why its repeats disagree (scalestudy.analysis.stats.intervals), "" if not
+                    flagged = getattr(r, "unstable", False)
+                    unstable = r.unstable_reason if pd.notna(flagged) and flagged else ""
                     rows.append({"series": "gpu" if r.gpus else "cpu", "name": name,
                                  "size": size, "n": r.n, "time_s": r.time_s, "cores": r.cores,
-                                 "gpus": r.gpus, "su": su_per_result})  # fmt: skip
-        columns = ["series", "name", "size", "n", "time_s", "cores", "gpus", "su"]
+                                 "gpus": r.gpus, "su": su_per_result,
+                                 "unstable": unstable})  # fmt: skip
+        columns = ["series", "name", "size", "n", "time_s", "cores", "gpus", "su", "unstable"]
         cpu, gpu = verdict.from_frame(pd.DataFrame(rows, columns=columns))
-        return verdict.gpu_verdict(cpu, gpu)
+        return verdict.gpu_verdict(cpu, gpu, size_param=size_param)
     except ValueError as e:
         return {"verdict": f"no verdict: {e}", "sizes": []}
 
