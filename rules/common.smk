@@ -17,7 +17,7 @@ from scalestudy.study.errors import (
     startup_problems_text,
     stop,
 )
-from scalestudy.study.points import point_for
+from scalestudy.study.points import POINT_LABEL, point_for
 from scalestudy.study.workload_bridge import WorkloadError
 from scalestudy.study.run_spec import DATASETS, dataset_of, profile_targets, run_spec
 from scalestudy.study.slurm import slurm_resources
@@ -88,7 +88,7 @@ CODE = {
 
 wildcard_constraints:
     study="|".join(map(re.escape, STUDIES)),
-    point="|".join(map(re.escape, sorted(set(POINTS["point"])))) or "(?!)",
+    point=POINT_LABEL,
     repeat=r"[1-9][0-9]*",
     round=r"[1-9][0-9]*",
     dataset="|".join(DATASETS),
@@ -219,8 +219,17 @@ def get_study_archives(wildcards):
     return archive_inputs(wildcards.study, Path.cwd())
 
 
+# a dict per point: the jobs ask for their point's row thousands of times in a grid
+POINT_ROWS = POINTS.to_dict("index")
+
+
 def get_point(wildcards):
-    return POINTS.loc[(wildcards.study, wildcards.point)]
+    try:
+        return POINT_ROWS[(wildcards.study, wildcards.point)]
+    except KeyError:
+        raise WorkflowError(
+            f"studies.{wildcards.study} has no point {wildcards.point} in the config"
+        ) from None
 
 
 def get_threads(wildcards):
