@@ -5,11 +5,8 @@ rule plot_study:
         analysis="results/{study}/analysis.json",
         code=CODE["plots"],
     output:
-        figures=expand(
-            "results/{{study}}/figures/{figure}.{ext}",
-            figure=FIGURES,
-            ext=["svg", "png"],
-        ),
+        # SVG only: the format the report inlines
+        figures=expand("results/{{study}}/figures/{figure}.svg", figure=FIGURES),
     log:
         "logs/{study}/plot.log",
     localrule: True
