@@ -256,11 +256,16 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[dic
     if "energy_result_j" not in runs:
         return None
     points, series_answers = [], []
-    for name, rows in summary.groupby(summary["series"].fillna(""), sort=False):
+    # each point's runs selected once, and only the summary's columns read here: a
+    # selection from the whole table per point took most of a study's energy time
+    by_point = dict(list(runs.groupby("point", sort=False)))
+    no_runs = runs.iloc[:0]
+    columns = summary[["series", "point", "n", "time_s", "is_base"]]
+    for name, rows in columns.groupby(columns["series"].fillna(""), sort=False):
         found = {}
         for row in rows.itertuples():
             values, source, why = point_energy(
-                runs[runs["point"] == row.point], study.include_mismatched, study.include_shared
+                by_point.get(row.point, no_runs), study.include_mismatched, study.include_shared
             )
             median, lo, hi = intervals.median_ci(values)
             found[int(row.n)] = {
