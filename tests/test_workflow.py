@@ -168,7 +168,7 @@ def test_grid_of_5000_cells_dry_run_plans_every_cell(workflow):
 
 def test_the_local_profile_runs_a_timed_run_alone_and_other_jobs_side_by_side(workflow):
     # a timed run takes every timed_runs slot there is; figures, aggregations and the
-    # report one each, so two of them run at once between timed runs (152 s of figures
+    # report one each, so two of them run at once between timed runs (157 s of figures
     # for 50 studies one at a time: benchmarks/report_scale.py)
     workflow.write_config({"studies": {"s": tiny_mnist_study(repeats=1)}})
     proc = workflow.snakemake("-n", "--profile", "profiles/local")
