@@ -53,7 +53,7 @@ clean:
 # `make report` runs them again and re-aggregates the study.
 redo:
 	@test -n "$(STUDY)" || { echo "usage: make redo STUDY=name [POINT=t2 [REPEAT=1]]"; exit 2; }
-	$(VENV)/bin/python -m scalestudy.redo "$(STUDY)" $(POINT) $(REPEAT)
+	$(VENV)/bin/python -m scalestudy.redo "$(STUDY)" $(if $(POINT),--point "$(POINT)") $(if $(REPEAT),--repeat "$(REPEAT)")
 
 # Keep a study's records and analysis for later comparison (`baseline: last`):
 # `make archive STUDY=s` copies them to archive/s/<UTC time>-<fingerprint hash>/, never
@@ -61,16 +61,17 @@ redo:
 # steps marked where a change was called (docs/baselines.md).
 archive:
 	@test -n "$(STUDY)" || { echo "usage: make archive STUDY=name"; exit 2; }
-	$(VENV)/bin/python -m scalestudy.analysis.archive "$(STUDY)"
+	$(VENV)/bin/python -m scalestudy.analysis.history.archive "$(STUDY)"
 
 history:
 	@test -n "$(STUDY)" || { echo "usage: make history STUDY=name"; exit 2; }
-	$(VENV)/bin/python -m scalestudy.analysis.history "$(STUDY)"
+	$(VENV)/bin/python -m scalestudy.analysis.history.history "$(STUDY)"
 
 # The references (`expect:`) against what was measured, for CI: runs nothing, exits 1
-# naming each broken expectation. STUDY=s checks one study, else every aggregated one.
+# naming each broken expectation (a study with `expect:` and no analysis is one).
+# STUDY=s checks one study, else every study of the config that states expectations.
 check:
-	$(VENV)/bin/python -m scalestudy.analysis.references $(if $(STUDY),results/$(STUDY),$(dir $(wildcard results/*/analysis.json)))
+	$(VENV)/bin/python -m scalestudy.analysis.history.references $(STUDY)
 
 # `snakemake --profile slurm`, as users type it: Snakemake looks for a profile named
 # slurm in the current folder, then in the user's Snakemake config folder, where
@@ -86,7 +87,7 @@ slurm-profile:
 	echo "linked $$target -> $(CURDIR)/profiles/slurm: 'snakemake --profile slurm' now uses it"
 
 # The status-check interval for a study's run times, from its records:
-# `make slurm-polling STUDY=name` prints the profile lines (scalestudy/analysis/polling.py).
+# `make slurm-polling STUDY=name` prints the profile lines (scalestudy/analysis/cluster/polling.py).
 slurm-polling:
 	@test -n "$(STUDY)" || { echo "usage: make slurm-polling STUDY=name [STUDY2 ...]"; exit 2; }
-	$(VENV)/bin/python -m scalestudy.analysis.polling $(addprefix results/,$(STUDY))
+	$(VENV)/bin/python -m scalestudy.analysis.cluster.polling $(addprefix results/,$(STUDY))

@@ -10,11 +10,18 @@ stop_on_unreadable_config("config/config.yaml")
 configfile: "config/config.yaml"
 
 
+# snakemake --report: the workflow's description (report/*.rst: the captions)
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
+include: "rules/startup.smk"
+include: "rules/run_inputs.smk"
 include: "rules/data.smk"
 include: "rules/run.smk"
 include: "rules/adaptive.smk"
 include: "rules/profile.smk"
+include: "rules/cluster.smk"
 include: "rules/aggregate.smk"
 include: "rules/plot.smk"
 include: "rules/report.smk"

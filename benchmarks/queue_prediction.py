@@ -29,7 +29,7 @@ from datetime import datetime
 import numpy as np
 
 from benchmarks.common import REPO
-from scalestudy.analysis.queue import parse_test_only
+from scalestudy.analysis.cluster.queue import parse_test_only
 
 CLUSTER = REPO / "tests" / "slurm" / "cluster.sh"
 # (name, sbatch options, seconds of sleep): short jobs that fill the two nodes in turn

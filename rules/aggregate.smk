@@ -4,10 +4,22 @@ rule aggregate_study:
         rounds=get_study_rounds,
         baseline=get_study_baseline,
         archives=get_study_archives,
+        # what Slurm said of the study (rules/cluster.smk): data, never asked here
+        cluster=get_cluster_facts,
         code=CODE["analysis"],
     output:
-        summary="results/{study}/summary.csv",
-        runs="results/{study}/runs.csv",
+        summary=report(
+            "results/{study}/summary.csv",
+            caption="../report/summary.rst",
+            category="{study}",
+            subcategory="Tables",
+        ),
+        runs=report(
+            "results/{study}/runs.csv",
+            caption="../report/runs.rst",
+            category="{study}",
+            subcategory="Tables",
+        ),
         analysis="results/{study}/analysis.json",
         baseline="results/{study}/baseline.json",
     log:
@@ -15,10 +27,6 @@ rule aggregate_study:
     localrule: True
     params:
         study=get_study_config,
-        # each point's time to result asks Slurm for the waits of its request (one
-        # sbatch --test-only per distinct request, one sacct) when the jobs go to Slurm
-        queue=get_plan_queue,
-        history_days=CONFIG["queue_history_days"],
         history_min_jobs=CONFIG["queue_history_min_jobs"],
     script:
         "../scripts/aggregate.py"

@@ -6,7 +6,7 @@
 # page and as JSON.
 rule plan:
     output:
-        html=paths.PLAN_HTML,
+        html=report(paths.PLAN_HTML, caption="../report/plan.rst", category="Plan"),
         json=paths.PLAN_JSON,
     log:
         "logs/plan.log",

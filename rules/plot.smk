@@ -5,8 +5,17 @@ rule plot_study:
         analysis="results/{study}/analysis.json",
         code=CODE["plots"],
     output:
-        # SVG only: the format the report inlines
-        figures=expand("results/{{study}}/figures/{figure}.svg", figure=FIGURES),
+        # SVG only, the format our report inlines; in Snakemake's report too
+        figures=[
+            report(
+                f"results/{{study}}/figures/{figure}.svg",
+                caption="../report/figures.rst",
+                category="{study}",
+                subcategory="Figures",
+                labels={"study": "{study}", "figure": figure},
+            )
+            for figure in FIGURES
+        ],
     log:
         "logs/{study}/plot.log",
     localrule: True

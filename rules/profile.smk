@@ -7,6 +7,6 @@ use rule run_point as profile_point with:
     log:
         "logs/{study}/profile/{point}.log",
     params:
-        spec=get_profile_spec,
+        spec=get_run_spec,
         rerun_token="profile",
         python=PYTHON,

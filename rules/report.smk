@@ -3,11 +3,14 @@ rule report:
         **get_report_inputs(),
         code=CODE["report"],
     output:
-        html="results/report.html",
+        html=report(
+            "results/report.html", caption="../report/report.rst", category="Report"
+        ),
     log:
         "logs/report.log",
     localrule: True
     params:
         title=CONFIG["report"]["title"],
+        not_in_config=NOT_IN_CONFIG,
     script:
         "../scripts/report.py"

@@ -1,10 +1,3 @@
-# Before any job runs, and in a dry run (-n) too: locally, a point bigger than the
-# machine is refused; anywhere a study whose estimated cost is above its budget_su; on
-# Slurm, packing without the profile's settings for it, and a job longer than its
-# partition allows.
-sm.on_dag_built(check_before_any_job)
-
-
 # timed_runs bounds each submission, not the whole workflow: under Slurm the profile's
 # `resources: [timed_runs=1]` then stacks a packed point's repeats one after another in
 # its job (Snakemake sums their runtimes, and takes the largest of the rest), without

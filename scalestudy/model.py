@@ -23,6 +23,8 @@ from functools import cached_property
 from typing import Any
 
 SCHEMA_FILE = "config/schema/config.schema.yaml"  # relative to the workflow's folder
+# the config the commands that act on a study by name read (make check, make redo)
+CONFIG_FILE = "config/config.yaml"
 
 
 class StudyModelError(KeyError):
@@ -192,7 +194,7 @@ class Study:
     verdict: Verdict
     profile: Profile
     resources: Resources
-    cost: dict[str, Any]  # weights and partitions: priced by scalestudy.analysis.cost.Cost
+    cost: dict[str, Any]  # weights and partitions: priced by scalestudy.analysis.cost.cost.Cost
 
     @classmethod
     def from_config(cls, name: str, data: dict) -> Study:

@@ -4,6 +4,8 @@ and fails when an upgrade removes or renames one. Most take a Snakefile's `workf
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 def jobs_to_run(workflow, rules) -> list:
     """The jobs of the named rules that this invocation will run. The start-up checks
@@ -103,3 +105,23 @@ def register_group(workflow, group: str, parent: str) -> None:
     """Count a group's parts under `parent` for --group-components, as Snakemake counts
     a group given with wildcards under its pattern (workflow.parent_groupids)."""
     workflow.parent_groupids[group] = parent
+
+
+# Where a running Snakemake lists the files it holds: its persistence folder's locks,
+# <n>.input.lock and <n>.output.lock, one path a line as the rules name it
+# (snakemake/persistence/file.py, FilePersistence._write_locks), removed when it ends
+LOCKS = ".snakemake/locks"
+
+
+def held_files(workdir: Path) -> list[tuple[Path, Path]]:
+    """(lock file, file) of every file a Snakemake workflow in workdir holds (as its
+    input or output) while it runs, paths resolved; a workflow killed leaves its
+    locks behind until `snakemake --unlock`."""
+    found = []
+    for lock in sorted((workdir / LOCKS).glob("*.lock")):
+        try:
+            lines = lock.read_text().splitlines()
+        except OSError:  # removed as the workflow ended
+            continue
+        found += [(lock, (workdir / line.strip()).resolve()) for line in lines if line.strip()]
+    return found

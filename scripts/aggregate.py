@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 from scalestudy.analysis.pipeline import aggregate
-from scalestudy.analysis.queue import SITE_RESOURCES, QueueAsk
 from scalestudy.model import Study
 from scalestudy.records import RecordError
 
@@ -18,17 +17,10 @@ def main(smk) -> None:
         baseline = Path(smk.input.baseline[0]).parent if smk.input.baseline else None
         # each archive's folder once, oldest first (their names start with the time)
         archives = sorted({Path(path).parent for path in smk.input.archives})
-        # where the jobs queue, for each point's time to result; the profile's site
-        # settings (partition, account...) as every job gets them
-        queue = QueueAsk(
-            smk.params.queue,
-            {key: smk.resources.get(key) for key in SITE_RESOURCES},
-            smk.params.history_days,
-            smk.params.history_min_jobs,
-        )
         result = aggregate(
-            study, list(smk.input.records), list(smk.input.rounds), baseline, archives, queue
-        )
+            study, list(smk.input.records), list(smk.input.rounds), baseline, archives,
+            smk.input.cluster, smk.params.history_min_jobs,
+        )  # fmt: skip
     except RecordError as e:
         logging.error("%s", e)
         sys.exit(f"aggregate_study: refusing to aggregate: {e}")

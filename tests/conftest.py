@@ -20,7 +20,7 @@ BIN = Path(sys.executable).parent
 FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
 # workloads: the workflow's own folder of them, as a checkout has (workloads.folder_for)
 SCHEMA = REPO / "config" / "schema" / "config.schema.yaml"
-WORKFLOW_PARTS = ["Snakefile", "rules", "scripts", "config", "profiles", "workloads"]
+WORKFLOW_PARTS = ["Snakefile", "rules", "scripts", "config", "profiles", "workloads", "report"]
 
 
 # make test runs two pytest-xdist workers (-n 2 --dist loadgroup). The tests that time

@@ -198,7 +198,7 @@ def test_a_stopped_study_with_failed_runs_runs_nothing_on_a_rerun(workflow):
     assert run_ids(workflow) == first
 
     # retried on request: redo moves the failed records aside, and they run again
-    redo = subprocess.run([PY, "-m", "scalestudy.redo", "a", "t2"], cwd=workflow.root,
+    redo = subprocess.run([PY, "-m", "scalestudy.redo", "a", "--point", "t2"], cwd=workflow.root,
                           capture_output=True, text=True)  # fmt: skip
     assert redo.returncode == 0, redo.stderr
     assert planned_runs(workflow.snakemake("--profile", "profiles/local", "-n")) == {

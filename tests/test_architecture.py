@@ -5,6 +5,7 @@ The report (scalestudy.report) imports no analysis: it formats what aggregation
 computed (analysis.json). The shared modules at the top import neither layer."""
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +15,19 @@ from tests.conftest import REPO
 PACKAGE = REPO / "scalestudy"
 LAYERS = ("compute", "analysis", "report")
 # shared by the layers and the rules: the study model, records, the contract of
-# analysis.json between the analysis and the report, the Snakemake internals
-SHARED = {"model", "records", "paths", "redo", "contract", "snakemake_internals"}
+# analysis.json between the analysis and the report, the Snakemake internals, what is
+# asked of Slurm (and the one adapter to its executor plugin), the thresholds the
+# analysis judges by and the report words
+SHARED = {
+    "model",
+    "records",
+    "paths",
+    "redo",
+    "contract",
+    "snakemake_internals",
+    "slurm",
+    "thresholds",
+}
 # shared too: the config's studies and points, a module a topic (scalestudy/study/)
 SHARED_PACKAGES = ("study",)
 HEAVY = {"pandas", "scipy", "matplotlib", "seaborn", "jinja2", "numpy", "yaml"}
@@ -59,9 +71,33 @@ def reached(path: Path) -> set[str]:
     return seen
 
 
+# a section's files by their name (scalestudy/sections/<name>/): its producer is the
+# analysis's, its view the report's, its contract shared
+SECTION_LAYERS = {"produce": "analysis", "view": "report", "contract": None}
+
+
 def layer_of(module: str) -> str | None:
     parts = module.split(".")
+    if len(parts) == 4 and parts[1] == "sections":
+        return SECTION_LAYERS.get(parts[3])
     return parts[1] if len(parts) > 2 and parts[1] in LAYERS else None
+
+
+def test_each_sections_files_keep_their_layer():
+    """A section's producer imports no report, its view no analysis, its contract
+    neither; a section folder holds those and its partial, nothing else."""
+    from scalestudy.sections import SECTIONS
+
+    folders = sorted(p for p in (PACKAGE / "sections").iterdir() if p.is_dir()
+                     and p.name != "__pycache__")  # fmt: skip
+    assert [p.name for p in folders] == sorted(SECTIONS)
+    for folder in folders:
+        names = {p.name for p in folder.iterdir() if p.name != "__pycache__"}
+        assert names == {"__init__.py", "contract.py", "produce.py", "view.py", "partial.html.j2"}
+        for path in sorted(folder.glob("*.py")):
+            own = SECTION_LAYERS.get(path.stem)
+            layers = {layer_of(m) for m in reached(path)} - {None, "compute"}
+            assert layers <= {own}, f"{path.relative_to(REPO)} reaches {layers}"
 
 
 def test_every_module_is_in_a_layer_or_shared():
@@ -133,9 +169,91 @@ def test_the_checks_can_fail():
     assert {layer_of(n) for n in names} == {"analysis", "report"}
 
 
+# what starts a process: a module, or a call of os
+PROCESS_MODULES = {"subprocess", "multiprocessing", "concurrent.futures", "pty"}
+PROCESS_CALLS = ("os.system", "os.popen", "os.spawn", "os.exec", "os.fork", "os.posix_spawn")
+
+
+def process_starts(source: str) -> list[str]:
+    """Where code may start a process: an import of a module that does, a call of os's."""
+    tree = ast.parse(source)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            found += [n for n in names if n and (n in PROCESS_MODULES or n.split(".")[0]
+                                                 in PROCESS_MODULES)]  # fmt: skip
+        elif isinstance(node, ast.Call) and ast.unparse(node.func).startswith(PROCESS_CALLS):
+            found.append(ast.unparse(node.func))
+    return found
+
+
+def test_the_analysis_starts_no_process():
+    """Aggregation is a function of its files: what Slurm says comes in as data
+    (rules/cluster.smk, scalestudy/slurm.py asks), never asked from the analysis."""
+    for path in sorted((PACKAGE / "analysis").rglob("*.py")):
+        found = process_starts(path.read_text())
+        assert not found, f"{path.relative_to(REPO)} may start a process: {found}"
+    assert process_starts("import subprocess") == ["subprocess"]
+    assert process_starts("from concurrent.futures import ProcessPoolExecutor")
+    assert process_starts("os.system('sacct')") == ["os.system"]
+    assert not process_starts("import os\nos.path.join('a')")
+
+
+# aggregates the study of tests/test_result_time.py: its records, its cluster facts
+AGGREGATE = """
+import json, sys
+from pathlib import Path
+from scalestudy.analysis.pipeline import aggregate
+from tests.test_result_time import study
+root = Path(sys.argv[1])
+records = sorted(str(p) for p in (root / "results").rglob("rep*.json"))
+found = aggregate(study(deadline_s=20), records, cluster=root / "cluster.json", min_jobs=3)
+found.write({k: Path(sys.argv[2]) / f"{k}.out" for k in ("runs", "summary", "analysis")})
+"""
+
+
+def test_aggregation_twice_on_the_same_inputs_gives_identical_bytes(tmp_path, monkeypatch):
+    """The same records and cluster facts give the same runs.csv, summary.csv and
+    analysis.json, byte for byte: in two processes of different hash seeds (no set's or
+    dict's order leaks), and in this one, where starting any process is an error."""
+
+    from tests.test_result_time import NOW, facts, runs_of, slurm, study
+
+    runs = runs_of(tmp_path, {"t1": [10.0, 11.0, 30.0], "t2": [6.0, 6.5, 7.0]})
+    history = "1|1|cpu=1,node=1|debug|00:01:00|2026-04-01T10:00:00|2026-04-01T10:01:00\n" * 3
+    cluster = facts(study(), runs, {"slurm_partition": "debug"}, 30, slurm({"1": 0, "2": 300},
+                    history))  # fmt: skip
+    assert cluster["asked_at"] == NOW.isoformat() and len(cluster["test_only"]) == 2
+    (tmp_path / "cluster.json").write_text(json.dumps(cluster))
+    outputs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"out{seed}"
+        out.mkdir()
+        subprocess.run([sys.executable, "-c", AGGREGATE, str(tmp_path), str(out)], cwd=REPO,
+                       check=True, env={"PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO),
+                                        "PATH": "/usr/bin:/bin"})  # fmt: skip
+        outputs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+
+    def no_process(*args, **kwargs):
+        raise AssertionError(f"aggregation started a process: {args[:2]}")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", no_process)
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.setattr(sys, "argv", ["aggregate", str(tmp_path), str(here)])
+    exec(compile(AGGREGATE, "aggregate", "exec"), {})
+    outputs.append({p.name: p.read_bytes() for p in sorted(here.iterdir())})
+    assert set(outputs[0]) == {"runs.out", "summary.out", "analysis.out"}
+    assert outputs[0] == outputs[1] == outputs[2]
+    # the facts were read: the waits Slurm gave are in the analysis
+    assert b'"basis": "typical"' in outputs[0]["analysis.out"]
+
+
 # The report's code, and the workflow's scripts that read analysis.json for it.
 REPORT_CODE = [*sorted((PACKAGE / "report").glob("*.py")), REPO / "scripts" / "report.py",
-               REPO / "scripts" / "plot.py"]  # fmt: skip
+               REPO / "scripts" / "plot.py",
+               *sorted((PACKAGE / "sections").glob("*/view.py"))]  # fmt: skip
 # string-keyed reads on attributes that are not analysis data (matplotlib, Jinja)
 NOT_ANALYSIS = {"plt.rcParams", "env.filters"}
 
@@ -167,25 +285,46 @@ def keyed_reads(source: str) -> list[str]:
 
 def test_the_report_reads_analysis_json_only_through_the_contract():
     """analysis.json reaches the report as scalestudy.contract's frozen dataclasses
-    (Analysis.from_json), read by attribute: no key outside the contract is read."""
+    (Analysis.load), read by attribute: no key outside the contract is read."""
     for path in REPORT_CODE:
         reads = keyed_reads(path.read_text())
         assert not reads, f"{path.relative_to(REPO)} reads by key: {reads}"
-    assert "Analysis.from_json" in (REPO / "scripts" / "report.py").read_text()
-    assert "Analysis.from_json" in (REPO / "scripts" / "plot.py").read_text()
+    assert "Analysis.load" in (REPO / "scripts" / "report.py").read_text()
+    assert "Analysis.load" in (REPO / "scripts" / "plot.py").read_text()
+
+
+def field_names() -> set[str]:
+    """Every field name of every part of the contract, its sections' included."""
+    from scalestudy.contract import Analysis, _dataclasses_in, _hints, _section
+    from scalestudy.sections import SECTIONS
+
+    names, seen = set(), set()
+    todo = [Analysis, *(c for n in SECTIONS for c in _dataclasses_in(_section(n)))]
+    while todo:
+        cls = todo.pop()
+        if cls not in seen:
+            seen.add(cls)
+            names |= set(_hints(cls))
+            todo += [c for hint in _hints(cls).values() for c in _dataclasses_in(hint)]
+    return names
 
 
 def template_names() -> set[str]:
     """What the template may read: the contract's fields, the keys the views put in
     their dicts, the columns they format and the names render() passes."""
-    from scalestudy.contract import field_names
     from scalestudy.report.views import COLUMNS
 
     keys = set()
-    for node in ast.walk(ast.parse((PACKAGE / "report" / "views.py").read_text())):
-        if isinstance(node, ast.Dict):
-            keys |= {k.value for k in node.keys if isinstance(k, ast.Constant)}
-    return field_names() | keys | set(COLUMNS) | {"title", "studies", "generated", "items"}
+    for path in [PACKAGE / "report" / "views.py", *(PACKAGE / "sections").glob("*/view.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Dict):
+                keys |= {k.value for k in node.keys if isinstance(k, ast.Constant)}
+    return (
+        field_names()
+        | keys
+        | set(COLUMNS)
+        | {"title", "studies", "generated", "items", "not_in_config"}
+    )
 
 
 # filters that compute or round a number: the views format, the analysis decides
@@ -227,9 +366,11 @@ def template_decisions(source: str, names: set[str]) -> list[str]:
 def test_the_template_reads_the_contract_and_the_views_and_decides_nothing():
     """The report's template (the plan's, plan.html.j2, formats plan.json: not this
     contract)."""
-    template = PACKAGE / "report" / "templates" / "report.html.j2"
-    found = template_decisions(template.read_text(), template_names())
-    assert not found, f"{template.relative_to(REPO)}: {found}"
+    templates = [PACKAGE / "report" / "templates" / "report.html.j2",
+                 *sorted((PACKAGE / "sections").glob("*/partial.html.j2"))]  # fmt: skip
+    for template in templates:
+        found = template_decisions(template.read_text(), template_names())
+        assert not found, f"{template.relative_to(REPO)}: {found}"
 
 
 def test_the_contract_checks_can_fail():
@@ -271,3 +412,18 @@ def test_parsing_the_workflow_loads_no_scipy_stats():
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert imports and proc.stdout.strip() == "False", imports
+
+
+# analysis.json between the analysis and the report, the Snakemake internals, what is
+# asked of Slurm (and the one adapter to its executor plugin), the thresholds the
+# analysis judges by and the report words
+SHARED = {
+    "model",
+    "records",
+    "paths",
+    "redo",
+    "contract",
+    "snakemake_internals",
+    "slurm",
+    "thresholds",
+}

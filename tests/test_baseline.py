@@ -1,4 +1,4 @@
-"""Baselines (`baseline:`, scalestudy/analysis/baseline.py): a study against an earlier
+"""Baselines (`baseline:`, scalestudy/analysis/history/baseline.py): a study against an earlier
 run of it, built from synthetic records through the real pipeline."""
 
 from __future__ import annotations
@@ -229,8 +229,8 @@ def test_the_answer_then_and_now_is_said_and_a_faster_point_called(tmp_path):
 
 
 def test_an_adaptive_study_measures_more_where_the_comparison_is_undecided(tmp_path):
-    from scalestudy.analysis.pipeline import read_runs
-    from scalestudy.analysis.plan import round_plan
+    from scalestudy.analysis.cost.plan import round_plan
+    from scalestudy.analysis.tables import read_runs
 
     adaptive = STUDY | {"adaptive": {"settle_baseline": True}, "budget_su": 100, "baseline": "kept"}
     study = study_model(adaptive)
@@ -251,3 +251,65 @@ def test_an_adaptive_study_measures_more_where_the_comparison_is_undecided(tmp_p
     assert round_plan(at_most, 2, runs, kept)["stop"]["reason"] == "decided"
     poor = study_model(adaptive | {"budget_su": 0.024})  # 0.022 spent; 2 runs cost 0.006
     assert round_plan(poor, 2, runs, kept)["stop"]["reason"] == "decided"
+
+
+def cut_runs_csv(folder, fields: int) -> int:
+    """Cut the baseline's runs.csv inside its last row, after `fields` fields (as a copy
+    stopped half-way leaves it); the row's line number."""
+    path = folder / "runs.csv"
+    lines = path.read_text().splitlines()
+    lines[-1] = ",".join(lines[-1].split(",")[:fields])
+    path.write_text("\n".join(lines))
+    return len(lines)
+
+
+def test_a_baseline_cut_short_is_refused_before_any_job_naming_file_and_line(tmp_path):
+    # the fault probe: a runs.csv cut mid-row was used silently (a row of 43 of its 79
+    # fields counted as a run), a cut analysis.json refused only at aggregation
+    from scalestudy.records import RecordError
+    from scalestudy.study.baseline import baseline_problems
+
+    study = study_model(STUDY | {"baseline": "kept"})
+    folder = baseline_folder(tmp_path, study, seed=1)
+    header = (folder / "runs.csv").read_text().splitlines()[0].count(",") + 1
+    line = cut_runs_csv(folder, 43)
+    (problem,) = baseline_problems(study, tmp_path)
+    assert problem.startswith(f"studies.s.baseline: {folder / 'runs.csv'}: line {line}: ")
+    assert f"43 fields, the header has {header}: the file is cut short" in problem
+    # aggregation reads it with the same loader: never a short row taken as a run
+    with pytest.raises(RecordError, match=f"runs.csv: line {line}: 43 fields"):
+        aggregate(study, measure(tmp_path / "now", seed=2), baseline=folder)
+    # cut inside its last value: as many fields, another number; the newline is missing
+    folder = baseline_folder(tmp_path, study, seed=1)
+    text = (folder / "runs.csv").read_text()
+    (folder / "runs.csv").write_text(text[:-2])
+    (problem,) = baseline_problems(study, tmp_path)
+    assert f"runs.csv: line {line}: ends without its newline" in problem
+
+    folder = baseline_folder(tmp_path, study, seed=1)  # whole again
+    text = (folder / "analysis.json").read_text()
+    (folder / "analysis.json").write_text(text[: len(text) // 2])
+    (problem,) = baseline_problems(study, tmp_path)
+    assert re.match(
+        r"studies.s.baseline: \S+analysis.json: line \d+, column \d+: not JSON", problem
+    )
+
+
+def test_a_broken_archive_is_refused_before_any_job(tmp_path):
+    # aggregation reads every archive (the report's history): one cut short would stop
+    # it after the runs
+    from scalestudy.study.baseline import archive_problems
+
+    study = study_model(STUDY)
+    kept = baseline_folder(tmp_path, study, seed=1)
+    archived = tmp_path / "archive" / "s" / "20260101T000000Z-unknown"
+    archived.parent.mkdir(parents=True)
+    kept.rename(archived)
+    assert archive_problems(study, tmp_path) == []
+    line = cut_runs_csv(archived, 5)
+    (problem,) = archive_problems(study, tmp_path)
+    assert problem.startswith("studies.s: an archive of it, read for its history, is broken: ")
+    assert f"{archived / 'runs.csv'}: line {line}: 5 fields" in problem
+    # the newest archive as the baseline: said once, as the baseline
+    last = study_model(STUDY | {"baseline": "last"})
+    assert archive_problems(last, tmp_path) == []

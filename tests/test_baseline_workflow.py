@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from scalestudy.analysis.archive import archive
+from scalestudy.analysis.history.archive import archive
 from tests.conftest import REPO
 
 
@@ -56,3 +56,21 @@ def test_a_rerun_30_percent_slower_at_one_point_against_its_last_archive(workflo
     assert make.returncode != 0
     assert "m: broken: speedup at N = 2 expected at least 1.5" in make.stdout
     assert "efficiency" not in make.stdout.split("broken")[-1]  # the other one is kept
+
+
+def test_a_baseline_cut_mid_row_stops_the_dry_run_before_any_job(workflow):
+    root = workflow.root
+    times_csv(root / "now.csv", seed=2)
+    kept = root / "kept"
+    kept.mkdir()
+    (kept / "analysis.json").write_text("{}")
+    header = ",".join(f"c{i}" for i in range(79))
+    row = ",".join(["1"] * 43)  # a copy stopped in the middle of its second run
+    (kept / "runs.csv").write_text(f"{header}\n{','.join(['1'] * 79)}\n{row}")
+    study = {"measured": "now.csv", "scaling": {"axis": "threads"}, "baseline": "kept"}
+    workflow.write_config({"studies": {"m": study}})
+    dry = workflow.snakemake("-n", check=False)
+    assert dry.returncode != 0
+    assert "no job was run" in dry.output
+    where = f"studies.m.baseline: {kept / 'runs.csv'}: line 3: 43 fields, the header has 79"
+    assert where in dry.output

@@ -132,6 +132,24 @@ def test_bad_names_are_described_in_words_not_as_a_regex():
     assert not any("[A-Za-z" in p for p in found)
 
 
+def test_names_snakemake_cannot_use_are_refused_and_limits_said_with_their_value():
+    # the fault probe: 64 of one letter passed, then Snakemake stopped with
+    # PeriodicWildcardError; 200 letters were "too long" without the limit
+    (message,) = problems({"studies": {"a" * 64: tiny_mnist_study()}})
+    assert message == (
+        f"config key studies.{'a' * 64}: Snakemake cannot use this name: it ends in 'a' "
+        "repeated 64 times, and Snakemake stops any job whose name ends in one part "
+        "repeated 20 times or more (PeriodicWildcardError); choose another name"
+    )
+    (message,) = problems({"studies": {"run" + "ab" * 20: tiny_mnist_study()}})
+    assert "it ends in 'ab' repeated 20 times" in message
+    assert problems({"studies": {"x" * 200: tiny_mnist_study()}}) == [
+        f"config key studies.{'x' * 200}: study names: 200 characters, at most 64 allowed"
+    ]
+    (message,) = problems({"studies": {"s": tiny_mnist_study(series={"b" * 33: {}})}})
+    assert message.endswith(": series names: 33 characters, at most 32 allowed")
+
+
 def test_workload_and_measured_together_are_refused_in_words():
     (message,) = problems({"studies": {"s": tiny_mnist_study(measured="x.csv")}})
     assert message == "config key studies.s: give `workload` or `measured`, not both"

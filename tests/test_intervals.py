@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import bootstrap, quantile_test
 
-from scalestudy.analysis.intervals import (
+from scalestudy.analysis.stats.intervals import (
     efficiency_ci,
     instability,
     karp_flatt,

@@ -1,6 +1,8 @@
-"""When a plan's jobs would start (scalestudy.analysis.queue): sbatch --test-only's line
+"""When a plan's jobs would start (scalestudy.analysis.cluster.queue): sbatch --test-only's line
 read on Slurm before and since 25.05, one call per shape of job, and what the plan says
-when Slurm refuses a shape, cannot be asked, or prints a line that does not read."""
+when Slurm refuses a shape, cannot be asked, or prints a line that does not read. Slurm's
+answers are asked as the plan's rule asks them (scalestudy.slurm.gather, a stand-in for
+subprocess.run answering), then read as data."""
 
 import json
 import subprocess
@@ -8,17 +10,17 @@ from datetime import datetime
 
 import pytest
 
-from scalestudy.analysis.plan import study_plan
-from scalestudy.analysis.queue import (
+from scalestudy.analysis.cluster.queue import (
     LOCAL,
     TEST_ONLY,
     UNREADABLE,
     parse_test_only,
     predict,
-    probe_command,
     read_prediction,
 )
+from scalestudy.analysis.cost.plan import study_plan
 from scalestudy.report.rendering import environment
+from scalestudy.slurm import gather, local_facts, probe_command, probe_commands
 from tests.conftest import study_model
 
 NOW = datetime(2024, 5, 1, 9, 0, 0)
@@ -98,6 +100,13 @@ def test_the_command_is_the_slurm_plugins_own_with_test_only():
     assert "--gpus=2" in probe_command(row["slurm_resources"], {})
 
 
+def asked(made: list[dict], site: dict, run, history_days: int | None = None) -> dict:
+    """The plan's queue section, Slurm asked as scripts/plan.py asks it."""
+    shapes = [row["slurm_resources"] for plan in made for row in plan["rows"]]
+    commands = lambda _: probe_commands(shapes, site)  # noqa: E731
+    return predict(made, gather(site, history_days, [], commands, run=run, now=NOW))
+
+
 class Sbatch:
     """A stand-in for subprocess.run: sbatch --test-only's answer per --nodes."""
 
@@ -131,7 +140,7 @@ def test_one_call_per_shape_and_a_refused_shape_says_why_in_its_row():
         "--nodes=3": (1, "sbatch: error: Batch job submission failed: Node count "
                          "specification invalid"),
     })  # fmt: skip
-    found = predict(made, "slurm", {"slurm_partition": "debug"}, run=sbatch, now=NOW)
+    found = asked(made, {"slurm_partition": "debug"}, sbatch)
     # a's n1 and b's n1 are the same job (same resources): asked once; so 3 calls
     assert found["calls"] == len(sbatch.commands) == 3 and found["note"] is None
     assert "not a bound either way" in found["bound"]
@@ -161,14 +170,14 @@ def test_slurm_out_of_reach_is_one_note_and_locally_every_wait_is_0():
     ]:  # fmt: skip
         sbatch = cause if isinstance(cause, Sbatch) else Sbatch(cause)
         made = plans()
-        found = predict(made, "slurm", {}, run=sbatch, now=NOW)
+        found = asked(made, {}, sbatch)
         assert len(sbatch.commands) == 1  # not once per shape
         assert words in found["note"] and found["bound"] is None
         jobs = [j for s in found["studies"] for j in s["jobs"]]
         assert all(j["predicted_wait_s"] is None and j["queue_note"] is None for j in jobs)
         assert words in render(made, found)
     made = plans()
-    local = predict(made, "local", run=Sbatch(AssertionError("no Slurm locally")))
+    local = predict(made, local_facts())
     assert local["calls"] == 0 and local["note"] is None
     jobs = [j for s in local["studies"] for j in s["jobs"]]
     # locally a packed study's repeats are jobs of their own
@@ -200,7 +209,7 @@ garbage
 
 
 def test_past_waits_by_shape_from_sacct():
-    from scalestudy.analysis.queue import job_shape, parse_history, past_waits
+    from scalestudy.analysis.cluster.queue import job_shape, parse_history, past_waits
 
     jobs = parse_history(HISTORY)
     assert len(jobs) == 5  # the pending job and the garbage are left out
@@ -234,7 +243,7 @@ def test_past_waits_stand_beside_the_bound_and_without_accounting_a_note():
     answers = {f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)}
     made = plans()
     sbatch = SacctToo(answers, (0, HISTORY, ""))
-    found = predict(made, "slurm", {}, run=sbatch, now=NOW, history_days=30)
+    found = asked(made, {}, sbatch, history_days=30)
     sacct = [c for c in sbatch.commands if c[0] == "sacct"]
     assert len(sacct) == 1 and "now-30days" in sacct[0]  # one call for the whole plan
     assert found["history_note"] is None and found["history_days"] == 30
@@ -242,7 +251,7 @@ def test_past_waits_stand_beside_the_bound_and_without_accounting_a_note():
     assert "past waits (s)" in html and "none of this shape" in html
     made = plans()
     off = SacctToo(answers, (1, "", "sacct: error: Slurm accounting storage is disabled"))
-    found = predict(made, "slurm", {}, run=off, now=NOW, history_days=30)
+    found = asked(made, {}, off, history_days=30)
     assert found["history_note"] == (
         "no past waits: sacct was not available (sacct: error: Slurm accounting storage is "
         "disabled)"
@@ -257,8 +266,41 @@ def test_a_job_the_slurm_plugin_would_not_submit_says_so_in_its_row():
     made = plans()
     made[0]["rows"][0]["slurm_resources"] |= {"mpi": "srun", "tasks": 1}  # refused by it
     sbatch = Sbatch({f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)})
-    found = predict(made, "slurm", {}, run=sbatch, now=NOW)
+    found = asked(made, {}, sbatch)
     first = found["studies"][0]["jobs"][0]
     assert first["queue_note"].startswith("the Slurm plugin would not submit this job: ")
     assert "'tasks' must be greater than 1" in first["queue_note"]
     assert found["studies"][0]["jobs"][2]["start_basis"] == TEST_ONLY
+
+
+def test_a_hung_slurm_command_costs_its_timeout_and_the_facts_say_what_is_unknown():
+    """Each command Slurm is asked has a timeout (scalestudy.slurm.ask): a hung sacct
+    costs that, and the facts say it could not answer, which the analysis words."""
+    import sys
+    import time
+
+    from scalestudy.analysis.cluster.queue import past_jobs
+    from scalestudy.analysis.decisions.request import read_accounting
+    from scalestudy.slurm import ask
+
+    start = time.perf_counter()
+    hung = ask([sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.5)
+    assert time.perf_counter() - start < 30  # not the minute it would hang
+    assert hung["returncode"] is None and hung["error"].endswith("did not answer within 0.5 s")
+    hung["command"][0] = "sacct"
+    hung["error"] = hung["error"].replace(sys.executable, "sacct")
+    jobs, note = read_accounting(hung)
+    assert jobs == {} and note == (
+        "sacct did not answer within 0.5 s: CPU and memory use are the runs' own figures"
+    )
+    assert past_jobs({"history": hung}) == ([], "no past waits: sacct did not answer within 0.5 s")
+    # a shape asked of a hung sbatch: one note, and no later command is asked
+    made = plans()
+    commands = []
+
+    def slow(command, **kwargs):  # as subprocess.run says it of a hung command
+        commands.append(command)
+        raise subprocess.TimeoutExpired(command, kwargs["timeout"])
+
+    found = asked(made, {}, slow)
+    assert len(commands) == 1 and "did not answer within 60 s" in found["note"]

@@ -3,16 +3,19 @@ synthetic records through the real pipeline."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
 
 import pytest
+import yaml
 
-from scalestudy.analysis.archive import archive
-from scalestudy.analysis.history import history, table_text
+from scalestudy.analysis.history.archive import archive
+from scalestudy.analysis.history.history import history, table_text
+from scalestudy.analysis.history.references import check
 from scalestudy.analysis.pipeline import aggregate
-from scalestudy.analysis.references import check
 from scalestudy.report.rendering import render
 from scalestudy.report.views import study_view
 from tests.conftest import REPO, checked_study, study_model
@@ -29,34 +32,73 @@ def aggregated(root, expect, **how):
     return folder
 
 
+def configured(root, **studies):
+    """root/config/config.yaml naming these studies (the names `make check` takes)."""
+    (root / "config").mkdir(parents=True, exist_ok=True)
+    (root / "config" / "config.yaml").write_text(yaml.safe_dump({"studies": studies}))
+
+
+def make_check(root, *args):
+    (root / "Makefile").symlink_to(REPO / "Makefile")
+    return subprocess.run(
+        ["make", "-s", "check", f"VENV={sys.prefix}", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+
+
 def test_make_check_fails_on_a_broken_expectation_and_passes_otherwise(tmp_path):
     # the program's speedup at N = 4 is 10 / 4 = 2.5, its efficiency 0.62
-    kept = aggregated(
-        tmp_path / "a", {"speedup": {"4": [2.2, None]}, "efficiency": {"2": [0.7, 1]}}
-    )
+    expect = {"speedup": {"4": [2.2, None]}, "efficiency": {"2": [0.7, 1]}}
+    kept = aggregated(tmp_path / "a", expect)
     broken = aggregated(tmp_path / "b", {"speedup": {"4": [3.5, None], "8": [5, None]}})
     assert check([kept]) == 0
     assert check([broken]) == 1
+    configured(tmp_path / "b", s=STUDY | {"expect": {"speedup": {"4": [3.5, None]}}})
     out = subprocess.run(
-        [sys.executable, "-m", "scalestudy.analysis.references", str(kept), str(broken)],
+        [sys.executable, "-m", "scalestudy.analysis.history.references"],
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=tmp_path / "b",
     )
     assert out.returncode == 1
     assert "s: broken: speedup at N = 4 expected at least 3.5: measured 2.5" in out.stdout
     assert "s: broken: speedup at N = 8 expected at least 5: not measured" in out.stdout
-    assert "s: 2 expectation(s) kept" in out.stdout
+    configured(tmp_path / "a", s=STUDY | {"expect": expect})
+    assert "s: 2 expectation(s) kept" in make_check(tmp_path / "a").stdout
 
 
-def test_the_make_target_names_the_broken_expectation(tmp_path):
-    aggregated(tmp_path, {"speedup": {"4": [3.5, None]}})
-    (tmp_path / "Makefile").symlink_to(REPO / "Makefile")
-    out = subprocess.run(
-        ["make", "-s", "check", f"VENV={sys.prefix}"], cwd=tmp_path, capture_output=True, text=True
+def test_make_check_checks_every_configured_study_and_names_the_others(tmp_path):
+    # the fault probe: a configured study with `expect:` and no analysis was skipped
+    # (exit 0), and a folder of a study no longer in the config was checked
+    expect = {"speedup": {"4": [2.2, None]}}
+    aggregated(tmp_path, expect)
+    old = tmp_path / "results" / "old"
+    shutil.copytree(tmp_path / "results" / "s", old)
+    configured(tmp_path, s=STUDY | {"expect": expect}, t=STUDY | {"expect": expect}, u=STUDY)
+    out = make_check(tmp_path)
+    assert out.returncode != 0, out.stdout
+    lines = out.stdout.splitlines()
+    assert "old: not a study of config/config.yaml: not checked" in lines
+    assert "s: 1 expectation(s) kept" in lines
+    assert any(line.startswith("t: broken: no analysis to check (") for line in lines)
+    assert not any(line.startswith("u:") for line in lines)  # states none, has none
+    one = subprocess.run(
+        [sys.executable, "-m", "scalestudy.analysis.history.references", "s"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
-    assert out.returncode != 0
-    assert "s: broken: speedup at N = 4 expected at least 3.5" in out.stdout
+    assert one.returncode == 0 and "s: 1 expectation(s) kept" in one.stdout
+    path = subprocess.run(
+        [sys.executable, "-m", "scalestudy.analysis.history.references", "results/old"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert path.returncode != 0
+    assert "check: no study named 'results/old' in config/config.yaml" in path.stderr
 
 
 @pytest.mark.parametrize(
@@ -97,7 +139,7 @@ def test_archives_never_overwrite_and_history_marks_the_step(tmp_path):
         measure(tmp_path / "4", slower={2: 1.3}, seed=4),
         archives=sorted((tmp_path / "archive" / "s").iterdir()),
     )
-    entries = now.analysis_as_read().history
+    entries = now.analysis_as_read().section("history")
     assert [e.name[:8] for e in entries] == ["20260101", "20260102", "20260103", "now"]
     assert [p.change for p in entries[2].points] == ["none", "slower", "none"]
     assert [p.change for p in entries[3].points] == ["none", "none", "none"]
@@ -108,3 +150,47 @@ def test_archives_never_overwrite_and_history_marks_the_step(tmp_path):
 
     last = study_model(STUDY | {"baseline": "last"})
     assert baseline_dir(last, tmp_path).name.startswith("20260103")
+
+
+def test_archives_made_at_once_are_refused_cleanly_and_readable_as_the_umask_allows(
+    tmp_path, monkeypatch
+):
+    # the fault probe: three `make archive` at once gave one clean refusal and one
+    # `OSError: Directory not empty` traceback; archives were mode 0700
+    study = study_model(STUDY)
+    results = tmp_path / "results" / "s"
+    aggregate(study, measure(tmp_path, seed=1)).write({k: results / v for k, v in OUT.items()})
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    copytree, others = shutil.copytree, []
+
+    def another_archive_ends_first(*args, **kwargs):
+        if not others:
+            others.append("started")
+            others.append(archive("s", tmp_path, now=when))
+        return copytree(*args, **kwargs)
+
+    monkeypatch.setattr(shutil, "copytree", another_archive_ends_first)
+    umask = os.umask(0o022)
+    try:
+        with pytest.raises(SystemExit, match="exists already.*made by another archive"):
+            archive("s", tmp_path, now=when)
+    finally:
+        os.umask(umask)
+    made = others[1]
+    assert list((tmp_path / "archive" / "s").iterdir()) == [made]  # no copy left beside it
+    assert made.stat().st_mode & 0o777 == 0o755
+    assert (made / "runs").stat().st_mode & 0o777 == 0o755
+
+
+def test_a_study_whose_runs_csv_is_cut_short_is_not_archived(tmp_path):
+    # an archive is a later baseline: refused here rather than before a later run
+    from tests.test_baseline import cut_runs_csv
+
+    results = tmp_path / "results" / "s"
+    aggregate(study_model(STUDY), measure(tmp_path, seed=1)).write(
+        {k: results / v for k, v in OUT.items()}
+    )
+    line = cut_runs_csv(results, 43)
+    with pytest.raises(SystemExit, match=f"archive: .*runs.csv: line {line}: 43 fields"):
+        archive("s", tmp_path)
+    assert not (tmp_path / "archive").exists()

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -424,29 +425,88 @@ def wait_for(marker: str, count: int = 1, timeout: float = 60) -> None:
         time.sleep(0.1)
 
 
+@pytest.fixture
+def temp_folder(tmp_path, monkeypatch) -> Path:
+    """The temporary folder of this test's runs (TMPDIR), to see what they leave there."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    return folder
+
+
+@pytest.mark.parametrize("detached", [False, True], ids=["background", "setsid"])
 @pytest.mark.parametrize("victim", ["launcher", "worker"])
-def test_no_process_of_a_run_survives_a_kill(tmp_path, victim):
+def test_no_process_of_a_run_survives_a_kill(tmp_path, temp_folder, victim, detached):
     marker = marker_sleep()
-    # the program leaves a background child of its own, which no death signal reaches
-    command = ["sh", "-c", f"sleep {marker} & sleep {marker}"]
+    # the program leaves a background child of its own, which no death signal reaches,
+    # and with `setsid` no signal to the run's groups either; its {run_dir} has a file
+    setsid = "setsid " if detached else ""
+    command = ["sh", "-c", f"touch {{run_dir}}/f; {setsid}sleep {marker} & sleep {marker}"]
     spec = command_spec(tmp_path, command)
     launcher = launcher_cli(spec, tmp_path / "rep1.json", tmp_path / "rep1.log")
-    wait_for(marker, count=2)
-    if victim == "launcher":
-        launcher.kill()
-    else:
-        worker = next(
-            c
-            for c in psutil.Process(launcher.pid).children()
-            if "scalestudy.compute.worker" in " ".join(c.cmdline())
-        )
-        worker.kill()
-    deadline = time.monotonic() + 10
-    while alive(marker) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    try:
+        wait_for(marker, count=2)
+        assert list(temp_folder.glob("scalestudy-run-*/**/f"))
+        if victim == "launcher":
+            launcher.kill()
+        else:
+            worker = next(
+                c
+                for c in psutil.Process(launcher.pid).children()
+                if "scalestudy.compute.worker" in " ".join(c.cmdline())
+            )
+            worker.kill()
+        deadline = time.monotonic() + 10
+        while (alive(marker) or list(temp_folder.iterdir())) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert alive(marker) == []
+        assert list(temp_folder.iterdir()) == []
+    finally:
+        launcher.kill()  # not left holding the machine's timed-run lock
+        launcher.wait(30)
+
+
+@pytest.mark.parametrize("output", ["kept", "elsewhere"])
+def test_a_detached_child_of_the_program_ends_with_its_run(tmp_path, temp_folder, output):
+    # `setsid sleep &`: in a session of its own, which no signal to the run's groups
+    # reaches. It held the run's output open to the time limit ("failed: time limit"
+    # although `sh` exited at once), or, its output sent elsewhere, ran on after an "ok"
+    # run, adopted by init
+    marker = marker_sleep()
+    redirect = " >/dev/null 2>&1" if output == "elsewhere" else ""
+    spec = command_spec(tmp_path, ["sh", "-c", f"setsid sleep {marker}{redirect} & echo hi"])
+    spec["time_limit_min"] = 0.2  # 12 s: a run held by the child fails
+    record = launch(spec, tmp_path / "rep1.json")
+    assert record["status"] == "ok", record["reason"]
     assert alive(marker) == []
-    launcher.kill()
-    launcher.wait(30)
+    assert list(temp_folder.iterdir()) == []
+
+
+def test_a_run_ends_when_its_program_does_whatever_a_background_child_holds_open(tmp_path):
+    # `sh` exits at once; its background `sleep` kept the output pipe open, and the run
+    # was recorded as a time-limit failure (and re-run at every invocation)
+    marker = marker_sleep()
+    spec = command_spec(tmp_path, ["sh", "-c", f"sleep {marker} & echo hi"])
+    spec["time_limit_min"] = 0.2  # 12 s
+    log = tmp_path / "rep1.log"
+    record = launch(spec, tmp_path / "rep1.json", log_path=log)
+    assert record["status"] == "ok", record["reason"]
+    assert "hi\n" in log.read_text()
+    assert alive(marker) == []
+
+
+def test_a_run_killed_at_its_time_limit_leaves_no_run_dir(tmp_path, temp_folder, monkeypatch):
+    # the killed worker could not remove its {run_dir}: it stayed in the temporary folder
+    monkeypatch.setattr(launch_module, "GRACE_S", 1.0)
+    command = ["sh", "-c", "echo made {run_dir}; touch {run_dir}/f; exec sleep 60"]
+    spec = command_spec(tmp_path, command)
+    spec["time_limit_min"] = 0.02  # 1.2 s
+    log = tmp_path / "rep1.log"
+    record = launch(spec, tmp_path / "rep1.json", log_path=log)
+    assert record["reason"] == "time limit (0.02 min) exceeded"
+    assert f"made {temp_folder}" in log.read_text()
+    assert list(temp_folder.iterdir()) == []
 
 
 def test_a_second_launcher_of_the_same_run_stops_with_a_clear_message(tmp_path):

@@ -1,7 +1,7 @@
-"""The whole request per point (scalestudy.analysis.request): --mem from the measured peak per
-node, --time from the slowest run (scaled to full length when the runs were shortened),
-as #SBATCH lines from the Slurm plugin's own submit command, and what the runs used of
-their allocation."""
+"""The whole request per point (scalestudy.analysis.decisions.request): --mem from the
+measured peak per node, --time from the slowest run (scaled to full length when the runs
+were shortened), as #SBATCH lines from the Slurm plugin's own submit command, and what
+the runs used of their allocation."""
 
 import json
 import sys
@@ -9,14 +9,16 @@ import sys
 import pandas as pd
 import pytest
 
-from scalestudy.analysis.request import (
+from scalestudy.analysis.decisions.request import (
+    job_ids,
     memory_request_mb,
-    partition_time_limits,
     point_request,
+    read_accounting,
     study_requests,
 )
 from scalestudy.analysis.tables import runs_from_records
 from scalestudy.compute.launch import launch
+from scalestudy.slurm import gather, partition_time_limits
 from scalestudy.study.run_spec import run_spec
 from tests.conftest import on_the_quietest_cpu, study_model
 from tests.test_studies import config_error, model
@@ -153,6 +155,13 @@ class Sacct:
         return SimpleNamespace(returncode=self.code, stdout=self.out, stderr=self.err)
 
 
+def requests(study, summary: pd.DataFrame, made: pd.DataFrame, sacct: Sacct) -> dict:
+    """study_requests with sacct's accounting asked as the cluster rule asks it
+    (scalestudy.slurm.gather), then read as data."""
+    facts = gather({}, None, job_ids(made), lambda _: [], run=sacct)
+    return study_requests(study, summary, made, read_accounting(facts["accounting"]))
+
+
 def test_slurm_accounting_is_shown_beside_the_runs_own_figures():
     sacct = Sacct(
         "11|00:03:20|00:01:00|4|\n11.batch|00:00:01|00:01:00|4|20K\n11.0|03:19.500|00:00:59|4|1.5G\n"
@@ -160,7 +169,7 @@ def test_slurm_accounting_is_shown_beside_the_runs_own_figures():
     )
     made = runs("t4", elapsed_s=[60.0, 60.0], slurm_job_id=[11, 12], cores_used=[3.0, 2.0])
     summary = pd.DataFrame({"point": ["t4"], "n": [4], "series": [""]})
-    found = study_requests(threads_study(), summary, made, run=sacct)
+    found = requests(threads_study(), summary, made, sacct)
     assert "-j" in sacct.commands[0] and "11,12" in sacct.commands[0]
     (r,) = found["points"]
     assert found["accounting_note"] is None
@@ -174,14 +183,14 @@ def test_a_site_without_accounting_gets_a_note_never_an_error():
     sacct = Sacct(code=1, err="sacct: error: Slurm accounting storage is disabled")
     made = runs("t4", elapsed_s=[60.0], slurm_job_id=[11])
     summary = pd.DataFrame({"point": ["t4"], "n": [4], "series": [""]})
-    found = study_requests(threads_study(), summary, made, run=sacct)
+    found = requests(threads_study(), summary, made, sacct)
     assert (
         "sacct was not available (sacct: error: Slurm accounting storage is disabled)"
         in (found["accounting_note"])
     )
     assert found["points"][0]["sacct_cpu_busy"] is None and found["points"][0]["sbatch"]
     # local runs have no job ids: sacct is not asked
-    local = study_requests(threads_study(), summary, runs("t4", elapsed_s=[60.0]), run=sacct)
+    local = requests(threads_study(), summary, runs("t4", elapsed_s=[60.0]), sacct)
     assert local["accounting_note"] is None and len(sacct.commands) == 1
 
 
@@ -197,7 +206,7 @@ def test_runs_that_shared_a_job_are_accounted_by_their_own_srun_step():
         cores_used=[3.0, 1.0],
     )  # fmt: skip
     summary = pd.DataFrame({"point": ["t4"], "n": [4], "series": [""]})
-    (r,) = study_requests(threads_study(), summary, made, run=sacct)["points"]
+    (r,) = requests(threads_study(), summary, made, sacct)["points"]
     # steps: 180 s and 60 s of CPU over 60 s x 4 CPUs (the job's 300 / 720 would say 0.42)
     assert r["sacct_cpu_busy"] == pytest.approx((180 / 240 + 60 / 240) / 2)
     assert r["sacct_peak_mem_mb"] == pytest.approx(2 * 1024)
@@ -205,10 +214,26 @@ def test_runs_that_shared_a_job_are_accounted_by_their_own_srun_step():
 
 def test_partition_time_limits_as_sinfo_gives_them():
     sinfo = Sacct("debug* infinite\ngpu 2-00:00:00\nshort 30:00\nlong 1:30:00\n")
-    limits = partition_time_limits(run=sinfo)
+    limits, unreachable = partition_time_limits(run=sinfo)
     assert sinfo.commands == [["sinfo", "-h", "-o", "%P %l"]]
     assert limits == {"": None, "debug": None, "gpu": 2880, "short": 30, "long": 90}
-    assert partition_time_limits(run=Sacct(code=1, err="sinfo: error")) == {}
+    assert unreachable is None
+
+
+def test_partition_time_limits_say_why_slurm_could_not_be_asked():
+    down = "slurm_load_partitions: Unable to contact slurm controller (connect failure)"
+    assert partition_time_limits(run=Sacct(code=1, err=f"sinfo: error\n{down}\n")) == (
+        {},
+        f"sinfo failed ({down})",
+    )
+
+    def missing(command, **_):
+        raise FileNotFoundError(2, "No such file or directory", command[0])
+
+    assert partition_time_limits(run=missing) == (
+        {},
+        "sinfo is not installed here",
+    )
 
 
 def test_mem_covers_what_slurm_counted_where_it_counted_more_than_the_runs():
@@ -218,10 +243,10 @@ def test_mem_covers_what_slurm_counted_where_it_counted_more_than_the_runs():
     sacct = Sacct("11|00:01:00|00:01:00|4|\n11.0|00:59.000|00:01:00|4|2600M\n")
     made = runs("t4", elapsed_s=[60.0], slurm_job_id=[11], usage_peak_rss_mb=[1300.0])
     summary = pd.DataFrame({"point": ["t4"], "n": [4], "series": [""]})
-    (r,) = study_requests(threads_study(), summary, made, run=sacct)["points"]
+    (r,) = requests(threads_study(), summary, made, sacct)["points"]
     assert r["peak_mem_mb"] == 1300.0 and r["sacct_peak_mem_mb"] == 2600.0
     assert r["mem_from"] == "sacct" and r["mem_mb"] == 4096  # 2600 MB + 20 %: 4 GB
     assert "#SBATCH --mem=4G" in r["sbatch"]
     lower = Sacct("11|00:01:00|00:01:00|4|\n11.0|00:59.000|00:01:00|4|900M\n")
-    (r,) = study_requests(threads_study(), summary, made, run=lower)["points"]
+    (r,) = requests(threads_study(), summary, made, lower)["points"]
     assert r["mem_from"] == "measured" and r["mem_mb"] == 2048  # 1300 MB + 20 %: 2 GB

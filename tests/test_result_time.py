@@ -1,18 +1,22 @@
 """Time to result (issue 28): each point's queue wait beside its full-length run time,
-through the whole aggregation (scalestudy.analysis.pipeline) with Slurm's answers
-stood in for: sbatch --test-only per distinct request, sacct's past waits."""
+through the whole aggregation (scalestudy.analysis.pipeline), fed the study's cluster
+facts as data: gathered as rules/cluster.smk gathers them (scalestudy.slurm.gather),
+Slurm's answers stood in for: sbatch --test-only per distinct request, sacct's past
+waits."""
 
 import subprocess
 from datetime import datetime, timedelta
+from functools import partial
 
 import pytest
 
-from scalestudy.analysis.pipeline import analyse
-from scalestudy.analysis.queue import QueueAsk
+from scalestudy.analysis.decisions.request import job_ids
+from scalestudy.analysis.pipeline import analyse, probe_commands_of
 from scalestudy.analysis.tables import runs_from_records
 from scalestudy.records import write_json_atomic
 from scalestudy.report.rendering import render
 from scalestudy.report.views import study_view
+from scalestudy.slurm import gather
 from scalestudy.study.points import series_of_points
 from tests.conftest import study_model
 from tests.test_generic_records import round_trip
@@ -62,6 +66,18 @@ def slurm(waits: dict[str, float], history: str = "", calls: list | None = None)
     return run
 
 
+def facts(made, runs, site: dict, history_days: int | None, run) -> dict:
+    """The study's cluster facts, asked as scripts/cluster.py asks them."""
+    commands = partial(probe_commands_of, made, runs, site=site)
+    return gather(site, history_days, job_ids(runs), commands, run=run, now=NOW)
+
+
+def on_slurm(made, runs, site, history_days, min_jobs, run):
+    """The study aggregated with the facts Slurm gave."""
+    return analyse(made, runs, cluster=facts(made, runs, site, history_days, run),
+                   min_jobs=min_jobs)  # fmt: skip
+
+
 def page(result) -> str:
     """The report's HTML of the study, as the workflow makes it."""
     return render("t", [study_view(result.analysis_as_read(), round_trip(result.summary), {})])
@@ -77,9 +93,8 @@ def test_time_to_result_adds_the_wait_to_the_median_full_length_run_time(tmp_pat
     # the queue (a node is held): t1's result comes first
     runs = runs_of(tmp_path, {"t1": [10.0, 11.0, 30.0], "t2": [6.0, 6.5, 7.0]})
     calls = []
-    ask = QueueAsk("slurm", {"slurm_partition": "debug"}, 30, 10,
-                   slurm({"1": 0, "2": 300}, calls=calls), NOW)  # fmt: skip
-    found, points = times_of(analyse(study(), runs, queue=ask))
+    ask = slurm({"1": 0, "2": 300}, calls=calls)
+    found, points = times_of(on_slurm(study(), runs, {"slurm_partition": "debug"}, 30, 10, ask))
     t1, t2 = points["t1"], points["t2"]
     assert (t1.basis, t1.wait_s, t1.run_s) == ("now", 0.0, 11.0)
     assert (t2.basis, t2.wait_s, t2.run_s) == ("now", 300.0, 6.5)
@@ -91,7 +106,7 @@ def test_time_to_result_adds_the_wait_to_the_median_full_length_run_time(tmp_pat
     # one --test-only call per distinct request, one sacct call
     assert found.calls == 2 and [c[0] for c in calls].count("sacct") == 1
     assert found.waits_known and found.note is None and found.asked_at == NOW.isoformat()
-    html = page(analyse(study(), runs, queue=ask))
+    html = page(on_slurm(study(), runs, {"slurm_partition": "debug"}, 30, 10, ask))
     # beside the answer: the point worth its cost and the earliest result, which wait
     assert "the point worth its cost, N = 2, in 306 s [306, 307] (a wait of 300 s now" in html
     assert "the earliest result is at N = 1 (t1), in 11 s [10, 30] (a wait of 0 s now" in html
@@ -110,8 +125,7 @@ def test_a_shortened_run_is_scaled_to_full_length_first(tmp_path):
     # each record: 1.5 s of training at a quarter of a full run -> +4.5 s
     runs = runs_of(tmp_path, {"t1": [10.0, 10.0, 10.0], "t2": [6.0, 6.0, 6.0]},
                    train_s=1.5, train_fraction=0.25)  # fmt: skip
-    ask = QueueAsk("slurm", {}, None, None, slurm({"1": 20, "2": 0}), NOW)
-    _, points = times_of(analyse(study(), runs, queue=ask))
+    _, points = times_of(on_slurm(study(), runs, {}, None, None, slurm({"1": 20, "2": 0})))
     assert points["t1"].run_scaled and points["t1"].run_s == pytest.approx(14.5)
     assert points["t1"].result_s == pytest.approx(34.5)
 
@@ -124,9 +138,8 @@ def test_the_typical_wait_of_enough_past_jobs_when_it_exceeds_the_wait_now(tmp_p
         f"2026-04-01T10:0{wait // 60}:{wait % 60:02d}\n"
         for k, wait in enumerate([40, 50, 60, 70, 80])
     )
-    ask = QueueAsk("slurm", {"slurm_partition": "debug"}, 30, 5,
-                   slurm({"1": 0, "2": 0}, history), NOW)  # fmt: skip
-    _, points = times_of(analyse(study(), runs, queue=ask))
+    ask = slurm({"1": 0, "2": 0}, history)
+    _, points = times_of(on_slurm(study(), runs, {"slurm_partition": "debug"}, 30, 5, ask))
     t1, t2 = points["t1"], points["t2"]
     assert (t1.basis, t1.history_jobs, t1.wait_s, t1.wait_now_s) == ("typical", 5, 60.0, 0.0)
     # the 90th percentile of the waits tops the interval
@@ -134,9 +147,7 @@ def test_the_typical_wait_of_enough_past_jobs_when_it_exceeds_the_wait_now(tmp_p
     assert t1.result_s == 70.0 and t1.result_lo_s == 70.0
     assert (t2.basis, t2.history_jobs) == ("now", 0)
     # fewer past jobs than queue_history_min_jobs: the wait now stands
-    ask = QueueAsk("slurm", {"slurm_partition": "debug"}, 30, 6,
-                   slurm({"1": 0, "2": 0}, history), NOW)  # fmt: skip
-    _, points = times_of(analyse(study(), runs, queue=ask))
+    _, points = times_of(on_slurm(study(), runs, {"slurm_partition": "debug"}, 30, 6, ask))
     assert (points["t1"].basis, points["t1"].wait_s) == ("now", 0.0)
 
 
@@ -144,12 +155,17 @@ def test_the_deadline_is_met_by_time_to_result_when_waits_are_known(tmp_path):
     runs = runs_of(tmp_path, {"t1": [10.0, 10.0, 10.0], "t2": [6.0, 6.0, 6.0]})
     local = analyse(study(deadline_s=8), runs).analysis_as_read().findings.answers[0]
     assert local.cheapest_meeting_deadline == 2  # t2's 6 s run alone
-    ask = QueueAsk("slurm", {}, None, None, slurm({"1": 0, "2": 300}), NOW)
-    (a,) = analyse(study(deadline_s=8), runs, queue=ask).analysis_as_read().findings.answers
+    ask = slurm({"1": 0, "2": 300})
+    (a,) = (
+        on_slurm(study(deadline_s=8), runs, {}, None, None, ask).analysis_as_read().findings.answers
+    )
     assert a.cheapest_meeting_deadline is None
     assert a.deadline_note == "no point has its result within 8 s (fastest: 10 s at N=1)"
-    ask = QueueAsk("slurm", {}, None, None, slurm({"1": 0, "2": 300}), NOW)
-    (a,) = analyse(study(deadline_s=20), runs, queue=ask).analysis_as_read().findings.answers
+    (a,) = (
+        on_slurm(study(deadline_s=20), runs, {}, None, None, ask)
+        .analysis_as_read()
+        .findings.answers
+    )
     assert a.cheapest_meeting_deadline == 1 and "time to result 10 s" in a.deadline_note
 
 
@@ -161,8 +177,7 @@ def test_slurm_unreachable_gives_one_note_and_the_run_time_alone(tmp_path):
         calls.append(command)
         raise FileNotFoundError(command[0])
 
-    ask = QueueAsk("slurm", {}, 30, 10, down, NOW)
-    result = analyse(study(), runs, queue=ask)
+    result = on_slurm(study(), runs, {}, 30, 10, down)
     found, points = times_of(result)
     assert found.note.startswith("Slurm could not be asked for start times")
     assert [c[0] for c in calls] == ["sacct", "sbatch"]  # the first refusal stops asking

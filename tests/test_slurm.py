@@ -119,12 +119,13 @@ def test_thread_and_node_studies_run_through_the_slurm_plugin(cluster, workflow)
     assert n2["sacct_peak_mem_mb"] > 100 and 0 < n2["sacct_cpu_busy"] <= 1.05
     assert "What to ask for, per point" in html and "CPUs busy (sacct)" in html
     assert "sacct was not available" not in html
-    # Issue 28, item 4: time to result. Aggregated again with one node held (a job of a
-    # 5-minute limit): the 1-node request starts now on the other node, the 2-node one
+    # Issue 28, item 4: time to result. Slurm asked again (the study's cluster facts,
+    # rules/cluster.smk; aggregation follows as they changed) with one node held (a job
+    # of a 5-minute limit): the 1-node request starts now on the other node, the 2-node one
     # not before the held job's limit, and each result adds that wait to the run time.
     with one_node_held():
         start = time.perf_counter()
-        workflow.snakemake(*PROFILES, "--forcerun", "results/ddp_nodes/analysis.json",
+        workflow.snakemake(*PROFILES, "--forcerun", "results/ddp_nodes/cluster.json",
                            "results/report.html")  # fmt: skip
         print(f"aggregation and report again, Slurm asked: {time.perf_counter() - start:.1f} s")
     found = json.loads((workflow.root / "results" / "ddp_nodes" / "analysis.json").read_text())
@@ -263,13 +264,15 @@ def test_sacct_figures_are_real_accounting_per_job_and_per_srun_step(mixed):
     accounting (slurmdbd): a job of its own is read as a whole (TotalCPU over Elapsed x
     AllocCPUS, MaxRSS), a packed run by its own srun step (JOB.STEP), and each agrees
     with what sacct itself prints for it."""
-    from scalestudy.analysis.request import accounting, slurm_megabytes, slurm_seconds
+    from scalestudy.analysis.decisions.request import read_accounting, slurm_megabytes
+    from scalestudy.slurm import accounting_command, ask, slurm_seconds
 
     workflow, _ = mixed
     fine = record(workflow, "fine", "t1")["environment"]["slurm_job_id"]
     packed = record(workflow, "gpus", "g1", 2)
     step = f"{packed['environment']['slurm_job_id']}.{packed['environment']['slurm_step_id']}"
-    jobs, note = accounting([fine, packed["environment"]["slurm_job_id"]])
+    asked = ask(accounting_command([fine, packed["environment"]["slurm_job_id"]]))
+    jobs, note = read_accounting(asked)
     assert note is None
     assert jobs[fine]["cpu_s"] > 0 and jobs[fine]["elapsed_s"] > 0 and jobs[fine]["cpus"] >= 1
     assert jobs[fine]["peak_mem_mb"] > 50  # spiral_mlp imports torch

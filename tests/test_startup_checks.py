@@ -1,7 +1,7 @@
 """The checks before any job runs, called directly with plain inputs (what
-rules/common.smk reads from Snakemake): each returns its problems as strings."""
+rules/startup.smk reads from Snakemake): each returns its problems as strings."""
 
-from scalestudy.analysis.budgets import budget_problems
+from scalestudy.analysis.cost.budgets import budget_problems
 from scalestudy.study.errors import startup_problems_text
 from scalestudy.study.startup_checks import (
     local_cpu_problems,
@@ -31,6 +31,8 @@ def test_a_point_needing_more_cpus_than_usable_is_refused_naming_its_key():
     (problem,) = local_cpu_problems(studies, points, needed, usable=2, cores=8)
     assert problem.startswith("studies.c: point t4 needs 4 CPUs")
     assert "use 2 (usable CPUs 2, --cores 8)" in problem
+    # said in plain words, no template's placeholder left in it
+    assert "{" not in problem and "gives such a job 2 threads, not its N" in problem
     assert local_cpu_problems(studies, points, {("c", "t1")}, usable=2, cores=8) == []
     # --cores below the usable CPUs is the limit
     assert local_cpu_problems(studies, points, {("c", "t4")}, usable=8, cores=2)

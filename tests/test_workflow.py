@@ -1,14 +1,17 @@
 """The workflow end to end with real Snakemake, real workloads and the real report."""
 
 import json
+import os
 import re
 import shutil
+import zipfile
 
 import pandas as pd
 import pytest
 import yaml
 
 from benchmarks.dag_dry_run import grid_study
+from scalestudy import FIGURES
 from tests.browser import CHROMIUM, open_report
 from tests.conftest import FASHION_DIR, REPO, tiny_mnist_study
 
@@ -83,6 +86,8 @@ def test_study_end_to_end_with_a_failed_point_and_a_rerun(workflow):
     assert [r["point"] for r in requests] == ["t1", "t2"]
     assert all(r["time_scaled"] and r["mem_mb"] and r["cpu_busy"] for r in requests)
 
+    assert_snakemake_report_holds_ours(workflow, ["tiny", "gpu", "published"])
+
     # A second invocation repeats the failed point only.
     dry = workflow.snakemake("--profile", "profiles/local", "-n")
     assert planned_runs(dry) == {("gpu", "t1", "1")}
@@ -104,6 +109,38 @@ def test_study_end_to_end_with_a_failed_point_and_a_rerun(workflow):
         ("tiny_big_batch", "t1", "1"),
         ("tiny_big_batch", "t2", "1"),
     }
+
+
+def report_index(page: str, name: str) -> dict:
+    """One of the JSON objects Snakemake's report page declares (`var name = {...};`)."""
+    return json.loads(re.search(rf"var {name} = (\{{.*?\}});\s*</script>", page, re.S)[1])
+
+
+def assert_snakemake_report_holds_ours(workflow, studies):
+    """`snakemake --report` after a finished run: its archive holds our report, and each
+    study's figures and tables under the study's name, each with its caption."""
+    workflow.snakemake("--report", "results/snakemake-report.zip")
+    with zipfile.ZipFile(workflow.root / "results" / "snakemake-report.zip") as archive:
+        names = archive.namelist()
+        page = archive.read("snakemake-report/report.html").decode()
+        raw = [n for n in names if "/data/raw/" in n]  # the tagged files, a folder each
+        (ours,) = [archive.read(n) for n in raw if n.endswith("/report.html")]
+    assert ours == (workflow.root / "results" / "report.html").read_bytes()
+    expected = {"Report": {"Other": ["results/report.html"]}}
+    for study in studies:
+        expected[study] = {
+            "Tables": [f"results/{study}/runs.csv", f"results/{study}/summary.csv"],
+            "Figures": sorted(f"results/{study}/figures/{figure}.svg" for figure in FIGURES),
+        }
+    assert report_index(page, "categories") == expected
+    results = report_index(page, "results")
+    held = {n.rpartition("/")[2] for n in raw}
+    assert len(raw) == 1 + len(studies) * (2 + len(FIGURES))
+    assert held == {"report.html", "runs.csv", "summary.csv"} | {f"{f}.svg" for f in FIGURES}
+    for study in studies:
+        figure = results[f"results/{study}/figures/speedup.svg"]
+        assert figure["labels"] == {"study": study, "figure": "speedup"}
+        assert f'figures of study <tt class="docutils literal">{study}</tt>' in figure["caption"]
 
 
 def test_malformed_config_stops_before_any_job(workflow):
@@ -174,7 +211,7 @@ def test_the_local_profile_runs_a_timed_run_alone_and_other_jobs_side_by_side(wo
     proc = workflow.snakemake("-n", "--profile", "profiles/local")
     slots, rule = {}, None
     for line in proc.stdout.splitlines():
-        if found := re.match(r"(?:local)?rule (\w+):", line):
+        if found := re.match(r"(?:local)?(?:rule|checkpoint) (\w+):", line):
             rule = found.group(1)
         elif found := re.search(r"resources: .*timed_runs=(\d+)", line):
             slots.setdefault(rule, set()).add(int(found.group(1)))
@@ -201,3 +238,60 @@ def test_shipped_slurm_profile_is_accepted(workflow):
     workflow.write_config({"studies": {"published": MEASURED}})
     proc = workflow.snakemake("-n", "--profile", "profiles/slurm")
     assert "aggregate_study" in proc.output
+
+
+def test_a_switch_of_profile_does_not_aggregate_again_where_slurm_facts_are_the_same(workflow):
+    """What Slurm says is a file of its own (rules/cluster.smk), aggregation's input:
+    the Slurm profile asks again (its queue differs), but times measured elsewhere have
+    nothing to ask about, the facts come out the same, and the study is not aggregated
+    again. The Slurm executor submits no job here: every rule it meets is local."""
+    workflow.write_config({"studies": {"published": MEASURED}})
+    target = "results/published/analysis.json"
+    workflow.snakemake("--profile", "profiles/local", "--cores", "1", target)
+    facts = workflow.root / "results" / "published" / "cluster.json"
+    assert json.loads(facts.read_text())["queue"] == "local"
+    made = (workflow.root / target).stat().st_mtime_ns
+    for profile in ("profiles/slurm", "profiles/local"):
+        proc = workflow.snakemake("--profile", profile, "--cores", "1", target)
+        # planned before the facts were known, then judged again by them: not run
+        ran = re.findall(r"^local(?:rule|checkpoint) (\w+):", proc.output, re.MULTILINE)
+        assert ran == ["cluster_facts"], proc.output
+    assert (workflow.root / target).stat().st_mtime_ns == made
+
+
+# What sinfo, squeue, sacct and sbatch print on a machine whose Slurm controller is down
+# or out of reach (a site's client tools, no route to slurmctld).
+SLURM_DOWN = "slurm_load_partitions: Unable to contact slurm controller (connect failure)"
+
+
+def slurm_out_of_reach(folder, monkeypatch):
+    """Slurm's commands first on PATH, each failing as it does without a controller."""
+    folder.mkdir()
+    for tool in ("sinfo", "squeue", "sacct", "sbatch", "scontrol"):
+        fake = folder / tool
+        fake.write_text(f"#!/bin/sh\necho '{SLURM_DOWN}' >&2\nexit 1\n")
+        fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_slurm_out_of_reach_is_said_once_before_any_job(workflow, tmp_path, monkeypatch):
+    """-n and the plan warn (they submit nothing); a run that would submit stops before
+    any job, instead of the plugin failing at each submission."""
+    slurm_out_of_reach(tmp_path / "bin", monkeypatch)
+    study = tiny_mnist_study(repeats=1)
+    workflow.write_config({"studies": {"tiny": study}})
+    said = f"Slurm could not be asked: sinfo failed ({SLURM_DOWN})"
+
+    dry = workflow.snakemake("-n", "--profile", "profiles/slurm")
+    assert dry.output.count("Slurm could not be asked") == 1 and said in dry.output
+    assert "a real run stops here, before submitting any job" in dry.output
+
+    plan = workflow.snakemake("--profile", "profiles/slurm", "results/plan.html")
+    assert plan.output.count("Slurm could not be asked") == 1 and said in plan.output
+    assert (workflow.root / "results" / "plan.html").is_file()
+
+    run = workflow.snakemake("--profile", "profiles/slurm", check=False)
+    assert run.returncode != 0
+    assert run.output.count("Slurm could not be asked") == 1 and said in run.output
+    assert "no job was run" in run.output and "Failed to run sinfo" not in run.output
+    assert not (workflow.root / ".snakemake" / "slurm_logs").exists()

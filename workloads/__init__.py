@@ -292,6 +292,27 @@ def pattern_in_words(pattern: str) -> str:
     return f"text matching the regular expression {pattern}"
 
 
+# jsonschema's words for these leave the limit out ("'...' is too long"): each said
+# with its value, as "(what is counted, which way the limit goes)"
+SIZE_LIMITS = {
+    "maxLength": ("characters", "at most"),
+    "minLength": ("characters", "at least"),
+    "maxItems": ("items", "at most"),
+    "minItems": ("items", "at least"),
+    "maxProperties": ("keys", "at most"),
+    "minProperties": ("keys", "at least"),
+}
+
+
+def limit_in_words(error) -> str | None:
+    """A size limit broken, with the size and the limit ("200 characters, at most 64
+    allowed"); None for any other error."""
+    if error.validator not in SIZE_LIMITS or not hasattr(error.instance, "__len__"):
+        return None
+    unit, way = SIZE_LIMITS[error.validator]
+    return f"{len(error.instance)} {unit}, {way} {error.validator_value} allowed"
+
+
 def describe_error(error, names_of=None, listing: str | None = None) -> list[tuple[list[str], str]]:
     """One jsonschema error as (key path, message in words) pairs, one per bad key: an
     unknown key is named in the path and the nearest known one suggested, a name or
@@ -332,11 +353,11 @@ def describe_error(error, names_of=None, listing: str | None = None) -> list[tup
         if err.validator == "pattern":
             rule = pattern_in_words(err.validator_value)
             return [(path, f"{err.instance!r} does not match the rule for {what}: {rule}")]
-        return [(path, f"{what}: {err.message}")]
+        return [(path, f"{what}: {limit_in_words(err) or err.message}")]
     if err.validator == "pattern":
         rule = pattern_in_words(err.validator_value)
         return [(path, f"{err.instance!r} does not match the rule for this value: {rule}")]
-    return [(path, err.message)]
+    return [(path, limit_in_words(err) or err.message)]
 
 
 def one_of_keys(error) -> str | None:

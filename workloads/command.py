@@ -12,6 +12,7 @@ figures speak for the run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -29,10 +30,13 @@ from scalestudy.compute.commandline import (
 )
 from scalestudy.compute.processes import (
     OUTPUT_TAIL_BYTES,
+    RUN_TMP,
     OutputTail,
+    child_pids,
     die_with_parent,
     pump_aside,
     read_to_end,
+    sweep,
     widen_pipe,
 )
 
@@ -133,7 +137,11 @@ def run_command(
     direct_output), which hands the tail back once the output ended, else ours, passed
     on to our stderr. The tail is kept for the metric patterns and the failure message.
     The program dies with this process (parent-death signal) and stays in the run's
-    process group, so the launcher can stop all of it."""
+    process group, so the launcher can stop all of it. The run ends when the program
+    does: what it left running (in the background, detached) is killed then, so that
+    it neither outlives the run nor holds its output open (this process adopts what
+    detaches: scalestudy.compute.worker)."""
+    earlier = set(child_pids(os.getpid()))
     start = time.perf_counter()
     try:
         proc = subprocess.Popen(
@@ -157,6 +165,7 @@ def run_command(
     if direct:
         code = proc.wait()
         seconds = time.perf_counter() - start
+        sweep(earlier)
         tail = read_to_end(direct[1])[-OUTPUT_TAIL_BYTES:]
         return code, tail.decode(errors="replace"), seconds
     ended = {}
@@ -164,6 +173,7 @@ def run_command(
     def wait() -> None:
         ended["code"] = proc.wait()
         ended["at"] = time.perf_counter()  # the program's end, not the end of reading
+        sweep(earlier)
 
     waiter = threading.Thread(target=wait, daemon=True)
     waiter.start()
@@ -175,9 +185,20 @@ def run_command(
     return ended["code"], sink.text(), ended["at"] - start
 
 
+def private_run_dir(rank: int) -> Path:
+    """{run_dir}: a folder of this rank's in the run's temporary folder, which its
+    launcher removes after the run, killed or not (RUN_TMP; without a launcher, a
+    fresh one)."""
+    run_tmp = Path(os.environ.get(RUN_TMP) or tempfile.mkdtemp(prefix="scalestudy-run-"))
+    run_tmp.mkdir(mode=0o700, exist_ok=True)  # by the first rank of the node
+    run_dir = run_tmp / f"rank{rank}"
+    run_dir.mkdir(mode=0o700)
+    return run_dir
+
+
 def run(params: dict, ctx) -> None:
     direct = direct_output()
-    run_dir = Path(tempfile.mkdtemp(prefix="scalestudy-run-"))
+    run_dir = private_run_dir(ctx.rank)
     try:
         values = placeholder_values(params, ctx, run_dir)
         argv = [substitute(a, values) for a in command_argv(params["command"])]
@@ -208,3 +229,5 @@ def run(params: dict, ctx) -> None:
             ctx.metric(name, value)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the last rank of the node
+            run_dir.parent.rmdir()

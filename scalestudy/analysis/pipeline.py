@@ -4,7 +4,9 @@ adaptive study's rounds and, under "findings", every other number the report sho
 
 scripts/aggregate.py, the tests and the benchmarks all call this; nothing rebuilds
 the chain by hand, so no caller can skip a step (the disturbed runs, the split by
-provenance, the rounds) that the workflow takes.
+provenance, the rounds) that the workflow takes. It asks nothing and starts no process:
+what Slurm says comes in as data, the study's cluster facts (scalestudy.slurm.gather,
+results/<study>/cluster.json), so the same inputs give the same bytes.
 """
 
 from __future__ import annotations
@@ -16,27 +18,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from scalestudy.analysis.adaptive import round_of_run, rounds_summary
-from scalestudy.analysis.baseline import compare, times_by_point
-from scalestudy.analysis.cost import charges
-from scalestudy.analysis.energy import with_energy
-from scalestudy.analysis.findings import analysis_of, study_findings
-from scalestudy.analysis.history import history_section
-from scalestudy.analysis.predictions import jsonable, split_by_provenance, study_predictions
-from scalestudy.analysis.queue import QueueAsk
-from scalestudy.analysis.references import expectations
-from scalestudy.analysis.request import accounting, job_ids
-from scalestudy.analysis.tables import (
-    TIME_COLUMNS,
-    disturbed_reasons,
-    runs_from_measured,
-    runs_from_records,
-    summarise,
-)
-from scalestudy.contract import Analysis, BaselineComparison, Expectation, HistoryEntry, build
+from scalestudy.analysis.cost.cost import charges
+from scalestudy.analysis.decisions.adaptive import load_round, round_of_run, rounds_summary
+from scalestudy.analysis.decisions.request import read_accounting, study_requests
+from scalestudy.analysis.energy.energy import with_energy
+from scalestudy.analysis.findings import study_findings
+from scalestudy.analysis.stats.predictions import jsonable, split_by_provenance, study_predictions
+from scalestudy.analysis.tables import read_runs, summarise
+from scalestudy.contract import Analysis, build
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
-from scalestudy.study.points import series_of_points
+from scalestudy.sections import SECTIONS, part
+from scalestudy.slurm import local_facts, probe_commands
 
 
 @dataclass(frozen=True)
@@ -62,46 +55,36 @@ class Aggregation:
         atomically."""
         write_text_atomic(out["runs"], self.runs.to_csv(index=False))
         write_text_atomic(out["summary"], self.summary.to_csv(index=False))
-        write_text_atomic(out["analysis"], self.analysis_json())
+        self.analysis.dump(out["analysis"])
         if "baseline" in out:
             write_text_atomic(out["baseline"], self.baseline_json())
 
     def baseline_json(self) -> str:
         """baseline.json's text: the comparison with the baseline (null: none set)."""
-        found = self.analysis.baseline
+        found = self.analysis.section("baseline")
         return json.dumps(found and asdict(found), indent=1, allow_nan=False) + "\n"
 
 
-def read_runs(study: Study, inputs: Sequence[str | Path]) -> pd.DataFrame:
-    """The study's runs table: its records, each checked against its path (RecordError
-    names a bad one), with why others disturbed a run; or its measured CSV."""
-    if study.measured is not None:
-        return runs_from_measured(inputs[0], study)
-    runs = runs_from_records(list(inputs), series_of_points(study))
-    runs["disturbed"] = disturbed_reasons(runs, study)
-    return runs
+@dataclass(frozen=True)
+class Given:
+    """What a section's producer is given (scalestudy.sections): the study, its runs and
+    summary, its analysis without sections, and aggregation's other inputs."""
+
+    study: Study
+    runs: pd.DataFrame
+    summary: pd.DataFrame
+    analysis: Analysis
+    baseline: Path | None
+    archives: list[Path]
 
 
-def analyse(
-    study: Study,
-    runs: pd.DataFrame,
-    plans: Sequence[dict] = (),
-    baseline: str | Path | None = None,
-    archives: Sequence[str | Path] = (),
-    queue: QueueAsk | None = None,
-    sacct=None,
-) -> Aggregation:
-    """The summary and the analysis of a runs table; `plans`: an adaptive study's round
-    plans (rules/adaptive.smk), in order, which give each run its round; `baseline`: the
-    folder of an earlier run to compare with (scalestudy.analysis.baseline); `archives`:
-    the study's archives, oldest first (its history, scalestudy.analysis.history);
-    `queue`: where its jobs queue, for each point's time to result (None: locally, no
-    queue); `sacct`: a stand-in for subprocess.run (tests)."""
-    # Slurm accounting, asked once (only where runs had jobs): its CPU and memory
-    # figures for the requests, its ConsumedEnergy for each run's energy
-    accounted = ({}, None)
-    if study.measured is None:  # times measured elsewhere have neither
-        accounted = accounting(job_ids(runs), sacct)
+def tables(
+    study: Study, runs: pd.DataFrame, accounted: tuple[dict, str | None], plans: Sequence[dict] = ()
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The runs table as the analysis reads it (each run's energy, with Slurm
+    accounting's `accounted`: read_accounting; its round; split by provenance), and
+    the summary."""
+    if study.measured is None:  # times measured elsewhere have no energy
         runs = with_energy(runs, accounted[0], study.time)
     if plans:
         runs = runs.assign(
@@ -111,32 +94,56 @@ def analyse(
             ]
         )
     runs = split_by_provenance(runs, study)
-    summary = summarise(runs, study)
+    return runs, summarise(runs, study)
+
+
+def probe_commands_of(
+    study: Study, runs: pd.DataFrame, accounting: dict | None, site: dict
+) -> list[list[str]]:
+    """The sbatch --test-only commands of the study's requests, the ones aggregation
+    looks up in its cluster facts (`accounting`: sacct's answer, which sizes --mem)."""
+    if study.measured is not None:
+        return []
+    accounted = read_accounting(accounting)
+    runs, summary = tables(study, runs, accounted)
+    requests = study_requests(study, summary, runs, accounted)["points"]
+    return probe_commands([r["resources"] for r in requests if r["resources"]], site)
+
+
+def analyse(
+    study: Study,
+    runs: pd.DataFrame,
+    plans: Sequence[dict] = (),
+    baseline: str | Path | None = None,
+    archives: Sequence[str | Path] = (),
+    cluster: dict | None = None,
+    min_jobs: int | None = None,
+) -> Aggregation:
+    """The summary and the analysis of a runs table; `plans`: an adaptive study's round
+    plans (rules/adaptive.smk), in order, which give each run its round; `baseline`: the
+    folder of an earlier run to compare with (scalestudy.analysis.history.baseline); `archives`:
+    the study's archives, oldest first (its history, scalestudy.analysis.history.history);
+    `cluster`: what Slurm said of the study (scalestudy.slurm.gather; None: locally, no
+    queue): accounting of its jobs, the waits of its requests; `min_jobs`: the past jobs
+    of a shape that make its typical wait (config queue_history_min_jobs)."""
+    cluster = cluster or local_facts()
+    # Slurm accounting (only where runs had jobs): its CPU and memory figures for the
+    # requests, its ConsumedEnergy for each run's energy
+    accounted = ({}, None) if study.measured is not None else read_accounting(cluster["accounting"])
+    runs, summary = tables(study, runs, accounted, plans)
     analysis = study_predictions(summary, runs, study)
     if plans:
         spent = charges(runs, study)["su"]
         analysis["adaptive"] = jsonable(rounds_summary(plans, spent, study.repeats))
-    analysis["findings"] = study_findings(study, summary, runs, analysis, queue, accounted)
-    found = analysis_of(analysis)
-    found = replace(
-        found, expectations=[build(Expectation, e) for e in jsonable(expectations(study, summary))]
+    analysis["findings"] = study_findings(
+        study, summary, runs, analysis, cluster, min_jobs, accounted
     )
-    if baseline is not None:
-        compared = jsonable(compare(study, runs, found, baseline))
-        found = replace(found, baseline=build(BaselineComparison, compared))
-    if archives:
-        now = times_by_point(runs, TIME_COLUMNS[study.time])
-        kept = [Path(a) for a in archives]
-        found = replace(
-            found,
-            history=[
-                build(HistoryEntry, e)
-                for e in jsonable(
-                    history_section(kept, now, found.findings.fingerprint, study.baseline_tolerance)
-                )
-            ],
-        )
-    return Aggregation(runs, summary, found)
+    # an adaptive study's rounds are written once, in the findings
+    found = build(Analysis, jsonable({k: v for k, v in analysis.items() if k != "adaptive"}))
+    kept = [Path(a) for a in archives]
+    given = Given(study, runs, summary, found, baseline and Path(baseline), kept)
+    sections = {name: part(name, "produce").produce(given) for name in SECTIONS}
+    return Aggregation(runs, summary, replace(found, sections=sections))
 
 
 def aggregate(
@@ -145,10 +152,12 @@ def aggregate(
     rounds: Sequence[str | Path] = (),
     baseline: str | Path | None = None,
     archives: Sequence[str | Path] = (),
-    queue: QueueAsk | None = None,
+    cluster: str | Path | None = None,
+    min_jobs: int | None = None,
 ) -> Aggregation:
     """The whole aggregation from files: records (or the measured CSV), an adaptive
-    study's round plans, the baseline's folder and the study's archives; `queue` as for
-    analyse."""
-    plans = [json.loads(Path(path).read_text()) for path in rounds]
-    return analyse(study, read_runs(study, inputs), plans, baseline, archives, queue)
+    study's round plans, the baseline's folder, the study's archives and its cluster
+    facts (results/<study>/cluster.json; None: locally); `min_jobs` as for analyse."""
+    plans = [load_round(path) for path in rounds]
+    facts = None if cluster is None else json.loads(Path(cluster).read_text())
+    return analyse(study, read_runs(study, inputs), plans, baseline, archives, facts, min_jobs)

@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -239,7 +240,8 @@ class Supervisor:
     launcher; stream their output into the capped log (a local command's program
     writes into a pipe of ours, not its worker's); stop them all at the time or
     memory limit (local runs: Slurm enforces its own) or when the launcher is told to
-    stop; and leave no process of theirs behind."""
+    stop; and leave no process of theirs behind (this process adopts those that
+    detach) and none of their files in the temporary folder."""
 
     def __init__(self, log, time_limit_s=None, mem_limit_mb=None):
         self.log = log
@@ -248,14 +250,19 @@ class Supervisor:
         self.procs: list[subprocess.Popen] = []
         self.limit_reason: str | None = None
         self.peak_rss_mb: float | None = None
+        # made by the ranks ({run_dir}), removed here: a killed rank cannot remove its own
+        self.run_tmp = Path(tempfile.gettempdir()) / f"scalestudy-run-{uuid.uuid4().hex}"
+        processes.adopt_orphans()
         # started here, before the run's clock, so that its start-up is not timed
-        self.reaper = processes.start_reaper()
+        self.reaper = processes.start_reaper(self.run_tmp)
 
     def close(self) -> None:
         """End the reaper: the launcher has cleaned up after the run itself."""
         if self.reaper.poll() is None:
             self.reaper.kill()
         self.reaper.wait()
+        processes.adopt_orphans(False)  # for a caller that goes on (tests call launch())
+        shutil.rmtree(self.run_tmp, ignore_errors=True)
 
     def stop(self, sig=signal.SIGTERM, grace_s: float | None = None) -> None:
         """Signal every process group; SIGKILL what is left after the grace period."""
@@ -268,6 +275,8 @@ class Supervisor:
             processes.signal_group(p.pid, signal.SIGKILL)
 
     def run(self, commands) -> list[int]:
+        # this process's children before the run (the reaper; a caller's own): not the run's
+        earlier = set(processes.child_pids(os.getpid()))
         own_cpus = os.sched_getaffinity(0)
         # the launcher's CPUs that no rank was pinned to: its readers and watch run there
         pinned = ",".join(env.get("SCALESTUDY_CPUS", "") for _, env in commands)
@@ -294,6 +303,7 @@ class Supervisor:
         readers, old = [], {}
         try:
             for cmd, env in commands:
+                env = env | {processes.RUN_TMP: str(self.run_tmp)}
                 theirs = []  # the worker's ends of the pipes of its program's output
                 if env.get("SCALESTUDY_DIRECT_OUTPUT"):
                     out_r, out_w = os.pipe()
@@ -352,6 +362,9 @@ class Supervisor:
                 if p.poll() is None:
                     p.kill()
                 processes.signal_group(p.pid, signal.SIGKILL)
+                p.wait()
+            # and outside them (setsid, double forks): adopted by this process
+            processes.sweep(earlier)
             os.sched_setaffinity(0, own_cpus)
             for r in readers:
                 r.join(timeout=10)

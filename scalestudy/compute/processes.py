@@ -4,6 +4,11 @@ being held back.
 - Every process a launcher starts leads its own session (so its whole tree can be
   signalled as one group) and dies with its parent (Linux's parent-death signal), so
   no process of a run outlives the launcher, even after `kill -9`.
+- What a run's program leaves behind, however it detached (`setsid`, a double fork),
+  stays in the tree: the launcher and a command's worker are child subreapers (orphans
+  are re-parented to them, not to init) and sweep their descendants when the program
+  ends. A cgroup per run would also hold them, but compute nodes rarely let a user
+  make one (Slurm owns the job's cgroup), so nothing here needs one.
 - CPU use over a run comes from getrusage (the process and the children it waited
   for) and /proc/stat (the busy time of the CPUs it may use): what other processes
   took of those CPUs is their difference.
@@ -28,6 +33,7 @@ import time
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 F_SETPIPE_SZ = 1031
 # Pipes of 1 MB, read 1 MB at a time: a program writing many small lines then rarely
 # finds the pipe full or wakes its reader, and runs as fast as with its output sent to
@@ -38,14 +44,62 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def die_with_parent(sig: int = signal.SIGKILL) -> None:
-    """Ask Linux to send `sig` to this process when its parent ends (preexec_fn of a
-    child, or called by a process itself). A no-op where prctl is missing."""
+def prctl(option: int, value: int) -> None:
+    """Linux's prctl; a no-op where it is missing."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        libc.prctl(option, value, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """Ask Linux to send `sig` to this process when its parent ends (preexec_fn of a
+    child, or called by a process itself)."""
+    prctl(PR_SET_PDEATHSIG, sig)
+
+
+def adopt_orphans(on: bool = True) -> None:
+    """Make this process a child subreaper (Linux 3.4): its descendants whose parent
+    ends are re-parented to it, not to init, so `sweep` still finds them."""
+    prctl(PR_SET_CHILD_SUBREAPER, int(on))
+
+
+def child_pids(pid: int) -> list[int]:
+    """The children of a process (of any of its threads); none once it has ended."""
+    found = []
+    try:
+        for task in os.scandir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task.name}/children", "rb") as f:
+                found.extend(int(c) for c in f.read().split())
+    except (OSError, ValueError):
+        pass  # ended meanwhile
+    return found
+
+
+def sweep(keep: set[int] = frozenset(), timeout_s: float = 5.0) -> None:
+    """SIGKILL and reap every descendant of this process, but the children in `keep`
+    and their own. Run by a subreaper (adopt_orphans) after its run's program ended, it
+    ends what the program left behind. Costs two small /proc reads when nothing is
+    left; gives up after timeout_s on a process that will not die (uninterruptible)."""
+    me = os.getpid()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        direct = [pid for pid in child_pids(me) if pid not in keep]
+        found, todo = [], list(direct)
+        while todo:
+            found.append(todo.pop())
+            todo.extend(child_pids(found[-1]))
+        if not found or time.monotonic() > deadline:
+            return
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        # ours to reap; the others are re-parented to us when their parents die
+        for pid in direct:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+        time.sleep(0.001)
 
 
 def start_alone() -> None:
@@ -55,19 +109,40 @@ def start_alone() -> None:
     die_with_parent()
 
 
+# The run's temporary folder ({run_dir} of each rank is in it), in the environment of
+# the run's processes: its name, unique to the run, also marks them.
+RUN_TMP = "SCALESTUDY_RUN_TMP"
+
 # The reaper: a tiny process that outlives nothing but the launcher. When the launcher
 # ends without cleaning up (kill -9), Linux sends the reaper SIGTERM (its parent-death
-# signal) and it kills the run's process groups: a program's own background children,
-# which no parent-death signal reaches, die with the run too.
+# signal) and it kills the run's process groups and every process marked with the run's
+# folder (a program's own children, which no parent-death signal reaches, re-parented
+# to init once the launcher is gone), and removes that folder.
 REAPER = """
-import os, signal, sys
+import os, shutil, signal, sys
 groups = []
+run_tmp = os.environ["SCALESTUDY_RUN_TMP"]
+mark = ("SCALESTUDY_RUN_TMP=" + run_tmp).encode() + bytes(1)
+def marked():
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/" + pid + "/environ", "rb") as f:
+                if mark in f.read() and int(pid) != os.getpid():
+                    yield int(pid)
+        except OSError:
+            pass  # ended, or another user's
 def reap(*_):
     for g in groups:
         try:
             os.killpg(g, signal.SIGKILL)
         except OSError:
             pass
+    for pid in marked():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    shutil.rmtree(run_tmp, ignore_errors=True)
     os._exit(0)
 signal.signal(signal.SIGTERM, reap)
 if os.getppid() != int(os.environ["SCALESTUDY_LAUNCHER_PID"]):
@@ -78,7 +153,7 @@ while True:
 """
 
 
-def start_reaper():
+def start_reaper(run_tmp: Path):
     """Start the reaper (see REAPER) before the run's processes, so that its own
     start-up does not fall in their run; tell it their groups with `reaper_watch`.
     Kill it with SIGKILL when the run ended and the launcher cleaned up itself."""
@@ -87,7 +162,7 @@ def start_reaper():
 
     return subprocess.Popen(
         [sys.executable, "-S", "-c", REAPER],
-        env={"SCALESTUDY_LAUNCHER_PID": str(os.getpid())},
+        env={"SCALESTUDY_LAUNCHER_PID": str(os.getpid()), RUN_TMP: str(run_tmp)},
         stdin=subprocess.PIPE,
         preexec_fn=lambda: die_with_parent(signal.SIGTERM),  # noqa: PLW1509
     )
@@ -158,11 +233,9 @@ def tree_rss_mb(roots: list[int]) -> float:
         try:
             with open(f"/proc/{pid}/statm", "rb") as f:
                 pages += int(f.read().split()[1])
-            for task in os.scandir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{task.name}/children", "rb") as f:
-                    todo.extend(int(c) for c in f.read().split())
         except (OSError, ValueError, IndexError):
             continue  # ended meanwhile
+        todo.extend(child_pids(pid))
     return pages * PAGE_MB
 
 

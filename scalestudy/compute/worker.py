@@ -25,7 +25,7 @@ from scalestudy.compute.harness import (
     received_resources,
     threads_from_allocation,
 )
-from scalestudy.compute.processes import CpuWatch, die_with_parent
+from scalestudy.compute.processes import CpuWatch, adopt_orphans, die_with_parent
 from scalestudy.compute.profiling import maybe_profiled
 from scalestudy.compute.tracker import finish_tracker, start_tracker
 from scalestudy.records import finite_or_none, write_json_atomic
@@ -106,8 +106,10 @@ def main(argv=None) -> int:
     parser.add_argument("--spec", required=True, help="JSON file with the run's spec")
     parser.add_argument("--result-dir", required=True, help="where rank K writes rankK.json")
     args = parser.parse_args(argv)
-    # die with the launcher (or srun's task launcher), so no rank outlives the run
+    # die with the launcher (or srun's task launcher), so no rank outlives the run, and
+    # keep what the workload starts in this tree, however it detaches
     die_with_parent()
+    adopt_orphans()
     # local runs: the CPUs the launcher chose, before any library sizes its pools
     if os.environ.get("SCALESTUDY_CPUS"):
         own = {int(c) for c in os.environ["SCALESTUDY_CPUS"].split(",")}

@@ -21,13 +21,16 @@ from matplotlib.ticker import Formatter, FuncFormatter, LogLocator  # noqa: E402
 from scalestudy import FIGURES  # noqa: E402
 from scalestudy.contract import (  # noqa: E402
     Analysis,
-    BaselineComparison,
-    Energy,
     Grid,
     Rounds,
     SeriesFit,
 )
+from scalestudy.sections.baseline.contract import BaselineComparison  # noqa: E402
+from scalestudy.sections.energy.contract import Energy  # noqa: E402
+from scalestudy.thresholds import EFFICIENCY_BANDS, band_words  # noqa: E402
 
+# the efficiency figure's shade of each band (scalestudy.thresholds): colour, alpha
+BAND_SHADES = {"excellent": ("tab:green", 0.12), "good": ("gold", 0.15), "poor": ("tab:red", 0.07)}
 PHASE_COLUMNS = {
     "startup_s": "start-up (imports)",
     "data_s": "data loading",
@@ -271,7 +274,8 @@ def speedup_figure(summary: pd.DataFrame, fitted: list[SeriesFit], xlabel: str):
             inside = n <= curve.measured_max_n
             model = fits[name].selected
             # the curve is against the measured base median, as the measured speedups
-            # (scalestudy.analysis.predictions); older analyses, or a base without a time, used
+            # (scalestudy.analysis.stats.predictions); older analyses, or a base without a
+            # time, used
             # the model's own t(base): say so on the figure
             against = "" if curve.base_source == "measured" else ", vs its own t(base)"
             ax.plot(n[inside], s[inside], "-", color=colour, alpha=0.5, lw=1,
@@ -297,10 +301,12 @@ def speedup_figure(summary: pd.DataFrame, fitted: list[SeriesFit], xlabel: str):
 
 def efficiency_figure(summary: pd.DataFrame, xlabel: str):
     fig, ax = _axes("Parallel efficiency (95 % CI)", xlabel, "efficiency (%)")
-    ax.axhspan(90, 100, color="tab:green", alpha=0.12, label="90-100 % excellent", gid="shade-90")
-    ax.axhspan(75, 90, color="gold", alpha=0.15, label="75-90 % good", gid="shade-75")
-    ax.axhspan(0, 75, color="tab:red", alpha=0.07, label="< 75 % look for a bottleneck",
-               gid="shade-0")  # fmt: skip
+    upper = 100
+    for name, lowest, _ in EFFICIENCY_BANDS:
+        colour, alpha = BAND_SHADES[name]
+        ax.axhspan(100 * lowest, upper, color=colour, alpha=alpha, label=band_words(name),
+                   gid=f"shade-{100 * lowest:g}")  # fmt: skip
+        upper = 100 * lowest
     top = 110.0
     for name, rows, colour in by_series(summary):
         ok = rows.dropna(subset=["efficiency"])
@@ -428,7 +434,7 @@ def baseline_figure(baseline: BaselineComparison | None, xlabel: str):
     return fig
 
 
-# --- energy to result (issue 29) -------------------------------------------------------
+# --- energy to result -------------------------------------------------------
 
 
 def energy_figure(energy: Energy | None):
@@ -502,14 +508,14 @@ def write_figures(
         "cost": lambda: cost_figure(summary, xlabel),
         "phases": lambda: phases_figure(runs, xlabel),
         "layouts": lambda: layouts_figure(analysis and analysis.findings.grid),
-        "baseline": lambda: baseline_figure(analysis and analysis.baseline, xlabel),
-        "energy": lambda: energy_figure(analysis and analysis.findings.energy),
+        "baseline": lambda: baseline_figure(analysis and analysis.section("baseline"), xlabel),
+        "energy": lambda: energy_figure(analysis and analysis.section("energy")),
     }
-    findings = analysis.findings if analysis else None
+    energy = analysis and analysis.section("energy")
     drawn = {
-        "layouts": findings and findings.grid,
-        "baseline": analysis and analysis.baseline,
-        "energy": findings and findings.energy and findings.energy.measured,
+        "layouts": analysis and analysis.findings.grid,
+        "baseline": analysis and analysis.section("baseline"),
+        "energy": energy and energy.measured,
     }
     for name in FIGURES:
         if name in drawn and not drawn[name]:

@@ -1,15 +1,21 @@
 """A study's baseline (`baseline:`): where the earlier run lies, and whether it can be
 compared, checked before any job runs. The comparison itself is the head node's
-(scalestudy.analysis.baseline); this module reads files only (standard library).
+(scalestudy.analysis.history.baseline); this module reads files only (standard library), with
+the loaders the comparison reads them with, so that a broken file is refused before
+any job rather than at aggregation, after the runs.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
+from scalestudy.contract import earlier_analysis
 from scalestudy.model import Study
 from scalestudy.paths import ARCHIVE, BASELINE_FILES
+from scalestudy.records import RecordError
 
 LAST = "last"  # `baseline: last`: the study's newest archive
 
@@ -51,15 +57,48 @@ def archive_inputs(study: str, workdir: Path = Path(".")) -> list[str]:
     ]
 
 
-def baseline_identity(folder: Path) -> dict | None:
-    """The baseline's study as its analysis.json states it (name, workload, params), or
-    None where the file does not say (an analysis older than that)."""
+def runs_csv_text(path: Path) -> str:
+    """A kept runs.csv's text, checked whole: every row has the header's fields, at
+    least one row, and the file ends with its newline (aggregation writes it so). A
+    row cut short would otherwise be read as a run with its last columns empty, and a
+    last value cut mid-number as another number. RecordError names the file and line."""
     try:
-        data = json.loads((folder / "analysis.json").read_text())
-        facts = data["findings"]["study"]
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise RecordError(f"{path}: cannot read ({e})") from None
+    why = "the file is cut short or was edited"
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader, [])
+        rows = 0
+        for row in reader:
+            if row and len(row) != len(header):
+                raise RecordError(
+                    f"{path}: line {reader.line_num}: {len(row)} fields, the header has "
+                    f"{len(header)}: {why}"
+                )
+            rows += bool(row)
+    except csv.Error as e:
+        raise RecordError(f"{path}: line {reader.line_num}: not CSV ({e}): {why}") from None
+    if not header:
+        raise RecordError(f"{path}: empty: {why}")
+    if not text.endswith("\n"):
+        raise RecordError(
+            f"{path}: line {reader.line_num}: ends without its newline: the file is cut short"
+        )
+    if not rows:
+        raise RecordError(f"{path}: no runs (a header only)")
+    return text
+
+
+def baseline_identity(analysis: dict) -> dict | None:
+    """The baseline's study as its analysis states it (name, workload, params), or
+    None where it does not say (an analysis older than that)."""
+    try:
+        facts = analysis["findings"]["study"]
         # not the measured file: a new CSV of times is a rerun of a study measured by hand
         return {k: facts.get(k) for k in ("name", "workload", "params")}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError, AttributeError):
         return None
 
 
@@ -85,16 +124,20 @@ def baseline_problems(study: Study, workdir: Path) -> list[str]:
             f"or archive it (make archive STUDY={study.name}) and compare with that"
         ]
     missing = [name for name in BASELINE_FILES if not (folder / name).is_file()]
-    runs = folder / BASELINE_FILES[0]
-    if missing or len(runs.read_text().splitlines()) < 2:
-        what = ", ".join(missing) if missing else f"no runs in {runs.name}"
+    if missing:
         return [
-            f"{key}: {folder} holds no records of an aggregated study ({what}); give a "
-            "study's results folder (results/<study> copied elsewhere) or an archive"
+            f"{key}: {folder} holds no records of an aggregated study ({', '.join(missing)}); "
+            "give a study's results folder (results/<study> copied elsewhere) or an archive"
         ]
+    runs, analysis = BASELINE_FILES
+    try:
+        runs_csv_text(folder / runs)
+        analysis = earlier_analysis(folder / analysis)
+    except RecordError as e:
+        return [f"{key}: {e}; copy the folder again from the study's results or its archive"]
     if study.baseline_across:
         return []
-    identity = baseline_identity(folder)
+    identity = baseline_identity(analysis)
     if identity is None:
         return []  # an older analysis: compared, with its environment said unknown
     now = {
@@ -110,6 +153,24 @@ def baseline_problems(study: Study, workdir: Path) -> list[str]:
             + f". Set studies.{study.name}.baseline_across: true to compare them on purpose"
         ]
     return []
+
+
+def archive_problems(study: Study, workdir: Path) -> list[str]:
+    """The study's archives that aggregation would refuse after the runs (it reads
+    them all, for the report's history), said before any job."""
+    problems, compared = [], baseline_dir(study, workdir)  # the baseline's are said once
+    for path in archive_inputs(study.name, workdir):
+        if compared is not None and Path(path).parent == compared:
+            continue
+        read = runs_csv_text if path.endswith(".csv") else earlier_analysis
+        try:
+            read(Path(path))
+        except RecordError as e:
+            problems.append(
+                f"studies.{study.name}: an archive of it, read for its history, is broken: "
+                f"{e}; move that archive out of {Path(path).parent.parent}"
+            )
+    return problems
 
 
 def expect_problems(study: Study) -> list[str]:

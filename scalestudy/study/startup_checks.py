@@ -1,6 +1,6 @@
 """Checks before any job runs of what an invocation is about to run against where it
 runs: a local point bigger than the machine, packing under settings that would not
-pack, a job longer than its partition allows. Each takes plain inputs (rules/common.smk
+pack, a job longer than its partition allows. Each takes plain inputs (rules/startup.smk
 reads them from Snakemake, scalestudy.snakemake_internals) and returns its problems,
 one string each, an empty list when there is none."""
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from scalestudy import paths
 from scalestudy.model import Study
 from scalestudy.study.points import point_for
 from scalestudy.study.slurm import runtime_problems
@@ -33,6 +34,26 @@ def listed(items: list[str], keep: int = 8) -> str:
 
 def plural(count, what: str) -> str:
     return f"{count} {what}" if count == 1 else f"{count} {what}s"
+
+
+def still_to_run(
+    studies: dict[str, Study], points: pd.DataFrame, runs: pd.DataFrame
+) -> set[tuple[str, str]]:
+    """(study, point) of every run a full invocation may still make: each fixed study's
+    point with a record missing (`runs`: runs_table) and every candidate of an adaptive
+    study. What the checks judge where Snakemake's DAG cannot say: the plan prices
+    these runs, and a DAG cut at an adaptive round's checkpoint hides the rest."""
+    missing = {
+        (run.study, run.point)
+        for run in runs.itertuples()
+        if not Path(paths.record_path(run.study, run.point, run.repeat)).exists()
+    }
+    return missing | {
+        (study, point)
+        for study, model in studies.items()
+        if model.adaptive is not None
+        for point in points.loc[study, "point"]
+    }
 
 
 def local_cpu_problems(
@@ -85,8 +106,8 @@ def local_cpu_problems(
             + (f", --cores {cores}" if isinstance(cores, int) else "")
             + "). Run such points on Slurm (--profile profiles/slurm), "
             "remove them, or set oversubscribe: true in the study to run them anyway, "
-            "flagged as allocation mismatches (Snakemake gives such a job --cores threads: "
-            "{threads} is that, {n} the point's N) and left out of speedups unless "
+            "flagged as allocation mismatches (Snakemake then gives such a job "
+            f"{limit} threads, not its N) and left out of speedups unless "
             "include_mismatched: true."
         )
     if wasted:
@@ -180,7 +201,7 @@ def partition_time_problems(
     as Slurm itself says it (sinfo; a packed point's job asks for all its repeats'
     time): sbatch would refuse each such job only at its submission. `needed`: (study,
     partition, "" the default) -> the point labels to run there; `limits`: each
-    partition's time limit (scalestudy.analysis.request.partition_time_limits)."""
+    partition's time limit (scalestudy.slurm.partition_time_limits)."""
     problems = []
     for (study, part), labels in sorted(needed.items()):
         rows = [points.loc[(study, label)] for label in sorted(labels)]

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import workloads as registry
 from scalestudy.compute.commandline import command_params_problems
-from scalestudy.model import Study
-from scalestudy.study.baseline import baseline_problems, expect_problems
+from scalestudy.model import CONFIG_FILE, Study
+from scalestudy.study.baseline import archive_problems, baseline_problems, expect_problems
 from scalestudy.study.errors import (
     ConfigError,
     config_key,
     describe_validation_error,
     schema_problem,
+    yaml_problem,
 )
 from scalestudy.study.expansion import expand_grid, expand_range
 from scalestudy.study.points import TOTAL_AXES, layout_of, point_for
@@ -36,7 +37,11 @@ def study_problems(
     (default: those of the workflow in workdir); `params_ok`: False when the study's
     params failed their schema (their own checks are then skipped)."""
     # the baseline and references are checked whatever else is wrong: each names its key
-    compared = baseline_problems(study, workdir) + expect_problems(study)
+    compared = (
+        baseline_problems(study, workdir)
+        + archive_problems(study, workdir)
+        + expect_problems(study)
+    )
     if study.adaptive is not None:
         found = adaptive_problems(study)
         if found:
@@ -205,6 +210,10 @@ def normalise_config(config: dict, workdir: Path) -> dict:
                 "starting with a letter or digit"
             )
             continue
+        repeated = periodic_name_problem(name)
+        if repeated:
+            problems.append(repeated)
+            continue
         found = expand_range(name, study) or expand_grid(name, study)
         if found:
             problems += found
@@ -214,6 +223,60 @@ def normalise_config(config: dict, workdir: Path) -> dict:
     if problems:
         raise ConfigError(*problems)
     return config
+
+
+def periodic_name_problem(name: str) -> str | None:
+    """Why Snakemake cannot use a study name, or None: it stops a job whose wildcard
+    value ends in one part repeated many times (PeriodicWildcardError, taking it for a
+    rule that feeds itself), and a study's name is its jobs' `study` wildcard. Asked
+    of Snakemake's own detector, so that the two never disagree."""
+    from snakemake.io import PeriodicityDetector
+
+    detector = PeriodicityDetector()
+    part = detector.is_periodic(name)
+    if part is None:
+        return None
+    # said by its shortest unit: 'a' 64 times, not the detector's 'aa' 32 times
+    part = next(part[:k] for k in range(1, len(part) + 1) if part[:k] * (len(part) // k) == part)
+    times = 1
+    while name.endswith(part * (times + 1)):
+        times += 1
+    return (
+        f"studies.{name}: Snakemake cannot use this name: it ends in {part!r} repeated "
+        f"{times} times, and Snakemake stops any job whose name ends in one part repeated "
+        f"{detector.min_repeat} times or more (PeriodicWildcardError); choose another name"
+    )
+
+
+def config_as_written(workdir: Path) -> dict:
+    """The workflow's config file as written (no defaults, not checked), for the
+    commands that act on its studies by name; SystemExit says why it cannot be read."""
+    import yaml
+
+    path = workdir / CONFIG_FILE
+    if not path.is_file():
+        raise SystemExit(f"{path}: no such file (the study names are taken from it)")
+    problem = yaml_problem(path)
+    if problem:
+        raise SystemExit(problem)
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(config.get("studies"), dict):
+        raise SystemExit(f"{path}: names no studies (studies: ...)")
+    return config
+
+
+def study_named(name: str, config: dict, command: str) -> str:
+    """`name` when the config names such a study; SystemExit otherwise, suggesting the
+    nearest name (a command takes study names, never paths)."""
+    if name in config["studies"]:
+        return name
+    near = registry.suggestion(name, config["studies"])
+    guess = f"; did you mean `{near}`?" if near else ""
+    known = ", ".join(config["studies"])
+    raise SystemExit(
+        f"{command}: no study named {name!r} in {CONFIG_FILE}{guess} (its studies: {known}; "
+        "give a study's name, not a folder)"
+    )
 
 
 def document_order(config, path: list[str]) -> list[int]:

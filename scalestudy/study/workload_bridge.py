@@ -18,10 +18,12 @@ def workloads_of(workdir: Path) -> dict[str, registry.Workload]:
 
 def workload_capabilities(name: str | None, workdir: Path | None = None) -> dict:
     """What workload `name` can do ({} for none, or one this workflow does not have):
-    distributed, steps, devices."""
+    distributed, steps, devices; from the registry's own folder, or the workflow's in
+    `workdir` (never the working directory unasked: aggregation is a function of its
+    inputs)."""
     if name is None:
         return {}
-    known = workloads_of(Path.cwd() if workdir is None else workdir)
+    known = registry.discover(registry.folder_for(workdir))
     return known[name].capabilities if name in known else {}
 
 
@@ -52,10 +54,3 @@ def params_problems(name: str, study: dict, known: dict) -> list[str]:
         except registry.ParamsError as e:
             problems += [f"studies.{name}.series.{series}.{line}" for line in e.lines]
     return problems
-
-
-def complete_params(name: str, study: dict, known: dict) -> None:
-    """params_problems, raising ConfigError with them."""
-    problems = params_problems(name, study, known)
-    if problems:
-        raise ConfigError(*problems)

@@ -1,0 +1,111 @@
+import json
+from pathlib import Path
+
+from snakemake.logging import logger
+
+from scalestudy import paths
+from scalestudy import snakemake_internals as sm
+from scalestudy.records import RecordError, read_placed_record
+from scalestudy.redo import DISCARDED, RefusedRecords
+from scalestudy.study.points import point_for
+from scalestudy.study.run_spec import run_spec
+from scalestudy.study.slurm import slurm_resources
+
+# The input functions of a run's job (rules/run.smk) and of a profiling run
+# (rules/profile.smk): what it runs, what it asks the scheduler for, and when it runs
+# again.
+
+
+def get_run_spec(wildcards):
+    """Everything the launcher needs, as one JSON string (shell-quoted by the rule). A
+    profiling job (profile_point, no repeat: its times are not used) is one extra run
+    of the point, traced."""
+    point = get_point(wildcards)
+    profiling = "repeat" not in wildcards.keys()
+    trace = f"results/{wildcards.study}/profile/{wildcards.point}.trace.json"
+    spec = run_spec(
+        STUDIES[wildcards.study],
+        int(point["n"]),
+        1 if profiling else int(wildcards.repeat),
+        point["series"],
+        data_dir=DATA_DIR,
+        profile_trace=trace if profiling else None,
+    )
+    return json.dumps(spec, sort_keys=True)
+
+
+def get_job_resources(wildcards):
+    """What the point's job asks the scheduler for (see slurm_resources)."""
+    row = get_point(wildcards)
+    study = STUDIES[wildcards.study]
+    return slurm_resources(point_for(study, int(row["n"]), row["series"]), study)
+
+
+def job_resource(name):
+    """One entry of get_job_resources, for the rule's resources: directive."""
+
+    def get_resource(wildcards):
+        return get_job_resources(wildcards)[name]
+
+    return get_resource
+
+
+# Snakemake's --group-components counts a group's parts under the group's name. Each
+# packed point has a group of its own, registered under this one name (as Snakemake
+# registers a group given with wildcards under its pattern), so that the Slurm
+# profile's `group-components: [pack=100]` puts all repeats of a point in one job.
+PACK_GROUP = "pack"
+
+
+def get_pack_group(wildcards):
+    """The Slurm job a run shares with its point's other repeats when its study packs
+    them (submission.pack_repeats); None, a job of its own, otherwise, locally, and for
+    a profiling run (profile_point, no repeat: its times are not used)."""
+    packs = STUDIES[wildcards.study].submission.pack_repeats
+    if not packs or sm.local_exec(workflow) or "repeat" not in wildcards.keys():
+        return None
+    group = f"{PACK_GROUP}-{wildcards.study}-{wildcards.point}"
+    sm.register_group(workflow, group, PACK_GROUP)
+    return group
+
+
+# records refused as their runs' (get_rerun_token): kept in discarded/, never overwritten
+REFUSED = RefusedRecords()
+
+
+def set_refused_records_aside():
+    """In a run that runs jobs (not -n), once the start-up checks have passed."""
+    if not sm.dry_run(workflow):
+        jobs = sm.jobs_to_run(workflow, ("run_point",))
+        for moved in REFUSED.set_aside(str(f) for job in jobs for f in job.output):
+            logger.warning(moved)
+
+
+def get_rerun_token(wildcards):
+    """A failed run's token differs from the one it ran with, so Snakemake's params
+    trigger reruns it on the next invocation; a good run keeps its token. An adaptive
+    study's failed run keeps its token too: its rounds judged it (a run killed at its
+    limit says the point is too slow), and a later round asks for new runs where it
+    needs them, so a stopped study stays stopped; `make redo` retries it on request. A
+    record that cannot be read, is not the run its path names (copied or moved by hand),
+    or whose figures disagree, gets a token from the file's own change time: new for
+    every new fault, however often; it is moved to discarded/ before it is run again."""
+    path = Path(paths.record_path(wildcards.study, wildcards.point, wildcards.repeat))
+    if not path.exists():
+        return REFUSED.moved.get(path, "first")
+    try:
+        record = read_placed_record(path, get_point(wildcards)["series"])
+    except RecordError as e:
+        logger.warning(
+            f"{e} It is run again, the record kept in "
+            f"results/{wildcards.study}/{DISCARDED}/ first."
+        )
+        return REFUSED.refuse(path, str(e))
+    if record["status"] == "ok" or wildcards.study in ADAPTIVE:
+        return record["rerun_token"]
+    return f"retry-after-{record['finished_at']}"
+
+
+# once the start-up checks (rules/startup.smk) have passed, records refused as their
+# runs' go to discarded/ before those run again
+sm.on_dag_built(set_refused_records_aside)

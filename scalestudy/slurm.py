@@ -1,0 +1,231 @@
+"""What the workflow asks Slurm, and its one adapter to the Slurm executor plugin.
+
+- The adapter: the plugin's submit command (`get_submit_command`, `set_gres_string`:
+  private API, no stable interface) run on a stand-in for a Snakemake job, so that an
+  sbatch line the workflow shows or tests is the very one a run is submitted with.
+  ADAPTED_TO is the plugin version it was checked against (tests/test_slurm_plugin.py
+  fails on any other).
+- The asking: each command with a timeout, its answer kept raw (exit status, output,
+  or why it could not run) so that aggregation reads Slurm's facts as data and starts
+  no process (rules/cluster.smk gathers them into results/<study>/cluster.json; the
+  plan's rule asks for itself). The parsing is the analysis' (scalestudy.analysis.cluster.queue,
+  scalestudy.analysis.decisions.request).
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from collections.abc import Callable
+from datetime import datetime
+
+from snakemake_interface_common.exceptions import WorkflowError
+
+ADAPTED_TO = "2.8.0"
+# the profile's default resources that every job, and so its sbatch line, gets
+SITE_RESOURCES = ("slurm_partition", "slurm_account", "constraint", "qos", "gpu_model")
+# no Slurm command may hold up the workflow longer than this (seconds each)
+TIMEOUT_S = 60
+LOCAL, SLURM = "local", "slurm"
+# sacct's fields of a past job, in this order (one line each, -P: "|"-separated)
+HISTORY_FIELDS = ("JobID", "NNodes", "ReqTRES", "Partition", "Timelimit", "Eligible", "Start")
+ACCOUNTING_FIELDS = ("JobID", "TotalCPU", "Elapsed", "AllocCPUS", "MaxRSS", "ConsumedEnergyRaw")
+# sbatch's words when it cannot reach the controller at all (not a refusal of a shape)
+_UNREACHABLE = (
+    "unable to contact slurm controller",
+    "socket timed out",
+    "connection refused",
+    "could not establish a configuration source",
+    "can't find an address",
+    "unable to establish controller",
+)
+
+
+class PluginResources(dict):
+    """Snakemake's job resources as the plugin reads them: a mapping with attributes."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class PluginJob:
+    """What the plugin reads of a Snakemake job: its resources (unset ones absent),
+    threads, and whether it is a group."""
+
+    def __init__(self, resources: dict):
+        given = {k: v for k, v in resources.items() if v is not None}
+        self.resources = PluginResources(given)
+        self.threads = given.get("cpus_per_task", 1)
+        self.name = "run_point"
+
+    def is_group(self) -> bool:
+        return False
+
+
+def submit_words(resources: dict, names: dict) -> list[str]:
+    """The plugin's sbatch command for a job of these resources, as words. `names`: the
+    plugin's params (run_uuid, slurm_logfile, comment_str, account, partition, workdir).
+    WorkflowError where the plugin would refuse to submit it."""
+    from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+    from snakemake_executor_plugin_slurm.utils import set_gres_string
+
+    job = PluginJob(resources)
+    return shlex.split(get_submit_command(job, names) + set_gres_string(job))
+
+
+def probe_command(resources: dict, site: dict) -> list[str]:
+    """The sbatch command the plugin would submit a job of these resources with, the
+    site's partition and account added as the plugin adds them, and --test-only:
+    nothing is submitted. `resources`: the run's (scalestudy.study.slurm.slurm_resources,
+    with the job's runtime); `site`: the profile's default resources (SITE_RESOURCES),
+    the study's own winning."""
+    merged = {k: v for k, v in site.items() if v not in (None, "")}
+    merged |= {k: v for k, v in resources.items() if v is not None}
+    account = merged.get("slurm_account")
+    partition = merged.get("slurm_partition")
+    names = {
+        "run_uuid": "scalestudy-plan",
+        "slurm_logfile": "/dev/null",
+        "comment_str": "rule_run_point",
+        "account": f"-A {shlex.quote(str(account))}" if account else "",
+        "partition": f"-p {shlex.quote(str(partition))}" if partition else "",
+        "workdir": None,
+    }
+    return [*submit_words(merged, names), "--test-only", "--wrap=true"]
+
+
+def probe_commands(resources: list[dict], site: dict) -> list[list[str]]:
+    """The distinct probe commands of these resources, in order; those the plugin would
+    refuse are left out (the analysis says so of their rows)."""
+    found = {}
+    for r in resources:
+        try:
+            command = probe_command(r, site)
+        except WorkflowError:
+            continue
+        found.setdefault(shlex.join(command), command)
+    return list(found.values())
+
+
+def history_command(days: int) -> list[str]:
+    """sacct's allocations (-X: no steps) of every user (-a) that started over the
+    last `days` days."""
+    return ["sacct", "-a", "-X", "-n", "-P", "-S", f"now-{days}days", "-E", "now",
+            f"--format={','.join(HISTORY_FIELDS)}"]  # fmt: skip
+
+
+def accounting_command(job_ids: list[str]) -> list[str]:
+    """sacct's figures of these jobs and their steps."""
+    return ["sacct", "-n", "-P", "-j", ",".join(job_ids),
+            f"--format={','.join(ACCOUNTING_FIELDS)}"]  # fmt: skip
+
+
+def ask(command: list[str], run: Callable | None = None, timeout: float = TIMEOUT_S) -> dict:
+    """Slurm's answer to one command, raw: command, returncode, stdout, stderr, and
+    error (why it could not run: not installed, no answer within `timeout`), None where
+    it ran. `run`: a stand-in for subprocess.run (tests)."""
+    answer = {"command": command, "returncode": None, "stdout": "", "stderr": "", "error": None}
+    try:
+        proc = (run or subprocess.run)(command, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        return answer | {"error": f"{command[0]} is not installed here"}
+    except subprocess.TimeoutExpired:
+        return answer | {"error": f"{command[0]} did not answer within {timeout:g} s"}
+    except OSError as e:
+        return answer | {"error": f"{command[0]} failed ({e})"}
+    return answer | {"returncode": proc.returncode, "stdout": proc.stdout or "",
+                     "stderr": proc.stderr or ""}  # fmt: skip
+
+
+def output_of(answer: dict) -> str:
+    """An answer's stderr and stdout together (sbatch --test-only speaks on stderr)."""
+    return "\n".join(filter(None, [answer["stderr"], answer["stdout"]]))
+
+
+def last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def unreachable(answer: dict) -> bool:
+    """Whether Slurm could not be asked at all (not a refusal of one job)."""
+    if answer["error"] is not None:
+        return True
+    low = output_of(answer).lower()
+    return answer["returncode"] != 0 and any(words in low for words in _UNREACHABLE)
+
+
+def local_facts() -> dict:
+    """Where jobs run on this machine: no queue, nothing asked."""
+    return {"queue": LOCAL, "asked_at": None, "site": {}, "accounting": None,
+            "history": None, "history_days": None, "test_only": {}}  # fmt: skip
+
+
+def gather(
+    site: dict,
+    history_days: int | None,
+    job_ids: list[str],
+    commands_for: Callable[[dict | None], list[list[str]]],
+    run: Callable | None = None,
+    now: datetime | None = None,
+) -> dict:
+    """What Slurm says, each command asked once with a timeout: sacct's accounting of
+    `job_ids` (none: not asked); where `commands_for(accounting's answer)` gives any
+    sbatch --test-only command, sacct's past waits over `history_days` (None: not
+    asked), then each command (the first that cannot reach Slurm stops the asking).
+    The facts as JSON values (the file rules/cluster.smk writes)."""
+    now = now or datetime.now()
+    accounting = ask(accounting_command(job_ids), run) if job_ids else None
+    commands = commands_for(accounting)
+    history = ask(history_command(history_days), run) if history_days and commands else None
+    test_only = {}
+    for command in commands:
+        answer = ask(command, run)
+        test_only[shlex.join(command)] = answer
+        if unreachable(answer):
+            break
+    return {
+        "queue": SLURM,
+        "asked_at": now.isoformat(timespec="seconds"),
+        "site": {k: v for k, v in site.items() if v not in (None, "")},
+        "accounting": accounting,
+        "history": history,
+        "history_days": history_days,
+        "test_only": test_only,
+    }
+
+
+def slurm_seconds(text: str) -> float | None:
+    """Slurm's [D-]HH:MM:SS[.mmm] or MM:SS.mmm as seconds."""
+    days, _, clock = text.rpartition("-")
+    try:
+        parts = [float(p) for p in clock.split(":")]
+    except ValueError:
+        return None
+    seconds = sum(p * 60**i for i, p in enumerate(reversed(parts)))
+    return seconds + (int(days) * 86400 if days else 0)
+
+
+def partition_time_limits(run: Callable | None = None) -> tuple[dict[str, int | None], str | None]:
+    """Each partition's time limit in minutes as sinfo gives it (None: infinite), the
+    default partition also under "" (`run`: a stand-in for subprocess.run, for tests);
+    and why Slurm could not be asked (None when sinfo answered): no sinfo here, or none
+    that reaches the controller."""
+    answer = ask(["sinfo", "-h", "-o", "%P %l"], run, timeout=30)
+    if answer["error"] is not None:
+        return {}, answer["error"]
+    if answer["returncode"] != 0:
+        return {}, f"sinfo failed ({last_line(output_of(answer)) or 'no reason given'})"
+    limits: dict[str, int | None] = {}
+    for line in answer["stdout"].splitlines():
+        name, _, text = line.strip().partition(" ")
+        seconds = slurm_seconds(text.strip())  # "infinite" is no number: None
+        minutes = None if seconds is None else int(seconds // 60)
+        if name.endswith("*"):  # sinfo marks the default partition
+            name = name[:-1]
+            limits[""] = minutes
+        limits[name] = minutes
+    return limits, None
