@@ -2,6 +2,7 @@ import re
 import sys
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 import scalestudy
@@ -16,6 +17,7 @@ from scalestudy.study.errors import (
     not_selected_text,
     stop,
 )
+from scalestudy.study.points import POINT_LABEL
 from scalestudy.study.run_spec import DATASETS, dataset_of, profile_targets
 from scalestudy.study.tables import points_table, runs_table
 from scalestudy.study.validation import (
@@ -77,7 +79,7 @@ CODE = {
 
 wildcard_constraints:
     study="|".join(map(re.escape, STUDIES)),
-    point="|".join(map(re.escape, sorted(set(POINTS["point"])))) or "(?!)",
+    point=POINT_LABEL,
     repeat=r"[1-9][0-9]*",
     round=r"[1-9][0-9]*",
     dataset="|".join(DATASETS),
@@ -108,8 +110,17 @@ def get_study_archives(wildcards):
     return archive_inputs(wildcards.study, Path.cwd())
 
 
+# a dict per point: the jobs ask for their point's row thousands of times in a grid
+POINT_ROWS = POINTS.to_dict("index")
+
+
 def get_point(wildcards):
-    return POINTS.loc[(wildcards.study, wildcards.point)]
+    try:
+        return POINT_ROWS[(wildcards.study, wildcards.point)]
+    except KeyError:
+        raise WorkflowError(
+            f"studies.{wildcards.study} has no point {wildcards.point} in the config"
+        ) from None
 
 
 def get_threads(wildcards):

@@ -206,20 +206,22 @@ def shared_machines(runs: pd.DataFrame) -> list[str]:
 def mark_overlaps(runs: pd.DataFrame) -> pd.Series:
     """True for runs that shared a host with another run of the study at the same time
     (their timings disturbed each other)."""
-    overlapped = pd.Series(False, index=runs.index)
+    overlapped = np.zeros(len(runs), dtype=bool)
     if runs.empty or "host" not in runs or runs["started_at"].isna().all():
-        return overlapped
-    start = pd.to_datetime(runs["started_at"], utc=True)
-    end = pd.to_datetime(runs["finished_at"], utc=True)
-    for _, idx in runs.groupby(["study", "host"], dropna=False).groups.items():
-        order = sorted(idx, key=lambda i: start[i])
+        return pd.Series(overlapped, index=runs.index)
+    # numpy arrays, by position: a pandas lookup per run and step took a fifth of
+    # reading a study's records
+    start = pd.to_datetime(runs["started_at"], utc=True).to_numpy()
+    end = pd.to_datetime(runs["finished_at"], utc=True).to_numpy()
+    for idx in runs.groupby(["study", "host"], dropna=False).indices.values():
+        order = idx[np.argsort(start[idx], kind="stable")]
         latest_end, latest_i = None, None
         for i in order:
             if latest_end is not None and start[i] < latest_end:
                 overlapped[i] = overlapped[latest_i] = True
             if latest_end is None or end[i] > latest_end:
                 latest_end, latest_i = end[i], i
-    return overlapped
+    return pd.Series(overlapped, index=runs.index)
 
 
 def read_runs(study: Study, inputs: list[str | Path]) -> pd.DataFrame:

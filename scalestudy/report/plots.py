@@ -1,12 +1,13 @@
 """Figures of one study: speedup, efficiency, relative cost, phase times.
 
-Each figure is written as SVG (inlined in the report) and PNG.
+Each figure is written once, as the SVG the report inlines.
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 import matplotlib
 
@@ -44,6 +45,12 @@ AXIS_LABELS = {
 
 
 FIG_WIDTH, FIG_HEIGHT = 5.2, 3.6  # inches, before the legend below the axes
+# What a figure says where its study has nothing to draw (the report does not show it).
+NOTHING_TO_DRAW = {
+    "layouts": "no grid in this study",
+    "baseline": "no baseline in this study",
+    "energy": "energy not measured",
+}
 
 
 def _axes(title: str, xlabel: str, ylabel: str):
@@ -179,13 +186,29 @@ def _mark(fig) -> None:
         legend.set_gid(f"legend-fig-{i}")
 
 
+def figure_path(out_dir: Path, name: str) -> Path:
+    return Path(out_dir) / f"{name}.svg"
+
+
 def _save(fig, out_dir: Path, name: str) -> None:
     _mark(fig)
     if fig.get_layout_engine() is None:
         fig.tight_layout()
-    for ext in ("svg", "png"):
-        fig.savefig(out_dir / f"{name}.{ext}", format=ext)
+    fig.savefig(figure_path(out_dir, name), format="svg")
     plt.close(fig)
+
+
+def _write_note(out_dir: Path, name: str, text: str) -> None:
+    """A figure the report does not show (no grid, no baseline, no energy measured):
+    its words in a small SVG, not drawn by matplotlib, which took a sixth of a study's
+    figure time on them."""
+    width, height = FIG_WIDTH * 72, FIG_HEIGHT * 72  # points
+    figure_path(out_dir, name).write_text(
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:g}pt" height="{height:g}pt" '
+        f'viewBox="0 0 {width:g} {height:g}"><text x="{width / 2:g}" y="{height / 2:g}" '
+        f'text-anchor="middle" font-family="sans-serif" font-size="11">{escape(text)}</text>'
+        "</svg>\n"
+    )
 
 
 def by_series(summary: pd.DataFrame):
@@ -353,7 +376,7 @@ def layouts_figure(grid: Grid | None):
     equal total. A study without a grid gets a figure that says so (not shown)."""
     if grid is None:
         fig, ax = _axes("Layouts", "", "")
-        ax.text(0.5, 0.5, "no grid in this study", ha="center", va="center")
+        ax.text(0.5, 0.5, NOTHING_TO_DRAW["layouts"], ha="center", va="center")
         ax.set_axis_off()
         return fig
     rows, columns = grid.rows, grid.columns
@@ -391,7 +414,7 @@ def baseline_figure(baseline: BaselineComparison | None, xlabel: str):
     A study without a baseline gets a figure that says so (not shown)."""
     fig, ax = _axes("Speedup: now and the baseline", xlabel, "speedup")
     if baseline is None:
-        ax.text(0.5, 0.5, "no baseline in this study", ha="center", va="center")
+        ax.text(0.5, 0.5, NOTHING_TO_DRAW["baseline"], ha="center", va="center")
         ax.set_axis_off()
         return fig
     for curves in baseline.speedups:
@@ -421,7 +444,7 @@ def energy_figure(energy: Energy | None):
     fig, ax = _axes("Time against energy per result", "energy per result (kJ, median)",
                     "time (s, median)")  # fmt: skip
     if energy is None or not energy.measured:
-        ax.text(0.5, 0.5, "energy not measured", ha="center", va="center",
+        ax.text(0.5, 0.5, NOTHING_TO_DRAW["energy"], ha="center", va="center",
                 transform=ax.transAxes)  # fmt: skip
         ax.set_axis_off()
         return fig
@@ -488,7 +511,16 @@ def write_figures(
         "baseline": lambda: baseline_figure(analysis and analysis.section("baseline"), xlabel),
         "energy": lambda: energy_figure(analysis and analysis.section("energy")),
     }
+    energy = analysis and analysis.section("energy")
+    drawn = {
+        "layouts": analysis and analysis.findings.grid,
+        "baseline": analysis and analysis.section("baseline"),
+        "energy": energy and energy.measured,
+    }
     for name in FIGURES:
+        if name in drawn and not drawn[name]:
+            _write_note(out_dir, name, NOTHING_TO_DRAW[name])
+            continue
         try:
             figure = makers[name]()
             _save(figure, out_dir, name)
@@ -497,4 +529,4 @@ def write_figures(
             plt.close("all")
             logging.warning("figure %s not drawn: %s", name, e)
             _save(not_drawn(name, e), out_dir, name)
-    return [out_dir / f"{name}.{ext}" for name in FIGURES for ext in ("svg", "png")]
+    return [figure_path(out_dir, name) for name in FIGURES]

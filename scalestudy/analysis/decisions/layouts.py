@@ -40,7 +40,9 @@ def best_layouts(
     times = pd.to_numeric(usable[time_col], errors="coerce")
     by_point = {p: t.dropna().to_numpy() for p, t in times.groupby(usable["point"])}
     found = []
-    for n, cells in summary.groupby("n", sort=True):
+    # only the totals of several points (a study of one series has none)
+    shared = summary[summary.duplicated("n", keep=False)]
+    for n, cells in shared.groupby("n", sort=True):
         cells = cells[cells["point"].map(lambda p: by_point.get(p, np.array([])).size > 0)]
         if len(cells) < 2:
             continue

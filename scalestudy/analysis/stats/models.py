@@ -108,6 +108,15 @@ _SUPPORTS = {
 # ---------------------------------------------------------------- fitting
 
 
+def nan_quantile(values, q, axis=None) -> np.ndarray:
+    """np.nanquantile's answer, at np.quantile's cost where no value is nan (a quarter:
+    the prediction bands of a study took an eighth of its aggregation)."""
+    values = np.asarray(values)
+    if np.isnan(values).any():
+        return np.nanquantile(values, q, axis=axis)
+    return np.quantile(values, q, axis=axis)
+
+
 def _nnls_batch(Z: np.ndarray, z: np.ndarray) -> np.ndarray:
     """min ||z_b - Z_b theta||, theta >= 0, for each b of a batch (Z: B x n x k, k <= 3).
     Exact: the solution is the unconstrained least-squares fit on its own support, so
@@ -274,7 +283,7 @@ class FitResult:
         if prediction:  # (sets x draws) x points
             log_speedup = log_speedup[:, None, :] - self.boot_noise[:, :, None]
             log_speedup = log_speedup.reshape(-1, n.size)
-        lo, hi = np.nanquantile(np.exp(log_speedup), _tails(level), axis=0)
+        lo, hi = nan_quantile(np.exp(log_speedup), _tails(level), axis=0)
         return lo.reshape(shape), hi.reshape(shape)
 
 
@@ -394,7 +403,7 @@ def _fit_one(name, runs: _Runs, n_base, boot_mean_log, n_boot, rng) -> FitResult
         # several residuals per parameter set: the band's noise part is then smooth
         boot_noise = noise[rng.integers(0, n_obs, size=(n_boot, _NOISE_DRAWS))]
         for p, values in _named_params(name, boot_theta).items():
-            lo, hi = np.nanquantile(values, _tails(LEVEL))
+            lo, hi = nan_quantile(values, _tails(LEVEL))
             param_ci[p] = (float(lo), float(hi))
     return FitResult(
         name=name,
