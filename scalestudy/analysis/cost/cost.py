@@ -51,9 +51,10 @@ BASIS = "hours of whole-job (wall) time"
 WHOLE_JOB = ("elapsed_s", "wall_s")
 
 
-def whole_job_seconds(table: pd.DataFrame, time: str = "wall") -> pd.Series:
+def whole_job_seconds(table: pd.DataFrame, time: str | None = None) -> pd.Series:
     """Each row's whole-job time (NaN: none): the first WHOLE_JOB column the table has,
-    else its time_s where that is the whole job's (`time`: the study's time, "wall")."""
+    else its time_s where that is the whole job's (`time`: the study's time, "wall";
+    None: not known, so time_s is not taken)."""
     for column in WHOLE_JOB:
         if column in table:
             return pd.to_numeric(table[column], errors="coerce")
@@ -150,7 +151,7 @@ class Cost:
             su = su + self.energy_weight * energy_j / JOULES_PER_KWH
         return su
 
-    def su_of(self, table: pd.DataFrame, time: str = "wall") -> np.ndarray:
+    def su_of(self, table: pd.DataFrame, time: str | None = None) -> np.ndarray:
         """SU of each row of a table of runs or points: its cores and GPUs over its
         whole-job time (whole_job_seconds; `time`: the study's), on its partition and
         with its measured energy_j where the table has them."""

@@ -247,7 +247,8 @@ def from_frame(df, cost: Cost | None = None) -> tuple[dict, dict]:
     if "su" not in df:
         if cost is None:
             raise ValueError("SU per result need an `su` column or a cost to price them")
-        df = df.assign(su=cost.su_of(df))
+        # a frame without wall_s has whole-job times in time_s (above)
+        df = df.assign(su=cost.su_of(df, time="wall"))
     unstable = "unstable" in df  # each point's reason, after its name
     points = df.groupby(["series", "name", "size", "n"], as_index=False, sort=False).agg(
         time_s=("time_s", "median"),
