@@ -570,7 +570,7 @@ class PointResult:
     result_s: float | None
     result_lo_s: float | None
     result_hi_s: float | None
-    # issue 37: the 95 % upper bound on the p90 of past waits (None: under 29 jobs), the
+    # the 95 % upper bound on the p90 of past waits (None: under 29 jobs), the
     # largest wait seen, the bound's backtest, --test-only's corrected wait
     history_wait_bound_s: float | None = None
     history_wait_max_s: float | None = None

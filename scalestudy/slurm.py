@@ -14,12 +14,16 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 
 from snakemake_interface_common.exceptions import WorkflowError
+
+from scalestudy.records import write_text_atomic
 
 ADAPTED_TO = "2.8.0"
 # the profile's default resources that every job, and so its sbatch line, gets
@@ -158,6 +162,17 @@ def unreachable(answer: dict) -> bool:
         return True
     low = output_of(answer).lower()
     return answer["returncode"] != 0 and any(words in low for words in _UNREACHABLE)
+
+
+def dump_facts(path: str | Path, facts: dict) -> None:
+    """A study's cluster facts to results/<study>/cluster.json, atomically; sorted keys,
+    so the same facts are the same bytes (aggregation reruns on a change only)."""
+    write_text_atomic(path, json.dumps(facts, indent=1, sort_keys=True) + "\n")
+
+
+def load_facts(path: str | Path) -> dict:
+    """A study's cluster facts as dump_facts wrote them."""
+    return json.loads(Path(path).read_text())
 
 
 def local_facts() -> dict:

@@ -11,6 +11,10 @@ EFFICIENCY_BANDS = (("excellent", 0.90, "excellent"), ("good", 0.75, "good"),
 # median (a share of it) an outlier must lie
 CV_LIMIT, Z_LIMIT, MIN_DEVIATION = 0.10, 3.5, 0.05
 
+# the queue's bound on past waits (scalestudy.analysis.cluster.queue): BOUND_LEVEL
+# confidence that the BOUND_QUANTILE of a shape's waits lies below it
+BOUND_LEVEL, BOUND_QUANTILE = 0.95, 0.9
+
 
 def efficiency_band(efficiency) -> str | None:
     """The band of a parallel efficiency (None: no number)."""

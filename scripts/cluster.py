@@ -3,15 +3,13 @@ jobs' accounting, the waits of its requests now and in the past), the facts its
 aggregation reads as data (scalestudy.slurm.gather); locally it says "local" and asks
 nothing."""
 
-import json
 import logging
 from functools import partial
 
 from scalestudy.analysis.decisions.request import job_ids
 from scalestudy.analysis.pipeline import probe_commands_of, read_runs
 from scalestudy.model import Study
-from scalestudy.records import write_text_atomic
-from scalestudy.slurm import LOCAL, SITE_RESOURCES, gather, local_facts
+from scalestudy.slurm import LOCAL, SITE_RESOURCES, dump_facts, gather, local_facts
 
 
 def main(smk) -> None:
@@ -26,8 +24,7 @@ def main(smk) -> None:
         site = {key: smk.resources.get(key) for key in SITE_RESOURCES}
         commands = partial(probe_commands_of, study, runs, site=site)
         facts = gather(site, smk.params.history_days, job_ids(runs), commands)
-    # sorted keys: the same facts are the same bytes (aggregation reruns on a change only)
-    write_text_atomic(smk.output[0], json.dumps(facts, indent=1, sort_keys=True) + "\n")
+    dump_facts(smk.output[0], facts)
     asked = [facts["accounting"], facts["history"], *facts["test_only"].values()]
     for answer in filter(None, asked):
         logging.info("%s: exit %s %s", " ".join(answer["command"]), answer["returncode"],

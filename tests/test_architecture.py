@@ -6,6 +6,7 @@ computed (analysis.json). The shared modules at the top import neither layer."""
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -417,16 +418,148 @@ def test_parsing_the_workflow_loads_no_scipy_stats():
     assert imports and proc.stdout.strip() == "False", imports
 
 
-# analysis.json between the analysis and the report, the Snakemake internals, what is
-# asked of Slurm (and the one adapter to its executor plugin), the thresholds the
-# analysis judges by and the report words
-SHARED = {
-    "model",
-    "records",
-    "paths",
-    "redo",
-    "contract",
-    "snakemake_internals",
-    "slurm",
-    "thresholds",
+# The model workflows (rna-seq-star-deseq2, dna-seq-varlociraptor) keep common.smk to
+# config validation and small input functions; a topic of its own gets its own file
+# (rules/adaptive.smk, rules/startup.smk, rules/run_inputs.smk).
+COMMON_SMK_MAX_LINES = 200
+
+
+def test_common_smk_stays_a_small_centre():
+    lines = len((REPO / "rules" / "common.smk").read_text().splitlines())
+    assert lines <= COMMON_SMK_MAX_LINES, (
+        f"rules/common.smk has {lines} lines (at most {COMMON_SMK_MAX_LINES}): give a "
+        "topic its own rules/*.smk or a package function"
+    )
+
+
+def test_each_threshold_has_one_home_and_the_manual_says_it_in_its_words():
+    """The efficiency bands and the instability limits are written in scalestudy/thresholds.py
+    only: no other module or template states their numbers, and the manual's tables say
+    them in the words that module makes of them."""
+    from scalestudy.thresholds import BANDS_WORDS, INSTABILITY_WORDS
+
+    number = r"(?<![\d.])(?:0\.9|0\.75|3\.5)(?![\dxr]| s\b)"  # not 93.75, 0.75x, 0.9rem, "0.9 s"
+    stated = re.compile(rf"{number}|(?<![\d.])(?:90|75) %|75-90|≥ 90")
+    code = [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.j2")]
+    found = [f"{p.relative_to(REPO)}: {m}" for p in code if p.name != "thresholds.py"
+             for m in stated.findall(p.read_text())]  # fmt: skip
+    assert not found, found
+    manual = (REPO / "docs" / "report.md").read_text()
+    assert BANDS_WORDS in manual and INSTABILITY_WORDS in manual
+    assert INSTABILITY_WORDS in (REPO / "config" / "README.md").read_text()
+
+
+def test_no_issue_numbers_in_the_code():
+    """Code says what it does and why, not which ticket asked for it."""
+    marker = re.compile(r"issue \d+", re.IGNORECASE)
+    places = ["scalestudy", "workloads", "scripts", "rules"]
+    found = [
+        str(p.relative_to(REPO))
+        for place in places
+        for p in (REPO / place).rglob("*")
+        if p.is_file() and p.suffix in (".py", ".j2", ".smk") and marker.search(p.read_text())
+    ]
+    assert not found, found
+
+
+# where JSON is parsed: the one load of each file of the workflow's own (analysis.json,
+# a round's plan; plan.json is the workflow's output, read by no step), and readers of
+# other files (records, their schema, a metric's names, a YAML error)
+LOADS = {
+    "contract.py": {"from_json", "earlier_analysis"},
+    "slurm.py": {"load_facts"},
+    "analysis/decisions/adaptive.py": {"load_round"},
+    "records.py": {"_fast_validator", "_validator", "parse_record_text"},
+    "analysis/tables.py": {"metric_columns"},
+    "study/errors.py": {"yaml_problem"},
 }
+
+
+def json_loads(path: Path) -> set[str]:
+    """The functions of a file that call json.load(s) on anything but json.dumps(...) (a
+    round trip through JSON parses no file)."""
+    found = set()
+    for func in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(func):
+            if (
+                isinstance(node, ast.Call)
+                and ast.unparse(node.func) in ("json.load", "json.loads")
+                and not ast.unparse(node.args[0]).startswith("json.dumps(")
+            ):
+                found.add(func.name)
+    return found
+
+
+def test_analysis_rounds_and_the_plan_are_parsed_only_by_their_load():
+    """Nothing but an owner's load parses analysis.json or a round's plan: their readers
+    call Analysis.load (earlier_analysis: a baseline's, an archive's) or load_round."""
+    code = [*PACKAGE.rglob("*.py"), *(REPO / "scripts").glob("*.py")]
+    for path in code:
+        where = str(path.relative_to(PACKAGE if PACKAGE in path.parents else REPO))
+        if where.startswith("compute/"):  # the compute side reads no analysis
+            continue
+        found = json_loads(path)
+        assert found == LOADS.get(where, set()), f"{where}: {sorted(found)} parse JSON"
+    for path in [REPO / "Snakefile", *(REPO / "rules").glob("*.smk")]:
+        assert "json.load" not in path.read_text(), f"{path.name} parses JSON: call a load"
+
+
+TOY = {
+    "contract.py": """
+        from dataclasses import dataclass
+
+
+        @dataclass(frozen=True)
+        class RunsCounted:
+            runs: int
+
+
+        DATA = RunsCounted
+    """,
+    "produce.py": """
+        from toy_sections.counted.contract import RunsCounted
+
+
+        def produce(given):
+            return RunsCounted(runs=len(given.runs))
+    """,
+    "view.py": """
+        def view(counted):
+            return {"runs": counted.runs}
+    """,
+    "partial.html.j2": "<h3>Runs counted</h3><p>{{ v.runs }} runs in all</p>",
+    "__init__.py": "",
+}
+
+
+def test_a_section_added_in_its_folder_and_one_registry_line_is_in_the_report(
+    tmp_path, monkeypatch
+):
+    """The toy section's folder and its line in SECTIONS: analysis.json holds its data
+    under its name, loads back as its dataclass, and the report shows its partial."""
+    from textwrap import dedent
+
+    import pandas as pd
+
+    from scalestudy.contract import Analysis
+    from scalestudy.report.rendering import render
+    from scalestudy.report.views import study_view
+    from scalestudy.sections import SECTIONS
+    from tests.test_views import aggregated, text_of
+
+    folder = tmp_path / "toy_sections" / "counted"
+    folder.mkdir(parents=True)
+    (folder.parent / "__init__.py").write_text("")
+    for name, text in TOY.items():
+        (folder / name).write_text(dedent(text))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(SECTIONS, "counted", "toy_sections.counted")
+    out = aggregated(tmp_path / "rtx")
+    runs = len(pd.read_csv(out["runs"]))
+    assert json.loads(out["analysis"].read_text())["counted"] == {"runs": runs}
+    analysis = Analysis.load(out["analysis"])
+    assert type(analysis.section("counted")).__name__ == "RunsCounted"
+    html = render("t", [study_view(analysis, pd.read_csv(out["summary"]), {})])
+    assert f"Runs counted {runs} runs in all" in text_of(html)

@@ -29,7 +29,7 @@ from scalestudy.contract import Analysis, build
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
 from scalestudy.sections import SECTIONS, part
-from scalestudy.slurm import local_facts, probe_commands
+from scalestudy.slurm import load_facts, local_facts, probe_commands
 
 
 @dataclass(frozen=True)
@@ -159,5 +159,5 @@ def aggregate(
     study's round plans, the baseline's folder, the study's archives and its cluster
     facts (results/<study>/cluster.json; None: locally); `min_jobs` as for analyse."""
     plans = [load_round(path) for path in rounds]
-    facts = None if cluster is None else json.loads(Path(cluster).read_text())
+    facts = None if cluster is None else load_facts(cluster)
     return analyse(study, read_runs(study, inputs), plans, baseline, archives, facts, min_jobs)

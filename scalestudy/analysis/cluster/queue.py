@@ -46,6 +46,7 @@ from scalestudy.slurm import (
     slurm_seconds,
     unreachable,
 )
+from scalestudy.thresholds import BOUND_LEVEL, BOUND_QUANTILE
 
 TEST_ONLY = "sbatch --test-only"
 # what a row or the page says of --test-only's figure
@@ -93,10 +94,9 @@ NO_HISTORY = {"history_wait_median_s": None, "history_wait_p90_s": None, "histor
               "history_bound_covered": 0, "history_bound_tested": 0}  # fmt: skip
 NO_CORRECTION = {"corrected_start": None, "corrected_wait_s": None}
 
-# the bound on past waits: BOUND_LEVEL confidence that the BOUND_QUANTILE of waits is
-# below it; at BOUND_MIN_JOBS jobs the bound is their largest wait
-BOUND_LEVEL, BOUND_QUANTILE = 0.95, 0.9
-BOUND_MIN_JOBS = 29
+# the bound on past waits (BOUND_LEVEL, BOUND_QUANTILE: scalestudy.thresholds) needs
+# BOUND_MIN_JOBS jobs, the least n whose largest wait is the bound (1 - q^n >= level): 29
+BOUND_MIN_JOBS = math.ceil(math.log(1 - BOUND_LEVEL) / math.log(BOUND_QUANTILE))
 TOO_LITTLE = "too little history for a bound"
 # where no ended past job gives --test-only's correction
 UNCORRECTED = (
