@@ -492,28 +492,6 @@ class FrameworkShare:
 
 
 @dataclass(frozen=True)
-class SlurmRun:
-    point: str
-    repeat: int
-    job: Any
-    nodes: str
-    submitted: Any
-    queue_wait_s: float | None
-    run_s: float | None
-    status: str
-    shared_with: list[list[Any]]
-    exclusive: bool | None
-
-
-@dataclass(frozen=True)
-class Allocations:
-    runs: int
-    jobs: int
-    shared_jobs: int
-    exclusive: str | None  # all | some | none (None: not known)
-
-
-@dataclass(frozen=True)
 class Received:
     point: str
     threads: int
@@ -624,8 +602,6 @@ class Findings:
     ddp: list[DdpPoint] | None
     framework: FrameworkShare | None
     telemetry: list[PointTelemetry]
-    scheduler: list[SlurmRun]
-    allocations: Allocations | None
     received: list[Received]
     # where and with what it ran, and the workload
     # (scalestudy.analysis.history.baseline.fingerprint)

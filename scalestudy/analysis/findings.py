@@ -30,7 +30,6 @@ from scalestudy.analysis.tables import (
 )
 from scalestudy.contract import (
     TELEMETRY,
-    Allocations,
     Answer,
     BaseCase,
     Charges,
@@ -46,7 +45,6 @@ from scalestudy.contract import (
     Requests,
     ResultTimes,
     Rounds,
-    SlurmRun,
     StudyFacts,
     Total,
     build,
@@ -207,54 +205,6 @@ def telemetry(runs: pd.DataFrame) -> list[PointTelemetry]:
     ]
 
 
-def exclusive_node(run: dict) -> bool | None:
-    """Whether the run's job had its nodes to itself (Slurm's OverSubscribe=NO, what
-    sbatch --exclusive gives); None where the record does not say."""
-    value = run.get("slurm_oversubscribe")
-    return value == "NO" if isinstance(value, str) else None
-
-
-def scheduler(runs: pd.DataFrame) -> list[SlurmRun]:
-    """Each Slurm run of the study: its job, queue wait and run time, the other runs
-    that shared its job (packed repeats, one after another) and whether the job had
-    its nodes to itself."""
-    if "slurm_job_id" not in runs:
-        return []
-    slurm = runs[runs["slurm_job_id"].notna()].to_dict("records")
-    by_job: dict[str, list[dict]] = {}
-    for r in slurm:
-        by_job.setdefault(str(r["slurm_job_id"]), []).append(r)
-    return [
-        SlurmRun(
-            point=r["point"],
-            repeat=int(r["repeat"]),
-            job=jsonable(r["slurm_job_id"]),
-            nodes=r.get("slurm_nodelist") if isinstance(r.get("slurm_nodelist"), str) else "",
-            submitted=jsonable(r.get("slurm_submit_time")),
-            queue_wait_s=finite(r["queue_wait_s"]),
-            run_s=finite(r["elapsed_s"]),
-            status=r["status"],
-            shared_with=[
-                [o["point"], int(o["repeat"])] for o in by_job[str(r["slurm_job_id"])] if o is not r
-            ],
-            exclusive=exclusive_node(r),
-        )
-        for r in slurm
-    ]
-
-
-def allocations(jobs: list[SlurmRun]) -> Allocations | None:
-    """How the study's Slurm runs shared allocations: runs, jobs, jobs that ran several
-    runs, and whether every job, none or only some had its nodes to itself."""
-    if not jobs:
-        return None
-    ids = {str(j.job) for j in jobs}
-    shared = {str(j.job) for j in jobs if j.shared_with}
-    known = [j.exclusive for j in jobs if j.exclusive is not None]
-    exclusive = None if not known else "all" if all(known) else "none" if not any(known) else "some"
-    return Allocations(runs=len(jobs), jobs=len(ids), shared_jobs=len(shared), exclusive=exclusive)
-
-
 def shown_metrics(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     """The summary's columns of every metric the workloads reported that has a number
     at some point (the report shows those it shows nowhere else)."""
@@ -406,7 +356,6 @@ def study_findings(
     if times is not None:  # the deadline by time to result, where Slurm gave waits
         answers = [deadline_by_result(a, times, summary, study.recommend.deadline_s)
                    for a in answers]  # fmt: skip
-    jobs = scheduler(runs)
     layouts = predictions.get("layouts", [])
     return Findings(
         study=facts,
@@ -448,8 +397,6 @@ def study_findings(
         ddp=ddp_findings(summary, study) if facts.distributed else None,
         framework=framework_share(summary),
         telemetry=telemetry(runs),
-        scheduler=jobs,
-        allocations=allocations(jobs),
         received=received(runs),
         fingerprint=fingerprint(study, runs),
         # the queue wait beside the run time

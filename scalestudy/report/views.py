@@ -154,7 +154,6 @@ DDP = [
     "val_accuracy", "speedup", "efficiency", "band", "throughput",
 ]  # fmt: skip
 # the Slurm jobs' table: the template's names for its cells, and their columns
-SCHEDULER = {"queue_wait": "queue_wait_s", "run": "run_s", "submitted": "submitted"}
 # what the answers (the headline, the summary at the top) state of their points
 ANSWER = ["speedup", "relative_su"]
 # Columns shown with their confidence interval: column -> (lo, hi) columns.
@@ -654,14 +653,6 @@ def study_view(
             "framework": framework
             and cells(shallow(framework), ["lightning_ms", "plain_ms", "share"]),
             "charges": cells(shallow(found.charges), ["core_hours", "gpu_hours", "su"]),
-            "scheduler": [
-                shallow(j) | {k: f[c] for k, c in SCHEDULER.items()}
-                for j, f in zip(
-                    found.scheduler,
-                    table([shallow(j) for j in found.scheduler], SCHEDULER.values()),
-                    strict=True,
-                )
-            ],
             "received": [
                 shallow(r) | {"got": [[label(c), values] for c, values in r.got]}
                 for r in found.received
@@ -671,11 +662,12 @@ def study_view(
             "fingerprint": [(k, v) for k, v in found.fingerprint.items() if v],
             # time to result
             "result_times": result_times_view(found.time_to_result),
-            # each section's view, in the registry's order (scalestudy.sections)
+            # each section's view, in the registry's order (scalestudy.sections), and
+            # its place in the study's part (its view's PLACE; by default after the fits)
             "sections": [
-                {"template": f"section:{name}", "v": v}
+                {"template": f"section:{name}", "v": v, "place": getattr(view, "PLACE", "fits")}
                 for name in SECTIONS
-                if (v := part(name, "view").view(analysis.sections[name])) is not None
+                if (v := (view := part(name, "view")).view(analysis.sections[name])) is not None
             ],
         }
     )
