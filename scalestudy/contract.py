@@ -492,16 +492,6 @@ class FrameworkShare:
 
 
 @dataclass(frozen=True)
-class Received:
-    point: str
-    threads: int
-    processes: int
-    gpus: int
-    nodes: int
-    got: list[list[str]]  # [column, distinct values]
-
-
-@dataclass(frozen=True)
 class PointTelemetry:
     """Per point, medians over its runs of how the data was loaded and the GPU used
     (None: not measured)."""
@@ -602,7 +592,6 @@ class Findings:
     ddp: list[DdpPoint] | None
     framework: FrameworkShare | None
     telemetry: list[PointTelemetry]
-    received: list[Received]
     # where and with what it ran, and the workload
     # (scalestudy.analysis.history.baseline.fingerprint)
     fingerprint: dict[str, str] = dataclasses.field(default_factory=dict)

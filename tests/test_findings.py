@@ -93,7 +93,7 @@ def test_failures_mismatches_and_missing_numbers_are_json(tmp_path):
     assert found["charges"]["core_hours"] == pytest.approx((2.5 + 2.5 + 1.0) / 3600)
     assert (found["fingerprint"]["hosts"], found["fingerprint"]["python"]) == ("h", "3.11.7")
     assert found["telemetry"] == [] and analysis["staging"] is None and analysis["jobs"] is None
-    assert found["received"][1]["got"][0] == ["cpus_usable", "2"]
+    assert analysis["received"][1]["got"][0] == ["cpus_usable", "2"]
 
 
 def test_runs_that_shared_a_slurm_job_and_whether_it_had_its_nodes_to_itself():

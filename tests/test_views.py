@@ -271,6 +271,8 @@ def test_a_section_with_a_place_is_shown_there_the_slurm_jobs_with_the_cost(tmp_
     from scalestudy.sections.jobs.contract import Jobs
     from scalestudy.sections.jobs.produce import allocations, scheduler
     from scalestudy.sections.jobs.view import view as jobs_view
+    from scalestudy.sections.received.contract import Received
+    from scalestudy.sections.received.view import view as received_view
 
     out = aggregated(tmp_path / "rtx")
     view = study_view(json.loads(out["analysis"].read_text()), pd.read_csv(out["summary"]), {})
@@ -278,10 +280,19 @@ def test_a_section_with_a_place_is_shown_there_the_slurm_jobs_with_the_cost(tmp_
                          "slurm_oversubscribe": ["NO", "NO"], "queue_wait_s": [1.0, 1.0],
                          "elapsed_s": [10.0, 10.0], "status": ["ok", "ok"]})  # fmt: skip
     jobs = scheduler(runs)
+    got = [Received("t1", 2, 1, 0, 1, [["cpus_usable", "2"]])]
     view["sections"] = [
-        {"template": "section:jobs", "v": jobs_view(Jobs(jobs, allocations(jobs))), "place": "cost"}
+        {
+            "template": "section:jobs",
+            "v": jobs_view(Jobs(jobs, allocations(jobs))),
+            "place": "cost",
+        },
+        {"template": "section:received", "v": received_view(got), "place": "environment"},
     ]
     text = text_of(render("t", [view]))
     said = "2 runs in 1 Slurm job: 1 job ran several runs (packed repeats)"
     assert text.index("Cost and scheduling") < text.index(said) < text.index("How these numbers")
     assert "Every job had its nodes to itself (--exclusive)." in text
+    # what the runs received: after the checklist, before the environment
+    said = "t1 2 thread(s) × 1 process(es), 0 GPU(s), 1 node(s) usable CPUs 2"
+    assert text.index("How these numbers") < text.index("Allocation received") < text.index(said)

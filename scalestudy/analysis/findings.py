@@ -20,7 +20,7 @@ from scalestudy.analysis.cluster.result_time import deadline_by_result, study_re
 from scalestudy.analysis.cost.cost import charges, cost_view
 from scalestudy.analysis.decisions.layouts import grid_cells, point_layout
 from scalestudy.analysis.decisions.request import study_requests
-from scalestudy.analysis.history.baseline import distinct, fingerprint
+from scalestudy.analysis.history.baseline import fingerprint
 from scalestudy.analysis.stats.predictions import jsonable, usable_runs
 from scalestudy.analysis.tables import (
     TIME_COLUMNS,
@@ -41,7 +41,6 @@ from scalestudy.contract import (
     Grid,
     Mismatch,
     PointTelemetry,
-    Received,
     Requests,
     ResultTimes,
     Rounds,
@@ -55,11 +54,6 @@ from scalestudy.study.points import point_for
 from scalestudy.study.workload_bridge import workload_capabilities
 from scalestudy.thresholds import efficiency_band
 
-# what the runs received (distinct values over the runs)
-RECEIVED = [
-    "cpus_usable", "threads_given", "torch_threads", "gpus_visible", "mem_limit_mb", "world_size",
-    "hosts",
-]  # fmt: skip
 # what N counts, in the answer's words: (one, several)
 AXIS_UNITS = {
     "threads": ("thread", "threads"),
@@ -115,11 +109,6 @@ def study_facts(study: Study) -> StudyFacts:
     )  # fmt: skip
 
 
-def distinct_columns(runs: pd.DataFrame, columns: list[str]) -> list[list[str]]:
-    """[column, distinct values] of each column the runs have a value in."""
-    return [[c, text] for c in columns if (text := distinct(runs, c))]
-
-
 def banded(grid: dict | None) -> dict | None:
     """A grid's cells with their efficiency band (the heat map's colour)."""
     if grid is None:
@@ -165,30 +154,6 @@ def framework_share(summary: pd.DataFrame) -> FrameworkShare | None:
     return FrameworkShare(
         lightning_ms=lightning * 1e3, plain_ms=plain * 1e3, share=1 - plain / lightning
     )
-
-
-def received(runs: pd.DataFrame) -> list[Received]:
-    """Per point, what its runs asked for and what they got (distinct values)."""
-    if "cpus_usable" not in runs:
-        return []
-    asked = ["threads", "cores", "gpus", "nodes"]
-    columns = list(dict.fromkeys(["point", *asked, *(c for c in RECEIVED if c in runs)]))
-    view = []
-    for point, group in runs[columns].groupby("point", sort=False):
-        first = group.iloc[0]
-        if pd.isna(first.get("cpus_usable")):
-            continue
-        view.append(
-            Received(
-                point=point,
-                threads=int(first["threads"]),
-                processes=int(first["cores"] / first["threads"]),
-                gpus=int(first["gpus"]),
-                nodes=int(first["nodes"]),
-                got=distinct_columns(group, RECEIVED),
-            )
-        )
-    return view
 
 
 def telemetry(runs: pd.DataFrame) -> list[PointTelemetry]:
@@ -397,7 +362,6 @@ def study_findings(
         ddp=ddp_findings(summary, study) if facts.distributed else None,
         framework=framework_share(summary),
         telemetry=telemetry(runs),
-        received=received(runs),
         fingerprint=fingerprint(study, runs),
         # the queue wait beside the run time
         time_to_result=typed(ResultTimes, times),

@@ -653,10 +653,6 @@ def study_view(
             "framework": framework
             and cells(shallow(framework), ["lightning_ms", "plain_ms", "share"]),
             "charges": cells(shallow(found.charges), ["core_hours", "gpu_hours", "su"]),
-            "received": [
-                shallow(r) | {"got": [[label(c), values] for c, values in r.got]}
-                for r in found.received
-            ],
             "gpu_verdict": gpu_verdict_view(analysis.gpu_verdict),
             "telemetry": telemetry,
             "fingerprint": [(k, v) for k, v in found.fingerprint.items() if v],
