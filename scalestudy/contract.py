@@ -491,26 +491,6 @@ class FrameworkShare:
     share: float
 
 
-@dataclass(frozen=True)
-class PointTelemetry:
-    """Per point, medians over its runs of how the data was loaded and the GPU used
-    (None: not measured)."""
-
-    point: str
-    stage_s: float | None = None
-    stagers: float | None = None
-    time_to_first_batch_s: float | None = None
-    wait_fraction: float | None = None
-    gpu_util_mean_pct: float | None = None
-    gpu_util_peak_pct: float | None = None
-    gpu_mem_peak_mb: float | None = None
-
-
-# the telemetry columns, one list for the analysis, which takes their medians from the
-# runs (scalestudy.analysis.findings.telemetry), and the report, which shows them
-TELEMETRY = [f.name for f in dataclasses.fields(PointTelemetry) if f.name != "point"]
-
-
 # --- time to result: the queue wait beside the run time ---------------------
 # (scalestudy.analysis.cluster.result_time; a block of its own, for merges)
 
@@ -591,7 +571,6 @@ class Findings:
     metrics: list[str]
     ddp: list[DdpPoint] | None
     framework: FrameworkShare | None
-    telemetry: list[PointTelemetry]
     # where and with what it ran, and the workload
     # (scalestudy.analysis.history.baseline.fingerprint)
     fingerprint: dict[str, str] = dataclasses.field(default_factory=dict)

@@ -92,7 +92,7 @@ def test_failures_mismatches_and_missing_numbers_are_json(tmp_path):
     # every run asked for one core; the failed one is charged too
     assert found["charges"]["core_hours"] == pytest.approx((2.5 + 2.5 + 1.0) / 3600)
     assert (found["fingerprint"]["hosts"], found["fingerprint"]["python"]) == ("h", "3.11.7")
-    assert found["telemetry"] == [] and analysis["staging"] is None and analysis["jobs"] is None
+    assert analysis["telemetry"] == [] and analysis["staging"] is None and analysis["jobs"] is None
     assert analysis["received"][1]["got"][0] == ["cpus_usable", "2"]
 
 

@@ -267,12 +267,14 @@ def test_the_runs_per_point_of_an_adaptive_study_are_said_as_a_range():
     assert "repeats per point 3-4" in text and "3-4 runs per point" in text
 
 
-def test_a_section_with_a_place_is_shown_there_the_slurm_jobs_with_the_cost(tmp_path):
+def test_a_section_with_a_place_is_shown_there(tmp_path):
     from scalestudy.sections.jobs.contract import Jobs
     from scalestudy.sections.jobs.produce import allocations, scheduler
     from scalestudy.sections.jobs.view import view as jobs_view
     from scalestudy.sections.received.contract import Received
     from scalestudy.sections.received.view import view as received_view
+    from scalestudy.sections.telemetry.contract import PointTelemetry
+    from scalestudy.sections.telemetry.view import view as telemetry_view
 
     out = aggregated(tmp_path / "rtx")
     view = study_view(json.loads(out["analysis"].read_text()), pd.read_csv(out["summary"]), {})
@@ -288,6 +290,11 @@ def test_a_section_with_a_place_is_shown_there_the_slurm_jobs_with_the_cost(tmp_
             "place": "cost",
         },
         {"template": "section:received", "v": received_view(got), "place": "environment"},
+        {
+            "template": "section:telemetry",
+            "v": telemetry_view([PointTelemetry("g1", wait_fraction=0.25)]),
+            "place": "telemetry",
+        },
     ]
     text = text_of(render("t", [view]))
     said = "2 runs in 1 Slurm job: 1 job ran several runs (packed repeats)"
@@ -296,3 +303,6 @@ def test_a_section_with_a_place_is_shown_there_the_slurm_jobs_with_the_cost(tmp_
     # what the runs received: after the checklist, before the environment
     said = "t1 2 thread(s) × 1 process(es), 0 GPU(s), 1 node(s) usable CPUs 2"
     assert text.index("How these numbers") < text.index("Allocation received") < text.index(said)
+    # how the data was loaded: before the scaling models
+    assert text.index("Data loading and GPU use") < text.index("Scaling models")
+    assert "g1 – – – 25% – – –" in text

@@ -29,7 +29,6 @@ from scalestudy.analysis.tables import (
     study_quality_metric,
 )
 from scalestudy.contract import (
-    TELEMETRY,
     Answer,
     BaseCase,
     Charges,
@@ -40,7 +39,6 @@ from scalestudy.contract import (
     FrameworkShare,
     Grid,
     Mismatch,
-    PointTelemetry,
     Requests,
     ResultTimes,
     Rounds,
@@ -154,20 +152,6 @@ def framework_share(summary: pd.DataFrame) -> FrameworkShare | None:
     return FrameworkShare(
         lightning_ms=lightning * 1e3, plain_ms=plain * 1e3, share=1 - plain / lightning
     )
-
-
-def telemetry(runs: pd.DataFrame) -> list[PointTelemetry]:
-    """Per point, median GPU utilisation and memory, and the share of time spent waiting
-    for data, where the runs measured them."""
-    columns = [c for c in TELEMETRY if c in runs]
-    if not any(runs[c].notna().any() for c in columns):
-        return []
-    ok = runs[runs["status"] == "ok"]
-    medians = ok[columns].apply(pd.to_numeric, errors="coerce").groupby(ok["point"], sort=False)
-    return [
-        PointTelemetry(point=point, **{k: finite(v) for k, v in row.items()})
-        for point, row in medians.median().iterrows()
-    ]
 
 
 def shown_metrics(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
@@ -361,7 +345,6 @@ def study_findings(
         metrics=shown_metrics(summary, runs),
         ddp=ddp_findings(summary, study) if facts.distributed else None,
         framework=framework_share(summary),
-        telemetry=telemetry(runs),
         fingerprint=fingerprint(study, runs),
         # the queue wait beside the run time
         time_to_result=typed(ResultTimes, times),

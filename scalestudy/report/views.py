@@ -18,7 +18,6 @@ import pandas as pd
 
 from scalestudy import contract
 from scalestudy.contract import (
-    TELEMETRY,  # the telemetry table's columns, the analysis's list
     Analysis,
     Comparison,
     GpuVerdict,
@@ -31,6 +30,7 @@ from scalestudy.contract import (
 )
 from scalestudy.records import RecordError, finite, read_record
 from scalestudy.sections import SECTIONS, part
+from scalestudy.sections.telemetry.contract import TELEMETRY  # the telemetry section's columns
 from scalestudy.thresholds import BANDS_WORDS, INSTABILITY_WORDS, band_words
 
 
@@ -577,12 +577,10 @@ def study_view(
     results = results_view(rows, analysis.series, has_series)
     distributed = study.distributed
     ddp = ddp_view(rows, found.ddp) if distributed else None
-    measured = table([shallow(t) for t in found.telemetry], TELEMETRY)
-    telemetry = [{"point": t.point} | f for t, f in zip(found.telemetry, measured, strict=True)]
     framework = found.framework
     # every metric the runs reported that no other part of the report shows
     shown = {*results["keys"], *(DDP if distributed else ())}
-    if telemetry:
+    if analysis.section("telemetry"):
         shown |= set(TELEMETRY)
     if framework:
         shown |= {"step_time_median_s", "plain_step_time_median_s"}
@@ -654,7 +652,6 @@ def study_view(
             and cells(shallow(framework), ["lightning_ms", "plain_ms", "share"]),
             "charges": cells(shallow(found.charges), ["core_hours", "gpu_hours", "su"]),
             "gpu_verdict": gpu_verdict_view(analysis.gpu_verdict),
-            "telemetry": telemetry,
             "fingerprint": [(k, v) for k, v in found.fingerprint.items() if v],
             # time to result
             "result_times": result_times_view(found.time_to_result),
