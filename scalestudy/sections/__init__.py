@@ -19,17 +19,9 @@ from pathlib import Path
 # each section's package, in the report's order
 SECTIONS = {
     name: f"{__name__}.{name}"
-    for name in (
-        "staging",
-        "energy",
-        "baseline",
-        "history",
-        "references",
-        "jobs",
-        "received",
-        "telemetry",
-    )
-}
+    for name in ("staging", "energy", "baseline", "history", "references", "jobs",
+                 "received", "telemetry")
+}  # fmt: skip
 
 
 def part(name: str, module: str):
