@@ -491,58 +491,6 @@ class FrameworkShare:
     share: float
 
 
-@dataclass(frozen=True)
-class SlurmRun:
-    point: str
-    repeat: int
-    job: Any
-    nodes: str
-    submitted: Any
-    queue_wait_s: float | None
-    run_s: float | None
-    status: str
-    shared_with: list[list[Any]]
-    exclusive: bool | None
-
-
-@dataclass(frozen=True)
-class Allocations:
-    runs: int
-    jobs: int
-    shared_jobs: int
-    exclusive: str | None  # all | some | none (None: not known)
-
-
-@dataclass(frozen=True)
-class Received:
-    point: str
-    threads: int
-    processes: int
-    gpus: int
-    nodes: int
-    got: list[list[str]]  # [column, distinct values]
-
-
-@dataclass(frozen=True)
-class PointTelemetry:
-    """Per point, medians over its runs of how the data was loaded and the GPU used
-    (None: not measured)."""
-
-    point: str
-    stage_s: float | None = None
-    stagers: float | None = None
-    time_to_first_batch_s: float | None = None
-    wait_fraction: float | None = None
-    gpu_util_mean_pct: float | None = None
-    gpu_util_peak_pct: float | None = None
-    gpu_mem_peak_mb: float | None = None
-
-
-# the telemetry columns, one list for the analysis, which takes their medians from the
-# runs (scalestudy.analysis.findings.telemetry), and the report, which shows them
-TELEMETRY = [f.name for f in dataclasses.fields(PointTelemetry) if f.name != "point"]
-
-
 # --- time to result: the queue wait beside the run time ---------------------
 # (scalestudy.analysis.cluster.result_time; a block of its own, for merges)
 
@@ -633,10 +581,6 @@ class Findings:
     metrics: list[str]
     ddp: list[DdpPoint] | None
     framework: FrameworkShare | None
-    telemetry: list[PointTelemetry]
-    scheduler: list[SlurmRun]
-    allocations: Allocations | None
-    received: list[Received]
     # where and with what it ran, and the workload
     # (scalestudy.analysis.history.baseline.fingerprint)
     fingerprint: dict[str, str] = dataclasses.field(default_factory=dict)

@@ -92,14 +92,15 @@ def test_failures_mismatches_and_missing_numbers_are_json(tmp_path):
     # every run asked for one core; the failed one is charged too
     assert found["charges"]["core_hours"] == pytest.approx((2.5 + 2.5 + 1.0) / 3600)
     assert (found["fingerprint"]["hosts"], found["fingerprint"]["python"]) == ("h", "3.11.7")
-    assert found["telemetry"] == [] and analysis["staging"] is None and found["scheduler"] == []
-    assert found["received"][1]["got"][0] == ["cpus_usable", "2"]
+    assert analysis["telemetry"] == [] and analysis["staging"] is None and analysis["jobs"] is None
+    assert analysis["received"][1]["got"][0] == ["cpus_usable", "2"]
 
 
 def test_runs_that_shared_a_slurm_job_and_whether_it_had_its_nodes_to_itself():
     """Packed repeats (submission.pack_repeats) share one Slurm job: each run names the
     runs it shared it with, and the study says how many jobs its runs took."""
-    from scalestudy.analysis.findings import allocations, scheduler
+    from scalestudy.sections.jobs.contract import Allocations
+    from scalestudy.sections.jobs.produce import allocations, scheduler
 
     runs = pd.DataFrame(
         {
@@ -113,15 +114,15 @@ def test_runs_that_shared_a_slurm_job_and_whether_it_had_its_nodes_to_itself():
         }
     )
     jobs = scheduler(runs)
-    assert jobs[0]["shared_with"] == [["t1", 2], ["t1", 3]]
-    assert jobs[4]["shared_with"] == [["t2", 1], ["t2", 3]]
-    assert [j["exclusive"] for j in jobs] == [True] * 3 + [False] * 3
-    assert allocations(jobs) == {"runs": 6, "jobs": 2, "shared_jobs": 2, "exclusive": "some"}
+    assert jobs[0].shared_with == [["t1", 2], ["t1", 3]]
+    assert jobs[4].shared_with == [["t2", 1], ["t2", 3]]
+    assert [j.exclusive for j in jobs] == [True] * 3 + [False] * 3
+    assert allocations(jobs) == Allocations(runs=6, jobs=2, shared_jobs=2, exclusive="some")
     # one job per run, records without the field (older ones): nothing shared, unknown
     single = runs.assign(slurm_job_id=[str(i) for i in range(6)]).drop(
         columns="slurm_oversubscribe"
     )
     jobs = scheduler(single)
-    assert all(j["shared_with"] == [] and j["exclusive"] is None for j in jobs)
-    assert allocations(jobs) == {"runs": 6, "jobs": 6, "shared_jobs": 0, "exclusive": None}
+    assert all(j.shared_with == [] and j.exclusive is None for j in jobs)
+    assert allocations(jobs) == Allocations(runs=6, jobs=6, shared_jobs=0, exclusive=None)
     assert allocations([]) is None

@@ -439,7 +439,7 @@ def test_packed_repeats_share_one_job_per_point_on_nodes_of_their_own(cluster, w
     assert shape(record(workflow, "packed", "t2", 2)) == shape(alone)
 
     found = json.loads((workflow.root / "results" / "packed" / "analysis.json").read_text())
-    assert found["findings"]["allocations"] == {
+    assert found["jobs"]["allocations"] == {
         "runs": 6, "jobs": 2, "shared_jobs": 2, "exclusive": "all"
     }  # fmt: skip
     html = (workflow.root / "results" / "report.html").read_text()

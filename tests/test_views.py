@@ -265,3 +265,44 @@ def test_the_runs_per_point_of_an_adaptive_study_are_said_as_a_range():
     # rounds gave t1 4 runs and t2 3: the report said "4 runs per point"
     text, _ = adaptive_report([1, 2], {1: [10.0, 10.1, 9.9, 10.0], 2: [5.0, 5.1, 4.9]})
     assert "repeats per point 3-4" in text and "3-4 runs per point" in text
+
+
+def test_a_section_with_a_place_is_shown_there(tmp_path):
+    from scalestudy.sections.jobs.contract import Jobs
+    from scalestudy.sections.jobs.produce import allocations, scheduler
+    from scalestudy.sections.jobs.view import view as jobs_view
+    from scalestudy.sections.received.contract import Received
+    from scalestudy.sections.received.view import view as received_view
+    from scalestudy.sections.telemetry.contract import PointTelemetry
+    from scalestudy.sections.telemetry.view import view as telemetry_view
+
+    out = aggregated(tmp_path / "rtx")
+    view = study_view(json.loads(out["analysis"].read_text()), pd.read_csv(out["summary"]), {})
+    runs = pd.DataFrame({"point": ["t1", "t1"], "repeat": [1, 2], "slurm_job_id": ["7", "7"],
+                         "slurm_oversubscribe": ["NO", "NO"], "queue_wait_s": [1.0, 1.0],
+                         "elapsed_s": [10.0, 10.0], "status": ["ok", "ok"]})  # fmt: skip
+    jobs = scheduler(runs)
+    got = [Received("t1", 2, 1, 0, 1, [["cpus_usable", "2"]])]
+    view["sections"] = [
+        {
+            "template": "section:jobs",
+            "v": jobs_view(Jobs(jobs, allocations(jobs))),
+            "place": "cost",
+        },
+        {"template": "section:received", "v": received_view(got), "place": "environment"},
+        {
+            "template": "section:telemetry",
+            "v": telemetry_view([PointTelemetry("g1", wait_fraction=0.25)]),
+            "place": "telemetry",
+        },
+    ]
+    text = text_of(render("t", [view]))
+    said = "2 runs in 1 Slurm job: 1 job ran several runs (packed repeats)"
+    assert text.index("Cost and scheduling") < text.index(said) < text.index("How these numbers")
+    assert "Every job had its nodes to itself (--exclusive)." in text
+    # what the runs received: after the checklist, before the environment
+    said = "t1 2 thread(s) × 1 process(es), 0 GPU(s), 1 node(s) usable CPUs 2"
+    assert text.index("How these numbers") < text.index("Allocation received") < text.index(said)
+    # how the data was loaded: before the scaling models
+    assert text.index("Data loading and GPU use") < text.index("Scaling models")
+    assert "g1 – – – 25% – – –" in text

@@ -4,8 +4,8 @@ aggregation and written to analysis.json under "findings" (scripts/aggregate.py)
 The report formats these and computes nothing; the study facts it states (title,
 scaling, cost model) are here too, so it needs no config, and so are its verdicts (which
 steps the answer stands on, whether the headline names the layout). Values are plain
-JSON: numbers stay numbers, missing ones are null; aggregation builds them, with the
-predictions, into analysis.json's typed contract (scalestudy.contract).
+JSON: numbers stay numbers, missing ones are null; study_findings returns them as the
+contract's Findings (scalestudy.contract).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from scalestudy.analysis.cluster.result_time import deadline_by_result, study_re
 from scalestudy.analysis.cost.cost import charges, cost_view
 from scalestudy.analysis.decisions.layouts import grid_cells, point_layout
 from scalestudy.analysis.decisions.request import study_requests
-from scalestudy.analysis.history.baseline import distinct, fingerprint
+from scalestudy.analysis.history.baseline import fingerprint
 from scalestudy.analysis.stats.predictions import jsonable, usable_runs
 from scalestudy.analysis.tables import (
     TIME_COLUMNS,
@@ -28,18 +28,30 @@ from scalestudy.analysis.tables import (
     shared_machines,
     study_quality_metric,
 )
-from scalestudy.contract import TELEMETRY, StudyFacts
+from scalestudy.contract import (
+    Answer,
+    BaseCase,
+    Charges,
+    CostModel,
+    DdpPoint,
+    Failure,
+    Findings,
+    FrameworkShare,
+    Grid,
+    Mismatch,
+    Requests,
+    ResultTimes,
+    Rounds,
+    StudyFacts,
+    Total,
+    build,
+)
 from scalestudy.model import Scaling, Study, base_series
 from scalestudy.records import finite
 from scalestudy.study.points import point_for
 from scalestudy.study.workload_bridge import workload_capabilities
 from scalestudy.thresholds import efficiency_band
 
-# what the runs received (distinct values over the runs)
-RECEIVED = [
-    "cpus_usable", "threads_given", "torch_threads", "gpus_visible", "mem_limit_mb", "world_size",
-    "hosts",
-]  # fmt: skip
 # what N counts, in the answer's words: (one, several)
 AXIS_UNITS = {
     "threads": ("thread", "threads"),
@@ -95,11 +107,6 @@ def study_facts(study: Study) -> StudyFacts:
     )  # fmt: skip
 
 
-def distinct_columns(runs: pd.DataFrame, columns: list[str]) -> list[list[str]]:
-    """[column, distinct values] of each column the runs have a value in."""
-    return [[c, text] for c in columns if (text := distinct(runs, c))]
-
-
 def banded(grid: dict | None) -> dict | None:
     """A grid's cells with their efficiency band (the heat map's colour)."""
     if grid is None:
@@ -110,7 +117,7 @@ def banded(grid: dict | None) -> dict | None:
     return grid
 
 
-def ddp_findings(summary: pd.DataFrame, study: Study) -> list[dict]:
+def ddp_findings(summary: pd.DataFrame, study: Study) -> list[DdpPoint]:
     """Per point, the source's reading of a distributed point: processes (as the runs
     saw them, else as the point asks: times measured elsewhere record none), processes
     per node and the efficiency band."""
@@ -121,18 +128,18 @@ def ddp_findings(summary: pd.DataFrame, study: Study) -> list[dict]:
         if not (finite(world) or 0) > 0:
             world = point_for(study, int(r["n"]), base_series(series)).world_size
         rows.append(
-            {
-                "series": series,
-                "point": r["point"],
-                "world_size": world,
-                "processes_per_node": int(world / r["nodes"]) if r["nodes"] else 0,
-                "band": efficiency_band(r["efficiency"]),
-            }
+            DdpPoint(
+                series=series,
+                point=r["point"],
+                world_size=float(world),
+                processes_per_node=int(world / r["nodes"]) if r["nodes"] else 0,
+                band=efficiency_band(r["efficiency"]),
+            )
         )
     return rows
 
 
-def framework_share(summary: pd.DataFrame) -> dict | None:
+def framework_share(summary: pd.DataFrame) -> FrameworkShare | None:
     """Lightning's step against the same step in a plain PyTorch loop (base case)."""
     base = summary[summary["is_base"]]
     columns = ["step_time_median_s", "plain_step_time_median_s"]
@@ -141,94 +148,10 @@ def framework_share(summary: pd.DataFrame) -> dict | None:
     lightning, plain = (base[c].iloc[0] for c in columns)
     if not (pd.notna(lightning) and pd.notna(plain) and plain > 0):
         return None
-    return {
-        "lightning_ms": lightning * 1e3,
-        "plain_ms": plain * 1e3,
-        "share": 1 - plain / lightning,
-    }
-
-
-def received(runs: pd.DataFrame) -> list[dict]:
-    """Per point, what its runs asked for and what they got (distinct values)."""
-    if "cpus_usable" not in runs:
-        return []
-    asked = ["threads", "cores", "gpus", "nodes"]
-    columns = list(dict.fromkeys(["point", *asked, *(c for c in RECEIVED if c in runs)]))
-    view = []
-    for point, group in runs[columns].groupby("point", sort=False):
-        first = group.iloc[0]
-        if pd.isna(first.get("cpus_usable")):
-            continue
-        view.append(
-            {
-                "point": point,
-                "threads": first["threads"],
-                "processes": int(first["cores"] / first["threads"]),
-                "gpus": first["gpus"],
-                "nodes": first["nodes"],
-                "got": distinct_columns(group, RECEIVED),
-            }
-        )
-    return view
-
-
-def telemetry(runs: pd.DataFrame) -> list[dict]:
-    """Per point, median GPU utilisation and memory, and the share of time spent waiting
-    for data, where the runs measured them."""
-    columns = [c for c in TELEMETRY if c in runs]
-    if not any(runs[c].notna().any() for c in columns):
-        return []
-    ok = runs[runs["status"] == "ok"]
-    medians = ok[columns].apply(pd.to_numeric, errors="coerce").groupby(ok["point"], sort=False)
-    return [{"point": point} | row.to_dict() for point, row in medians.median().iterrows()]
-
-
-def exclusive_node(run: dict) -> bool | None:
-    """Whether the run's job had its nodes to itself (Slurm's OverSubscribe=NO, what
-    sbatch --exclusive gives); None where the record does not say."""
-    value = run.get("slurm_oversubscribe")
-    return value == "NO" if isinstance(value, str) else None
-
-
-def scheduler(runs: pd.DataFrame) -> list[dict]:
-    """Each Slurm run of the study: its job, queue wait and run time, the other runs
-    that shared its job (packed repeats, one after another) and whether the job had
-    its nodes to itself."""
-    if "slurm_job_id" not in runs:
-        return []
-    slurm = runs[runs["slurm_job_id"].notna()].to_dict("records")
-    by_job: dict[str, list[dict]] = {}
-    for r in slurm:
-        by_job.setdefault(str(r["slurm_job_id"]), []).append(r)
-    return [
-        {
-            "point": r["point"],
-            "repeat": int(r["repeat"]),
-            "job": r["slurm_job_id"],
-            "nodes": r.get("slurm_nodelist") if isinstance(r.get("slurm_nodelist"), str) else "",
-            "submitted": r.get("slurm_submit_time"),
-            "queue_wait_s": r["queue_wait_s"],
-            "run_s": r["elapsed_s"],
-            "status": r["status"],
-            "shared_with": [
-                [o["point"], int(o["repeat"])] for o in by_job[str(r["slurm_job_id"])] if o is not r
-            ],
-            "exclusive": exclusive_node(r),
-        }
-        for r in slurm
-    ]
-
-
-def allocations(jobs: list[dict]) -> dict | None:
-    """How the study's Slurm runs shared allocations: runs, jobs, jobs that ran several
-    runs, and whether every job, none or only some had its nodes to itself."""
-    if not jobs:
-        return None
-    ids = {str(j["job"]) for j in jobs}
-    shared = {str(j["job"]) for j in jobs if j["shared_with"]}
-    known = [j["exclusive"] for j in jobs if j["exclusive"] is not None]
-    exclusive = None if not known else "all" if all(known) else "none" if not any(known) else "some"
-    return {"runs": len(jobs), "jobs": len(ids), "shared_jobs": len(shared), "exclusive": exclusive}
+    lightning, plain = float(lightning), float(plain)
+    return FrameworkShare(
+        lightning_ms=lightning * 1e3, plain_ms=plain * 1e3, share=1 - plain / lightning
+    )
 
 
 def shown_metrics(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
@@ -360,8 +283,8 @@ def study_findings(
     cluster: dict,
     min_jobs: int | None,
     accounted: tuple[dict, str | None],
-) -> dict:
-    """The report's numbers of one study, as plain JSON values (`cluster`, `min_jobs`:
+) -> Findings:
+    """The report's numbers of one study (`cluster`, `min_jobs`:
     what Slurm said of it and the past jobs that make a typical wait, for the time to
     result; `accounted`: Slurm accounting's figures, request.read_accounting)."""
     base = summary[summary["is_base"]]
@@ -382,50 +305,52 @@ def study_findings(
     if times is not None:  # the deadline by time to result, where Slurm gave waits
         answers = [deadline_by_result(a, times, summary, study.recommend.deadline_s)
                    for a in answers]  # fmt: skip
-    return jsonable(
-        {
-            "study": facts,
-            # the fewest and the most runs of a point (an adaptive study's differ)
-            "repeats": [int(per_point.min()), int(per_point.max())] if len(runs) else [0, 0],
-            "quality_metric": study_quality_metric(study, runs),
-            # the weights every SU figure uses: the study's, its partitions', its series'
-            "cost": cost_view(study),
-            "charges": charges(runs, study),
-            "base": None if base.empty else {k: base.iloc[0][k] for k in ("point", "n", "time_s")},
-            "unstable": int(summary["unstable"].fillna(False).astype(bool).sum()),
-            "overlapped": int(runs["overlapped"].fillna(False).astype(bool).sum()),
-            "shared_machines": shared_machines(runs),
-            "failures": [
-                {"point": f.point, "repeat": int(f.repeat), "reason": f.reason or None}
-                for f in failures.itertuples()
-            ],
-            "mismatches": [
-                {"point": m.point, "repeat": int(m.repeat), "what": m.mismatches}
-                for m in mismatches.itertuples()
-            ],
-            # runs whose CPUs others used, as aggregation found them (disturbed_reasons)
-            "disturbed": [
-                {"point": r.point, "repeat": int(r.repeat), "what": r.disturbed}
-                for r in disturbed.itertuples()
-                if isinstance(r.disturbed, str) and r.disturbed
-            ],
-            "answers": answers,
-            # an adaptive study's rounds: what each measured and why, and why it stopped
-            "adaptive": adaptive_findings(study, runs, predictions),
-            # what to ask the scheduler for at each point, and what the runs used of it
-            "requests": requests,
-            # several layouts of one total: the fastest, and a grid's heat map
-            "layouts": predictions.get("layouts", []),
-            "grid": banded(grid_cells(study, summary, predictions.get("layouts", []))),
-            "metrics": shown_metrics(summary, runs),
-            "ddp": ddp_findings(summary, study) if facts.distributed else None,
-            "framework": framework_share(summary),
-            "telemetry": telemetry(runs),
-            "scheduler": scheduler(runs),
-            "allocations": allocations(scheduler(runs)),
-            "received": received(runs),
-            "fingerprint": fingerprint(study, runs),
-            # the queue wait beside the run time
-            "time_to_result": times,
-        }
+    layouts = predictions.get("layouts", [])
+    return Findings(
+        study=facts,
+        # the fewest and the most runs of a point (an adaptive study's differ)
+        repeats=[int(per_point.min()), int(per_point.max())] if len(runs) else [0, 0],
+        quality_metric=study_quality_metric(study, runs),
+        # the weights every SU figure uses: the study's, its partitions', its series'
+        cost=typed(CostModel, cost_view(study)),
+        charges=typed(Charges, charges(runs, study)),
+        base=None
+        if base.empty
+        else BaseCase(*(jsonable(base.iloc[0][k]) for k in ("point", "n", "time_s"))),
+        unstable=int(summary["unstable"].fillna(False).astype(bool).sum()),
+        overlapped=int(runs["overlapped"].fillna(False).astype(bool).sum()),
+        shared_machines=shared_machines(runs),
+        failures=[
+            Failure(point=f.point, repeat=int(f.repeat), reason=f.reason or None)
+            for f in failures.itertuples()
+        ],
+        mismatches=[
+            Mismatch(point=m.point, repeat=int(m.repeat), what=jsonable(m.mismatches))
+            for m in mismatches.itertuples()
+        ],
+        # runs whose CPUs others used, as aggregation found them (disturbed_reasons)
+        disturbed=[
+            Mismatch(point=r.point, repeat=int(r.repeat), what=r.disturbed)
+            for r in disturbed.itertuples()
+            if isinstance(r.disturbed, str) and r.disturbed
+        ],
+        answers=[typed(Answer, a) for a in answers],
+        # an adaptive study's rounds: what each measured and why, and why it stopped
+        adaptive=typed(Rounds, adaptive_findings(study, runs, predictions)),
+        # what to ask the scheduler for at each point, and what the runs used of it
+        requests=typed(Requests, requests),
+        # several layouts of one total: the fastest, and a grid's heat map
+        layouts=[typed(Total, t) for t in layouts],
+        grid=typed(Grid, banded(grid_cells(study, summary, layouts))),
+        metrics=shown_metrics(summary, runs),
+        ddp=ddp_findings(summary, study) if facts.distributed else None,
+        framework=framework_share(summary),
+        fingerprint=fingerprint(study, runs),
+        # the queue wait beside the run time
+        time_to_result=typed(ResultTimes, times),
     )
+
+
+def typed(cls, value):
+    """A part another module makes as plain values (a dict), as the contract's `cls`."""
+    return None if value is None else build(cls, jsonable(value))

@@ -22,10 +22,10 @@ from scalestudy.analysis.cost.cost import charges
 from scalestudy.analysis.decisions.adaptive import load_round, round_of_run, rounds_summary
 from scalestudy.analysis.decisions.request import read_accounting, study_requests
 from scalestudy.analysis.energy.energy import with_energy
-from scalestudy.analysis.findings import study_findings
+from scalestudy.analysis.findings import study_findings, typed
 from scalestudy.analysis.stats.predictions import jsonable, split_by_provenance, study_predictions
 from scalestudy.analysis.tables import read_runs, summarise
-from scalestudy.contract import Analysis, build
+from scalestudy.contract import Analysis, Comparison, GpuVerdict, SeriesFit, Total
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
 from scalestudy.sections import SECTIONS, part
@@ -131,15 +131,18 @@ def analyse(
     # requests, its ConsumedEnergy for each run's energy
     accounted = ({}, None) if study.measured is not None else read_accounting(cluster["accounting"])
     runs, summary = tables(study, runs, accounted, plans)
-    analysis = study_predictions(summary, runs, study)
+    predictions = study_predictions(summary, runs, study)
     if plans:
         spent = charges(runs, study)["su"]
-        analysis["adaptive"] = jsonable(rounds_summary(plans, spent, study.repeats))
-    analysis["findings"] = study_findings(
-        study, summary, runs, analysis, cluster, min_jobs, accounted
-    )
+        predictions["adaptive"] = jsonable(rounds_summary(plans, spent, study.repeats))
     # an adaptive study's rounds are written once, in the findings
-    found = build(Analysis, jsonable({k: v for k, v in analysis.items() if k != "adaptive"}))
+    found = Analysis(
+        series=[typed(SeriesFit, s) for s in predictions["series"]],
+        comparisons=[typed(Comparison, c) for c in predictions["comparisons"]],
+        layouts=[typed(Total, t) for t in predictions["layouts"]],
+        gpu_verdict=typed(GpuVerdict, predictions["gpu_verdict"]),
+        findings=study_findings(study, summary, runs, predictions, cluster, min_jobs, accounted),
+    )
     kept = [Path(a) for a in archives]
     given = Given(study, runs, summary, found, baseline and Path(baseline), kept)
     sections = {name: part(name, "produce").produce(given) for name in SECTIONS}

@@ -136,22 +136,22 @@ class RaplMeter:
                     self._wraps[i] += 1
             self._last = now
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.wrap_check_s):
-            try:
-                self._check()
-            except OSError as e:
-                self.reason = f"not readable: {e}"
-                return
-
-    def read(self) -> float | None:
-        """Joules since start(), wraps counted; None where the counter cannot be read."""
-        if self.reason or not self._start:
-            return None
+    def _checked(self) -> bool:
+        """_check(); False, with the reason noted, where a counter cannot be read."""
         try:
             self._check()
         except OSError as e:
             self.reason = f"not readable: {e}"
+            return False
+        return True
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.wrap_check_s) and self._checked():
+            pass
+
+    def read(self) -> float | None:
+        """Joules since start(), wraps counted; None where the counter cannot be read."""
+        if self.reason or not self._start or not self._checked():
             return None
         # each wrap lost max_energy_range_uj + 1 (the counter goes from max to 0)
         with self._lock:

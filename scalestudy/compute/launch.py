@@ -40,21 +40,15 @@ def utc_now() -> str:
 
 def git_commit(repo: Path = REPO_DIR) -> dict:
     """The workflow's commit, and whether tracked files differ from it."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                              timeout=10, check=True)  # fmt: skip
+        return done.stdout.strip()
+
     try:
-        commit = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
+        commit = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return {"workflow_commit": None}
     return {"workflow_commit": commit, "workflow_dirty": bool(dirty)}

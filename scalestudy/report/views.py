@@ -18,7 +18,6 @@ import pandas as pd
 
 from scalestudy import contract
 from scalestudy.contract import (
-    TELEMETRY,  # the telemetry table's columns, the analysis's list
     Analysis,
     Comparison,
     GpuVerdict,
@@ -31,6 +30,7 @@ from scalestudy.contract import (
 )
 from scalestudy.records import RecordError, finite, read_record
 from scalestudy.sections import SECTIONS, part
+from scalestudy.sections.telemetry.contract import TELEMETRY  # the telemetry section's columns
 from scalestudy.thresholds import BANDS_WORDS, INSTABILITY_WORDS, band_words
 
 
@@ -154,7 +154,6 @@ DDP = [
     "val_accuracy", "speedup", "efficiency", "band", "throughput",
 ]  # fmt: skip
 # the Slurm jobs' table: the template's names for its cells, and their columns
-SCHEDULER = {"queue_wait": "queue_wait_s", "run": "run_s", "submitted": "submitted"}
 # what the answers (the headline, the summary at the top) state of their points
 ANSWER = ["speedup", "relative_su"]
 # Columns shown with their confidence interval: column -> (lo, hi) columns.
@@ -578,12 +577,10 @@ def study_view(
     results = results_view(rows, analysis.series, has_series)
     distributed = study.distributed
     ddp = ddp_view(rows, found.ddp) if distributed else None
-    measured = table([shallow(t) for t in found.telemetry], TELEMETRY)
-    telemetry = [{"point": t.point} | f for t, f in zip(found.telemetry, measured, strict=True)]
     framework = found.framework
     # every metric the runs reported that no other part of the report shows
     shown = {*results["keys"], *(DDP if distributed else ())}
-    if telemetry:
+    if analysis.section("telemetry"):
         shown |= set(TELEMETRY)
     if framework:
         shown |= {"step_time_median_s", "plain_step_time_median_s"}
@@ -654,28 +651,16 @@ def study_view(
             "framework": framework
             and cells(shallow(framework), ["lightning_ms", "plain_ms", "share"]),
             "charges": cells(shallow(found.charges), ["core_hours", "gpu_hours", "su"]),
-            "scheduler": [
-                shallow(j) | {k: f[c] for k, c in SCHEDULER.items()}
-                for j, f in zip(
-                    found.scheduler,
-                    table([shallow(j) for j in found.scheduler], SCHEDULER.values()),
-                    strict=True,
-                )
-            ],
-            "received": [
-                shallow(r) | {"got": [[label(c), values] for c, values in r.got]}
-                for r in found.received
-            ],
             "gpu_verdict": gpu_verdict_view(analysis.gpu_verdict),
-            "telemetry": telemetry,
             "fingerprint": [(k, v) for k, v in found.fingerprint.items() if v],
             # time to result
             "result_times": result_times_view(found.time_to_result),
-            # each section's view, in the registry's order (scalestudy.sections)
+            # each section's view, in the registry's order (scalestudy.sections), and
+            # its place in the study's part (its view's PLACE; by default after the fits)
             "sections": [
-                {"template": f"section:{name}", "v": v}
+                {"template": f"section:{name}", "v": v, "place": getattr(view, "PLACE", "fits")}
                 for name in SECTIONS
-                if (v := part(name, "view").view(analysis.sections[name])) is not None
+                if (v := (view := part(name, "view")).view(analysis.sections[name])) is not None
             ],
         }
     )

@@ -6,7 +6,9 @@
   (scalestudy.analysis.pipeline.Given); it imports no report;
 - view.py: view(data) -> the dict its partial reads as `v` (None: not shown), the
   report side; it imports no analysis;
-- partial.html.j2: the section's part of each study's report.
+- partial.html.j2: the section's part of each study's report, after the fits, or where
+  view.py's PLACE says ("telemetry": before the scaling models; "cost": with the cost and
+  scheduling; "environment": before it).
 
 Adding a section is its folder and its line in SECTIONS (tests/test_architecture.py
 checks each file's layer by its name, and adds a toy section this way)."""
@@ -17,8 +19,9 @@ from pathlib import Path
 # each section's package, in the report's order
 SECTIONS = {
     name: f"{__name__}.{name}"
-    for name in ("staging", "energy", "baseline", "history", "references")
-}
+    for name in ("staging", "energy", "baseline", "history", "references", "jobs",
+                 "received", "telemetry")
+}  # fmt: skip
 
 
 def part(name: str, module: str):

@@ -1,8 +1,7 @@
 """The study against its baseline's folder (scalestudy.analysis.history.baseline)."""
 
+from scalestudy.analysis.findings import typed
 from scalestudy.analysis.history.baseline import compare
-from scalestudy.analysis.stats.predictions import jsonable
-from scalestudy.contract import build
 from scalestudy.sections.baseline.contract import DATA, BaselineComparison
 
 
@@ -10,4 +9,4 @@ def produce(given) -> DATA:
     if given.baseline is None:
         return None
     compared = compare(given.study, given.runs, given.analysis, given.baseline)
-    return build(BaselineComparison, jsonable(compared))
+    return typed(BaselineComparison, compared)

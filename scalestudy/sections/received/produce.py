@@ -1,0 +1,40 @@
+"""Per point, what its runs asked for and what they got."""
+
+import pandas as pd
+
+from scalestudy.analysis.history.baseline import distinct
+from scalestudy.sections.received.contract import DATA, Received
+
+# what the runs received (distinct values over the runs)
+RECEIVED = [
+    "cpus_usable", "threads_given", "torch_threads", "gpus_visible", "mem_limit_mb", "world_size",
+    "hosts",
+]  # fmt: skip
+
+
+def produce(given) -> DATA:
+    return received(given.runs)
+
+
+def received(runs: pd.DataFrame) -> list[Received]:
+    """Per point, what its runs asked for and what they got (distinct values)."""
+    if "cpus_usable" not in runs:
+        return []
+    asked = ["threads", "cores", "gpus", "nodes"]
+    columns = list(dict.fromkeys(["point", *asked, *(c for c in RECEIVED if c in runs)]))
+    view = []
+    for point, group in runs[columns].groupby("point", sort=False):
+        first = group.iloc[0]
+        if pd.isna(first.get("cpus_usable")):
+            continue
+        view.append(
+            Received(
+                point=point,
+                threads=int(first["threads"]),
+                processes=int(first["cores"] / first["threads"]),
+                gpus=int(first["gpus"]),
+                nodes=int(first["nodes"]),
+                got=[[c, text] for c in RECEIVED if (text := distinct(group, c))],
+            )
+        )
+    return view
