@@ -61,17 +61,17 @@ redo:
 # steps marked where a change was called (docs/baselines.md).
 archive:
 	@test -n "$(STUDY)" || { echo "usage: make archive STUDY=name"; exit 2; }
-	$(VENV)/bin/python -m scalestudy.analysis.archive "$(STUDY)"
+	$(VENV)/bin/python -m scalestudy.analysis.history.archive "$(STUDY)"
 
 history:
 	@test -n "$(STUDY)" || { echo "usage: make history STUDY=name"; exit 2; }
-	$(VENV)/bin/python -m scalestudy.analysis.history "$(STUDY)"
+	$(VENV)/bin/python -m scalestudy.analysis.history.history "$(STUDY)"
 
 # The references (`expect:`) against what was measured, for CI: runs nothing, exits 1
 # naming each broken expectation (a study with `expect:` and no analysis is one).
 # STUDY=s checks one study, else every study of the config that states expectations.
 check:
-	$(VENV)/bin/python -m scalestudy.analysis.references $(STUDY)
+	$(VENV)/bin/python -m scalestudy.analysis.history.references $(STUDY)
 
 # `snakemake --profile slurm`, as users type it: Snakemake looks for a profile named
 # slurm in the current folder, then in the user's Snakemake config folder, where
@@ -87,7 +87,7 @@ slurm-profile:
 	echo "linked $$target -> $(CURDIR)/profiles/slurm: 'snakemake --profile slurm' now uses it"
 
 # The status-check interval for a study's run times, from its records:
-# `make slurm-polling STUDY=name` prints the profile lines (scalestudy/analysis/polling.py).
+# `make slurm-polling STUDY=name` prints the profile lines (scalestudy/analysis/cluster/polling.py).
 slurm-polling:
 	@test -n "$(STUDY)" || { echo "usage: make slurm-polling STUDY=name [STUDY2 ...]"; exit 2; }
-	$(VENV)/bin/python -m scalestudy.analysis.polling $(addprefix results/,$(STUDY))
+	$(VENV)/bin/python -m scalestudy.analysis.cluster.polling $(addprefix results/,$(STUDY))

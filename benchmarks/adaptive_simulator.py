@@ -2,10 +2,10 @@
 
 Each simulated study has a true time curve over the candidates (Amdahl, or USL with a
 speedup that peaks), the recommendation that curve gives (the walk of
-scalestudy.analysis.recommendation.recommend on the true speedups), and noisy runs:
+scalestudy.analysis.decisions.recommendation.recommend on the true speedups), and noisy runs:
 log-normal with a CV drawn from 3-20 %, and now and then an outlier (a run 1.5-3x
 slower). No workflow runs and nothing sleeps: the decision logic of
-scalestudy.analysis.adaptive is run offline, round after round, on drawn times.
+scalestudy.analysis.decisions.adaptive is run offline, round after round, on drawn times.
 
 For each method (the full grid at 3 and at 5 runs per candidate, and adaptive) it
 counts right answers (the truth's recommendation): the answer each method gives, and
@@ -94,8 +94,8 @@ from pathlib import Path
 
 import numpy as np
 
-from scalestudy.analysis.adaptive import DECIDED, Rules, next_round
-from scalestudy.analysis.recommendation import recommend
+from scalestudy.analysis.decisions.adaptive import DECIDED, Rules, next_round
+from scalestudy.analysis.decisions.recommendation import recommend
 from scalestudy.model import SCHEMA_FILE
 from scalestudy.study.validation import checked_config, study_models
 

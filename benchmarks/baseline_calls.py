@@ -1,5 +1,5 @@
 """How often a baseline comparison calls a change, on simulated pairs of studies with a
-known truth (scalestudy/analysis/baseline.py, docs/baselines.md).
+known truth (scalestudy/analysis/history/baseline.py, docs/baselines.md).
 
 Each pair is one study measured twice: a true time curve over N = 1, 2, 4, 8, 16
 (Amdahl or USL, as benchmarks/adaptive_simulator.py draws them) and noisy runs
@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.adaptive_simulator import OUTLIER_CHANCE
-from scalestudy.analysis.baseline import curve_change, point_changes
+from scalestudy.analysis.history.baseline import curve_change, point_changes
 from scalestudy.model import SCHEMA_FILE
 from scalestudy.study.validation import checked_config, study_models
 

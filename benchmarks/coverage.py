@@ -44,7 +44,7 @@ import time
 
 import numpy as np
 
-from scalestudy.analysis import intervals
+from scalestudy.analysis.stats import intervals
 
 RUNS = (2, 3, 4, 5, 8)
 CVS = (0.02, 0.05, 0.10, 0.15)

@@ -13,9 +13,9 @@ import time
 
 import numpy as np
 
-from scalestudy.analysis.intervals import instability, median_ci, ratio_ci
-from scalestudy.analysis.models import fit_models, select_model
-from scalestudy.analysis.recommendation import recommend
+from scalestudy.analysis.decisions.recommendation import recommend
+from scalestudy.analysis.stats.intervals import instability, median_ci, ratio_ci
+from scalestudy.analysis.stats.models import fit_models, select_model
 
 
 def make_studies(n_studies: int, n_points: int, repeats: int, seed: int) -> list[dict]:

@@ -23,7 +23,7 @@ end, Snakemake's shutdown waits out the status loop's current sleep (up to --ini
 Later the same day, with scipy.stats no longer imported when the workflow is parsed:
 packed members start 2.4 s apart instead of 3.2 s (6 repeats, --init 1: 1.296 against
 1.298 in the same hour, the polling delay differing by 2.6 s); 8 packed repeats with
-the --init that scalestudy.analysis.polling picks for them (8): 1.270 (1.317 before,
+the --init that scalestudy.analysis.cluster.polling picks for them (8): 1.270 (1.317 before,
 with --init 9); 4 unpacked jobs, --init 10: 1.614.
 
 Times: Snakemake's log lines are stamped as they arrive; Slurm's job ends are
@@ -50,7 +50,7 @@ from pathlib import Path
 import yaml
 
 from benchmarks.common import REPO
-from scalestudy.analysis.polling import POLLING_KEYS, best_init, check_times
+from scalestudy.analysis.cluster.polling import POLLING_KEYS, best_init, check_times
 
 CLUSTER = REPO / "tests" / "slurm" / "cluster.sh"
 SUBMITTED = re.compile(r"Job (\S+) has been submitted with SLURM jobid (\d+)")

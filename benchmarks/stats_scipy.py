@@ -32,7 +32,7 @@ from scipy import optimize
 from scipy import stats as sps
 
 from benchmarks.common import alternate
-from scalestudy.analysis import comparison, intervals, models
+from scalestudy.analysis.stats import comparison, intervals, models
 
 
 def scipy_median_ci_exact(x, level=intervals.LEVEL):

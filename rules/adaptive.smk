@@ -1,9 +1,8 @@
 import itertools
-import json
 from pathlib import Path
 
 from scalestudy import paths
-from scalestudy.analysis.adaptive import config_fingerprint
+from scalestudy.analysis.decisions.adaptive import config_fingerprint, load_round
 
 # Adaptive studies: their runs are chosen round by round.
 ADAPTIVE = [name for name, study in STUDIES.items() if study.adaptive is not None]
@@ -29,7 +28,7 @@ def adaptive_rounds(study):
     current = config_fingerprint(CONFIG["studies"][study])
     for round_no in itertools.count(1):
         path = checkpoints.adaptive_round.get(study=study, round=round_no).output.plan
-        plan = json.loads(Path(path).read_text())
+        plan = load_round(path)
         rounds.append((path, plan))
         later = Path(paths.ROUND.format(study=study, round=round_no + 1)).exists()
         if (
@@ -44,10 +43,9 @@ def planned_round(study, round_no):
     """The plan in a round's file, if it holds one (None: not planned yet)."""
     path = Path(paths.ROUND.format(study=study, round=round_no))
     try:
-        plan = json.loads(path.read_text())
+        return load_round(path)
     except (OSError, ValueError):
         return None
-    return plan if isinstance(plan, dict) else None
 
 
 def get_round_config(wildcards):
@@ -85,7 +83,7 @@ def get_round_records(wildcards):
     if round_no == 1:
         return []
     previous = checkpoints.adaptive_round.get(study=wildcards.study, round=round_no - 1)
-    plan = json.loads(Path(previous.output.plan).read_text())
+    plan = load_round(previous.output.plan)
     # ancient: a record redone after the round was planned does not plan it again
     return [ancient(path) for path in records_of(wildcards.study, plan["totals"])]
 

@@ -2,19 +2,22 @@ import re
 import sys
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 import scalestudy
 from scalestudy import FIGURES, paths
 from scalestudy import snakemake_internals as sm
-from scalestudy.analysis.budgets import study_plans
+from scalestudy.analysis.cost.budgets import study_plans
 from scalestudy.study.baseline import archive_inputs, baseline_inputs
 from scalestudy.study.errors import (
     ConfigError,
     config_error_text,
+    not_in_config_text,
     not_selected_text,
     stop,
 )
+from scalestudy.study.points import POINT_LABEL
 from scalestudy.study.run_spec import DATASETS, dataset_of, profile_targets
 from scalestudy.study.tables import points_table, runs_table
 from scalestudy.study.validation import (
@@ -42,6 +45,10 @@ if NOT_SELECTED:
 
 # The study model (scalestudy.model): every study as the validated config gives it.
 STUDIES = study_models(CONFIG)
+# the results of studies the config no longer names (renamed or removed): kept, not read
+NOT_IN_CONFIG = paths.study_folders_not_in(config["studies"])
+if NOT_IN_CONFIG and not sm.remote_exec(workflow):
+    logger.warning(not_in_config_text(NOT_IN_CONFIG))
 POINTS = points_table(STUDIES).set_index(["study", "point"], drop=False)
 RUNS = runs_table(STUDIES)
 PROFILES = profile_targets(STUDIES)
@@ -52,7 +59,7 @@ PYTHON = sys.executable
 # analysis.json's contract for each of them (they write or read it).
 PACKAGE = Path(scalestudy.__file__).parent
 CODE = {
-    "analysis": sorted(str(p) for p in (PACKAGE / "analysis").glob("*.py"))
+    "analysis": sorted(str(p) for p in (PACKAGE / "analysis").rglob("*.py"))
     + [
         str(PACKAGE / "records.py"),
         str(PACKAGE / "model.py"),
@@ -72,7 +79,7 @@ CODE = {
 
 wildcard_constraints:
     study="|".join(map(re.escape, STUDIES)),
-    point="|".join(map(re.escape, sorted(set(POINTS["point"])))) or "(?!)",
+    point=POINT_LABEL,
     repeat=r"[1-9][0-9]*",
     round=r"[1-9][0-9]*",
     dataset="|".join(DATASETS),
@@ -103,8 +110,17 @@ def get_study_archives(wildcards):
     return archive_inputs(wildcards.study, Path.cwd())
 
 
+# a dict per point: the jobs ask for their point's row thousands of times in a grid
+POINT_ROWS = POINTS.to_dict("index")
+
+
 def get_point(wildcards):
-    return POINTS.loc[(wildcards.study, wildcards.point)]
+    try:
+        return POINT_ROWS[(wildcards.study, wildcards.point)]
+    except KeyError:
+        raise WorkflowError(
+            f"studies.{wildcards.study} has no point {wildcards.point} in the config"
+        ) from None
 
 
 def get_threads(wildcards):

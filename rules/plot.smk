@@ -5,7 +5,7 @@ rule plot_study:
         analysis="results/{study}/analysis.json",
         code=CODE["plots"],
     output:
-        # the SVGs in Snakemake's report (the PNGs are the same figures)
+        # SVG only, the format our report inlines; in Snakemake's report too
         figures=[
             report(
                 f"results/{{study}}/figures/{figure}.svg",
@@ -15,8 +15,7 @@ rule plot_study:
                 labels={"study": "{study}", "figure": figure},
             )
             for figure in FIGURES
-        ]
-        + expand("results/{{study}}/figures/{figure}.png", figure=FIGURES),
+        ],
     log:
         "logs/{study}/plot.log",
     localrule: True

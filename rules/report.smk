@@ -11,5 +11,6 @@ rule report:
     localrule: True
     params:
         title=CONFIG["report"]["title"],
+        not_in_config=NOT_IN_CONFIG,
     script:
         "../scripts/report.py"

@@ -33,8 +33,9 @@ rule run_point:
         slurm_extra=job_resource("slurm_extra"),
         mem_mb=job_resource("mem_mb"),
         runtime=job_resource("runtime"),
-        # profiles/local allows one at a time, so timed runs do not share cores
-        timed_runs=1,
+        # every slot there is (profiles/local: 2; Slurm's: 1), so timed runs share
+        # their cores with no other job
+        timed_runs=lambda wildcards: sm.global_resource(workflow, "timed_runs") or 1,
         # a resource, not a param: changing the log's cap must not rerun what was measured
         log_limit_mb=CONFIG["log_limit_mb"],
     params:

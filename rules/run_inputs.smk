@@ -6,6 +6,7 @@ from snakemake.logging import logger
 from scalestudy import paths
 from scalestudy import snakemake_internals as sm
 from scalestudy.records import RecordError, read_placed_record
+from scalestudy.redo import DISCARDED, RefusedRecords
 from scalestudy.study.points import point_for
 from scalestudy.study.run_spec import run_spec
 from scalestudy.study.slurm import slurm_resources
@@ -68,6 +69,18 @@ def get_pack_group(wildcards):
     return group
 
 
+# records refused as their runs' (get_rerun_token): kept in discarded/, never overwritten
+REFUSED = RefusedRecords()
+
+
+def set_refused_records_aside():
+    """In a run that runs jobs (not -n), once the start-up checks have passed."""
+    if not sm.dry_run(workflow):
+        jobs = sm.jobs_to_run(workflow, ("run_point",))
+        for moved in REFUSED.set_aside(str(f) for job in jobs for f in job.output):
+            logger.warning(moved)
+
+
 def get_rerun_token(wildcards):
     """A failed run's token differs from the one it ran with, so Snakemake's params
     trigger reruns it on the next invocation; a good run keeps its token. An adaptive
@@ -76,15 +89,23 @@ def get_rerun_token(wildcards):
     needs them, so a stopped study stays stopped; `make redo` retries it on request. A
     record that cannot be read, is not the run its path names (copied or moved by hand),
     or whose figures disagree, gets a token from the file's own change time: new for
-    every new fault, however often."""
+    every new fault, however often; it is moved to discarded/ before it is run again."""
     path = Path(paths.record_path(wildcards.study, wildcards.point, wildcards.repeat))
     if not path.exists():
-        return "first"
+        return REFUSED.moved.get(path, "first")
     try:
         record = read_placed_record(path, get_point(wildcards)["series"])
     except RecordError as e:
-        logger.warning(f"{e} It is run again.")
-        return f"invalid-{path.stat().st_mtime_ns}"
+        logger.warning(
+            f"{e} It is run again, the record kept in "
+            f"results/{wildcards.study}/{DISCARDED}/ first."
+        )
+        return REFUSED.refuse(path, str(e))
     if record["status"] == "ok" or wildcards.study in ADAPTIVE:
         return record["rerun_token"]
     return f"retry-after-{record['finished_at']}"
+
+
+# once the start-up checks (rules/startup.smk) have passed, records refused as their
+# runs' go to discarded/ before those run again
+sm.on_dag_built(set_refused_records_aside)

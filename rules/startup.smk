@@ -5,7 +5,7 @@ from snakemake.logging import logger
 
 from scalestudy import paths
 from scalestudy import snakemake_internals as sm
-from scalestudy.analysis.budgets import budget_problems
+from scalestudy.analysis.cost.budgets import budget_problems
 from scalestudy.slurm import partition_time_limits
 from scalestudy.study.errors import startup_problems_text, stop
 from scalestudy.study.startup_checks import (
@@ -13,6 +13,7 @@ from scalestudy.study.startup_checks import (
     local_gpu_problems,
     packing_problems,
     partition_time_problems,
+    still_to_run,
     visible_gpus,
 )
 
@@ -36,25 +37,17 @@ def points_to_run():
     """(study, point) of every run this invocation may make: its run jobs, any
     candidate of an adaptive study with a round to plan and, when it makes the plan
     (make plan), every point whose records are not all there yet: the plan prices the
-    runs a `make report` would make, so the same checks apply."""
+    runs a `make report` would make, so the same checks apply; and so while an
+    adaptive round is still to plan (Snakemake plans nothing past it until it has run,
+    so the DAG hides every other selected study's runs)."""
     needed = sm.needed_pairs(workflow, RUN_RULES)
     needed |= {
         (study, point)
         for study in studies_in_rounds()
         for point in POINTS.loc[study, "point"]
     }
-    if sm.jobs_to_run(workflow, ("plan",)):
-        needed |= {
-            (run.study, run.point)
-            for run in RUNS.itertuples()
-            if not Path(paths.record_path(run.study, run.point, run.repeat)).exists()
-        }
-        needed |= {
-            (study, point)
-            for study, model in STUDIES.items()
-            if model.adaptive is not None
-            for point in POINTS.loc[study, "point"]
-        }
+    if sm.jobs_to_run(workflow, ("plan",)) or studies_in_rounds():
+        needed |= still_to_run(STUDIES, POINTS, RUNS)
     return needed
 
 
@@ -76,6 +69,8 @@ def local_problems_now():
 def budget_problems_now():
     """Anywhere: the plans of the studies with jobs to come against their budget_su."""
     running = {study for study, _ in sm.needed_pairs(workflow, RUN_RULES)}
+    if studies_in_rounds():  # the DAG stops at a round: still_to_run says the rest
+        running |= {study for study, _ in still_to_run(STUDIES, POINTS, RUNS)}
     return budget_problems(
         STUDIES, POINTS, running | studies_in_rounds(), logger.warning
     )

@@ -1,11 +1,11 @@
 """What analysis.json holds: the typed contract between the analysis, which writes it
-(scalestudy.analysis.findings.analysis_of), and the report, which reads it
+(scalestudy.analysis.pipeline.analyse), and the report, which reads it
 (scalestudy.report.views) by attribute and decides nothing.
 
 Every part the report reads a field of is a frozen dataclass here; parts it passes on
 whole, or never reads (a model's parameters, the recommendation's working), stay plain
 JSON. `to_json` writes `dataclasses.asdict` as JSON, so the file keeps the shape other
-readers know (scalestudy.analysis.plan reads series[i].curve). Loading is strict: a key
+readers know (scalestudy.analysis.cost.plan reads series[i].curve). Loading is strict: a key
 the contract does not name, or one it names that is missing, is refused with the key's
 path and the file, so an analysis.json older or newer than the report is said, not
 half-read. The analysis builds the contract with `build`, which fills the fields that
@@ -21,9 +21,12 @@ import types
 import typing
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from scalestudy.model import Request, Scaling
+from scalestudy.records import RecordError, write_text_atomic
+from scalestudy.sections import SECTIONS, part
 
 AGAIN = "aggregate the study again"
 
@@ -37,7 +40,7 @@ class ContractError(ValueError):
 
 @dataclass(frozen=True)
 class Fit:
-    """One scaling model fitted to a series (scalestudy.analysis.predictions.fit_summary)."""
+    """One scaling model fitted to a series (scalestudy.analysis.stats.predictions.fit_summary)."""
 
     name: str
     formula: str
@@ -110,7 +113,7 @@ class TestAtN:
 
 @dataclass(frozen=True)
 class Comparison:
-    """A series against the first (scalestudy.analysis.comparison.compare_series)."""
+    """A series against the first (scalestudy.analysis.stats.comparison.compare_series)."""
 
     a: str | None
     b: str
@@ -126,7 +129,8 @@ class Comparison:
 
 @dataclass(frozen=True)
 class GpuSize:
-    """The GPU against the CPU points at one problem size (scalestudy.analysis.verdict)."""
+    """The GPU against the CPU points at one problem size
+    (scalestudy.analysis.decisions.verdict)."""
 
     size: Any
     gpu_series: str | None
@@ -221,15 +225,6 @@ class Grid:
 
 
 @dataclass(frozen=True)
-class Instability:
-    """When repeats disagree (scalestudy.analysis.intervals.instability)."""
-
-    cv_limit: float
-    z_limit: float
-    min_deviation: float
-
-
-@dataclass(frozen=True)
 class StudyFacts:
     """The study as configured, in what the report states of it."""
 
@@ -247,7 +242,6 @@ class StudyFacts:
     distributed: bool
     include_shared: bool
     include_unstable: bool
-    instability: Instability
     profile_steps: int | None
     deadline_s: float | None
     budget_su: float | None
@@ -411,7 +405,7 @@ class TimedRun:
 @dataclass(frozen=True)
 class ConfigChange:
     """From this round on, the rounds were planned under this config (its fingerprint,
-    scalestudy.analysis.adaptive.config_fingerprint; None in plans made before them)."""
+    scalestudy.analysis.decisions.adaptive.config_fingerprint; None in plans made before them)."""
 
     round: int
     config: str | None
@@ -419,7 +413,7 @@ class ConfigChange:
 
 @dataclass(frozen=True)
 class Rounds:
-    """An adaptive study's rounds (scalestudy.analysis.adaptive.rounds_summary)."""
+    """An adaptive study's rounds (scalestudy.analysis.decisions.adaptive.rounds_summary)."""
 
     rounds: list[Round]
     stop: AdaptiveStop
@@ -442,7 +436,7 @@ class Rounds:
 
 @dataclass(frozen=True)
 class PointRequest:
-    """What to ask for at one point (scalestudy.analysis.request.point_request)."""
+    """What to ask for at one point (scalestudy.analysis.decisions.request.point_request)."""
 
     point: str
     series: str
@@ -498,21 +492,6 @@ class FrameworkShare:
 
 
 @dataclass(frozen=True)
-class StagingRow:
-    k: int
-    runs: int
-    slowest_s: float
-    typical_s: float
-    mb_per_s: float | None
-    growth: float | None
-
-
-@dataclass(frozen=True)
-class Staging:
-    rows: list[StagingRow]
-
-
-@dataclass(frozen=True)
 class SlurmRun:
     point: str
     repeat: int
@@ -564,8 +543,8 @@ class PointTelemetry:
 TELEMETRY = [f.name for f in dataclasses.fields(PointTelemetry) if f.name != "point"]
 
 
-# --- time to result (issue 28): the queue wait beside the run time ---------------------
-# (scalestudy.analysis.result_time; a block of its own, for merges)
+# --- time to result: the queue wait beside the run time ---------------------
+# (scalestudy.analysis.cluster.result_time; a block of its own, for merges)
 
 
 @dataclass(frozen=True)
@@ -591,6 +570,13 @@ class PointResult:
     result_s: float | None
     result_lo_s: float | None
     result_hi_s: float | None
+    # issue 37: the 95 % upper bound on the p90 of past waits (None: under 29 jobs), the
+    # largest wait seen, the bound's backtest, --test-only's corrected wait
+    history_wait_bound_s: float | None = None
+    history_wait_max_s: float | None = None
+    history_bound_covered: int = 0
+    history_bound_tested: int = 0
+    wait_now_corrected_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -615,64 +601,12 @@ class ResultTimes:
     waits_known: bool
     points: list[PointResult]
     earliest: list[EarliestResult]
+    # --test-only's correction: median run time / time limit of ended past jobs, and
+    # how many (None: uncorrected)
+    run_to_limit: dict[str, float] | None = None
 
 
 # --- the findings -----------------------------------------------------------------------
-
-
-# --- energy to result (issue 29; scalestudy.analysis.energy) ---------------------------
-
-
-@dataclass(frozen=True)
-class EnergyPoint:
-    """One point's energy per result (one run): median over its runs from one source,
-    with its 95 % interval, and its ratio to the base case (None: not measured, or not
-    from the base case's source)."""
-
-    series: str
-    point: str
-    n: int
-    runs: int  # the runs the median is over
-    energy_j: float | None
-    energy_ci_lo: float | None
-    energy_ci_hi: float | None
-    source: str | None  # rapl+nvml | rapl | slurm | nvml
-    source_words: str | None
-    not_measured: str | None  # why there is no figure
-    time_s: float | None
-    comparable: bool  # measured from the base case's source
-    relative_energy: float | None
-    relative_ci_lo: float | None
-    relative_ci_hi: float | None
-    pareto: bool  # on the front of time against energy
-    least: bool  # the series' least energy per result
-
-
-@dataclass(frozen=True)
-class EnergyAnswer:
-    """What a series' recommended point costs in energy against its base case."""
-
-    series: str
-    point: str | None
-    speedup: float | None
-    relative_energy: float | None
-    not_measured: str | None
-    base_point: str | None
-    least_point: str | None
-    least_relative_energy: float | None
-
-
-@dataclass(frozen=True)
-class Energy:
-    measured: bool  # any point has a figure: the section and its figure are shown
-    not_measured: str | None  # why none was, where none was
-    points: list[EnergyPoint]
-    answers: list[EnergyAnswer]
-    window: str  # what a run's energy per result covers: the phases its time covers
-    weight_su_per_kwh: float  # cost.energy_weight (0: energy is not charged)
-
-
-# --- end of energy to result ------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -700,166 +634,14 @@ class Findings:
     ddp: list[DdpPoint] | None
     framework: FrameworkShare | None
     telemetry: list[PointTelemetry]
-    staging: Staging | None
     scheduler: list[SlurmRun]
     allocations: Allocations | None
     received: list[Received]
-    environment: list[list[str]]  # [column, distinct values]
-    # where and with what it ran, and the workload (scalestudy.analysis.baseline.fingerprint)
+    # where and with what it ran, and the workload
+    # (scalestudy.analysis.history.baseline.fingerprint)
     fingerprint: dict[str, str] = dataclasses.field(default_factory=dict)
-    # time to result (issue 28): None for times measured elsewhere (no jobs to queue)
+    # time to result: None for times measured elsewhere (no jobs to queue)
     time_to_result: ResultTimes | None = None
-    # energy to result (None: times measured elsewhere, no records)
-    energy: Energy | None = None
-
-
-@dataclass(frozen=True)
-class PointChange:
-    """One point now against the baseline: time ratio now / baseline with its 95 %
-    interval, and the change called (slower, faster or none)."""
-
-    series: str
-    n: int
-    ratio: float | None
-    lo: float | None
-    hi: float | None
-    p_value: float | None  # Welch's t-test on the log times
-    alpha: float  # the p a change needs: 0.05 over the points compared
-    change: str
-    runs_now: int
-    runs_baseline: int
-    time_now_s: float
-    time_baseline_s: float
-
-
-@dataclass(frozen=True)
-class CurveStep:
-    n: int
-    ratio: float | None  # speedup now / speedup baseline
-    lo: float | None
-    hi: float | None
-    p_value: float | None  # the t-test of the log speedup ratio
-    differs: bool
-
-
-@dataclass(frozen=True)
-class CurveChange:
-    """Do a series' speedup curves differ (scalestudy.analysis.baseline.curve_change)?"""
-
-    series: str
-    base_n: int
-    differ: bool
-    tested: bool
-    level: float
-    points: list[CurveStep]
-    note: str
-    times_p_value: float | None = None
-    times_method: str = ""
-
-
-@dataclass(frozen=True)
-class SpeedupPoint:
-    n: int
-    speedup: float | None
-    lo: float | None
-    hi: float | None
-
-
-@dataclass(frozen=True)
-class SpeedupCurves:
-    series: str
-    now: list[SpeedupPoint]
-    baseline: list[SpeedupPoint]
-
-
-@dataclass(frozen=True)
-class ModelChange:
-    series: str | None
-    model: str
-    param: str
-    now: float | None
-    now_lo: float | None
-    now_hi: float | None
-    baseline: float | None
-    baseline_lo: float | None
-    baseline_hi: float | None
-    differ: bool
-
-
-@dataclass(frozen=True)
-class AnswerChange:
-    series: str | None
-    was_n: int | None
-    was_decided: bool | None
-    now_n: int | None
-    now_decided: bool | None
-    unchanged: bool
-    text: str
-
-
-@dataclass(frozen=True)
-class FingerprintDiff:
-    key: str
-    baseline: str
-    now: str
-
-
-@dataclass(frozen=True)
-class Fingerprints:
-    now: dict[str, str]
-    baseline: dict[str, str] | None  # None: the baseline's environment is unknown
-    differences: list[FingerprintDiff]
-    note: str
-
-
-@dataclass(frozen=True)
-class BaselineComparison:
-    """The study against an earlier run of it (baseline.json; `baseline:`)."""
-
-    baseline: str
-    tolerance: float
-    points: list[PointChange]
-    only_now: list[int]
-    only_baseline: list[int]
-    curves: list[CurveChange]
-    speedups: list[SpeedupCurves]
-    models: list[ModelChange]
-    answers: list[AnswerChange]
-    fingerprint: Fingerprints
-    across: list[str]  # what differs on purpose (baseline_across): workload, params
-    said: list[str]
-
-
-@dataclass(frozen=True)
-class HistoryPoint:
-    series: str
-    n: int
-    time_s: float
-    change: str  # against the entry before: slower | faster | none
-
-
-@dataclass(frozen=True)
-class HistoryEntry:
-    """One archive of the study (`make archive`), or the runs now (scalestudy.analysis.history)."""
-
-    name: str
-    points: list[HistoryPoint]
-    differences: list[FingerprintDiff]
-
-
-@dataclass(frozen=True)
-class Expectation:
-    """A reference the study states (`expect:`) against what was measured."""
-
-    what: str
-    n: int
-    lower: float | None
-    upper: float | None
-    value: float | None
-    lo: float | None
-    hi: float | None
-    status: str  # ok | broken | unsure (the interval reaches the bounds) | unmeasured
-    text: str
 
 
 @dataclass(frozen=True)
@@ -871,45 +653,71 @@ class Analysis:
     layouts: list[Total]
     gpu_verdict: GpuVerdict | None
     findings: Findings
-    baseline: BaselineComparison | None = None
-    expectations: list[Expectation] = dataclasses.field(default_factory=list)
-    history: list[HistoryEntry] = dataclasses.field(default_factory=list)
+    # each section's data (scalestudy.sections), in the file under the section's name
+    sections: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), indent=1, allow_nan=False)
+        found = dataclasses.asdict(self)
+        return json.dumps(found | found.pop("sections"), indent=1, allow_nan=False)
 
     @classmethod
     def from_json(cls, text: str, source: str = "analysis.json") -> Analysis:
-        return from_dict(cls, json.loads(text), source)
+        return cls.from_values(json.loads(text), source)
+
+    @classmethod
+    def from_values(cls, data, source: str = "analysis.json") -> Analysis:
+        """analysis.json's JSON values as the contract, strictly: each section's data
+        under its name, as its contract says (ContractError names a key)."""
+        where = _Where(source, cls.__name__)
+        if not isinstance(data, dict):
+            raise ContractError(f"{source}: not an object: {AGAIN}")
+        missing = [name for name in SECTIONS if name not in data]
+        if missing:
+            raise ContractError(f"{source}: missing key {where.at(missing[0]).path!r}: {AGAIN}")
+        found = {n: _convert(_section(n), data[n], where.at(n), True) for n in SECTIONS}
+        rest = {k: v for k, v in data.items() if k not in SECTIONS}
+        return _convert(cls, rest | {"sections": found}, where, strict=True)
+
+    def section(self, name: str):
+        """A section's data, by its name in the registry (scalestudy.sections)."""
+        return self.sections[name]
+
+    def dump(self, path: str | Path) -> None:
+        """analysis.json written, atomically (strict JSON: a NaN left is an error)."""
+        write_text_atomic(path, self.to_json())
+
+    @classmethod
+    def load(cls, path: str | Path) -> Analysis:
+        """analysis.json as the contract, strictly (ContractError names a key)."""
+        return cls.from_json(Path(path).read_text(), str(path))
+
+
+def earlier_analysis(path: str | Path) -> dict:
+    """An earlier analysis.json as JSON values (a baseline's, an archive's, the plan's
+    last results): a file older than today's contract is read for what it holds, so its
+    readers take each part with .get. RecordError names the file, and the line and
+    column of a file cut short."""
+    try:
+        found = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise RecordError(f"{path}: cannot read ({e})") from None
+    except json.JSONDecodeError as e:
+        raise RecordError(
+            f"{path}: line {e.lineno}, column {e.colno}: not JSON ({e.msg}): the file is "
+            "cut short or was edited"
+        ) from None
+    if not isinstance(found, dict):
+        raise RecordError(f"{path}: holds no analysis (a {type(found).__name__})")
+    return found
 
 
 # --- loading ---------------------------------------------------------------------------
-
-
-def from_dict(cls, data, source: str = "analysis.json"):
-    """`data` (JSON values) as the contract dataclass `cls`, strictly: every key named,
-    no other (ContractError names the key, its path and `source`)."""
-    return _convert(cls, data, _Where(source, cls.__name__), strict=True)
 
 
 def build(cls, data):
     """The analysis's side: `data` as `cls`, fields with a default filled where absent,
     unknown keys refused."""
     return _convert(cls, data, _Where("the analysis", cls.__name__), strict=False)
-
-
-def field_names() -> set[str]:
-    """Every field name of every part of the contract."""
-    names, todo, seen = set(), [Analysis], set()
-    while todo:
-        cls = todo.pop()
-        if cls in seen:
-            continue
-        seen.add(cls)
-        for name, hint in _hints(cls).items():
-            names.add(name)
-            todo.extend(_dataclasses_in(hint))
-    return names
 
 
 @dataclass(frozen=True)
@@ -919,6 +727,11 @@ class _Where:
 
     def at(self, key) -> _Where:
         return _Where(self.source, f"{self.path}.{key}")
+
+
+def _section(name: str):
+    """The type of a section's data (its contract's DATA)."""
+    return part(name, "contract").DATA
 
 
 @cache

@@ -19,6 +19,7 @@ import copy
 import types
 import typing
 from dataclasses import dataclass, fields, is_dataclass, replace
+from functools import cached_property
 from typing import Any
 
 SCHEMA_FILE = "config/schema/config.schema.yaml"  # relative to the workflow's folder
@@ -96,6 +97,15 @@ class Scaling:
     def ns(self) -> list[int]:
         """The N of every point, in the config's order (a layout's from the axis)."""
         return [p if isinstance(p, int) else AXIS_TOTALS[self.axis](p) for p in self.points or ()]
+
+    def given(self, n: int) -> int | dict:
+        """The entry of scaling.points whose N is n: its layout, or n itself."""
+        return self._given_by_n.get(n, n)
+
+    @cached_property
+    def _given_by_n(self) -> dict[int, int | dict]:
+        # once per scaling: a grid's point is looked up for each of its thousands of jobs
+        return dict(zip(self.ns(), self.points or (), strict=True))
 
 
 @dataclass(frozen=True)
@@ -184,7 +194,7 @@ class Study:
     verdict: Verdict
     profile: Profile
     resources: Resources
-    cost: dict[str, Any]  # weights and partitions: priced by scalestudy.analysis.cost.Cost
+    cost: dict[str, Any]  # weights and partitions: priced by scalestudy.analysis.cost.cost.Cost
 
     @classmethod
     def from_config(cls, name: str, data: dict) -> Study:
@@ -200,9 +210,22 @@ class Study:
         """The study as one of its series sees it: the series' params, scaling,
         resources and cost override the study's, key by key. A series split by
         provenance ("a [GPU model=x]") sees its configured series'."""
-        overrides = (self.series or {}).get(base_series(series))
+        name = base_series(series)
+        overrides = (self.series or {}).get(name)
         if not overrides:
             return self
+        # built once per series: the workflow asks for a point's view about 30 times a
+        # job, and copying a big grid's layouts each time cost minutes of a dry run
+        if name not in self._series_views:
+            self._series_views[name] = self._series_view(overrides)
+        return self._series_views[name]
+
+    @cached_property
+    def _series_views(self) -> dict[str, Study]:
+        """The views for_series built (not a field: no part of the study's value)."""
+        return {}
+
+    def _series_view(self, overrides: dict) -> Study:
         changes: dict[str, Any] = {"series": None}
         if "params" in overrides:
             changes["params"] = self.params | overrides["params"]

@@ -21,9 +21,8 @@ PLAN_HTML = "results/plan.html"
 PLAN_JSON = "results/plan.json"
 # an adaptive study's plan of one round (rules/adaptive.smk)
 ROUND = "results/{study}/rounds/round{round}.json"
-# a study compared with an earlier run of it (scalestudy/analysis/baseline.py)
-BASELINE = "results/{study}/baseline.json"
-# a study's results kept for later comparison: `make archive` (scalestudy/analysis/archive.py);
+# a study's results kept for later comparison: `make archive`
+# (scalestudy/analysis/history/archive.py);
 # {stamp} is the UTC time, then the fingerprint's hash, so that names sort by date
 ARCHIVE = "archive/{study}/{stamp}"
 # the files of a results folder (or an archive) that a baseline is read from
@@ -38,6 +37,18 @@ _RECORD_PATH = re.compile(
     )
     + "$"
 )
+
+
+def study_folders_not_in(studies, results: Path = Path("results")) -> list[str]:
+    """The folders under `results` that hold a study's results (its runs, runs table or
+    analysis) whose study is not among `studies` (the config's names): a study renamed
+    or removed. They are kept, and never read, as "results/<name>/"."""
+    marks = ("runs", Path(RUNS_TABLE).name, Path(ANALYSIS).name)
+    return sorted(
+        f"{folder.as_posix()}/"
+        for folder in (results.iterdir() if results.is_dir() else ())
+        if folder.name not in studies and any((folder / mark).exists() for mark in marks)
+    )
 
 
 def record_path(study: str, point: str, repeat: int) -> str:

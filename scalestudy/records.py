@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 import tempfile
 from datetime import datetime
@@ -60,11 +61,16 @@ def write_json_atomic(path: str | os.PathLike, obj) -> None:
     write_text_atomic(path, json.dumps(obj, indent=1, allow_nan=False) + "\n")
 
 
+def finite(value) -> float | None:
+    """A number as a finite float; None for null, NaN, infinity, a bool or a non-number."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
 def finite_or_none(value):
     """JSON has no NaN: a non-finite measurement is stored as null (unknown)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    return finite(value) if isinstance(value, float) else value
 
 
 @lru_cache(maxsize=1)

@@ -8,8 +8,8 @@
 - The asking: each command with a timeout, its answer kept raw (exit status, output,
   or why it could not run) so that aggregation reads Slurm's facts as data and starts
   no process (rules/cluster.smk gathers them into results/<study>/cluster.json; the
-  plan's rule asks for itself). The parsing is the analysis' (scalestudy.analysis.queue,
-  scalestudy.analysis.request).
+  plan's rule asks for itself). The parsing is the analysis' (scalestudy.analysis.cluster.queue,
+  scalestudy.analysis.decisions.request).
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ SITE_RESOURCES = ("slurm_partition", "slurm_account", "constraint", "qos", "gpu_
 # no Slurm command may hold up the workflow longer than this (seconds each)
 TIMEOUT_S = 60
 LOCAL, SLURM = "local", "slurm"
-# sacct's fields of a past job, in this order (one line each, -P: "|"-separated)
-HISTORY_FIELDS = ("JobID", "NNodes", "ReqTRES", "Partition", "Timelimit", "Eligible", "Start")
+# sacct's fields of a past job, in this order (one line each, -P: "|"-separated); Elapsed
+# and State give ended jobs' run time to time limit (--test-only's correction)
+HISTORY_FIELDS = ("JobID", "NNodes", "ReqTRES", "Partition", "Timelimit", "Eligible", "Start",
+                  "Elapsed", "State")  # fmt: skip
 ACCOUNTING_FIELDS = ("JobID", "TotalCPU", "Elapsed", "AllocCPUS", "MaxRSS", "ConsumedEnergyRaw")
 # sbatch's words when it cannot reach the controller at all (not a refusal of a shape)
 _UNREACHABLE = (

@@ -1,6 +1,6 @@
 """Snakemake entry: the plan of one round of an adaptive study, from the records of
-the rounds before it (scalestudy.analysis.plan.round_plan, whose rules are
-scalestudy.analysis.adaptive)."""
+the rounds before it (scalestudy.analysis.cost.plan.round_plan, whose rules are
+scalestudy.analysis.decisions.adaptive)."""
 
 import json
 import logging
@@ -9,20 +9,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from scalestudy.analysis.adaptive import config_fingerprint
-from scalestudy.analysis.plan import round_plan
-from scalestudy.analysis.tables import runs_from_records
+from scalestudy.analysis.cost.plan import round_plan
+from scalestudy.analysis.decisions.adaptive import config_fingerprint, load_round
+from scalestudy.analysis.tables import read_runs
 from scalestudy.model import Study
-from scalestudy.records import RecordError, write_text_atomic
-from scalestudy.study.points import series_of_points
+from scalestudy.records import RecordError, write_json_atomic
 
 
-def kept_plan(path: Path) -> str | None:
-    """The text of a round that was planned before, from its history copy (None: not
-    planned yet, or a copy that holds no plan)."""
+def kept_plan(path: Path) -> dict | None:
+    """A round that was planned before, from its history copy (None: not planned yet,
+    or a copy that holds no plan)."""
     try:
-        text = path.read_text()
-        return text if isinstance(json.loads(text), dict) else None
+        return load_round(path)
     except (OSError, ValueError):
         return None
 
@@ -39,12 +37,12 @@ def main(smk) -> None:
         logging.info(
             "round %s ran before: kept as it was planned (%s)", smk.wildcards.round, history
         )
-        write_text_atomic(output, kept)
+        write_json_atomic(output, kept)
         return
     study = Study.from_config(smk.wildcards.study, smk.params.study)
     records = list(smk.input.records)
     try:
-        runs = runs_from_records(records, series_of_points(study)) if records else None
+        runs = read_runs(study, records) if records else None
     except RecordError as e:
         logging.error("%s", e)
         sys.exit(f"adaptive_round: refusing to plan round {smk.wildcards.round}: {e}")
@@ -57,9 +55,8 @@ def main(smk) -> None:
     plan |= {"config_fingerprint": config_fingerprint(smk.params.study),
              "config": smk.params.study}  # fmt: skip
     logging.info("round %s: %s", smk.wildcards.round, json.dumps(plan, indent=1))
-    text = json.dumps(plan, indent=1, allow_nan=False)
-    write_text_atomic(history, text)
-    write_text_atomic(output, text)
+    write_json_atomic(history, plan)
+    write_json_atomic(output, plan)
 
 
 if "snakemake" in globals():

@@ -7,8 +7,8 @@ import json
 import logging
 from functools import partial
 
+from scalestudy.analysis.decisions.request import job_ids
 from scalestudy.analysis.pipeline import probe_commands_of, read_runs
-from scalestudy.analysis.request import job_ids
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
 from scalestudy.slurm import LOCAL, SITE_RESOURCES, gather, local_facts

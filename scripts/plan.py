@@ -1,16 +1,15 @@
 """Snakemake entry: results/plan.html and results/plan.json, the price of every study
 and when each of its jobs would start, before it runs. The plans were computed when the
-rule's params were (rules/plan.smk, scalestudy.analysis.plan); the start times come from
-Slurm (asked here, scalestudy.slurm; read by scalestudy.analysis.queue); this only
+rule's params were (rules/plan.smk, scalestudy.analysis.cost.plan); the start times come from
+Slurm (asked here, scalestudy.slurm; read by scalestudy.analysis.cluster.queue); this only
 writes them."""
 
-import json
 import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scalestudy.analysis.queue import predict
-from scalestudy.records import write_text_atomic
+from scalestudy.analysis.cluster.queue import predict
+from scalestudy.records import write_json_atomic, write_text_atomic
 from scalestudy.report.rendering import environment
 from scalestudy.slurm import LOCAL, SITE_RESOURCES, gather, local_facts, probe_commands
 
@@ -36,7 +35,7 @@ def main(smk) -> None:
         else gather(site, smk.params.history_days, [], lambda _: probe_commands(shapes, site))
     )
     queue = predict(smk.params.plans, facts)
-    write_text_atomic(Path(smk.output.json), json.dumps(queue, indent=1) + "\n")
+    write_json_atomic(smk.output.json, queue)
     write_plan(Path(smk.output.html), smk.params.title, smk.params.plans, queue)
     logging.info("queue %s: %s call(s) to Slurm, note: %s", queue["queue"], queue["calls"],
                  queue["note"])  # fmt: skip

@@ -14,7 +14,7 @@ def main(smk) -> None:
     summary = pd.read_csv(smk.input.summary)
     runs = pd.read_csv(smk.input.runs)
     path = Path(smk.input.analysis)
-    analysis = Analysis.from_json(path.read_text(), str(path))
+    analysis = Analysis.load(path)
     figures = write_figures(summary, runs, smk.params.axis, smk.params.out_dir, analysis)
     for path in figures:
         logging.info("wrote %s", path)

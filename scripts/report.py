@@ -16,9 +16,10 @@ def of_study(files, folder: Path, depth: int) -> list[Path]:
     return [Path(f) for f in files if Path(f).parents[depth] == folder]
 
 
-def build(inputs, title: str, out: Path) -> None:
+def build(inputs, title: str, out: Path, not_in_config=()) -> None:
     """The report of the studies whose analyses `inputs.analyses` lists, in its order;
-    each study's other inputs are the declared ones in its folder."""
+    each study's other inputs are the declared ones in its folder. `not_in_config`: the
+    results folders of studies the config no longer names, which it names only."""
     views = []
     for analysis in map(Path, inputs.analyses):
         folder = analysis.parent
@@ -26,16 +27,16 @@ def build(inputs, title: str, out: Path) -> None:
         figures = {f.stem: f for f in of_study(inputs.figures, folder, 1)}
         traces = profile_links(of_study(inputs.profiles, folder, 1), out)
         try:
-            found = Analysis.from_json(analysis.read_text(), str(analysis))
+            found = Analysis.load(analysis)
             views.append(study_view(found, pd.read_csv(summary), figures, traces))
         except ValueError as e:
             raise SystemExit(f"report: {e}") from None
-    write_report(out, title, views)
+    write_report(out, title, views, list(not_in_config))
 
 
 def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
-    build(smk.input, smk.params.title, Path(smk.output.html))
+    build(smk.input, smk.params.title, Path(smk.output.html), smk.params.not_in_config)
     logging.info("wrote %s", smk.output.html)
 
 

@@ -12,7 +12,9 @@ import pytest
 from scipy.stats import t
 
 from benchmarks import adaptive_simulator as simulator
-from scalestudy.analysis.adaptive import (
+from scalestudy.analysis.cost.cost import charges
+from scalestudy.analysis.cost.plan import budget_problem, round_plan, study_plan
+from scalestudy.analysis.decisions.adaptive import (
     BUDGET,
     DECIDED,
     LIMITS,
@@ -24,8 +26,6 @@ from scalestudy.analysis.adaptive import (
     round_of_run,
     rounds_summary,
 )
-from scalestudy.analysis.cost import charges
-from scalestudy.analysis.plan import budget_problem, round_plan, study_plan
 from tests.conftest import checked_study, study_model
 from tests.test_studies import config_error
 
@@ -612,7 +612,7 @@ def test_an_adaptive_answer_shows_the_intervals_that_decided_it_unstable_points_
     # its step is clear of the threshold: the rounds decided on its runs, and the
     # answer's step intervals are drawn from them too (the report showed none for the
     # step after the answer, beside "decided", when they came from stable points only)
-    from scalestudy.analysis.predictions import fit_series
+    from scalestudy.analysis.stats.predictions import fit_series
     from scalestudy.analysis.tables import summarise
 
     study = study_model(ADAPTIVE_STUDY, "a")

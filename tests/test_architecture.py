@@ -5,6 +5,7 @@ The report (scalestudy.report) imports no analysis: it formats what aggregation
 computed (analysis.json). The shared modules at the top import neither layer."""
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,18 @@ PACKAGE = REPO / "scalestudy"
 LAYERS = ("compute", "analysis", "report")
 # shared by the layers and the rules: the study model, records, the contract of
 # analysis.json between the analysis and the report, the Snakemake internals, what is
-# asked of Slurm (and the one adapter to its executor plugin)
-SHARED = {"model", "records", "paths", "redo", "contract", "snakemake_internals", "slurm"}
+# asked of Slurm (and the one adapter to its executor plugin), the thresholds the
+# analysis judges by and the report words
+SHARED = {
+    "model",
+    "records",
+    "paths",
+    "redo",
+    "contract",
+    "snakemake_internals",
+    "slurm",
+    "thresholds",
+}
 # shared too: the config's studies and points, a module a topic (scalestudy/study/)
 SHARED_PACKAGES = ("study",)
 HEAVY = {"pandas", "scipy", "matplotlib", "seaborn", "jinja2", "numpy", "yaml"}
@@ -60,9 +71,33 @@ def reached(path: Path) -> set[str]:
     return seen
 
 
+# a section's files by their name (scalestudy/sections/<name>/): its producer is the
+# analysis's, its view the report's, its contract shared
+SECTION_LAYERS = {"produce": "analysis", "view": "report", "contract": None}
+
+
 def layer_of(module: str) -> str | None:
     parts = module.split(".")
+    if len(parts) == 4 and parts[1] == "sections":
+        return SECTION_LAYERS.get(parts[3])
     return parts[1] if len(parts) > 2 and parts[1] in LAYERS else None
+
+
+def test_each_sections_files_keep_their_layer():
+    """A section's producer imports no report, its view no analysis, its contract
+    neither; a section folder holds those and its partial, nothing else."""
+    from scalestudy.sections import SECTIONS
+
+    folders = sorted(p for p in (PACKAGE / "sections").iterdir() if p.is_dir()
+                     and p.name != "__pycache__")  # fmt: skip
+    assert [p.name for p in folders] == sorted(SECTIONS)
+    for folder in folders:
+        names = {p.name for p in folder.iterdir() if p.name != "__pycache__"}
+        assert names == {"__init__.py", "contract.py", "produce.py", "view.py", "partial.html.j2"}
+        for path in sorted(folder.glob("*.py")):
+            own = SECTION_LAYERS.get(path.stem)
+            layers = {layer_of(m) for m in reached(path)} - {None, "compute"}
+            assert layers <= {own}, f"{path.relative_to(REPO)} reaches {layers}"
 
 
 def test_every_module_is_in_a_layer_or_shared():
@@ -156,7 +191,7 @@ def process_starts(source: str) -> list[str]:
 def test_the_analysis_starts_no_process():
     """Aggregation is a function of its files: what Slurm says comes in as data
     (rules/cluster.smk, scalestudy/slurm.py asks), never asked from the analysis."""
-    for path in sorted((PACKAGE / "analysis").glob("*.py")):
+    for path in sorted((PACKAGE / "analysis").rglob("*.py")):
         found = process_starts(path.read_text())
         assert not found, f"{path.relative_to(REPO)} may start a process: {found}"
     assert process_starts("import subprocess") == ["subprocess"]
@@ -182,12 +217,14 @@ def test_aggregation_twice_on_the_same_inputs_gives_identical_bytes(tmp_path, mo
     """The same records and cluster facts give the same runs.csv, summary.csv and
     analysis.json, byte for byte: in two processes of different hash seeds (no set's or
     dict's order leaks), and in this one, where starting any process is an error."""
-    import json
 
     from tests.test_result_time import NOW, facts, runs_of, slurm, study
 
     runs = runs_of(tmp_path, {"t1": [10.0, 11.0, 30.0], "t2": [6.0, 6.5, 7.0]})
-    history = "1|1|cpu=1,node=1|debug|00:01:00|2026-04-01T10:00:00|2026-04-01T10:01:00\n" * 3
+    history = (
+        "1|1|cpu=1,node=1|debug|00:01:00|2026-04-01T10:00:00|2026-04-01T10:01:00|00:00:30|"
+        "COMPLETED\n" * 3
+    )
     cluster = facts(study(), runs, {"slurm_partition": "debug"}, 30, slurm({"1": 0, "2": 300},
                     history))  # fmt: skip
     assert cluster["asked_at"] == NOW.isoformat() and len(cluster["test_only"]) == 2
@@ -218,7 +255,8 @@ def test_aggregation_twice_on_the_same_inputs_gives_identical_bytes(tmp_path, mo
 
 # The report's code, and the workflow's scripts that read analysis.json for it.
 REPORT_CODE = [*sorted((PACKAGE / "report").glob("*.py")), REPO / "scripts" / "report.py",
-               REPO / "scripts" / "plot.py"]  # fmt: skip
+               REPO / "scripts" / "plot.py",
+               *sorted((PACKAGE / "sections").glob("*/view.py"))]  # fmt: skip
 # string-keyed reads on attributes that are not analysis data (matplotlib, Jinja)
 NOT_ANALYSIS = {"plt.rcParams", "env.filters"}
 
@@ -250,25 +288,46 @@ def keyed_reads(source: str) -> list[str]:
 
 def test_the_report_reads_analysis_json_only_through_the_contract():
     """analysis.json reaches the report as scalestudy.contract's frozen dataclasses
-    (Analysis.from_json), read by attribute: no key outside the contract is read."""
+    (Analysis.load), read by attribute: no key outside the contract is read."""
     for path in REPORT_CODE:
         reads = keyed_reads(path.read_text())
         assert not reads, f"{path.relative_to(REPO)} reads by key: {reads}"
-    assert "Analysis.from_json" in (REPO / "scripts" / "report.py").read_text()
-    assert "Analysis.from_json" in (REPO / "scripts" / "plot.py").read_text()
+    assert "Analysis.load" in (REPO / "scripts" / "report.py").read_text()
+    assert "Analysis.load" in (REPO / "scripts" / "plot.py").read_text()
+
+
+def field_names() -> set[str]:
+    """Every field name of every part of the contract, its sections' included."""
+    from scalestudy.contract import Analysis, _dataclasses_in, _hints, _section
+    from scalestudy.sections import SECTIONS
+
+    names, seen = set(), set()
+    todo = [Analysis, *(c for n in SECTIONS for c in _dataclasses_in(_section(n)))]
+    while todo:
+        cls = todo.pop()
+        if cls not in seen:
+            seen.add(cls)
+            names |= set(_hints(cls))
+            todo += [c for hint in _hints(cls).values() for c in _dataclasses_in(hint)]
+    return names
 
 
 def template_names() -> set[str]:
     """What the template may read: the contract's fields, the keys the views put in
     their dicts, the columns they format and the names render() passes."""
-    from scalestudy.contract import field_names
     from scalestudy.report.views import COLUMNS
 
     keys = set()
-    for node in ast.walk(ast.parse((PACKAGE / "report" / "views.py").read_text())):
-        if isinstance(node, ast.Dict):
-            keys |= {k.value for k in node.keys if isinstance(k, ast.Constant)}
-    return field_names() | keys | set(COLUMNS) | {"title", "studies", "generated", "items"}
+    for path in [PACKAGE / "report" / "views.py", *(PACKAGE / "sections").glob("*/view.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Dict):
+                keys |= {k.value for k in node.keys if isinstance(k, ast.Constant)}
+    return (
+        field_names()
+        | keys
+        | set(COLUMNS)
+        | {"title", "studies", "generated", "items", "not_in_config"}
+    )
 
 
 # filters that compute or round a number: the views format, the analysis decides
@@ -310,9 +369,11 @@ def template_decisions(source: str, names: set[str]) -> list[str]:
 def test_the_template_reads_the_contract_and_the_views_and_decides_nothing():
     """The report's template (the plan's, plan.html.j2, formats plan.json: not this
     contract)."""
-    template = PACKAGE / "report" / "templates" / "report.html.j2"
-    found = template_decisions(template.read_text(), template_names())
-    assert not found, f"{template.relative_to(REPO)}: {found}"
+    templates = [PACKAGE / "report" / "templates" / "report.html.j2",
+                 *sorted((PACKAGE / "sections").glob("*/partial.html.j2"))]  # fmt: skip
+    for template in templates:
+        found = template_decisions(template.read_text(), template_names())
+        assert not found, f"{template.relative_to(REPO)}: {found}"
 
 
 def test_the_contract_checks_can_fail():
@@ -356,15 +417,16 @@ def test_parsing_the_workflow_loads_no_scipy_stats():
     assert imports and proc.stdout.strip() == "False", imports
 
 
-# The model workflows (rna-seq-star-deseq2, dna-seq-varlociraptor) keep common.smk to
-# config validation and small input functions; a topic of its own gets its own file
-# (rules/adaptive.smk, rules/startup.smk, rules/run_inputs.smk).
-COMMON_SMK_MAX_LINES = 200
-
-
-def test_common_smk_stays_a_small_centre():
-    lines = len((REPO / "rules" / "common.smk").read_text().splitlines())
-    assert lines <= COMMON_SMK_MAX_LINES, (
-        f"rules/common.smk has {lines} lines (at most {COMMON_SMK_MAX_LINES}): give a "
-        "topic its own rules/*.smk or a package function"
-    )
+# analysis.json between the analysis and the report, the Snakemake internals, what is
+# asked of Slurm (and the one adapter to its executor plugin), the thresholds the
+# analysis judges by and the report words
+SHARED = {
+    "model",
+    "records",
+    "paths",
+    "redo",
+    "contract",
+    "snakemake_internals",
+    "slurm",
+    "thresholds",
+}

@@ -1,4 +1,4 @@
-"""Baselines (`baseline:`, scalestudy/analysis/baseline.py): a study against an earlier
+"""Baselines (`baseline:`, scalestudy/analysis/history/baseline.py): a study against an earlier
 run of it, built from synthetic records through the real pipeline."""
 
 from __future__ import annotations
@@ -229,8 +229,8 @@ def test_the_answer_then_and_now_is_said_and_a_faster_point_called(tmp_path):
 
 
 def test_an_adaptive_study_measures_more_where_the_comparison_is_undecided(tmp_path):
-    from scalestudy.analysis.pipeline import read_runs
-    from scalestudy.analysis.plan import round_plan
+    from scalestudy.analysis.cost.plan import round_plan
+    from scalestudy.analysis.tables import read_runs
 
     adaptive = STUDY | {"adaptive": {"settle_baseline": True}, "budget_su": 100, "baseline": "kept"}
     study = study_model(adaptive)

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from scalestudy.analysis.archive import archive
+from scalestudy.analysis.history.archive import archive
 from tests.conftest import REPO
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import permutation_test
 
-from scalestudy.analysis.comparison import _p_value, _split_statistics, compare_series
+from scalestudy.analysis.stats.comparison import _p_value, _split_statistics, compare_series
 
 # ---------------------------------------------------------------- two series
 

@@ -8,12 +8,13 @@ import re
 import pandas as pd
 import pytest
 
-from scalestudy.analysis import layouts as layouts_module
-from scalestudy.analysis.request import mem_amount, mem_text, point_request
+from scalestudy.analysis.decisions import layouts as layouts_module
+from scalestudy.analysis.decisions.request import mem_amount, mem_text, point_request
 from scalestudy.contract import Analysis, Answer, ContractError, Findings, Total
 from scalestudy.report import views
 from scalestudy.report.rendering import render
 from scalestudy.report.views import study_view
+from scalestudy.sections import SECTIONS
 from tests.conftest import REPO
 from tests.test_request import runs, threads_study
 from tests.test_views import aggregated, grid_analysis, text_of
@@ -31,8 +32,8 @@ def test_an_aggregated_analysis_json_loads_into_the_contract_and_writes_back_the
     # the shape other readers know stays: the planner reads series[i].curve
     assert set(json.loads(text)) == {
         *("series", "comparisons", "layouts", "gpu_verdict", "findings"),
-        # the comparison with a baseline, the references, the archives
-        *("baseline", "expectations", "history"),
+        # each section's data under its name (scalestudy.sections)
+        *SECTIONS,
     }
 
 
@@ -100,6 +101,6 @@ def test_the_report_shows_the_analysis_words_for_mem_and_repeats_no_rule():
     assert "#SBATCH --mem=2G" in request["sbatch"]
     assert (request["mem_text"], request["asked_mem_text"]) == ("2 GB", "4000 MB")
     source = (REPO / "scalestudy" / "report" / "views.py").read_text()
-    # the whole-GB rule (a remainder of 1024) lives in scalestudy.analysis.request alone
+    # the whole-GB rule (a remainder of 1024) lives in scalestudy.analysis.decisions.request alone
     assert not re.search(r"%\s*1024|MB_PER_GB", source)
     assert not hasattr(views, "mem_text")

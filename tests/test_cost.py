@@ -1,13 +1,14 @@
-"""SU in one place (scalestudy.analysis.cost): series overrides and partition weights reach every
-SU figure, the summary's `su` and the GPU verdict's included, on one time basis."""
+"""SU in one place (scalestudy.analysis.cost.cost): series overrides and partition
+weights reach every SU figure, the summary's `su` and the GPU verdict's included, on one
+time basis."""
 
 import pandas as pd
 import pytest
 import yaml
 
-from scalestudy.analysis import verdict
-from scalestudy.analysis.cost import Cost, Rate, charges, cost_view, run_su
-from scalestudy.analysis.predictions import gpu_verdict_of, study_predictions
+from scalestudy.analysis.cost.cost import Cost, Rate, charges, cost_view, run_su, within_budget
+from scalestudy.analysis.decisions import verdict
+from scalestudy.analysis.stats.predictions import gpu_verdict_of, study_predictions
 from scalestudy.analysis.tables import summarise
 from tests.conftest import SCHEMA, study_model
 from tests.test_studies import config_error
@@ -246,3 +247,32 @@ def test_report_shows_the_weights_used():
         "series gpu, partition fat": "1.5 × cores + 50 × GPUs",
     }
     assert cost_view(study_model({}))["others"] == []
+
+
+def test_every_budget_compares_su_at_their_precision():
+    from scalestudy.analysis.decisions.recommendation import recommend
+
+    price = 0.05 + 0.1  # 0.15000000000000002
+    assert within_budget(price, 0.15) and not within_budget(price, 0.1499999)
+    assert list(within_budget([price, float("nan")], 0.15)) == [True, False]
+    # the recommendation's "fastest within budget" asks the same function
+    rec = recommend([1, 2], [1.0, 1.9], [1, 2], times=[10.0, 5.0], costs=[0.1, price],
+                    budget=0.15)  # fmt: skip
+    assert rec["fastest_within_budget"] == 2
+
+
+def test_the_gpu_verdict_names_its_size_in_words_and_says_its_gpu_point_is_unstable():
+    # the fault probe: "GPU worth it at size all (series gpu)" for a study without a size
+    # parameter, and not a word that its GPU point's runs disagreed (CV 18.8 %)
+    runs = cpu_gpu_runs()
+    gpu = runs["series"] == "gpu"
+    for column in ("wall_s", "elapsed_s", "train_s"):
+        runs.loc[gpu, column] = [8.0, 10.0, 13.0]  # CV 24.4 %
+    s = study()
+    text = study_predictions(summarise(runs, s), runs, s)["gpu_verdict"]["verdict"]
+    assert text.startswith("GPU worth it at the study's one problem size (series gpu): ")
+    assert "size all" not in text
+    assert text.endswith(
+        ". It rests on an unstable point, whose repeats disagree: the GPU point of series "
+        "gpu (CV 24.4% > 10%); more repeats could change it"
+    )

@@ -10,11 +10,11 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from scalestudy.analysis.cost import Cost
-from scalestudy.analysis.energy import with_energy
-from scalestudy.analysis.intervals import median_ci
+from scalestudy.analysis.cost.cost import Cost
+from scalestudy.analysis.decisions.request import consumed_energy, read_accounting
+from scalestudy.analysis.energy.energy import with_energy
 from scalestudy.analysis.pipeline import aggregate
-from scalestudy.analysis.request import consumed_energy, read_accounting
+from scalestudy.analysis.stats.intervals import median_ci
 from scalestudy.compute.energy import RAPL_SCOPE, measured, not_measured
 from scalestudy.records import write_json_atomic
 from scalestudy.report.plots import energy_figure
@@ -65,7 +65,7 @@ def study(**cost):
 
 def test_energy_per_result_against_the_base_case(tmp_path):
     result = aggregate(study(), records(tmp_path))
-    energy = json.loads(result.analysis_json())["findings"]["energy"]
+    energy = json.loads(result.analysis_json())["energy"]
     assert energy["measured"] is True and energy["weight_su_per_kwh"] == 0
     t1, t2 = energy["points"]
     assert (t1["energy_j"], t1["runs"], t1["source"]) == (110.0, 3, "rapl")
@@ -101,7 +101,7 @@ def test_the_report_says_the_answer_in_energy_and_shows_the_figure(tmp_path):
 
 def test_without_energy_the_report_says_not_measured_and_hides_the_figure(tmp_path):
     result = aggregate(study(), records(tmp_path, with_energy=False))
-    energy = result.analysis.findings.energy
+    energy = result.analysis.section("energy")
     assert energy.measured is False
     assert energy.not_measured == "node: no counter: no RAPL powercap interface on this node"
     assert all(p.energy_j is None and p.relative_energy is None for p in energy.points)
@@ -121,7 +121,7 @@ def test_records_without_any_energy_reading_say_so(tmp_path):
         record = json.loads(path.read_text())
         del record["energy"]
         path.write_text(json.dumps(record))
-    energy = aggregate(study(), paths).analysis.findings.energy
+    energy = aggregate(study(), paths).analysis.section("energy")
     assert not energy.measured and "the record holds no energy reading" in energy.not_measured
 
 
@@ -210,7 +210,7 @@ def test_slurm_energy_counts_only_for_jobs_that_had_their_nodes_to_themselves():
 
 
 def test_a_point_leaves_out_the_runs_its_time_leaves_out():
-    from scalestudy.analysis.energy import point_energy
+    from scalestudy.analysis.energy.energy import point_energy
 
     runs = pd.DataFrame(
         {
@@ -236,7 +236,7 @@ def test_a_base_case_on_a_shared_node_leaves_the_answer_without_a_ratio(tmp_path
             record["energy"]["node"] = not_measured("shared node: the run had only a share")
             path.write_text(json.dumps(record))
     result = aggregate(study(), paths)
-    energy = result.analysis.findings.energy
+    energy = result.analysis.section("energy")
     t1, t2 = energy.points
     assert t1.energy_j is None and t1.not_measured == "node: shared node: the run had only a share"
     assert t2.energy_j == 75.0 and t2.relative_energy is None and t2.least
@@ -283,7 +283,7 @@ def test_energy_per_result_is_of_the_phases_the_time_uses(tmp_path, time, t1_j, 
     s = study_model({"scaling": {"axis": "threads"}, "time": time,
                      "cost": {"energy_weight": 1000}}, "s")  # fmt: skip
     result = aggregate(s, train_records(tmp_path))
-    energy = result.analysis.findings.energy
+    energy = result.analysis.section("energy")
     t1, t2 = energy.points
     assert (t1.energy_j, t2.energy_j) == (t1_j, t2_j)
     assert t2.relative_energy == pytest.approx(t2_j / t1_j)
@@ -296,7 +296,7 @@ def test_energy_per_result_is_of_the_phases_the_time_uses(tmp_path, time, t1_j, 
 
 def test_records_without_phase_energy_give_no_energy_per_epoch(tmp_path):
     s = study_model({"scaling": {"axis": "threads"}, "time": "train"}, "s")
-    energy = aggregate(s, train_records(tmp_path, phase_energy=False)).analysis.findings.energy
+    energy = aggregate(s, train_records(tmp_path, phase_energy=False)).analysis.section("energy")
     assert not energy.measured
     assert energy.points[0].not_measured == (
         "node: no energy per phase in the record (it was made before phases were read)"
@@ -320,7 +320,7 @@ def test_slurm_energy_serves_only_times_of_the_whole_run():
 def test_windows_too_short_for_the_counters_steps_have_no_figure():
     """NVML's counter on an H200 moved every 0.1 s, 12.3 J at a time: a 0.07 s epoch
     read 12.3 J (or 0 J). Such a figure may be off by more than itself: not given."""
-    from scalestudy.analysis.energy import record_columns
+    from scalestudy.analysis.energy.energy import record_columns
 
     def record(epoch_s: list[float], update_s: float):
         return good_record(

@@ -6,9 +6,9 @@ import json
 import pandas as pd
 import pytest
 
-from scalestudy.analysis.findings import staging
 from scalestudy.analysis.pipeline import aggregate
 from scalestudy.records import write_json_atomic
+from scalestudy.sections.staging.produce import staging
 from tests.conftest import REPO, study_model
 from tests.test_analysis import RTX_STUDY
 from tests.test_records import good_record
@@ -58,11 +58,11 @@ def test_staging_growth_with_copies_at_once():
         ]
         + [{"status": "failed", "stagers": 8, "stage_s": None}]
     )
-    rows = staging(runs)["rows"]
-    assert [r["k"] for r in rows] == [1, 4]  # the failed run is no point
-    assert rows[1]["growth"] == pytest.approx(2.0)  # median 2.2 s against 1.1 s
-    assert rows[1]["mb_per_s"] == pytest.approx(4 * 60 / 2.2)
-    assert rows[1]["typical_s"] == pytest.approx(1.6)
+    rows = staging(runs).rows
+    assert [r.k for r in rows] == [1, 4]  # the failed run is no point
+    assert rows[1].growth == pytest.approx(2.0)  # median 2.2 s against 1.1 s
+    assert rows[1].mb_per_s == pytest.approx(4 * 60 / 2.2)
+    assert rows[1].typical_s == pytest.approx(1.6)
     assert staging(runs[runs["stagers"] == 1]) is None  # one k: nothing to compare
 
 
@@ -82,7 +82,8 @@ def test_failures_mismatches_and_missing_numbers_are_json(tmp_path):
         path = tmp_path / "results" / "s" / "runs" / r["point"] / f"rep{r['repeat']}.json"
         write_json_atomic(path, r | {"run_id": f"run-of-{r['point']}-rep{r['repeat']}"})
         paths.append(path)
-    found = json.loads(aggregate(study, paths).analysis_json())["findings"]
+    analysis = json.loads(aggregate(study, paths).analysis_json())
+    found = analysis["findings"]
     json.dumps(found, allow_nan=False)  # NaN became null
     assert found["failures"] == [{"point": "t2", "repeat": 2, "reason": None}]
     assert found["mismatches"] == [
@@ -90,8 +91,8 @@ def test_failures_mismatches_and_missing_numbers_are_json(tmp_path):
     ]
     # every run asked for one core; the failed one is charged too
     assert found["charges"]["core_hours"] == pytest.approx((2.5 + 2.5 + 1.0) / 3600)
-    assert found["environment"] == [["host", "h"], ["python", "3.11.7"]]
-    assert found["telemetry"] == [] and found["staging"] is None and found["scheduler"] == []
+    assert (found["fingerprint"]["hosts"], found["fingerprint"]["python"]) == ("h", "3.11.7")
+    assert found["telemetry"] == [] and analysis["staging"] is None and found["scheduler"] == []
     assert found["received"][1]["got"][0] == ["cpus_usable", "2"]
 
 

@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 import torch
 
-from scalestudy.analysis import verdict
-from scalestudy.analysis.cost import Cost
+from scalestudy.analysis.cost.cost import Cost
+from scalestudy.analysis.decisions import verdict
 from scalestudy.compute import telemetry
 from scalestudy.compute.harness import Context
 from workloads import cifar_cnn, gd_regression, linear_solve
@@ -474,9 +474,8 @@ def test_gpu_series_at_one_size_stay_apart_and_the_fastest_is_named():
 
 
 def test_staging_view_shows_growth_with_copies_at_once():
-    from scalestudy.analysis.findings import staging
-    from scalestudy.contract import Staging, build
-    from scalestudy.report.views import staging_view
+    from scalestudy.sections.staging.produce import staging
+    from scalestudy.sections.staging.view import view as staging_view
 
     runs = pd.DataFrame(
         [
@@ -486,9 +485,9 @@ def test_staging_view_shows_growth_with_copies_at_once():
         + [{"status": "failed", "stagers": 8, "stage_s": None}]
     )
     found = staging(runs)
-    assert [r["k"] for r in found["rows"]] == [1, 4]  # the failed run is no point
-    assert found["rows"][1]["growth"] == pytest.approx(2.0)  # median 2.2 s against 1.1 s
-    view = staging_view(build(Staging, found))
+    assert [r.k for r in found.rows] == [1, 4]  # the failed run is no point
+    assert found.rows[1].growth == pytest.approx(2.0)  # median 2.2 s against 1.1 s
+    view = staging_view(found)
     assert view["rows"][1]["growth"] == "2.00x"
     assert view["rows"][1]["rate"] == f"{4 * 60 / 2.2:.0f} MB/s"
     # the sentence ("From 1 to 4 copies at once, ...") is the template's:

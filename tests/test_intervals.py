@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import quantile_test, ttest_ind
 
 from benchmarks.coverage import draw
-from scalestudy.analysis.intervals import (
+from scalestudy.analysis.stats.intervals import (
     instability,
     karp_flatt,
     median_ci,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.optimize import least_squares
 
-from scalestudy.analysis.models import (
+from scalestudy.analysis.stats.models import (
     MODEL_NAMES,
     FitResult,
     _design,

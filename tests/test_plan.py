@@ -1,5 +1,5 @@
-"""The price of a study before it runs (scalestudy.analysis.plan, `snakemake results/plan.html`),
-and its budget refused before any job."""
+"""The price of a study before it runs (scalestudy.analysis.cost.plan,
+`snakemake results/plan.html`), and its budget refused before any job."""
 
 import json
 import sys
@@ -7,7 +7,7 @@ import sys
 import pandas as pd
 import pytest
 
-from scalestudy.analysis.plan import LIMIT, MEASURED, MODEL, budget_problem, study_plan
+from scalestudy.analysis.cost.plan import LIMIT, MEASURED, MODEL, budget_problem, study_plan
 from tests.conftest import study_model
 
 PY = sys.executable
@@ -87,6 +87,17 @@ def test_a_plan_over_its_budget_is_refused_naming_the_numbers():
     assert message.startswith("studies.c.budget_su: the plan is estimated at 3.5 SU (9 jobs)")
     assert "above the budget of 1 SU" in message and "time limit, an upper bound" in message
     assert budget_problem(study_plan(study(budget_su=100))) is None
+
+
+def test_a_budget_equal_to_the_price_is_within_it_and_a_hair_below_is_not():
+    # 3 min at 1 and 2 cores: 0.05 + 0.1 SU, which floats sum to 0.15000000000000002
+    # (the fault probe's "estimated at 0.15 SU (6 jobs), above the budget of 0.15 SU")
+    priced = {"scaling": {"axis": "threads", "points": [1, 2]}, "repeats": 1,
+              "resources": {"runtime": 3}}  # fmt: skip
+    plan = study_plan(study_model(priced | {"budget_su": 0.15}, "c"))
+    assert plan["totals"]["su"] != 0.15 and plan["totals"]["su"] == pytest.approx(0.15)
+    assert not plan["over_budget"] and budget_problem(plan) is None
+    assert study_plan(study_model(priced | {"budget_su": 0.1499999}, "c"))["over_budget"]
 
 
 # ------------------------------------------------------------- through the workflow

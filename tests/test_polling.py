@@ -1,10 +1,10 @@
-"""The status-check interval from earlier records (scalestudy.analysis.polling): the plugin's
-schedule as its source has it, and the profile lines for made-up runs."""
+"""The status-check interval from earlier records (scalestudy.analysis.cluster.polling):
+the plugin's schedule as its source has it, and the profile lines for made-up runs."""
 
 import csv
 from datetime import datetime
 
-from scalestudy.analysis import polling
+from scalestudy.analysis.cluster import polling
 
 
 def write_runs(path, rows):

@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scalestudy.analysis import models, pipeline
-from scalestudy.analysis.cost import charges
+from scalestudy.analysis import pipeline
+from scalestudy.analysis.cost.cost import charges
+from scalestudy.analysis.stats import models
 from scalestudy.analysis.tables import runs_from_measured, summarise
 from scalestudy.study.points import point_for, series_of_points
 from scalestudy.study.run_spec import run_spec

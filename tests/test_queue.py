@@ -1,4 +1,4 @@
-"""When a plan's jobs would start (scalestudy.analysis.queue): sbatch --test-only's line
+"""When a plan's jobs would start (scalestudy.analysis.cluster.queue): sbatch --test-only's line
 read on Slurm before and since 25.05, one call per shape of job, and what the plan says
 when Slurm refuses a shape, cannot be asked, or prints a line that does not read. Slurm's
 answers are asked as the plan's rule asks them (scalestudy.slurm.gather, a stand-in for
@@ -6,12 +6,11 @@ subprocess.run answering), then read as data."""
 
 import json
 import subprocess
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 
-from scalestudy.analysis.plan import study_plan
-from scalestudy.analysis.queue import (
+from scalestudy.analysis.cluster.queue import (
     LOCAL,
     TEST_ONLY,
     UNREADABLE,
@@ -19,6 +18,7 @@ from scalestudy.analysis.queue import (
     predict,
     read_prediction,
 )
+from scalestudy.analysis.cost.plan import study_plan
 from scalestudy.report.rendering import environment
 from scalestudy.slurm import gather, local_facts, probe_command, probe_commands
 from tests.conftest import study_model
@@ -195,26 +195,30 @@ def render(made, queue) -> str:
     )
 
 
-# what `sacct -a -X -n -P --format=JobID,NNodes,ReqTRES,Partition,Timelimit,Eligible,Start`
-# prints: two 1-node jobs of 1 CPU and 7 minutes, one on GPUs, one elsewhere, one pending
+# what `sacct -a -X -n -P --format=JobID,NNodes,ReqTRES,Partition,Timelimit,Eligible,Start,
+# Elapsed,State` prints: two 1-node jobs of 1 CPU and 7 minutes, one on GPUs, one
+# elsewhere, one pending, one still running
 HISTORY = """\
-11|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:00:10
-12|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:01:40
-13|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:00:00
-14|1|billing=3,cpu=1,gres/gpu=2,mem=1G,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T09:00:00
-15|1|billing=1,cpu=1,mem=1012M,node=1|other|00:07:00|2024-05-01T08:00:00|2024-05-01T10:00:00
-16|2|billing=2,cpu=2,node=2|debug|00:07:00|2024-05-01T08:00:00|Unknown
+11|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:00:10|00:03:30|COMPLETED
+12|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:01:40|00:07:01|TIMEOUT
+13|1|billing=1,cpu=1,mem=1012M,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T08:00:00|00:01:24|FAILED
+14|1|billing=3,cpu=1,gres/gpu=2,mem=1G,node=1|debug|00:07:00|2024-05-01T08:00:00|2024-05-01T09:00:00|00:02:00|RUNNING
+15|1|billing=1,cpu=1,mem=1012M,node=1|other|00:07:00|2024-05-01T08:00:00|2024-05-01T10:00:00|00:00:42|CANCELLED
+16|2|billing=2,cpu=2,node=2|debug|00:07:00|2024-05-01T08:00:00|Unknown|00:00:00|PENDING
 garbage
 """
 
 
 def test_past_waits_by_shape_from_sacct():
-    from scalestudy.analysis.queue import job_shape, parse_history, past_waits
+    from scalestudy.analysis.cluster.queue import NO_HISTORY, job_shape, parse_history, past_waits
 
     jobs = parse_history(HISTORY)
     assert len(jobs) == 5  # the pending job and the garbage are left out
-    assert jobs[3] == {"nodes": 1, "gpus": 2, "cpus": 1, "partition": "debug",
-                            "minutes": 7, "wait_s": 3600.0}  # fmt: skip
+    assert jobs[3] == {"nodes": 1, "gpus": 2, "cpus": 1, "partition": "debug", "minutes": 7,
+                       "wait_s": 3600.0, "eligible": "2024-05-01T08:00:00",
+                       "run_to_limit": None}  # fmt: skip
+    # run time over time limit of the jobs that ended (an overrun capped at 1)
+    assert [j["run_to_limit"] for j in jobs] == [0.5, 1.0, 0.2, None, 0.1]
     (n1, _) = plans()[0]["rows"]
     n1 = n1 | {"slurm_resources": n1["slurm_resources"] | {"runtime": 7}}
     found = past_waits(jobs, job_shape(n1, "debug"))
@@ -222,9 +226,10 @@ def test_past_waits_by_shape_from_sacct():
     assert found["history_wait_p90_s"] == pytest.approx(82.0)  # 10 % of the way 10 -> 100
     # no partition given (the default): any partition's jobs of the shape
     assert past_waits(jobs, job_shape(n1, None))["history_jobs"] == 4
-    assert past_waits(jobs, job_shape(n1 | {"nodes": 3}, "debug")) == {
-        "history_wait_median_s": None, "history_wait_p90_s": None, "history_jobs": 0
-    }  # fmt: skip
+    # 3 jobs: too few for a bound, the largest wait stands beside it
+    assert found["history_wait_bound_s"] is None and found["history_wait_max_s"] == 100.0
+    assert (found["history_bound_covered"], found["history_bound_tested"]) == (0, 0)
+    assert past_waits(jobs, job_shape(n1 | {"nodes": 3}, "debug")) == NO_HISTORY
 
 
 class SacctToo(Sbatch):
@@ -279,8 +284,8 @@ def test_a_hung_slurm_command_costs_its_timeout_and_the_facts_say_what_is_unknow
     import sys
     import time
 
-    from scalestudy.analysis.queue import past_jobs
-    from scalestudy.analysis.request import read_accounting
+    from scalestudy.analysis.cluster.queue import past_jobs
+    from scalestudy.analysis.decisions.request import read_accounting
     from scalestudy.slurm import ask
 
     start = time.perf_counter()
@@ -304,3 +309,142 @@ def test_a_hung_slurm_command_costs_its_timeout_and_the_facts_say_what_is_unknow
 
     found = asked(made, {}, slow)
     assert len(commands) == 1 and "did not answer within 60 s" in found["note"]
+
+
+# --- the bound on past waits, its backtest, and --test-only's correction (issue 37) ------
+
+
+def sacct_lines(shape: dict, waits: list[float], ran: str = "00:00:30") -> str:
+    """sacct's lines of past jobs of `shape`, queued a minute apart, that waited `waits`
+    and ran `ran` each."""
+    lines = []
+    for k, wait in enumerate(waits):
+        queued = datetime(2024, 4, 1) + timedelta(minutes=k)
+        start = queued + timedelta(seconds=wait)
+        lines.append(
+            f"{k}|{shape['nodes']}|cpu={shape['cpus']},node={shape['nodes']}|debug|"
+            f"{timedelta(minutes=shape['minutes'])}|{queued.isoformat()}|"
+            f"{start.isoformat()}|{ran}|COMPLETED"
+        )
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("n", [29, 50, 100])
+def test_the_bound_is_the_least_rank_scipy_gives_95_percent_over_the_p90(n):
+    from scipy.stats import binom
+
+    from scalestudy.analysis.cluster.queue import bound_rank, p90_bound
+
+    least = min(k for k in range(1, n + 1) if binom.cdf(k - 1, n, 0.9) >= 0.95)
+    assert bound_rank(n) == least
+    assert binom.cdf(least - 2, n, 0.9) < 0.95  # one rank lower would not do
+    assert p90_bound([float(w) for w in reversed(range(1, n + 1))]) == float(least)
+    assert {29: 29, 50: 49, 100: 96}[n] == least  # at 29 jobs: the largest
+
+
+def test_too_little_history_for_a_bound_under_29_jobs_the_largest_wait_beside_it():
+    from scalestudy.analysis.cluster.queue import (
+        BOUND_MIN_JOBS,
+        bound_rank,
+        job_shape,
+        parse_history,
+    )
+    from scalestudy.analysis.cluster.queue import past_waits as waits_of
+
+    assert BOUND_MIN_JOBS == 29 and [bound_rank(n) for n in range(29)] == [None] * 29
+    made = plans()
+    shape = job_shape(made[0]["rows"][0], "debug")
+    few = waits_of(parse_history(sacct_lines(shape, [10.0 * k for k in range(28)])), shape)
+    assert few["history_jobs"] == 28 and few["history_wait_bound_s"] is None
+    assert few["history_wait_max_s"] == 270.0
+    enough = waits_of(parse_history(sacct_lines(shape, [10.0 * k for k in range(29)])), shape)
+    assert enough["history_wait_bound_s"] == 280.0 == enough["history_wait_max_s"]
+    # the plan says it in the shape's row
+    answers = {f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)}
+    found = asked(made, {}, SacctToo(answers, (0, sacct_lines(shape, [5.0] * 28), "")), 30)
+    assert found["studies"][0]["jobs"][0]["history_wait_bound_s"] is None
+    html = render(made, found)
+    assert "too little history for a bound</span> (largest 5;" in html
+    assert "No shape in the history has enough jobs to backtest the bound" in html
+    # 31 jobs: the plan states the backtested coverage, over the history and per row
+    made = plans()
+    waits = [float(w) for w in range(1, 30)] + [30.0, 5.0]
+    found = asked(made, {}, SacctToo(answers, (0, sacct_lines(shape, waits), "")), 30)
+    assert found["coverage"] == {"covered": 1, "tested": 2, "coverage": 0.5}
+    html = render(made, found)
+    assert "1 of 2 (50 %) were under it" in html and "15, 30 (31; backtest 1 of 2)" in html
+
+
+def test_the_backtest_counts_each_wait_under_the_bound_of_those_before_it():
+    import numpy as np
+
+    from scalestudy.analysis.cluster.queue import backtest, history_coverage, parse_history
+
+    # 29 waits 1..29 s, then 30 s (above all before it), then 5 s (under the largest)
+    assert backtest([float(w) for w in range(1, 30)] + [30.0, 5.0]) == (1, 2)
+    assert backtest([1.0] * 28) == (0, 0)  # never enough before a wait for a bound
+    # a synthetic steady queue: 400 exponential waits; the 95 % bound on the p90
+    # covers at least 90 % of the later ones
+    waits = list(np.random.default_rng(37).exponential(120.0, 400))
+    covered, tested = backtest(waits)
+    assert tested == 400 - 29 and 0.9 <= covered / tested < 1.0 and type(covered) is int
+    # over a history of two shapes, each in time order (the list is not)
+    one = {"nodes": 1, "cpus": 1, "minutes": 5}
+    two = {"nodes": 2, "cpus": 4, "minutes": 5}
+    lines = sacct_lines(one, [float(w) for w in range(1, 30)] + [30.0, 5.0])
+    lines += sacct_lines(two, [1.0] * 40)
+    jobs = parse_history("\n".join(reversed(lines.splitlines())))
+    assert history_coverage(jobs) == {"covered": 12, "tested": 13, "coverage": 12 / 13}
+
+
+def test_test_only_start_is_corrected_by_past_jobs_run_time_to_limit_or_said_not_to_be():
+    from scalestudy.analysis.cluster.queue import UNCORRECTED, corrected, job_shape
+
+    ratio = {"ratio": 0.25, "jobs": 4}
+    assert corrected(300.0, NOW, ratio) == {
+        "corrected_wait_s": 75.0, "corrected_start": "2024-05-01T09:01:15"
+    }  # fmt: skip
+    assert corrected(300.0, NOW, None) == {"corrected_wait_s": None, "corrected_start": None}
+    made = plans()
+    shape = job_shape(made[0]["rows"][0], "debug") | {"minutes": 2}
+    answers = {f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)}
+    # past jobs ran 30 s of their 2-minute limits: a quarter
+    history = (0, sacct_lines(shape, [5.0] * 4), "")
+    found = asked(made, {}, SacctToo(answers, history), history_days=30)
+    assert found["run_to_limit"] == {"ratio": 0.25, "jobs": 4}
+    job = found["studies"][0]["jobs"][0]
+    assert (job["predicted_wait_s"], job["corrected_wait_s"]) == (3600.0, 900.0)
+    assert job["corrected_start"] == "2024-05-01T09:15:00"
+    assert "corrected 900" in render(made, found)
+    # no history (sacct down): each start is said to be uncorrected, the rest stands
+    made = plans()
+    down = SacctToo(answers, (1, "", "sacct: error: Slurm accounting storage is disabled"))
+    found = asked(made, {}, down, history_days=30)
+    assert found["correction_note"] == UNCORRECTED and found["run_to_limit"] is None
+    job = found["studies"][0]["jobs"][0]
+    assert job["predicted_wait_s"] == 3600.0 and job["corrected_wait_s"] is None
+    assert "starts are uncorrected: no past job" in render(made, found)
+
+
+def test_the_queue_benchmark_s_jobs_and_figures_without_a_cluster():
+    """benchmarks/queue_prediction.py runs on the test cluster only (the coordinator's);
+    its jobs and its figures are pure."""
+    from benchmarks.queue_prediction import BOUND_JOBS, BOUND_LIMITS, summarize, varied_jobs
+
+    jobs = varied_jobs(BOUND_JOBS)
+    per_shape = {name: sum(j[0] == name for j in jobs) for name, _, _ in jobs}
+    # each shape's jobs past the first 29 are backtested: at least 100 in all
+    assert sum(n - 29 for n in per_shape.values()) >= 100 and len(per_shape) == len(BOUND_LIMITS)
+    assert all(5 <= sleep < 0.9 * int(o[-1]) * 60 for _, o, sleep in jobs)
+    t = lambda s: NOW + timedelta(seconds=s)  # noqa: E731
+    rows = [{"job": str(k), "shape": "1 min", "asked": NOW, "predicted": t(100),
+             "ratio": {"ratio": 0.5, "jobs": 9}} for k in range(31)]  # fmt: skip
+    rows[0] |= {"predicted": None}
+    rows[1] |= {"ratio": None}
+    # waits 1..29 s, then 30 s (above all before it) and 5 s; each starts at NOW + 60 s
+    real = {r["job"]: (t(60 - w), t(60)) for r, w in zip(rows, [*range(1, 30), 30, 5], strict=True)}
+    found = summarize(rows, real)
+    assert (found["covered"], found["tested"]) == (1, 2)
+    assert found["errors"][:3] == [None, -40.0, -40.0]
+    # corrected: a start 50 s after asking, which came 10 s late; uncorrected: none
+    assert found["corrected_errors"][:3] == [None, None, 10.0]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scalestudy.analysis.intervals import ratio_ci
-from scalestudy.analysis.recommendation import pareto_front, recommend
+from scalestudy.analysis.decisions.recommendation import pareto_front, recommend
+from scalestudy.analysis.stats.intervals import ratio_ci
 
 # Lightning DDP autoencoder, batch 1, one epoch, RTX 2080 Ti: GPUs and seconds
 GPUS = np.arange(1, 11)
@@ -68,7 +68,7 @@ def test_pareto_front_hand_example():
 
 
 # --- is the answer decided? -------------------------------------------------------------
-from scalestudy.analysis.recommendation import decision, step_intervals  # noqa: E402
+from scalestudy.analysis.decisions.recommendation import decision, step_intervals  # noqa: E402
 
 
 def decide(times: dict[int, list[float]], threshold=0.1, su_per_run=None):

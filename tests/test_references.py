@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 import pytest
 import yaml
 
-from scalestudy.analysis.archive import archive
-from scalestudy.analysis.history import history, table_text
+from scalestudy.analysis.history.archive import archive
+from scalestudy.analysis.history.history import history, table_text
+from scalestudy.analysis.history.references import check
 from scalestudy.analysis.pipeline import aggregate
-from scalestudy.analysis.references import check
 from scalestudy.report.rendering import render
 from scalestudy.report.views import study_view
 from tests.conftest import REPO, checked_study, study_model
@@ -57,7 +57,7 @@ def test_make_check_fails_on_a_broken_expectation_and_passes_otherwise(tmp_path)
     assert check([broken]) == 1
     configured(tmp_path / "b", s=STUDY | {"expect": {"speedup": {"4": [3.5, None]}}})
     out = subprocess.run(
-        [sys.executable, "-m", "scalestudy.analysis.references"],
+        [sys.executable, "-m", "scalestudy.analysis.history.references"],
         capture_output=True,
         text=True,
         cwd=tmp_path / "b",
@@ -85,14 +85,14 @@ def test_make_check_checks_every_configured_study_and_names_the_others(tmp_path)
     assert any(line.startswith("t: broken: no analysis to check (") for line in lines)
     assert not any(line.startswith("u:") for line in lines)  # states none, has none
     one = subprocess.run(
-        [sys.executable, "-m", "scalestudy.analysis.references", "s"],
+        [sys.executable, "-m", "scalestudy.analysis.history.references", "s"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
     )
     assert one.returncode == 0 and "s: 1 expectation(s) kept" in one.stdout
     path = subprocess.run(
-        [sys.executable, "-m", "scalestudy.analysis.references", "results/old"],
+        [sys.executable, "-m", "scalestudy.analysis.history.references", "results/old"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -139,7 +139,7 @@ def test_archives_never_overwrite_and_history_marks_the_step(tmp_path):
         measure(tmp_path / "4", slower={2: 1.3}, seed=4),
         archives=sorted((tmp_path / "archive" / "s").iterdir()),
     )
-    entries = now.analysis_as_read().history
+    entries = now.analysis_as_read().section("history")
     assert [e.name[:8] for e in entries] == ["20260101", "20260102", "20260103", "now"]
     assert [p.change for p in entries[2].points] == ["none", "slower", "none"]
     assert [p.change for p in entries[3].points] == ["none", "none", "none"]

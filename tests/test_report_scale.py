@@ -3,8 +3,9 @@
 import pytest
 
 from benchmarks.report_scale import write_records
+from scalestudy import FIGURES
 from scalestudy.analysis.pipeline import aggregate
-from scalestudy.report.plots import write_figures
+from scalestudy.report.plots import NOTHING_TO_DRAW, write_figures
 from scalestudy.report.rendering import write_report
 from scalestudy.report.views import study_view
 from tests.browser import open_report
@@ -39,3 +40,18 @@ def test_fifty_study_report_is_under_15_mb_and_shows_every_figure(tmp_path):
     page = open_report(html)
     assert page["console"] == [] and len(page["studies"]) == 50
     assert len(page["images"]) == 300 and all(i["ok"] for i in page["images"])
+
+
+def test_each_figure_is_drawn_once_as_svg_and_one_not_shown_is_a_note(tmp_path):
+    # 300 figures took 157 s, each written as SVG and PNG (nothing read the PNGs), and
+    # a figure the report does not show (no grid, baseline or energy) drawn in full
+    paths = write_records(tmp_path / "records", studies=1, points=3, repeats=2)
+    ((name, files),) = paths.items()
+    result = aggregate(study_model(STUDY, name), files)
+    out = tmp_path / "figures"
+    written = write_figures(result.summary, result.runs, "threads", out, result.analysis)
+    assert sorted(written) == sorted(out.iterdir()) == sorted(out / f"{f}.svg" for f in FIGURES)
+    for figure, words in NOTHING_TO_DRAW.items():
+        note = (out / f"{figure}.svg").read_text()
+        assert words in note and "Matplotlib" not in note and note.startswith("<svg")
+    assert "Matplotlib" in (out / "speedup.svg").read_text()

@@ -11,6 +11,7 @@ import pytest
 
 from scalestudy.analysis.findings import study_facts
 from scalestudy.analysis.pipeline import aggregate
+from scalestudy.analysis.tables import point_status
 from scalestudy.records import write_json_atomic
 from scalestudy.report.rendering import render
 from scalestudy.report.views import results_view, study_view
@@ -145,8 +146,8 @@ def test_a_command_is_said_as_a_command_without_the_sources_table(tmp_path):
     }
     for time, words in said.items():
         study = study_model({**COMMAND, "scaling": THREADS, "time": time}, "cmd")
-        assert study_facts(study)["kind"] == "command"
-        assert not study_facts(study)["distributed"]  # one process at every point
+        assert study_facts(study).kind == "command"
+        assert not study_facts(study).distributed  # one process at every point
         text = text_of(render("t", [view_of(study, two_points(), tmp_path / time)]))
         assert words in text
         assert "training epochs" not in text and "data loading" not in text
@@ -156,16 +157,16 @@ def test_a_command_is_said_as_a_command_without_the_sources_table(tmp_path):
 
 def test_a_training_in_one_process_and_a_distributed_one_are_told_apart(tmp_path):
     single = study_model({**TRAINING, "scaling": THREADS, "time": "train"}, "single")
-    assert study_facts(single)["kind"] == "training"
+    assert study_facts(single).kind == "training"
     text = text_of(render("t", [view_of(single, two_points(), tmp_path)]))
     assert "Times are the training epochs only" in text
     assert "a training in one process" in text and "in the source's form" not in text
     # a workload that can run DDP, run in one process, is no distributed study
     one = study_model({"workload": "spiral_mlp", "scaling": THREADS}, "spiral")
-    assert study_facts(one)["kind"] == "training"
+    assert study_facts(one).kind == "training"
     devices = {"axis": "devices", "points": [1, 2], "device": "cpu"}
     ddp = study_model({"workload": "spiral_mlp", "scaling": devices}, "spiral")
-    assert study_facts(ddp)["kind"] == "distributed" and study_facts(ddp)["distributed"]
+    assert study_facts(ddp).kind == "distributed" and study_facts(ddp).distributed
 
 
 def test_a_steady_state_study_is_not_said_to_time_the_whole_job(tmp_path):
@@ -200,7 +201,7 @@ def test_an_outlier_is_named_as_its_file(tmp_path):
     text = text_of(render("t", [view]))
     assert "outlier runs rep4 (|modified z| &gt; 3.5, over 5 % from the median)" in text
     # the caution states the rule with the analysis's own limits
-    assert ("their repeats disagree (coefficient of variation above 10 %, or an outlier: "
+    assert ("their repeats disagree (CV above 10 %, or an outlier: "
             "modified z-score above 3.5 and over 5 % from the median)") in text  # fmt: skip
     assert "outlier repeats" not in text and "[2]" not in text
     # failed runs too: by point and file, t1/rep1
@@ -215,7 +216,8 @@ def test_an_outlier_is_named_as_its_file(tmp_path):
 def summary_row(point: str, n: int, **values) -> dict:
     base = {"series": "", "point": point, "n": n, "repeats_ok": 3, "time_s": 10.0, "cv": 0.01}
     return base | {"speedup": 1.0, "efficiency": 1.0, "karp_flatt": None, "relative_su": 1.0,
-                   "is_base": n == 1, "unstable": False, "status": "ok"} | values  # fmt: skip
+                   "is_base": n == 1, "unstable": False, "status": "ok",
+                   "status_kind": "ok"} | values  # fmt: skip
 
 
 def column(view: dict, key: str) -> list[str]:
@@ -246,3 +248,16 @@ def test_a_reason_left_out_of_the_fit_is_said_once_in_its_row():
     cells = view["rows"][1]["cells"]
     assert cells[view["keys"].index("fit")] == "allocation mismatch"
     assert sum("asked for 2" in c for c in cells) == 1
+
+
+def test_a_status_is_coloured_by_its_kind_from_the_analysis_not_by_its_words():
+    """The report read the status sentence: a point whose one failed run's reason said
+    "did not converge" was coloured as a point that did not converge (bad)."""
+    runs = pd.DataFrame(
+        {"status": ["ok", "ok", "failed"], "reason": [None, None, "loss did not converge"],
+         "mismatch": [False] * 3, "mismatches": [""] * 3, "repeat": [1, 2, 3]}
+    )  # fmt: skip
+    kind, status = point_status(runs)
+    assert (kind, status) == ("warn", "ok (1 of 3 runs failed: loss did not converge)")
+    row = summary_row("t1", 1, status=status, status_kind=kind)
+    assert results_view([row], [], False)["rows"][0]["status_class"] == "warn"

@@ -1,7 +1,7 @@
-"""The whole request per point (scalestudy.analysis.request): --mem from the measured peak per
-node, --time from the slowest run (scaled to full length when the runs were shortened),
-as #SBATCH lines from the Slurm plugin's own submit command, and what the runs used of
-their allocation."""
+"""The whole request per point (scalestudy.analysis.decisions.request): --mem from the
+measured peak per node, --time from the slowest run (scaled to full length when the runs
+were shortened), as #SBATCH lines from the Slurm plugin's own submit command, and what
+the runs used of their allocation."""
 
 import json
 import sys
@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 import pytest
 
-from scalestudy.analysis.request import (
+from scalestudy.analysis.decisions.request import (
     job_ids,
     memory_request_mb,
     point_request,

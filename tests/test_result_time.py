@@ -10,9 +10,9 @@ from functools import partial
 
 import pytest
 
-from scalestudy.analysis.intervals import median_ci
+from scalestudy.analysis.decisions.request import job_ids
 from scalestudy.analysis.pipeline import analyse, probe_commands_of
-from scalestudy.analysis.request import job_ids
+from scalestudy.analysis.stats.intervals import median_ci
 from scalestudy.analysis.tables import runs_from_records
 from scalestudy.records import write_json_atomic
 from scalestudy.report.rendering import render
@@ -132,25 +132,37 @@ def test_a_shortened_run_is_scaled_to_full_length_first(tmp_path):
     assert points["t1"].result_s == pytest.approx(34.5)
 
 
-def test_the_typical_wait_of_enough_past_jobs_when_it_exceeds_the_wait_now(tmp_path):
+def test_the_typical_wait_of_enough_past_jobs_and_the_bound_on_its_p90_tops_it(tmp_path):
     runs = runs_of(tmp_path, {"t1": [10.0, 10.0, 10.0], "t2": [6.0, 6.0, 6.0]})
-    # t1's request: 1 node, 1 CPU, 1 minute (10 s x 1.5); waited 40, 50, 60, 70, 80 s
+    # t1's request: 1 node, 1 CPU, 1 minute (10 s x 1.5); 30 past jobs waited 40, 42, ...
+    # 98 s and ran 30 s of their minute each
     history = "".join(
         f"{k}|1|cpu=1,mem=1000M,node=1|debug|00:01:00|2026-04-01T10:00:00|"
-        f"2026-04-01T10:0{wait // 60}:{wait % 60:02d}\n"
-        for k, wait in enumerate([40, 50, 60, 70, 80])
+        f"2026-04-01T10:0{wait // 60}:{wait % 60:02d}|00:00:30|COMPLETED\n"
+        for k, wait in enumerate(range(40, 100, 2))
     )
-    ask = slurm({"1": 0, "2": 0}, history)
-    _, points = times_of(on_slurm(study(), runs, {"slurm_partition": "debug"}, 30, 5, ask))
+    ask = slurm({"1": 0, "2": 40}, history)
+    result = on_slurm(study(), runs, {"slurm_partition": "debug"}, 30, 5, ask)
+    times, points = times_of(result)
     t1, t2 = points["t1"], points["t2"]
-    assert (t1.basis, t1.history_jobs, t1.wait_s, t1.wait_now_s) == ("typical", 5, 60.0, 0.0)
-    # the 90th percentile of the waits tops the interval
-    assert t1.wait_hi_s == pytest.approx(76.0) and t1.result_hi_s == pytest.approx(86.0)
-    assert t1.result_s == 70.0 and t1.result_lo_s == 70.0
-    assert (t2.basis, t2.history_jobs) == ("now", 0)
-    # fewer past jobs than queue_history_min_jobs: the wait now stands
-    _, points = times_of(on_slurm(study(), runs, {"slurm_partition": "debug"}, 30, 6, ask))
-    assert (points["t1"].basis, points["t1"].wait_s) == ("now", 0.0)
+    assert (t1.basis, t1.history_jobs, t1.wait_s, t1.wait_now_s) == ("typical", 30, 69.0, 0.0)
+    # 30 past jobs: the 95 % bound on the 90th percentile is the largest wait, and it
+    # tops the interval
+    assert t1.history_wait_bound_s == 98.0 and t1.wait_hi_s == 98.0
+    assert t1.result_hi_s == pytest.approx(108.0)
+    assert t1.result_s == 79.0 and t1.result_lo_s == 79.0
+    # each later wait is above all those before it: the backtest says so (0 of 1)
+    assert (t1.history_bound_covered, t1.history_bound_tested) == (0, 1)
+    # --test-only's 40 s, corrected by past jobs' run time to limit (30 s of 60 s)
+    assert times.run_to_limit == {"ratio": 0.5, "jobs": 30}
+    assert (t2.basis, t2.history_jobs, t2.wait_now_s) == ("now", 0, 40.0)
+    assert t2.wait_now_corrected_s == 20.0 and t2.wait_s == 20.0 and t2.wait_hi_s == 20.0
+    html = page(result)
+    assert "95 % upper bound" in html and "corrected from 40 s" in html
+    assert "no past job of its shape known: no bound on its wait" in html  # t2's
+    # fewer past jobs than queue_history_min_jobs: the wait now stands, the bound tops it
+    _, points = times_of(on_slurm(study(), runs, {"slurm_partition": "debug"}, 30, 31, ask))
+    assert (points["t1"].basis, points["t1"].wait_s, points["t1"].wait_hi_s) == ("now", 0.0, 98.0)
 
 
 def test_the_deadline_is_met_by_time_to_result_when_waits_are_known(tmp_path):

@@ -264,7 +264,7 @@ def test_sacct_figures_are_real_accounting_per_job_and_per_srun_step(mixed):
     accounting (slurmdbd): a job of its own is read as a whole (TotalCPU over Elapsed x
     AllocCPUS, MaxRSS), a packed run by its own srun step (JOB.STEP), and each agrees
     with what sacct itself prints for it."""
-    from scalestudy.analysis.request import read_accounting, slurm_megabytes
+    from scalestudy.analysis.decisions.request import read_accounting, slurm_megabytes
     from scalestudy.slurm import accounting_command, ask, slurm_seconds
 
     workflow, _ = mixed

@@ -1,7 +1,7 @@
 """The checks before any job runs, called directly with plain inputs (what
 rules/startup.smk reads from Snakemake): each returns its problems as strings."""
 
-from scalestudy.analysis.budgets import budget_problems
+from scalestudy.analysis.cost.budgets import budget_problems
 from scalestudy.study.errors import startup_problems_text
 from scalestudy.study.startup_checks import (
     local_cpu_problems,

@@ -171,7 +171,7 @@ def test_a_grid_shows_its_heat_map_and_the_best_layout_per_total(tmp_path):
 def adaptive_result(points: list[int], times: dict[int, list[float]], failed=()):
     """An adaptive study (first_repeats 4) whose rounds 1 and 2 were planned from these
     runs, aggregated; `failed`: (N, repeat) of runs that failed after their time."""
-    from scalestudy.analysis.plan import round_plan
+    from scalestudy.analysis.cost.plan import round_plan
     from tests.test_studies import model
 
     adaptive = {"workload": "spiral_mlp", "scaling": {"points": points}, "budget_su": 1,

@@ -8,7 +8,9 @@ import zipfile
 
 import pandas as pd
 import pytest
+import yaml
 
+from benchmarks.dag_dry_run import grid_study
 from scalestudy import FIGURES
 from tests.browser import CHROMIUM, open_report
 from tests.conftest import FASHION_DIR, REPO, tiny_mnist_study
@@ -188,6 +190,35 @@ def test_thousand_point_dry_run_plans_every_point(workflow):
     workflow.write_config({"studies": {"big": study}})
     proc = workflow.snakemake("-n", "--cores", "2")
     assert re.search(r"run_point\s+1000", proc.stdout)
+
+
+def test_grid_of_5000_cells_dry_run_plans_every_cell(workflow):
+    # how fast: benchmarks/dag_dry_run.py (5.5 minutes before the series views were
+    # built once and {point} was constrained by its grammar, not a list of every label)
+    workflow.write_config({"studies": {"big": grid_study(50, 100)}})
+    proc = workflow.snakemake("-n", "--cores", "2")
+    assert re.search(r"run_point\s+5000", proc.stdout)
+    # a point the config does not have is named as such
+    proc = workflow.snakemake("-n", "results/big/runs/p1-c999/rep1.json", check=False)
+    assert proc.returncode != 0 and "studies.big has no point p1-c999" in proc.output
+
+
+def test_the_local_profile_runs_a_timed_run_alone_and_other_jobs_side_by_side(workflow):
+    # a timed run takes every timed_runs slot there is; figures, aggregations and the
+    # report one each, so two of them run at once between timed runs (157 s of figures
+    # for 50 studies one at a time: benchmarks/report_scale.py)
+    workflow.write_config({"studies": {"s": tiny_mnist_study(repeats=1)}})
+    proc = workflow.snakemake("-n", "--profile", "profiles/local")
+    slots, rule = {}, None
+    for line in proc.stdout.splitlines():
+        if found := re.match(r"(?:local)?(?:rule|checkpoint) (\w+):", line):
+            rule = found.group(1)
+        elif found := re.search(r"resources: .*timed_runs=(\d+)", line):
+            slots.setdefault(rule, set()).add(int(found.group(1)))
+    profile = yaml.safe_load((REPO / "profiles" / "local" / "config.yaml").read_text())
+    total = int(dict(r.split("=") for r in profile["resources"])["timed_runs"])
+    assert total >= 2 and slots["run_point"] == {total}
+    assert slots["plot_study"] == slots["aggregate_study"] == slots["report"] == {1}
 
 
 def test_no_profiles_default():

@@ -12,7 +12,7 @@ import pytest
 
 from scalestudy.study.startup_checks import visible_gpus
 from tests.conftest import NOT_JUDGED_ON_SHARED_CPUS
-from tests.test_workflow import planned_runs
+from tests.test_workflow import MEASURED, planned_runs
 
 PY = sys.executable
 # a run whose time follows its N, and that hangs at N = 4
@@ -77,6 +77,11 @@ def test_moved_corrupted_and_deleted_records_are_redone_every_time(workflow):
     assert (runs / "t1" / "rep2.json").is_file()
     assert summary(workflow).loc["t1", "repeats_ok"] == 2
 
+    # the refused records were kept aside, each with its reason, not overwritten
+    discarded = workflow.root / "results/c/discarded"
+    kept = sorted(p.read_text() for p in discarded.rglob("t2/rep1.json"))
+    assert kept == ['{"truncated": '] * 2 and len(list(discarded.rglob("t1/rep1.json"))) == 1
+
     # redoing a point keeps what was measured: its records are moved aside, not deleted
     redo = subprocess.run(
         [PY, "-m", "scalestudy.redo", "c", "--point", "t2"],
@@ -85,9 +90,35 @@ def test_moved_corrupted_and_deleted_records_are_redone_every_time(workflow):
         text=True,
     )
     assert redo.returncode == 0 and "moved 2 record(s)" in redo.stdout, redo.stderr
-    assert len(list((workflow.root / "results/c/discarded").rglob("t2/rep*.json"))) == 2
+    assert len(list(discarded.rglob("t2/rep*.json"))) == 2 + 2
     dry = workflow.snakemake("--profile", "profiles/local", "-n")
     assert planned_runs(dry) == {("c", "t2", "1"), ("c", "t2", "2")}
+
+
+@pytest.mark.slow
+@pytest.mark.waits
+def test_a_refused_record_is_kept_in_discarded_with_its_reason_not_overwritten(workflow):
+    workflow.write_config({"studies": {"c": command_study([1, 2], repeats=1)}})
+    workflow.snakemake("--profile", "profiles/local", SUMMARY)
+    runs = workflow.root / "results" / "c" / "runs"
+    future = json.loads((runs / "t1" / "rep1.json").read_text()) | {"schema_version": 99}
+    (runs / "t1" / "rep1.json").write_text(json.dumps(future))
+    unknown = json.loads((runs / "t2" / "rep1.json").read_text()) | {"gpu_clock": 1}
+    (runs / "t2" / "rep1.json").write_text(json.dumps(unknown))
+    dry = workflow.snakemake("--profile", "profiles/local", "-n", SUMMARY)
+    assert planned_runs(dry) == {("c", "t1", "1"), ("c", "t2", "1")}
+    assert "the record kept in results/c/discarded/ first" in dry.output
+    assert not (workflow.root / "results" / "c" / "discarded").exists()  # -n moves nothing
+
+    real = workflow.snakemake("--profile", "profiles/local", SUMMARY)
+    assert "kept 2 refused record(s) in results/c/discarded/" in real.output
+    (aside,) = (workflow.root / "results" / "c" / "discarded").iterdir()
+    assert json.loads((aside / "t1" / "rep1.json").read_text()) == future
+    assert json.loads((aside / "t2" / "rep1.json").read_text()) == unknown
+    why = dict(line.split(": ", 1) for line in (aside / "why.txt").read_text().splitlines())
+    assert "schema_version" in why["t1/rep1.json"] and "gpu_clock" in why["t2/rep1.json"]
+    for point in ("t1", "t2"):  # measured again
+        assert json.loads((runs / point / "rep1.json").read_text())["schema_version"] == 1
 
 
 @pytest.mark.slow
@@ -184,3 +215,32 @@ def test_points_bigger_than_the_machine_are_refused_before_any_job_and_by_a_dry_
     workflow.write_config({"studies": studies})
     dry = workflow.snakemake("--profile", "profiles/local", "-n")
     assert ("c", "t32", "5") in planned_runs(dry) and ("g", "t1", "1") in planned_runs(dry)
+
+
+@pytest.mark.skipif(visible_gpus() > 0, reason="the GPU point would run here")
+def test_an_adaptive_study_among_the_selected_hides_no_other_studys_problem(workflow):
+    # Snakemake plans nothing past an adaptive round's checkpoint until it has run: a dry
+    # run listed the round alone, and study g's GPU point went unsaid (and unchecked)
+    adaptive = command_study([1, 2], budget_su=5, adaptive={}, resources={"runtime": 1})
+    workflow.write_config({"only": ["a", "g"], "studies": {"a": adaptive, "g": gpu_study()}})
+    for args in (["-n"], []):
+        proc = workflow.snakemake("--profile", "profiles/local", *args, check=False)
+        assert proc.returncode != 0, args
+        assert "studies.g: point t1 needs 1 GPU, and this machine has no GPU" in proc.output
+        assert not (workflow.root / "results").exists()
+
+
+@pytest.mark.slow
+def test_a_renamed_studys_old_folder_is_named_by_a_dry_run_and_the_report(workflow):
+    # results/old/ of a study since renamed: no hint, and `make check` still read it
+    old = workflow.root / "results" / "old"
+    old.mkdir(parents=True)
+    (old / "analysis.json").write_text("{}")
+    (workflow.root / "results" / "stray").mkdir()  # no study's results: not named
+    workflow.write_config({"studies": {"published": MEASURED}})
+    said = "Not in the config: kept, not shown: results/old/ (the results of a study"
+    assert said in workflow.snakemake("--profile", "profiles/local", "-n").output
+    workflow.snakemake("--profile", "profiles/local")
+    html = (workflow.root / "results" / "report.html").read_text()
+    assert "Not in the config: kept, not shown: <code>results/old/</code>" in html
+    assert "stray" not in html and (old / "analysis.json").read_text() == "{}"

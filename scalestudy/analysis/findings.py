@@ -4,46 +4,41 @@ aggregation and written to analysis.json under "findings" (scripts/aggregate.py)
 The report formats these and computes nothing; the study facts it states (title,
 scaling, cost model) are here too, so it needs no config, and so are its verdicts (which
 steps the answer stands on, whether the headline names the layout). Values are plain
-JSON: numbers stay numbers, missing ones are null; analysis_of builds them, with the
+JSON: numbers stay numbers, missing ones are null; aggregation builds them, with the
 predictions, into analysis.json's typed contract (scalestudy.contract).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.baseline import fingerprint
-from scalestudy.analysis.cost import charges, cost_view
-from scalestudy.analysis.energy import energy_findings
-from scalestudy.analysis.intervals import CV_LIMIT, MIN_DEVIATION, Z_LIMIT
-from scalestudy.analysis.layouts import grid_cells, point_layout
-from scalestudy.analysis.predictions import jsonable, usable_runs
-from scalestudy.analysis.queue import request_waits
-from scalestudy.analysis.request import study_requests
-from scalestudy.analysis.result_time import deadline_by_result, study_result_times
+from scalestudy.analysis.cluster.queue import request_waits
+from scalestudy.analysis.cluster.result_time import deadline_by_result, study_result_times
+from scalestudy.analysis.cost.cost import charges, cost_view
+from scalestudy.analysis.decisions.layouts import grid_cells, point_layout
+from scalestudy.analysis.decisions.request import study_requests
+from scalestudy.analysis.history.baseline import distinct, fingerprint
+from scalestudy.analysis.stats.predictions import jsonable, usable_runs
 from scalestudy.analysis.tables import (
     TIME_COLUMNS,
     metric_columns,
     shared_machines,
     study_quality_metric,
 )
-from scalestudy.contract import TELEMETRY, Analysis, build
-from scalestudy.model import Study, base_series
+from scalestudy.contract import TELEMETRY, StudyFacts
+from scalestudy.model import Scaling, Study, base_series
+from scalestudy.records import finite
 from scalestudy.study.points import point_for
 from scalestudy.study.workload_bridge import workload_capabilities
+from scalestudy.thresholds import efficiency_band
 
-# what the runs received, and where they ran (distinct values over the runs)
+# what the runs received (distinct values over the runs)
 RECEIVED = [
     "cpus_usable", "threads_given", "torch_threads", "gpus_visible", "mem_limit_mb", "world_size",
     "hosts",
-]  # fmt: skip
-ENVIRONMENT = [
-    "host", "cpu_model", "gpu_models", "python", "torch", "cuda", "workflow_commit",
-    "slurm_job_id", "slurm_nodelist",
 ]  # fmt: skip
 # what N counts, in the answer's words: (one, several)
 AXIS_UNITS = {
@@ -81,67 +76,28 @@ def study_kind(study: Study, distributed: bool) -> str:
     return "distributed" if distributed else "training"
 
 
-def study_facts(study: Study) -> dict:
+def study_facts(study: Study) -> StudyFacts:
     """What the report states about the study as configured."""
     axis = study.scaling.axis
     one, several = AXIS_UNITS[axis]
     if axis == "devices" and study.scaling.device == "gpu":
         one, several = "GPU", "GPUs"
     distributed = is_distributed(study)
-    return {
-        "name": study.name,
-        "description": study.description,
-        "workload": study.workload,
-        "measured": study.measured,
-        "kind": study_kind(study, distributed),
-        "params": study.params,
-        "scaling": asdict(study.scaling),
-        "unit": several,
-        "unit_one": one,
-        "time": study.time,
-        "tolerance": study.convergence.tolerance,
-        "distributed": distributed,
-        "include_shared": study.include_shared,
-        "include_unstable": study.include_unstable,
-        # when repeats disagree: the rule intervals.instability applies
-        "instability": {"cv_limit": CV_LIMIT, "z_limit": Z_LIMIT, "min_deviation": MIN_DEVIATION},
-        "profile_steps": study.profile.steps,
-        "deadline_s": study.recommend.deadline_s,
-        "budget_su": study.recommend.budget_su,
-        "request": asdict(study.request),
-        "global_batch_fixed": bool(study.params.get("global_batch_size")),
-    }
-
-
-def distinct(runs: pd.DataFrame, column: str) -> str:
-    """The distinct values of a column over the runs, comma-separated, in order."""
-    if column not in runs:
-        return ""
-    values = []
-    for v in runs[column].dropna().astype(str):
-        for part in v.split(","):
-            if part and part not in values:
-                values.append(part)
-    return ", ".join(values)
+    return StudyFacts(
+        study.name, study.description, study.workload, study.measured,
+        kind=study_kind(study, distributed), params=jsonable(study.params),
+        scaling=Scaling(**jsonable(asdict(study.scaling))),  # as JSON reads it back: lists
+        unit=several, unit_one=one, time=study.time, tolerance=study.convergence.tolerance,
+        distributed=distributed, include_shared=study.include_shared,
+        include_unstable=study.include_unstable, profile_steps=study.profile.steps,
+        deadline_s=study.recommend.deadline_s, budget_su=study.recommend.budget_su,
+        request=study.request, global_batch_fixed=bool(study.params.get("global_batch_size")),
+    )  # fmt: skip
 
 
 def distinct_columns(runs: pd.DataFrame, columns: list[str]) -> list[list[str]]:
     """[column, distinct values] of each column the runs have a value in."""
-    values = [[c, distinct(runs, c)] for c in columns]
-    return [[c, text] for c, text in values if text]
-
-
-def is_number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def efficiency_band(efficiency) -> str | None:
-    """The source's reading of parallel efficiency (the template says it in words)."""
-    if not isinstance(efficiency, float) or math.isnan(efficiency):
-        return None
-    if efficiency >= 0.9:
-        return "excellent"
-    return "good" if efficiency >= 0.75 else "poor"
+    return [[c, text] for c in columns if (text := distinct(runs, c))]
 
 
 def banded(grid: dict | None) -> dict | None:
@@ -162,7 +118,7 @@ def ddp_findings(summary: pd.DataFrame, study: Study) -> list[dict]:
     for r in summary.to_dict("records"):
         series = r["series"] if isinstance(r["series"], str) else ""
         world = r["world_size"]
-        if not (is_number(world) and world > 0):
+        if not (finite(world) or 0) > 0:
             world = point_for(study, int(r["n"]), base_series(series)).world_size
         rows.append(
             {
@@ -214,34 +170,6 @@ def received(runs: pd.DataFrame) -> list[dict]:
             }
         )
     return view
-
-
-def staging(runs: pd.DataFrame) -> dict | None:
-    """How staging time grows with the copies made at once (k), when the study's runs
-    differ in k: per k the slowest and the typical copy (medians over runs), the
-    slowest copy's time relative to the smallest k, and the data moved per second by
-    all k copies together."""
-    if "stagers" not in runs or "stage_s" not in runs:
-        return None
-    ok = runs[(runs["status"] == "ok") & runs["stagers"].notna() & runs["stage_s"].notna()]
-    if ok["stagers"].nunique() < 2:
-        return None
-    rows = []
-    for k, group in ok.groupby("stagers"):
-        slowest = pd.to_numeric(group["stage_s"]).median()
-        # one copy records no median of copies: its own time is the typical one
-        typical = pd.to_numeric(group.get("stage_s_median", group["stage_s"]))
-        typical = typical.fillna(pd.to_numeric(group["stage_s"])).median()
-        size_mb = pd.to_numeric(group["dataset_mb"]).median() if "dataset_mb" in group else None
-        rate = k * size_mb / slowest if size_mb and slowest > 0 else None
-        rows.append(
-            {"k": int(k), "runs": len(group), "slowest_s": slowest, "typical_s": typical,
-             "mb_per_s": rate}
-        )  # fmt: skip
-    first = rows[0]["slowest_s"]
-    for r in rows:
-        r["growth"] = r["slowest_s"] / first if first > 0 else None
-    return {"rows": rows}
 
 
 def telemetry(runs: pd.DataFrame) -> list[dict]:
@@ -343,30 +271,31 @@ def answer(pred: dict, summary: pd.DataFrame, study: Study) -> dict:
         stopped_at = dict(zip(("from_n", "to_n", "marginal"), stopped, strict=True))
     peak = pred.get("peak")
     fits = pred["fits"]
-    return found | {
-        "threshold": rec["threshold"],
-        "stopped_at": stopped_at,
-        "cheapest_meeting_deadline": rec["cheapest_meeting_deadline"],
-        "deadline_note": rec["deadline_note"],
-        "fastest_within_budget": rec["fastest_within_budget"],
-        "budget_note": rec["budget_note"],
-        "peak": peak if peak and peak["beyond_measured"] else None,
-        "selected": pred["selected"],
-        # whether the runs' spread settles the answer (None: not judged)
-        "decided": rec.get("decided"),
-        # what would decide it: more repeats at these N, and their SU
-        "next_measurements": rec.get("next_measurements"),
-        # each step's marginal gain with its interval: [from, to, gain, lo, hi]
-        "step_intervals": rec.get("step_intervals", []),
-        "steps": decision_steps(worth, stopped_at, rec.get("step_intervals", [])),
-        "fitted": any(f["ok"] for f in fits),
-        "provenance_note": pred["fit_note"] if pred.get("mixed_provenance") else None,
-        "unstable": [p for p, why in pred["excluded"].items() if why.startswith("unstable")],
-        # how many points a fit could use, where no model fitted
-        "usable_points": max(f["n_points"] for f in fits)
-        if fits and not any(f["ok"] for f in fits)
-        else None,
-    }
+    said = ["threshold", "cheapest_meeting_deadline", "deadline_note", "fastest_within_budget",
+            "budget_note"]  # fmt: skip
+    return (
+        found
+        | {k: rec[k] for k in said}
+        | {
+            "stopped_at": stopped_at,
+            "peak": peak if peak and peak["beyond_measured"] else None,
+            "selected": pred["selected"],
+            # whether the runs' spread settles the answer (None: not judged)
+            "decided": rec.get("decided"),
+            # what would decide it: more repeats at these N, and their SU
+            "next_measurements": rec.get("next_measurements"),
+            # each step's marginal gain with its interval: [from, to, gain, lo, hi]
+            "step_intervals": rec.get("step_intervals", []),
+            "steps": decision_steps(worth, stopped_at, rec.get("step_intervals", [])),
+            "fitted": any(f["ok"] for f in fits),
+            "provenance_note": pred["fit_note"] if pred.get("mixed_provenance") else None,
+            "unstable": [p for p, why in pred["excluded"].items() if why.startswith("unstable")],
+            # how many points a fit could use, where no model fitted
+            "usable_points": max(f["n_points"] for f in fits)
+            if fits and not any(f["ok"] for f in fits)
+            else None,
+        }
+    )
 
 
 def decision_steps(worth_n, stopped_at: dict | None, intervals: list) -> dict:
@@ -390,7 +319,7 @@ def adaptive_answer(rounds: dict | None) -> dict:
 
 
 def adaptive_findings(study: Study, runs: pd.DataFrame, predictions: dict) -> dict | None:
-    """An adaptive study's rounds (scalestudy.analysis.adaptive.rounds_summary), with
+    """An adaptive study's rounds (scalestudy.analysis.decisions.adaptive.rounds_summary), with
     each usable run's time and round for the figures, and what it would take to
     decide an undecided answer."""
     rounds = predictions.get("adaptive")
@@ -412,20 +341,11 @@ def adaptive_findings(study: Study, runs: pd.DataFrame, predictions: dict) -> di
     }
 
 
-def analysis_of(predictions: dict) -> Analysis:
-    """A study's analysis.json as the contract (scalestudy.contract): its predictions
-    (study_predictions) and their findings (study_findings). An adaptive study's rounds
-    are written once, in the findings."""
-    found = jsonable({k: v for k, v in predictions.items() if k != "adaptive"})
-    return build(Analysis, found)
-
-
 def result_times(
     runs: pd.DataFrame, requests: dict, cluster: dict, min_jobs: int | None
 ) -> dict | None:
-    """Each point's time to result (issue 28), with the waits Slurm gave where the
-    study's jobs queue there (`cluster`: its cluster facts); None for times measured
-    elsewhere."""
+    """Each point's time to result, with the waits Slurm gave where the study's jobs
+    queue there (`cluster`: its cluster facts); None for times measured elsewhere."""
     if not requests["points"]:
         return None
     waits = request_waits(requests["points"], cluster)
@@ -498,18 +418,14 @@ def study_findings(
             "layouts": predictions.get("layouts", []),
             "grid": banded(grid_cells(study, summary, predictions.get("layouts", []))),
             "metrics": shown_metrics(summary, runs),
-            "ddp": ddp_findings(summary, study) if facts["distributed"] else None,
+            "ddp": ddp_findings(summary, study) if facts.distributed else None,
             "framework": framework_share(summary),
             "telemetry": telemetry(runs),
-            "staging": staging(runs),
             "scheduler": scheduler(runs),
             "allocations": allocations(scheduler(runs)),
             "received": received(runs),
-            "environment": distinct_columns(runs, ENVIRONMENT),
             "fingerprint": fingerprint(study, runs),
-            # issue 28: the queue wait beside the run time
+            # the queue wait beside the run time
             "time_to_result": times,
-            # energy to result: per point, against the base case, the answer's cost in it
-            "energy": energy_findings(summary, runs, answers, study),
         }
     )

@@ -18,27 +18,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from scalestudy.analysis.adaptive import round_of_run, rounds_summary
-from scalestudy.analysis.baseline import compare, times_by_point
-from scalestudy.analysis.cost import charges
-from scalestudy.analysis.energy import with_energy
-from scalestudy.analysis.findings import analysis_of, study_findings
-from scalestudy.analysis.history import history_section
-from scalestudy.analysis.predictions import jsonable, split_by_provenance, study_predictions
-from scalestudy.analysis.references import expectations
-from scalestudy.analysis.request import read_accounting, study_requests
-from scalestudy.analysis.tables import (
-    TIME_COLUMNS,
-    disturbed_reasons,
-    runs_from_measured,
-    runs_from_records,
-    summarise,
-)
-from scalestudy.contract import Analysis, BaselineComparison, Expectation, HistoryEntry, build
+from scalestudy.analysis.cost.cost import charges
+from scalestudy.analysis.decisions.adaptive import load_round, round_of_run, rounds_summary
+from scalestudy.analysis.decisions.request import read_accounting, study_requests
+from scalestudy.analysis.energy.energy import with_energy
+from scalestudy.analysis.findings import study_findings
+from scalestudy.analysis.stats.predictions import jsonable, split_by_provenance, study_predictions
+from scalestudy.analysis.tables import read_runs, summarise
+from scalestudy.contract import Analysis, build
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
+from scalestudy.sections import SECTIONS, part
 from scalestudy.slurm import local_facts, probe_commands
-from scalestudy.study.points import series_of_points
 
 
 @dataclass(frozen=True)
@@ -64,24 +55,27 @@ class Aggregation:
         atomically."""
         write_text_atomic(out["runs"], self.runs.to_csv(index=False))
         write_text_atomic(out["summary"], self.summary.to_csv(index=False))
-        write_text_atomic(out["analysis"], self.analysis_json())
+        self.analysis.dump(out["analysis"])
         if "baseline" in out:
             write_text_atomic(out["baseline"], self.baseline_json())
 
     def baseline_json(self) -> str:
         """baseline.json's text: the comparison with the baseline (null: none set)."""
-        found = self.analysis.baseline
+        found = self.analysis.section("baseline")
         return json.dumps(found and asdict(found), indent=1, allow_nan=False) + "\n"
 
 
-def read_runs(study: Study, inputs: Sequence[str | Path]) -> pd.DataFrame:
-    """The study's runs table: its records, each checked against its path (RecordError
-    names a bad one), with why others disturbed a run; or its measured CSV."""
-    if study.measured is not None:
-        return runs_from_measured(inputs[0], study)
-    runs = runs_from_records(list(inputs), series_of_points(study))
-    runs["disturbed"] = disturbed_reasons(runs, study)
-    return runs
+@dataclass(frozen=True)
+class Given:
+    """What a section's producer is given (scalestudy.sections): the study, its runs and
+    summary, its analysis without sections, and aggregation's other inputs."""
+
+    study: Study
+    runs: pd.DataFrame
+    summary: pd.DataFrame
+    analysis: Analysis
+    baseline: Path | None
+    archives: list[Path]
 
 
 def tables(
@@ -127,8 +121,8 @@ def analyse(
 ) -> Aggregation:
     """The summary and the analysis of a runs table; `plans`: an adaptive study's round
     plans (rules/adaptive.smk), in order, which give each run its round; `baseline`: the
-    folder of an earlier run to compare with (scalestudy.analysis.baseline); `archives`:
-    the study's archives, oldest first (its history, scalestudy.analysis.history);
+    folder of an earlier run to compare with (scalestudy.analysis.history.baseline); `archives`:
+    the study's archives, oldest first (its history, scalestudy.analysis.history.history);
     `cluster`: what Slurm said of the study (scalestudy.slurm.gather; None: locally, no
     queue): accounting of its jobs, the waits of its requests; `min_jobs`: the past jobs
     of a shape that make its typical wait (config queue_history_min_jobs)."""
@@ -144,26 +138,12 @@ def analyse(
     analysis["findings"] = study_findings(
         study, summary, runs, analysis, cluster, min_jobs, accounted
     )
-    found = analysis_of(analysis)
-    found = replace(
-        found, expectations=[build(Expectation, e) for e in jsonable(expectations(study, summary))]
-    )
-    if baseline is not None:
-        compared = jsonable(compare(study, runs, found, baseline))
-        found = replace(found, baseline=build(BaselineComparison, compared))
-    if archives:
-        now = times_by_point(runs, TIME_COLUMNS[study.time])
-        kept = [Path(a) for a in archives]
-        found = replace(
-            found,
-            history=[
-                build(HistoryEntry, e)
-                for e in jsonable(
-                    history_section(kept, now, found.findings.fingerprint, study.baseline_tolerance)
-                )
-            ],
-        )
-    return Aggregation(runs, summary, found)
+    # an adaptive study's rounds are written once, in the findings
+    found = build(Analysis, jsonable({k: v for k, v in analysis.items() if k != "adaptive"}))
+    kept = [Path(a) for a in archives]
+    given = Given(study, runs, summary, found, baseline and Path(baseline), kept)
+    sections = {name: part(name, "produce").produce(given) for name in SECTIONS}
+    return Aggregation(runs, summary, replace(found, sections=sections))
 
 
 def aggregate(
@@ -178,7 +158,6 @@ def aggregate(
     """The whole aggregation from files: records (or the measured CSV), an adaptive
     study's round plans, the baseline's folder, the study's archives and its cluster
     facts (results/<study>/cluster.json; None: locally); `min_jobs` as for analyse."""
-    plans = [json.loads(Path(path).read_text()) for path in rounds]
+    plans = [load_round(path) for path in rounds]
     facts = None if cluster is None else json.loads(Path(cluster).read_text())
-    runs = read_runs(study, inputs)
-    return analyse(study, runs, plans, baseline, archives, facts, min_jobs)
+    return analyse(study, read_runs(study, inputs), plans, baseline, archives, facts, min_jobs)

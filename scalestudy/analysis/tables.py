@@ -25,11 +25,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis import energy, intervals, recommendation
-from scalestudy.analysis.cost import Cost
+from scalestudy.analysis.cost.cost import Cost
+from scalestudy.analysis.decisions import recommendation
+from scalestudy.analysis.energy import energy
+from scalestudy.analysis.stats import intervals
 from scalestudy.model import Study
 from scalestudy.records import RecordError, plain, read_placed_record
-from scalestudy.study.points import point_for
+from scalestudy.study.points import point_for, series_of_points
 
 SERIES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 # The parts of a record whose fields become columns of the runs table, each under its
@@ -111,7 +113,7 @@ def derived_columns(record: dict) -> dict:
         "overlaps_same_cpus": any(o.get("same_cpus") is not False for o in overlaps),
         "overlapped": bool(overlaps),
         "disturbed": None,  # why others disturbed the run, if they did: disturbed_reasons
-        # energy read by counters in the run, or why not (scalestudy.analysis.energy)
+        # energy read by counters in the run, or why not (scalestudy.analysis.energy.energy)
         **energy.record_columns(record),
     }
 
@@ -204,20 +206,32 @@ def shared_machines(runs: pd.DataFrame) -> list[str]:
 def mark_overlaps(runs: pd.DataFrame) -> pd.Series:
     """True for runs that shared a host with another run of the study at the same time
     (their timings disturbed each other)."""
-    overlapped = pd.Series(False, index=runs.index)
+    overlapped = np.zeros(len(runs), dtype=bool)
     if runs.empty or "host" not in runs or runs["started_at"].isna().all():
-        return overlapped
-    start = pd.to_datetime(runs["started_at"], utc=True)
-    end = pd.to_datetime(runs["finished_at"], utc=True)
-    for _, idx in runs.groupby(["study", "host"], dropna=False).groups.items():
-        order = sorted(idx, key=lambda i: start[i])
+        return pd.Series(overlapped, index=runs.index)
+    # numpy arrays, by position: a pandas lookup per run and step took a fifth of
+    # reading a study's records
+    start = pd.to_datetime(runs["started_at"], utc=True).to_numpy()
+    end = pd.to_datetime(runs["finished_at"], utc=True).to_numpy()
+    for idx in runs.groupby(["study", "host"], dropna=False).indices.values():
+        order = idx[np.argsort(start[idx], kind="stable")]
         latest_end, latest_i = None, None
         for i in order:
             if latest_end is not None and start[i] < latest_end:
                 overlapped[i] = overlapped[latest_i] = True
             if latest_end is None or end[i] > latest_end:
                 latest_end, latest_i = end[i], i
-    return overlapped
+    return pd.Series(overlapped, index=runs.index)
+
+
+def read_runs(study: Study, inputs: list[str | Path]) -> pd.DataFrame:
+    """The study's runs table, the one way every caller reads it: its records, each
+    checked against its path (RecordError names a bad one), with why others disturbed
+    a run; or its measured CSV."""
+    if study.measured is not None:
+        return runs_from_measured(inputs[0], study)
+    runs = runs_from_records(list(inputs), series_of_points(study))
+    return runs.assign(disturbed=disturbed_reasons(runs, study))
 
 
 def runs_from_records(
@@ -361,25 +375,27 @@ def disturbed_reasons(runs: pd.DataFrame, study: Study) -> pd.Series:
 
 def point_status(
     group: pd.DataFrame, keep_mismatched: bool = False, keep_disturbed: bool = False
-) -> str:
+) -> tuple[str, str]:
+    """(kind, words) of a point's status: kind bad (its runs failed, or ran on other
+    resources than asked or on shared CPUs), warn (some runs failed) or ok."""
     ok = group["status"] == "ok"
     reasons = group.loc[~ok, "reason"].dropna()
     first = reasons.iloc[0] if len(reasons) else "no reason given"
     if not ok.any():
-        return f"failed: {first}"
+        return "bad", f"failed: {first}"
     mism = group.loc[ok & group["mismatch"].astype(bool), "mismatches"]
     if len(mism):
         left_out = "" if keep_mismatched else " (left out of speedups)"
-        return f"allocation mismatch: {mism.iloc[0]}{left_out}"
+        return "bad", f"allocation mismatch: {mism.iloc[0]}{left_out}"
     disturbed = group.get("disturbed", pd.Series("", index=group.index)).astype(object).fillna("")
     shared = disturbed[ok & (disturbed != "")]
     if len(shared):
         left_out = "" if keep_disturbed else " (left out of speedups)"
         runs = ", ".join(f"rep{k}" for k in group.loc[shared.index, "repeat"])
-        return f"shared CPUs: {runs}: {shared.iloc[0]}{left_out}"
+        return "bad", f"shared CPUs: {runs}: {shared.iloc[0]}{left_out}"
     if not ok.all():
-        return f"ok ({(~ok).sum()} of {len(group)} runs failed: {first})"
-    return "ok"
+        return "warn", f"ok ({(~ok).sum()} of {len(group)} runs failed: {first})"
+    return "ok", "ok"
 
 
 QUALITY_METRICS = ("val_loss", "test_loss", "val_accuracy", "test_accuracy", "final_loss")
@@ -425,6 +441,7 @@ def check_convergence(summary: pd.DataFrame, study: Study, base: int, runs: pd.D
     deviation = (summary["quality"] - ref).abs() / max(abs(ref), 1e-12)
     summary["converged"] = deviation <= tolerance
     for i in summary.index[(deviation > tolerance) & summary["quality"].notna()]:
+        summary.loc[i, "status_kind"] = "bad"
         summary.loc[i, "status"] = (
             f"{summary.loc[i, 'status']}; did not converge like the base case: {metric} "
             f"{summary.loc[i, 'quality']:.4g} vs {ref:.4g} (tolerance {tolerance:.0%})"
@@ -513,8 +530,8 @@ def point_row(
         "gpus": int(first["gpus"]),
         "nodes": int(first["nodes"]) if pd.notna(first.get("nodes")) else 1,
         "world_size": median_or_nan(ok, "world_size"),
-        "status": point_status(group, keep_mismatched, keep_disturbed),
     }
+    row["status_kind"], row["status"] = point_status(group, keep_mismatched, keep_disturbed)
     return row, times
 
 
@@ -564,10 +581,12 @@ def summarise_series(runs: pd.DataFrame, study: Study, time_col: str) -> pd.Data
     summary["pareto"] = recommendation.pareto_front(summary["time_s"], summary["su"])
     check_convergence(summary, study, base, runs)
     if math.isnan(base_row["time_s"].iloc[0]):
-        summary.loc[~summary["is_base"] & summary["status"].str.startswith("ok"), "status"] += (
-            "; no speedup: the base case failed"
-        )
-    summary["status"] = summary.pop("status")  # last of the point's own columns
+        unmeasured = ~summary["is_base"] & summary["status"].str.startswith("ok")
+        summary.loc[unmeasured, "status"] += "; no speedup: the base case failed"
+        summary.loc[unmeasured & (summary["status_kind"] == "ok"), "status_kind"] = "warn"
+    # last of the point's own columns: the status, and its kind (the report's colour)
+    kind, status = summary.pop("status_kind"), summary.pop("status")
+    summary["status_kind"], summary["status"] = kind, status
     return summary.join(metric_medians(runs, list(summary)), on="n")
 
 

@@ -66,14 +66,6 @@ def substitute(text: str, values: dict) -> str:
     return "".join(parts)
 
 
-def check_command_params(params: dict, workflow_dir: str | os.PathLike | None = None) -> None:
-    """Raise ValueError naming the key for what the schema cannot check (one line per
-    problem found)."""
-    problems = command_params_problems(params, workflow_dir)
-    if problems:
-        raise ValueError("\n".join(problems))
-
-
 def command_params_problems(
     params: dict, workflow_dir: str | os.PathLike | None = None
 ) -> list[str]:

@@ -1,12 +1,13 @@
 """Figures of one study: speedup, efficiency, relative cost, phase times.
 
-Each figure is written as SVG (inlined in the report) and PNG.
+Each figure is written once, as the SVG the report inlines.
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 import matplotlib
 
@@ -20,13 +21,16 @@ from matplotlib.ticker import Formatter, FuncFormatter, LogLocator  # noqa: E402
 from scalestudy import FIGURES  # noqa: E402
 from scalestudy.contract import (  # noqa: E402
     Analysis,
-    BaselineComparison,
-    Energy,
     Grid,
     Rounds,
     SeriesFit,
 )
+from scalestudy.sections.baseline.contract import BaselineComparison  # noqa: E402
+from scalestudy.sections.energy.contract import Energy  # noqa: E402
+from scalestudy.thresholds import EFFICIENCY_BANDS, band_words  # noqa: E402
 
+# the efficiency figure's shade of each band (scalestudy.thresholds): colour, alpha
+BAND_SHADES = {"excellent": ("tab:green", 0.12), "good": ("gold", 0.15), "poor": ("tab:red", 0.07)}
 PHASE_COLUMNS = {
     "startup_s": "start-up (imports)",
     "data_s": "data loading",
@@ -41,6 +45,12 @@ AXIS_LABELS = {
 
 
 FIG_WIDTH, FIG_HEIGHT = 5.2, 3.6  # inches, before the legend below the axes
+# What a figure says where its study has nothing to draw (the report does not show it).
+NOTHING_TO_DRAW = {
+    "layouts": "no grid in this study",
+    "baseline": "no baseline in this study",
+    "energy": "energy not measured",
+}
 
 
 def _axes(title: str, xlabel: str, ylabel: str):
@@ -176,13 +186,29 @@ def _mark(fig) -> None:
         legend.set_gid(f"legend-fig-{i}")
 
 
+def figure_path(out_dir: Path, name: str) -> Path:
+    return Path(out_dir) / f"{name}.svg"
+
+
 def _save(fig, out_dir: Path, name: str) -> None:
     _mark(fig)
     if fig.get_layout_engine() is None:
         fig.tight_layout()
-    for ext in ("svg", "png"):
-        fig.savefig(out_dir / f"{name}.{ext}", format=ext)
+    fig.savefig(figure_path(out_dir, name), format="svg")
     plt.close(fig)
+
+
+def _write_note(out_dir: Path, name: str, text: str) -> None:
+    """A figure the report does not show (no grid, no baseline, no energy measured):
+    its words in a small SVG, not drawn by matplotlib, which took a sixth of a study's
+    figure time on them."""
+    width, height = FIG_WIDTH * 72, FIG_HEIGHT * 72  # points
+    figure_path(out_dir, name).write_text(
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:g}pt" height="{height:g}pt" '
+        f'viewBox="0 0 {width:g} {height:g}"><text x="{width / 2:g}" y="{height / 2:g}" '
+        f'text-anchor="middle" font-family="sans-serif" font-size="11">{escape(text)}</text>'
+        "</svg>\n"
+    )
 
 
 def by_series(summary: pd.DataFrame):
@@ -248,7 +274,8 @@ def speedup_figure(summary: pd.DataFrame, fitted: list[SeriesFit], xlabel: str):
             inside = n <= curve.measured_max_n
             model = fits[name].selected
             # the curve is against the measured base median, as the measured speedups
-            # (scalestudy.analysis.predictions); older analyses, or a base without a time, used
+            # (scalestudy.analysis.stats.predictions); older analyses, or a base without a
+            # time, used
             # the model's own t(base): say so on the figure
             against = "" if curve.base_source == "measured" else ", vs its own t(base)"
             ax.plot(n[inside], s[inside], "-", color=colour, alpha=0.5, lw=1,
@@ -274,10 +301,12 @@ def speedup_figure(summary: pd.DataFrame, fitted: list[SeriesFit], xlabel: str):
 
 def efficiency_figure(summary: pd.DataFrame, xlabel: str):
     fig, ax = _axes("Parallel efficiency (95 % CI)", xlabel, "efficiency (%)")
-    ax.axhspan(90, 100, color="tab:green", alpha=0.12, label="90-100 % excellent", gid="shade-90")
-    ax.axhspan(75, 90, color="gold", alpha=0.15, label="75-90 % good", gid="shade-75")
-    ax.axhspan(0, 75, color="tab:red", alpha=0.07, label="< 75 % look for a bottleneck",
-               gid="shade-0")  # fmt: skip
+    upper = 100
+    for name, lowest, _ in EFFICIENCY_BANDS:
+        colour, alpha = BAND_SHADES[name]
+        ax.axhspan(100 * lowest, upper, color=colour, alpha=alpha, label=band_words(name),
+                   gid=f"shade-{100 * lowest:g}")  # fmt: skip
+        upper = 100 * lowest
     top = 110.0
     for name, rows, colour in by_series(summary):
         ok = rows.dropna(subset=["efficiency"])
@@ -347,7 +376,7 @@ def layouts_figure(grid: Grid | None):
     equal total. A study without a grid gets a figure that says so (not shown)."""
     if grid is None:
         fig, ax = _axes("Layouts", "", "")
-        ax.text(0.5, 0.5, "no grid in this study", ha="center", va="center")
+        ax.text(0.5, 0.5, NOTHING_TO_DRAW["layouts"], ha="center", va="center")
         ax.set_axis_off()
         return fig
     rows, columns = grid.rows, grid.columns
@@ -385,7 +414,7 @@ def baseline_figure(baseline: BaselineComparison | None, xlabel: str):
     A study without a baseline gets a figure that says so (not shown)."""
     fig, ax = _axes("Speedup: now and the baseline", xlabel, "speedup")
     if baseline is None:
-        ax.text(0.5, 0.5, "no baseline in this study", ha="center", va="center")
+        ax.text(0.5, 0.5, NOTHING_TO_DRAW["baseline"], ha="center", va="center")
         ax.set_axis_off()
         return fig
     for curves in baseline.speedups:
@@ -405,7 +434,7 @@ def baseline_figure(baseline: BaselineComparison | None, xlabel: str):
     return fig
 
 
-# --- energy to result (issue 29) -------------------------------------------------------
+# --- energy to result -------------------------------------------------------
 
 
 def energy_figure(energy: Energy | None):
@@ -415,7 +444,7 @@ def energy_figure(energy: Energy | None):
     fig, ax = _axes("Time against energy per result", "energy per result (kJ, median)",
                     "time (s, median)")  # fmt: skip
     if energy is None or not energy.measured:
-        ax.text(0.5, 0.5, "energy not measured", ha="center", va="center",
+        ax.text(0.5, 0.5, NOTHING_TO_DRAW["energy"], ha="center", va="center",
                 transform=ax.transAxes)  # fmt: skip
         ax.set_axis_off()
         return fig
@@ -479,10 +508,19 @@ def write_figures(
         "cost": lambda: cost_figure(summary, xlabel),
         "phases": lambda: phases_figure(runs, xlabel),
         "layouts": lambda: layouts_figure(analysis and analysis.findings.grid),
-        "baseline": lambda: baseline_figure(analysis and analysis.baseline, xlabel),
-        "energy": lambda: energy_figure(analysis and analysis.findings.energy),
+        "baseline": lambda: baseline_figure(analysis and analysis.section("baseline"), xlabel),
+        "energy": lambda: energy_figure(analysis and analysis.section("energy")),
+    }
+    energy = analysis and analysis.section("energy")
+    drawn = {
+        "layouts": analysis and analysis.findings.grid,
+        "baseline": analysis and analysis.section("baseline"),
+        "energy": energy and energy.measured,
     }
     for name in FIGURES:
+        if name in drawn and not drawn[name]:
+            _write_note(out_dir, name, NOTHING_TO_DRAW[name])
+            continue
         try:
             figure = makers[name]()
             _save(figure, out_dir, name)
@@ -491,4 +529,4 @@ def write_figures(
             plt.close("all")
             logging.warning("figure %s not drawn: %s", name, e)
             _save(not_drawn(name, e), out_dir, name)
-    return [out_dir / f"{name}.{ext}" for name in FIGURES for ext in ("svg", "png")]
+    return [figure_path(out_dir, name) for name in FIGURES]

@@ -15,13 +15,20 @@ import jinja2
 
 from scalestudy.records import write_text_atomic
 from scalestudy.report.views import fmt
+from scalestudy.sections import partial
 
 TEMPLATES = Path(__file__).with_name("templates")
 
 
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
+        # a section's partial by "section:<name>" (scalestudy.sections)
+        loader=jinja2.ChoiceLoader(
+            [
+                jinja2.FileSystemLoader(TEMPLATES),
+                jinja2.PrefixLoader({"section": jinja2.FunctionLoader(partial)}, delimiter=":"),
+            ]
+        ),  # fmt: skip
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -31,14 +38,15 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render(title: str, studies: list[dict]) -> str:
+def render(title: str, studies: list[dict], not_in_config: list[str] = ()) -> str:
+    """`not_in_config`: results folders of studies the config no longer names."""
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (
         environment()
         .get_template("report.html.j2")
-        .render(title=title, studies=studies, generated=generated)
+        .render(title=title, studies=studies, generated=generated, not_in_config=not_in_config)
     )
 
 
-def write_report(path: Path, title: str, studies: list[dict]) -> None:
-    write_text_atomic(path, render(title, studies))
+def write_report(path: Path, title: str, studies: list[dict], not_in_config=()) -> None:
+    write_text_atomic(path, render(title, studies, not_in_config))

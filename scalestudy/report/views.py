@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import math
-import numbers
 import os
 from pathlib import Path
 
@@ -22,17 +21,17 @@ from scalestudy.contract import (
     TELEMETRY,  # the telemetry table's columns, the analysis's list
     Analysis,
     Comparison,
-    Energy,
     GpuVerdict,
     Grid,
     PointRequest,
     ResultTimes,
     Rounds,
     SeriesFit,
-    Staging,
     Total,
 )
-from scalestudy.records import RecordError, read_record
+from scalestudy.records import RecordError, finite, read_record
+from scalestudy.sections import SECTIONS, part
+from scalestudy.thresholds import BANDS_WORDS, INSTABILITY_WORDS, band_words
 
 
 class Significant:
@@ -53,7 +52,7 @@ class Significant:
 
     def fixed(self, values) -> str:
         """The fixed-point pattern of a column of `values`."""
-        needed = [self.decimals(v) for v in values if is_number(v) and v != 0]
+        needed = [self.decimals(v) for v in values if finite(v)]
         return f"{{:.{max(needed, default=0)}f}}{self.unit}"
 
     def format(self, value) -> str:
@@ -68,10 +67,6 @@ class Percent:
 
     def format(self, value) -> str:
         return f"{100 * value:.{self.decimals}f} %"
-
-
-def is_number(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def shallow(part) -> dict:
@@ -137,22 +132,13 @@ COLUMNS = {
     "queue_wait_s": ("queue wait (s)", "{:.1f}"),
     "run_s": ("run (s)", "{:.1f}"),
     "submitted": ("submitted", "{}"),
-    # what the runs received, and where they ran (distinct values over the runs)
+    # what the runs received (distinct values over the runs)
     "cpus_usable": ("usable CPUs", "{}"),
     "threads_given": ("threads given", "{}"),
     "torch_threads": ("torch threads", "{}"),
     "gpus_visible": ("GPUs visible", "{}"),
     "mem_limit_mb": ("memory limit (MB)", "{}"),
     "hosts": ("hosts", "{}"),
-    "host": ("host(s)", "{}"),
-    "cpu_model": ("CPU", "{}"),
-    "gpu_models": ("GPU", "{}"),
-    "python": ("Python", "{}"),
-    "torch": ("PyTorch", "{}"),
-    "cuda": ("CUDA (build)", "{}"),
-    "workflow_commit": ("workflow commit", "{}"),
-    "slurm_job_id": ("Slurm job ids", "{}"),
-    "slurm_nodelist": ("Slurm node lists", "{}"),
 }
 DEFAULT_FORMAT = Significant(3)
 # The columns of each part of the report, in their order.
@@ -236,15 +222,6 @@ def table(rows: list[dict], columns) -> list[dict[str, str]]:
     return [cells(r, columns, forms) for r in rows]
 
 
-def status_class(status: str) -> str:
-    if (
-        status.startswith(("failed", "allocation mismatch", "shared CPUs"))
-        or "did not converge" in status
-    ):
-        return "bad"
-    return "warn" if status != "ok" else "ok"
-
-
 def series_of(row: dict) -> str:
     return row["series"] if isinstance(row["series"], str) else ""
 
@@ -311,7 +288,7 @@ def results_view(summary: list[dict], fitted_series: list[SeriesFit], has_series
                 "cells": [cell(r, c, forms[c]) for c in columns],
                 # the fit column's reason is said as one ("no: ...") by the template
                 "fit_excluded": columns.index("fit") if reason else None,
-                "status_class": status_class(str(r["status"])),
+                "status_class": r["status_kind"],
                 "is_base": bool(r["is_base"]),
                 "unstable": bool(r["unstable"]),
             }
@@ -333,8 +310,8 @@ def metrics_view(summary: list[dict], metrics: list[str], shown: set[str], has_s
 
 
 def ddp_view(summary: list[dict], ddp: list[contract.DdpPoint]) -> dict:
-    """The source's table: each cell formatted; `config` and `band` are said by the
-    template from their numbers. A column none of the study's points has a value in
+    """The source's table: each cell formatted; `config` is said by the template from
+    its numbers, `band` in its words. A column none of the study's points has a value in
     (no job ids for published times, no val loss where the runs report none) is left out."""
     found = {(d.series, d.point): d for d in ddp}
     rows = [r | {"world_size": found[(series_of(r), r["point"])].world_size} for r in summary]
@@ -348,7 +325,7 @@ def ddp_view(summary: list[dict], ddp: list[contract.DdpPoint]) -> dict:
         view.append(
             f
             | {"processes_per_node": d.processes_per_node, "nodes_n": fmt(r["nodes"], "{}")}
-            | {"nodes_count": r["nodes"], "band": d.band}
+            | {"nodes_count": r["nodes"], "band": band_words(d.band)}
         )
     return {"columns": [label(c) for c in order], "order": order, "rows": view}
 
@@ -356,9 +333,8 @@ def ddp_view(summary: list[dict], ddp: list[contract.DdpPoint]) -> dict:
 def models_view(pred: SeriesFit, usable_points: int | None) -> dict:
     """The fitted models of one series, for the report's table."""
     fits = [
-        {
-            "name": f.name,
-            "formula": f.formula,
+        shallow(f)
+        | {
             "params": [
                 {
                     "name": k,
@@ -376,32 +352,23 @@ def models_view(pred: SeriesFit, usable_points: int | None) -> dict:
         for f in pred.fits
         if f.ok
     ]
-    return {
-        "series": pred.series,
+    return shallow(pred) | {
         "fits": fits,
         "fit_note": pred.fit_note or "",
         "usable_points": usable_points,
         # a model that did not fit beside one that did, with why
-        "unfitted": [{"name": f.name, "note": f.note} for f in pred.fits if not f.ok]
-        if fits
-        else [],
-        "excluded": pred.excluded,
+        "unfitted": [f for f in pred.fits if not f.ok] if fits else [],
         "bound": None if pred.bound is None else fmt(pred.bound, "{:.2f}"),
     }
 
 
 def comparison_view(c: Comparison) -> dict:
-    return {
+    return shallow(c) | {
         "a": c.a or "(default)",
-        "b": c.b,
-        "significant": c.significant,
-        "tested": c.tested,
         "p": fmt(c.p_value, "{:.3g}"),
-        "method": c.method,
-        "note": c.note,
         "per_n": [
-            {
-                "n": e.n,
+            shallow(e)
+            | {
                 "ratio": fmt(e.ratio, "{:.3f}"),
                 "lo": fmt(e.lo, "{:.3f}"),
                 "hi": fmt(e.hi, "{:.3f}"),
@@ -410,105 +377,6 @@ def comparison_view(c: Comparison) -> dict:
             for e in c.per_n
         ],
     }
-
-
-# the words the analysis uses (scalestudy.analysis.baseline, .references), shown in red
-NO_CHANGE = "none"
-BROKEN = ("broken", "unmeasured")
-
-
-def with_ci(value, lo, hi, form: str) -> str:
-    """A value and its interval in one format: 1.27 [1.21, 1.33]."""
-    return f"{fmt(value, form)} [{fmt(lo, form)}, {fmt(hi, form)}]"
-
-
-def baseline_view(b: contract.BaselineComparison | None) -> dict | None:
-    """The comparison with the baseline in the report's formats (decided in
-    scalestudy.analysis.baseline)."""
-    if b is None:
-        return None
-    ratio = "{:.2f}"
-    return {
-        "path": b.baseline,
-        "tolerance": pct(b.tolerance),
-        # every point needs the same p (0.05 over the points compared)
-        "alpha": fmt(b.points[0].alpha if b.points else None, "{:.2g}"),
-        "said": b.said,
-        "points": [
-            {
-                "n": p.n,
-                "series": p.series,
-                "change": p.change,
-                "called": p.change != NO_CHANGE,
-                "ratio": fmt(p.ratio, ratio),
-                "lo": fmt(p.lo, ratio),
-                "hi": fmt(p.hi, ratio),
-                "p": fmt(p.p_value, "{:.2g}"),
-                "now": fmt(p.time_now_s, "{:.3g}"),
-                "was": fmt(p.time_baseline_s, "{:.3g}"),
-                "runs": f"{p.runs_now} / {p.runs_baseline}",
-            }
-            for p in b.points
-        ],
-        "only_now": b.only_now,
-        "only_baseline": b.only_baseline,
-        "curves": [
-            {
-                "series": c.series,
-                "differ": c.differ,
-                "tested": c.tested,
-                "note": c.note,
-                "level": pct(c.level),
-                "base_n": c.base_n,
-                "p": fmt(c.times_p_value, "{:.3g}"),
-                "method": c.times_method,
-                "apart": [
-                    f"N = {e.n}: {with_ci(e.ratio, e.lo, e.hi, ratio)}"
-                    for e in c.points
-                    if e.differs
-                ],
-            }
-            for c in b.curves
-        ],
-        "models": [
-            {
-                "model": m.model,
-                "param": m.param,
-                "differ": m.differ,
-                "series": m.series,
-                "now": with_ci(m.now, m.now_lo, m.now_hi, "{:.3g}"),
-                "was": with_ci(m.baseline, m.baseline_lo, m.baseline_hi, "{:.3g}"),
-            }
-            for m in b.models
-        ],
-        "answers": b.answers,
-        "differences": b.fingerprint.differences,
-        "fingerprint_note": b.fingerprint.note,
-        "across": b.across,
-    }
-
-
-def history_view(entries: list[contract.HistoryEntry]) -> dict | None:
-    """The study's archives and its runs now as a table: one row an entry, one column a
-    point, a step marked where a change was called (scalestudy.analysis.history)."""
-    if not entries:
-        return None
-    keys = sorted({(p.series, p.n) for e in entries for p in e.points})
-    rows = []
-    for e in entries:
-        at = {(p.series, p.n): p for p in e.points}
-        cells = [
-            {
-                "time": fmt(at[k].time_s, "{:.3g}") if k in at else "–",
-                "change": at[k].change if k in at and at[k].change != NO_CHANGE else "",
-            }
-            for k in keys
-        ]
-        said = "; ".join(
-            f"{d.key} {d.baseline or 'unknown'} → {d.now or 'unknown'}" for d in e.differences
-        )
-        rows.append({"name": e.name, "cells": cells, "differences": said})
-    return {"columns": [f"N = {n}" + (f" ({s})" if s else "") for s, n in keys], "rows": rows}
 
 
 def gpu_verdict_view(v: GpuVerdict | None) -> dict | None:
@@ -534,104 +402,6 @@ def gpu_verdict_view(v: GpuVerdict | None) -> dict | None:
             for r in v.sizes
         ],
     }
-
-
-def staging_view(staging: Staging | None) -> dict | None:
-    """Per number of copies at once, its copies' times formatted; the first and the
-    last as numbers too (the template's sentence compares them)."""
-    if staging is None:
-        return None
-    columns = {"slowest": "slowest_s", "typical": "typical_s", "growth": "growth",
-               "rate": "mb_per_s"}  # fmt: skip
-    formatted = table([shallow(r) for r in staging.rows], columns.values())
-    view = [
-        {"k": r.k, "runs": r.runs} | {key: f[c] for key, c in columns.items()}
-        for r, f in zip(staging.rows, formatted, strict=True)
-    ]
-    return {"first": staging.rows[0], "last": staging.rows[-1], "rows": view}
-
-
-# --- energy to result (issue 29) -------------------------------------------------------
-
-
-# the energy table's columns, in their one precision, with their intervals
-COLUMNS |= {
-    "energy_kj": ("energy per result (kJ, median [95 % CI])", Significant(3)),
-    "relative_energy": ("relative to the base case [95 % CI]", "{:.2f}"),
-}
-WITH_CI |= {
-    "energy_kj": ("energy_kj_ci_lo", "energy_kj_ci_hi"),
-    "relative_energy": ("relative_ci_lo", "relative_ci_hi"),
-}
-ENERGY = ["energy_kj", "relative_energy"]
-
-
-def energy_view(energy: Energy | None) -> dict | None:
-    """Energy per result of each point formatted (kJ with its interval, ratio to the base
-    case with its interval), and each series' answer's figures; None where the study has
-    no records. Which point is least and which are on the front the analysis decided."""
-    if energy is None:
-        return None
-
-    def kj(joules):
-        return None if joules is None else joules / 1000
-
-    rows = [
-        shallow(p)
-        | {
-            "energy_kj": kj(p.energy_j),
-            "energy_kj_ci_lo": kj(p.energy_ci_lo),
-            "energy_kj_ci_hi": kj(p.energy_ci_hi),
-        }
-        for p in energy.points
-    ]
-    formatted = table(rows, ENERGY)
-    return {
-        "measured": energy.measured,
-        "not_measured": energy.not_measured,
-        "window": energy.window,
-        "weight": fmt(energy.weight_su_per_kwh, "{:g}") if energy.weight_su_per_kwh else None,
-        "has_series": any(p.series for p in energy.points),
-        "points": [
-            {
-                "series": p.series,
-                "point": p.point,
-                "runs": p.runs,
-                "energy": f["energy_kj"],
-                "relative": f["relative_energy"],
-                "source": p.source_words,
-                "not_measured": p.not_measured,
-                "comparable": p.comparable,
-                "least": p.least,
-                "pareto": p.pareto,
-            }
-            for p, f in zip(energy.points, formatted, strict=True)
-        ],
-        "answers": {
-            a.series or "": {
-                "point": a.point,
-                "speedup": fmt(a.speedup, "{:.2f}"),
-                "relative": fmt(a.relative_energy, "{:.2f}"),
-                "not_measured": a.not_measured,
-                "base_point": a.base_point,
-                "least_point": a.least_point,
-                "least_relative": None
-                if a.least_relative_energy is None
-                else fmt(a.least_relative_energy, "{:.2f}"),
-            }
-            for a in energy.answers
-        },
-    }
-
-
-def energy_of_answer(energy: Energy | None, series: str | None) -> dict | None:
-    """energy_view's answer of a series, where any energy was measured."""
-    if energy is None or not energy.measured:
-        return None
-    return energy_view(energy)["answers"].get(series or "")
-
-
-# --- end of energy to result ------------------------------------------------------------
 
 
 def gigabytes(mb) -> str:
@@ -679,8 +449,7 @@ def layout_text(cell) -> dict:
 def layouts_view(total: Total) -> dict:
     """The best layout of one total against the others, ratios to two decimals (whether
     the runs tell them apart is the analysis's `told_apart`)."""
-    return {
-        "n": total.n,
+    return shallow(total) | {
         "best": layout_text(total.best),
         "others": [
             layout_text(o)
@@ -722,11 +491,11 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
     relative = rounds.relative_to_grid
     return shallow(rounds) | {
         "rows": [
-            {
-                "round": r.round,
+            shallow(r)
+            | {
                 "added": added_text(r.added),
-                "why": "; ".join(dict.fromkeys(r.why.values())),
                 "su": fmt(r.su, "{:.3g}"),
+                "why": "; ".join(dict.fromkeys(r.why.values())),
             }
             for r in rounds.rounds
         ],  # fmt: skip
@@ -740,7 +509,7 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
     }
 
 
-# --- time to result (issue 28): the queue wait beside the run time ----------------------
+# --- time to result: the queue wait beside the run time ----------------------
 
 SECONDS = Significant(3, " s")
 
@@ -807,9 +576,10 @@ def study_view(
     """One study of the report, from its analysis.json (the contract, or its JSON
     values, loaded strictly), summary.csv, figures and profiling runs."""
     if isinstance(analysis, dict):
-        analysis = contract.from_dict(Analysis, analysis)
+        analysis = Analysis.from_values(analysis)
     found = analysis.findings
     study = found.study
+    energy = analysis.section("energy")
     rows = summary.to_dict("records")
     has_series = any(series_of(r) for r in rows)
     results = results_view(rows, analysis.series, has_series)
@@ -826,104 +596,93 @@ def study_view(
         shown |= {"step_time_median_s", "plain_step_time_median_s"}
     answers = found.answers
     requests = [request_view(r) for r in found.requests.points]
-    return shallow(study) | {
-        "time_kind": study.time,
-        "request": study.request,
-        "mem_margin": pct(study.request.mem_margin),
-        "time_margin": pct(study.request.time_margin),
-        "tolerance": pct(study.tolerance),
-        "instability": {
-            "cv_limit": pct(study.instability.cv_limit),
-            "z_limit": fmt(study.instability.z_limit, "{:g}"),
-            "min_deviation": pct(study.instability.min_deviation),
-        },
-        "deadline": fmt(study.deadline_s, "{:g}"),
-        "budget": fmt(study.budget_su, "{:g}"),
-        # "3" or "3-4" runs per point
-        "repeats": "-".join(map(str, dict.fromkeys(found.repeats))),
-        "repeats_most": found.repeats[1],
-        "quality_metric": found.quality_metric,
-        "cost": found.cost,
-        "base": None
-        if found.base is None
-        else shallow(found.base) | {"time": cell(shallow(found.base), "time_s")},
-        "columns": results["columns"],
-        "rows": results["rows"],
-        "metrics": metrics_view(rows, found.metrics, shown, has_series),
-        # times measured elsewhere have no phases to show
-        "figures": {
-            k: data_uri(v)
-            for k, v in figures.items()
-            if (k != "phases" or study.measured is None)
-            and (k != "layouts" or found.grid)
-            and (k != "baseline" or analysis.baseline)
-            # the energy figure only where energy was measured
-            and (k != "energy" or (found.energy is not None and found.energy.measured))
-        },
-        "failures": found.failures,
-        "mismatches": found.mismatches,
-        "disturbed": found.disturbed,
-        "profiles": list(profiles),
-        # the answer's numbers in the results table's formats
-        "answers": [
-            shallow(a)
-            | {"request": request_for(a, found.requests.points)}
-            | {"cells": cells(shallow(a), ANSWER)}
-            # the headline states efficiency without its interval, beside the speedup's
-            | {"efficiency_text": fmt(a.efficiency, pattern("efficiency"))}
-            | {"steps": {"to": step_text(a.steps.to), "after": step_text(a.steps.after)}}
-            | {"threshold": fmt(a.threshold, "{:g}")}
-            # issue 28: the answer's time to result, where Slurm gave waits
-            | {"result_text": result_text(found.time_to_result, a.point)}
-            # energy to result (issue 29): the answer's cost in energy, where measured
-            | {"energy": energy_of_answer(found.energy, a.series)}
-            for a in answers
-        ],
-        "any_fitted": any(a.fitted for a in answers),
-        "requests": requests,
-        "requests_asked": any(r.sbatch for r in found.requests.points),
-        "requests_sacct": any(r.sacct_cpu_busy is not None for r in found.requests.points),
-        "requests_gpus": any(r.gpus for r in found.requests.points),
-        "accounting_note": found.requests.accounting_note,
-        "layouts": [layouts_view(t) for t in found.layouts],
-        "adaptive": adaptive_view(found.adaptive),
-        "grid": grid_view(found.grid),
-        "models": [
-            models_view(p, a.usable_points) for p, a in zip(analysis.series, answers, strict=True)
-        ],
-        "comparisons": [comparison_view(c) for c in analysis.comparisons],
-        "ddp": ddp,
-        "framework": framework and cells(shallow(framework), ["lightning_ms", "plain_ms", "share"]),
-        "unstable": found.unstable,
-        "overlapped": found.overlapped,
-        "shared_machines": found.shared_machines,
-        "charges": cells(shallow(found.charges), ["core_hours", "gpu_hours", "su"]),
-        "scheduler": [
-            shallow(j) | {k: f[c] for k, c in SCHEDULER.items()}
-            for j, f in zip(
-                found.scheduler,
-                table([shallow(j) for j in found.scheduler], SCHEDULER.values()),
-                strict=True,
-            )
-        ],
-        "allocations": found.allocations,
-        "received": [
-            shallow(r) | {"got": [[label(c), values] for c, values in r.got]}
-            for r in found.received
-        ],
-        "gpu_verdict": gpu_verdict_view(analysis.gpu_verdict),
-        "telemetry": telemetry,
-        "staging": staging_view(found.staging),
-        "environment": [(label(c), values) for c, values in found.environment],
-        "fingerprint": [(k, v) for k, v in found.fingerprint.items() if v],
-        "baseline": baseline_view(analysis.baseline),
-        "history": history_view(analysis.history),
-        "expectations": [
-            {"status": e.status, "text": e.text, "broken": e.status in BROKEN}
-            for e in analysis.expectations
-        ],
-        # issue 28: time to result
-        "result_times": result_times_view(found.time_to_result),
-        # energy to result (issue 29)
-        "energy": energy_view(found.energy),
-    }
+    return (
+        shallow(study)
+        | shallow(found)
+        | {
+            "time_kind": study.time,
+            "mem_margin": pct(study.request.mem_margin),
+            "time_margin": pct(study.request.time_margin),
+            "tolerance": pct(study.tolerance),
+            "instability": INSTABILITY_WORDS,
+            "bands": BANDS_WORDS,
+            "deadline": fmt(study.deadline_s, "{:g}"),
+            "budget": fmt(study.budget_su, "{:g}"),
+            # "3" or "3-4" runs per point
+            "repeats": "-".join(map(str, dict.fromkeys(found.repeats))),
+            "repeats_most": found.repeats[1],
+            "base": None
+            if found.base is None
+            else shallow(found.base) | {"time": cell(shallow(found.base), "time_s")},
+            "columns": results["columns"],
+            "rows": results["rows"],
+            "metrics": metrics_view(rows, found.metrics, shown, has_series),
+            # times measured elsewhere have no phases to show
+            "figures": {
+                k: data_uri(v)
+                for k, v in figures.items()
+                if (k != "phases" or study.measured is None)
+                and (k != "layouts" or found.grid)
+                and (k != "baseline" or analysis.section("baseline"))
+                # the energy figure only where energy was measured
+                and (k != "energy" or (energy is not None and energy.measured))
+            },
+            "profiles": list(profiles),
+            # the answer's numbers in the results table's formats
+            "answers": [
+                shallow(a)
+                | {"request": request_for(a, found.requests.points)}
+                | {"cells": cells(shallow(a), ANSWER)}
+                # the headline states efficiency without its interval, beside the speedup's
+                | {"efficiency_text": fmt(a.efficiency, pattern("efficiency"))}
+                | {"steps": {"to": step_text(a.steps.to), "after": step_text(a.steps.after)}}
+                | {"threshold": fmt(a.threshold, "{:g}")}
+                # the answer's time to result, where Slurm gave waits
+                | {"result_text": result_text(found.time_to_result, a.point)}
+                # energy to result: the answer's cost in energy, where measured
+                | {"energy": part("energy", "view").energy_of_answer(energy, a.series)}
+                for a in answers
+            ],
+            "any_fitted": any(a.fitted for a in answers),
+            "requests": requests,
+            "requests_asked": any(r.sbatch for r in found.requests.points),
+            "requests_sacct": any(r.sacct_cpu_busy is not None for r in found.requests.points),
+            "requests_gpus": any(r.gpus for r in found.requests.points),
+            "accounting_note": found.requests.accounting_note,
+            "layouts": [layouts_view(t) for t in found.layouts],
+            "adaptive": adaptive_view(found.adaptive),
+            "grid": grid_view(found.grid),
+            "models": [
+                models_view(p, a.usable_points)
+                for p, a in zip(analysis.series, answers, strict=True)
+            ],
+            "comparisons": [comparison_view(c) for c in analysis.comparisons],
+            "ddp": ddp,
+            "framework": framework
+            and cells(shallow(framework), ["lightning_ms", "plain_ms", "share"]),
+            "charges": cells(shallow(found.charges), ["core_hours", "gpu_hours", "su"]),
+            "scheduler": [
+                shallow(j) | {k: f[c] for k, c in SCHEDULER.items()}
+                for j, f in zip(
+                    found.scheduler,
+                    table([shallow(j) for j in found.scheduler], SCHEDULER.values()),
+                    strict=True,
+                )
+            ],
+            "received": [
+                shallow(r) | {"got": [[label(c), values] for c, values in r.got]}
+                for r in found.received
+            ],
+            "gpu_verdict": gpu_verdict_view(analysis.gpu_verdict),
+            "telemetry": telemetry,
+            "fingerprint": [(k, v) for k, v in found.fingerprint.items() if v],
+            # time to result
+            "result_times": result_times_view(found.time_to_result),
+            # each section's view, in the registry's order (scalestudy.sections)
+            "sections": [
+                {"template": f"section:{name}", "v": v}
+                for name in SECTIONS
+                if (v := part(name, "view").view(analysis.sections[name])) is not None
+            ],
+        }
+    )

@@ -1,6 +1,6 @@
 """A study's baseline (`baseline:`): where the earlier run lies, and whether it can be
 compared, checked before any job runs. The comparison itself is the head node's
-(scalestudy.analysis.baseline); this module reads files only (standard library), with
+(scalestudy.analysis.history.baseline); this module reads files only (standard library), with
 the loaders the comparison reads them with, so that a broken file is refused before
 any job rather than at aggregation, after the runs.
 """
@@ -12,6 +12,7 @@ import io
 import json
 from pathlib import Path
 
+from scalestudy.contract import earlier_analysis
 from scalestudy.model import Study
 from scalestudy.paths import ARCHIVE, BASELINE_FILES
 from scalestudy.records import RecordError
@@ -90,24 +91,6 @@ def runs_csv_text(path: Path) -> str:
     return text
 
 
-def analysis_json(path: Path) -> dict:
-    """A kept analysis.json as JSON values (an older one need not match today's
-    contract: it is compared, what it lacks said unknown). RecordError names the file,
-    line and column of a file cut short."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise RecordError(f"{path}: cannot read ({e})") from None
-    except json.JSONDecodeError as e:
-        raise RecordError(
-            f"{path}: line {e.lineno}, column {e.colno}: not JSON ({e.msg}): the file is "
-            "cut short or was edited"
-        ) from None
-    if not isinstance(data, dict):
-        raise RecordError(f"{path}: holds no analysis (a {type(data).__name__})")
-    return data
-
-
 def baseline_identity(analysis: dict) -> dict | None:
     """The baseline's study as its analysis states it (name, workload, params), or
     None where it does not say (an analysis older than that)."""
@@ -149,7 +132,7 @@ def baseline_problems(study: Study, workdir: Path) -> list[str]:
     runs, analysis = BASELINE_FILES
     try:
         runs_csv_text(folder / runs)
-        analysis = analysis_json(folder / analysis)
+        analysis = earlier_analysis(folder / analysis)
     except RecordError as e:
         return [f"{key}: {e}; copy the folder again from the study's results or its archive"]
     if study.baseline_across:
@@ -179,7 +162,7 @@ def archive_problems(study: Study, workdir: Path) -> list[str]:
     for path in archive_inputs(study.name, workdir):
         if compared is not None and Path(path).parent == compared:
             continue
-        read = runs_csv_text if path.endswith(".csv") else analysis_json
+        read = runs_csv_text if path.endswith(".csv") else earlier_analysis
         try:
             read(Path(path))
         except RecordError as e:

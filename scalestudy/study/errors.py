@@ -72,6 +72,15 @@ def not_selected_text(problems: list[str]) -> str:
     )
 
 
+def not_in_config_text(folders: list[str]) -> str:
+    """The results folders of studies the config no longer names: said, they stop nothing."""
+    return (
+        f"Not in the config: kept, not shown: {', '.join(folders)} (the results of a study "
+        "renamed or removed from the config; the workflow and the report do not read them). "
+        "Name the study in the config again, or move the folder away when sure."
+    )
+
+
 def startup_problems_text(problems: list[str]) -> str:
     """What the workflow prints when the start-up checks refuse: every problem at once."""
     count, lines = counted(problems)

@@ -40,6 +40,10 @@ class Point:
         }
 
 
+# What a point's label is made of (its series' name and "-", then point_label's): the
+# workflow's constraint on {point}. A list of every label instead made each path
+# Snakemake fills in scan them all: minutes of a dry run for a grid of thousands.
+POINT_LABEL = r"[A-Za-z0-9][A-Za-z0-9_-]*"
 # The letter a point's label starts with, per axis ("p" / "g" by device for devices).
 LABEL_PREFIX = {"threads": "t", "nodes": "n", "processes": "p", "gpus": "g", "cores": "c"}
 TOTAL_AXES = ("processes", "gpus", "cores")
@@ -119,7 +123,7 @@ def point_for(study: Study, n: int, series: str = "", per_node: int | None = Non
     scaling = study.for_series(series).scaling
     if per_node is not None and scaling.axis in TOTAL_AXES:
         scaling = replace(scaling, per_node=per_node, placement="pack")
-    given = dict(zip(scaling.ns(), scaling.points or (), strict=True)).get(n, n)
+    given = scaling.given(n)
     layout = layout_of(scaling, given)
     label = point_label(scaling, given, n, layout)
     return Point(

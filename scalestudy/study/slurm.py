@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from scalestudy.model import Study
-from scalestudy.study.errors import ConfigError
 from scalestudy.study.points import Point
 
 # Slack between the job's time limit and its run's: room to start the step and
@@ -124,10 +123,3 @@ def limit_problems(name: str, points: list[Point], limits: dict | None) -> list[
                 message += f"; {len(beyond) - 1} more point(s) need more too"
             problems.append(message)
     return problems
-
-
-def check_limits(name: str, point: Point, limits: dict) -> None:
-    """Refuse a point the partition cannot hold, before any job is submitted."""
-    problems = limit_problems(name, [point], limits)
-    if problems:
-        raise ConfigError(*problems)

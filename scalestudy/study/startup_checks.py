@@ -12,15 +12,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from scalestudy import paths
 from scalestudy.model import Study
 from scalestudy.study.points import point_for
 from scalestudy.study.slurm import runtime_problems
 
 
-def in_table_order(points: pd.DataFrame, pairs: set[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The (study, point) pairs in the order of the points table (a study's points by
-    size), for messages."""
-    return [pair for pair in points.index if pair in pairs]
+def needed_rows(points: pd.DataFrame, needed: set[tuple[str, str]]) -> pd.DataFrame:
+    """The rows of the (study, point) pairs in `needed`, in table order: selected at
+    once (a lookup per pair cost seconds in a grid of thousands of points)."""
+    return points[points.index.isin(list(needed))]
 
 
 def listed(items: list[str], keep: int = 8) -> str:
@@ -33,6 +34,26 @@ def listed(items: list[str], keep: int = 8) -> str:
 
 def plural(count, what: str) -> str:
     return f"{count} {what}" if count == 1 else f"{count} {what}s"
+
+
+def still_to_run(
+    studies: dict[str, Study], points: pd.DataFrame, runs: pd.DataFrame
+) -> set[tuple[str, str]]:
+    """(study, point) of every run a full invocation may still make: each fixed study's
+    point with a record missing (`runs`: runs_table) and every candidate of an adaptive
+    study. What the checks judge where Snakemake's DAG cannot say: the plan prices
+    these runs, and a DAG cut at an adaptive round's checkpoint hides the rest."""
+    missing = {
+        (run.study, run.point)
+        for run in runs.itertuples()
+        if not Path(paths.record_path(run.study, run.point, run.repeat)).exists()
+    }
+    return missing | {
+        (study, point)
+        for study, model in studies.items()
+        if model.adaptive is not None
+        for point in points.loc[study, "point"]
+    }
 
 
 def local_cpu_problems(
@@ -49,11 +70,13 @@ def local_cpu_problems(
     this invocation may run; `usable`: the CPUs this process may use; `cores`: --cores
     (None in a dry run, where Snakemake sets it to 1 when not given)."""
     limit = min(usable, cores) if isinstance(cores, int) else usable
-    too_big = [pair for pair in in_table_order(points, needed) if points.loc[pair, "cores"] > limit]
+    wanted = needed_rows(points, needed)
+    big = wanted[wanted["cores"] > limit]
+    too_big = list(big.index)
     refused = [
-        f"studies.{study}: point {point} needs {points.loc[(study, point), 'cores']} CPUs"
-        for study, point in too_big
-        if not studies[study].oversubscribe
+        f"studies.{p.study}: point {p.point} needs {p.cores} CPUs"
+        for p in big.itertuples()
+        if not studies[p.study].oversubscribe
     ]
     # an adaptive study would ask for runs that never count again and again
     wasted = sorted(
@@ -66,9 +89,8 @@ def local_cpu_problems(
         }
     )
     several_nodes = sorted(
-        f"studies.{study}: point {point} runs on {points.loc[(study, point), 'nodes']} nodes"
-        for study, point in needed
-        if points.loc[(study, point), "nodes"] > 1
+        f"studies.{p.study}: point {p.point} runs on {p.nodes} nodes"
+        for p in wanted[wanted["nodes"] > 1].itertuples()
     )
     problems = []
     if several_nodes:
@@ -126,10 +148,11 @@ def local_gpu_problems(
     """Locally, refuse a point that needs more GPUs than this machine has (visible_gpus):
     its runs would measure something else and only be flagged as allocation
     mismatches afterwards. oversubscribe: true runs it anyway, flagged."""
+    wanted = needed_rows(points, needed)
     refused = [
-        f"studies.{study}: point {point} needs {plural(points.loc[(study, point), 'gpus'], 'GPU')}"
-        for study, point in in_table_order(points, needed)
-        if points.loc[(study, point), "gpus"] > gpus and not studies[study].oversubscribe
+        f"studies.{p.study}: point {p.point} needs {plural(p.gpus, 'GPU')}"
+        for p in wanted[wanted["gpus"] > gpus].itertuples()
+        if not studies[p.study].oversubscribe
     ]
     if not refused:
         return []

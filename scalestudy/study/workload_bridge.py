@@ -54,10 +54,3 @@ def params_problems(name: str, study: dict, known: dict) -> list[str]:
         except registry.ParamsError as e:
             problems += [f"studies.{name}.series.{series}.{line}" for line in e.lines]
     return problems
-
-
-def complete_params(name: str, study: dict, known: dict) -> None:
-    """params_problems, raising ConfigError with them."""
-    problems = params_problems(name, study, known)
-    if problems:
-        raise ConfigError(*problems)

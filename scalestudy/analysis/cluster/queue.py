@@ -1,0 +1,459 @@
+"""When each job of a plan would start: Slurm's own prediction, before anything runs.
+
+For every distinct shape of job in the plans (one call each, as each call takes the
+controller's job write lock), the Slurm executor plugin's own submit command
+(`get_submit_command`, `set_gres_string`: the very sbatch line a run would be
+submitted with) is run with `--test-only`: sbatch then submits nothing and says
+"Job N to start at TIME using X processors on nodes ... in partition P". That
+prediction is no bound either way: it may miss pending jobs of higher priority (too
+early), and takes every job ahead to run to its time limit (too late; on the test
+cluster it came late, benchmarks/queue_prediction.py).
+
+Beside it, the waits of past jobs of the same shape (nodes, GPUs, CPUs,
+partition, time limit), from one sacct call: Start minus Eligible of every user's
+jobs over the last `queue_history_days`, as median and a 95 % upper confidence bound
+on the 90th percentile by the binomial (order-statistic) method of QBETS/BMBP
+(p90_bound: distribution-free; it needs BOUND_MIN_JOBS past jobs), with the number of
+jobs and the bound's backtested coverage (each wait against the bound of the waits
+before it). The same history corrects --test-only's wait by the median ratio of run
+time to time limit of past jobs that ended (run_to_limit): --test-only takes every
+job ahead to run to its limit.
+
+Locally there is no queue: every job's wait is 0, basis "local".
+
+Everything here reads what Slurm said (scalestudy.slurm.gather: the plan's rule asks
+for itself, aggregation reads results/<study>/cluster.json) and asks nothing.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+import shlex
+from datetime import datetime, timedelta
+from functools import cache
+
+from snakemake_interface_common.exceptions import WorkflowError
+
+from scalestudy.slurm import (
+    HISTORY_FIELDS,
+    LOCAL,
+    SLURM,
+    last_line,
+    output_of,
+    probe_command,
+    slurm_seconds,
+    unreachable,
+)
+
+TEST_ONLY = "sbatch --test-only"
+# what a row or the page says of --test-only's figure
+NOT_A_BOUND = (
+    "sbatch --test-only's start is Slurm's estimate now, not a bound either way: it may "
+    "miss pending jobs of higher priority (too early) and takes every job ahead to run "
+    "to its time limit (too late, as it came on the test cluster)"
+)
+UNREADABLE = "could not read the start time"
+NOT_ASKED = "Slurm was not asked about this job"
+
+# sbatch: Job 123 to start at 2024-05-01T10:00:00 using 64 processors on nodes
+# n[01-02] in partition gpu. Since Slurm 25.05 a stray "a" follows the time
+# ("... at TIME a using ..."), and " on cluster C" may follow the time too.
+_LINE = re.compile(
+    r"Job (?P<job>\d+) to start at (?P<start>\S+)"
+    r"(?:\s+(?:on cluster (?P<cluster>\S+)|a(?=\s)))*"
+    r"\s+using (?P<cpus>\d+) processors on nodes? (?P<nodes>\S+) in partition (?P<partition>\S+)"
+)
+
+
+def parse_test_only(text: str) -> dict | None:
+    """The prediction in sbatch --test-only's output (any Slurm since 22.05: with or
+    without 25.05's stray "a" and " on cluster C"), or None where no line reads as one:
+    job, start (the text as printed), start_time (a datetime, None where the time is
+    not an ISO time), cluster, cpus, nodes, partition."""
+    match = _LINE.search(text)
+    if not match:
+        return None
+    found = match.groupdict()
+    try:
+        start_time = datetime.fromisoformat(found["start"])
+    except ValueError:
+        start_time = None
+    return found | {
+        "job": int(found["job"]),
+        "cpus": int(found["cpus"]),
+        "start_time": start_time,
+    }
+
+
+NO_PREDICTION = {"predicted_start": None, "predicted_wait_s": None, "start_basis": None}
+NO_HISTORY = {"history_wait_median_s": None, "history_wait_p90_s": None, "history_jobs": 0,
+              "history_wait_bound_s": None, "history_wait_max_s": None,
+              "history_bound_covered": 0, "history_bound_tested": 0}  # fmt: skip
+NO_CORRECTION = {"corrected_start": None, "corrected_wait_s": None}
+
+# the bound on past waits: BOUND_LEVEL confidence that the BOUND_QUANTILE of waits is
+# below it; at BOUND_MIN_JOBS jobs the bound is their largest wait
+BOUND_LEVEL, BOUND_QUANTILE = 0.95, 0.9
+BOUND_MIN_JOBS = 29
+TOO_LITTLE = "too little history for a bound"
+# where no ended past job gives --test-only's correction
+UNCORRECTED = (
+    "sbatch --test-only's starts are uncorrected: no past job's run time to time limit is known"
+)
+
+
+@cache  # the backtest asks it of every count of a shape's waits
+def bound_rank(n: int) -> int | None:
+    """The rank k (1 = smallest) of n past waits that is a BOUND_LEVEL upper confidence
+    bound on their BOUND_QUANTILE: the least k with P(Bin(n, q) <= k - 1) >= level
+    (the k-th smallest exceeds the q-quantile unless at most k - 1 waits lie below it);
+    None where even the largest is no such bound (n < BOUND_MIN_JOBS)."""
+    import numpy as np
+    from scipy.special import bdtr  # P(Bin(n, q) <= j), a ufunc: fast
+
+    # below floor(n q) - 1 lies less than half the mass (the median is floor or ceil
+    # of n q): no k - 1 there can reach the level, so the search starts there
+    below = np.arange(max(0, math.floor(n * BOUND_QUANTILE) - 1), n)
+    reach = np.flatnonzero(bdtr(below, n, BOUND_QUANTILE) >= BOUND_LEVEL)
+    return int(below[reach[0]]) + 1 if reach.size else None
+
+
+def p90_bound(waits: list[float]) -> float | None:
+    """The 95 % upper confidence bound on the 90th percentile of these waits (None:
+    fewer than BOUND_MIN_JOBS of them)."""
+    k = bound_rank(len(waits))
+    return None if k is None else float(sorted(waits)[k - 1])
+
+
+def backtest(waits: list[float]) -> tuple[int, int]:
+    """How many waits (in time order) lie at or under the bound of the waits before
+    them, of how many had such a bound: (covered, tested)."""
+    earlier: list[float] = []
+    covered = tested = 0
+    for wait in waits:
+        k = bound_rank(len(earlier))
+        if k is not None:
+            tested += 1
+            covered += bool(wait <= earlier[k - 1])  # a plain int, for JSON
+        bisect.insort(earlier, wait)
+    return covered, tested
+
+
+def history_coverage(jobs: list[dict]) -> dict:
+    """The bound's backtest over every shape of the history: each shape's waits in
+    time order (backtest), summed."""
+    by_shape: dict[tuple, list[dict]] = {}
+    for job in jobs:
+        by_shape.setdefault(tuple(job[k] for k in SHAPE_KEYS), []).append(job)
+    covered = tested = 0
+    for same in by_shape.values():
+        c, t = backtest([j["wait_s"] for j in sorted(same, key=lambda j: j["eligible"])])
+        covered, tested = covered + c, tested + t
+    return {"covered": covered, "tested": tested,
+            "coverage": covered / tested if tested else None}  # fmt: skip
+
+
+def run_to_limit(jobs: list[dict]) -> dict | None:
+    """The median ratio of run time (Elapsed) to time limit of the past jobs that ended,
+    and how many (None where none did)."""
+    import numpy as np
+
+    ratios = [job["run_to_limit"] for job in jobs if job["run_to_limit"] is not None]
+    if not ratios:
+        return None
+    return {"ratio": float(np.median(ratios)), "jobs": len(ratios)}
+
+
+def corrected(predicted_wait_s: float | None, asked: datetime | None, ratio: dict | None) -> dict:
+    """--test-only's wait scaled by the jobs' measured run time to limit (run_to_limit),
+    and the start it gives (None where either is unknown)."""
+    if predicted_wait_s is None or ratio is None:
+        return dict(NO_CORRECTION)
+    wait = float(round(predicted_wait_s * ratio["ratio"]))
+    start = None if asked is None else (asked + timedelta(seconds=wait)).isoformat()
+    return {"corrected_start": start, "corrected_wait_s": wait}
+
+
+def read_prediction(returncode: int, output: str, now: datetime) -> dict:
+    """One --test-only answer as a row's queue fields: predicted_start (ISO text),
+    predicted_wait_s (seconds from `now`, never below 0), start_basis, and a note
+    where Slurm refused the shape or its line could not be read."""
+    if returncode != 0:
+        why = last_line(output) or f"exit status {returncode}"
+        return NO_PREDICTION | {"queue_note": f"Slurm refused this job: {why}"}
+    found = parse_test_only(output)
+    if found is None or found["start_time"] is None:
+        raw = last_line(output) or "(no output)"
+        return NO_PREDICTION | {"queue_note": f"{UNREADABLE}: {raw}"}
+    start = found["start_time"]
+    if start.tzinfo is not None:  # Slurm prints local time; keep to the same clock
+        start = start.astimezone().replace(tzinfo=None)
+    return {
+        "predicted_start": start.isoformat(timespec="seconds"),
+        "predicted_wait_s": float(max(0, round((start - now).total_seconds()))),
+        "start_basis": TEST_ONLY,
+        "queue_note": None,
+    }
+
+
+def tres(text: str) -> dict[str, str]:
+    """sacct's ReqTRES (billing=2,cpu=2,mem=1000M,node=1,gres/gpu=2) as a dict."""
+    pairs = (part.partition("=") for part in text.split(",") if "=" in part)
+    return {key: value for key, _, value in pairs}
+
+
+def parse_history(text: str) -> list[dict]:
+    """The past jobs in sacct's output (scalestudy.slurm.history_command) that started: each one's
+    shape (nodes, gpus, cpus, partition, minutes: its time limit), wait_s (Start minus
+    Eligible, never below 0), eligible (when it queued) and run_to_limit (Elapsed over
+    Timelimit once it ended, else None). Lines that do not read are left out."""
+    jobs = []
+    for line in text.splitlines():
+        fields = line.strip().split("|")
+        if len(fields) != len(HISTORY_FIELDS):
+            continue
+        _, nodes, req, partition, limit, eligible, start, elapsed, state = fields
+        try:
+            waited = datetime.fromisoformat(start) - datetime.fromisoformat(eligible)
+        except ValueError:  # Unknown, None: not started (or never eligible)
+            continue
+        asked = tres(req)
+        seconds = slurm_seconds(limit)
+        ran = slurm_seconds(elapsed)
+        ended = not state.startswith(("RUNNING", "PENDING", "REQUEUED", "SUSPENDED"))
+        cpus, gpus = asked.get("cpu", ""), asked.get("gres/gpu", "0")
+        jobs.append({
+            "nodes": int(nodes) if nodes.isdigit() else None,
+            "gpus": int(gpus) if gpus.isdigit() else None,
+            "cpus": int(cpus) if cpus.isdigit() else None,
+            "partition": partition,
+            "minutes": None if seconds is None else int(seconds // 60),
+            "wait_s": max(0.0, waited.total_seconds()),
+            "eligible": eligible,  # ISO text: sorts in time order
+            # a job may overrun its limit by OverTimeLimit: capped at the limit
+            "run_to_limit": min(1.0, ran / seconds)
+            if ended and ran is not None and seconds else None,
+        })  # fmt: skip
+    return jobs
+
+
+def job_shape(row: dict, partition: str | None) -> dict:
+    """A plan row's job as sacct's history describes one: nodes, GPUs, CPUs, partition
+    (None: the default, whichever it is) and time limit in minutes."""
+    return {
+        "nodes": row["nodes"],
+        "gpus": row["gpus"],
+        "cpus": row["cores"],
+        "partition": partition or None,
+        "minutes": row["slurm_resources"]["runtime"],
+    }
+
+
+SHAPE_KEYS = ("nodes", "gpus", "cpus", "minutes", "partition")
+
+
+def same_shape(job: dict, shape: dict) -> bool:
+    """Whether a past job has the shape (any partition where the shape's is None)."""
+    if shape["partition"] is not None and job["partition"] != shape["partition"]:
+        return False
+    return all(job[key] == shape[key] for key in SHAPE_KEYS[:-1])
+
+
+def past_waits(jobs: list[dict], shape: dict) -> dict:
+    """The waits of the past jobs of this shape: median, sample 90th percentile, the
+    95 % upper bound on the 90th percentile (p90_bound; None under BOUND_MIN_JOBS),
+    the largest, the count, and the bound's backtest over them in time order (no
+    figures, count 0, where none matched)."""
+    import numpy as np
+
+    same = sorted((job for job in jobs if same_shape(job, shape)), key=lambda j: j["eligible"])
+    waits = [job["wait_s"] for job in same]
+    if not waits:
+        return dict(NO_HISTORY)
+    covered, tested = backtest(waits)
+    return {
+        "history_wait_median_s": float(np.median(waits)),
+        "history_wait_p90_s": float(np.percentile(waits, 90)),
+        "history_jobs": len(waits),
+        "history_wait_bound_s": p90_bound(waits),
+        "history_wait_max_s": float(max(waits)),
+        "history_bound_covered": covered,
+        "history_bound_tested": tested,
+    }
+
+
+def past_jobs(facts: dict) -> tuple[list[dict], str | None]:
+    """The past jobs in sacct's answer (parse_history), and a note instead where it
+    could not be asked (no sacct, accounting disabled, no answer in time)."""
+    answer = facts["history"]
+    if answer is None:
+        return [], None
+    if answer["error"] is not None:
+        return [], f"no past waits: {answer['error']}"
+    if answer["returncode"] != 0:
+        why = last_line(output_of(answer)) or f"exit status {answer['returncode']}"
+        return [], f"no past waits: sacct was not available ({why})"
+    return parse_history(answer["stdout"]), None
+
+
+def asked_at(facts: dict) -> datetime | None:
+    """When Slurm was asked (the clock a predicted start is a wait from)."""
+    return None if facts["asked_at"] is None else datetime.fromisoformat(facts["asked_at"])
+
+
+def started(facts: dict, resources: dict) -> tuple[dict, str | None]:
+    """What Slurm said of the --test-only command of a job of these resources: the
+    row's queue fields (with the command asked), and a note (instead) when Slurm could
+    not be asked at all."""
+    try:
+        command = probe_command(resources, facts["site"])
+    except WorkflowError as e:  # the plugin would refuse to submit it too
+        return NO_PREDICTION | {
+            "queue_note": f"the Slurm plugin would not submit this job: {e}"
+        }, None
+    asked = {"sbatch_test_only": shlex.join(command)}
+    answer = facts["test_only"].get(asked["sbatch_test_only"])
+    if answer is None:  # asking stopped before it, or the command was never asked
+        return NO_PREDICTION | {"queue_note": NOT_ASKED} | asked, None
+    if answer["error"] is not None:
+        return {}, f"Slurm could not be asked for start times: {answer['error']}"
+    output = output_of(answer)
+    if unreachable(answer):
+        return {}, f"Slurm could not be asked for start times ({last_line(output)})"
+    return read_prediction(answer["returncode"], output, asked_at(facts)) | asked, None
+
+
+def predict(plans: list[dict], facts: dict) -> dict:
+    """Each plan row's predicted start and wait (added to the row in place), and the
+    plan's machine-readable form: per study, per job to run, its nodes, layout,
+    predicted_start, predicted_wait_s and start_basis. `facts`: what Slurm said
+    (scalestudy.slurm.gather, or local_facts: every job's wait 0)."""
+    queue, site = facts["queue"], facts["site"]
+    note = None
+    past, history_note = past_jobs(facts)
+    ratio = run_to_limit(past)
+    for plan in plans:
+        for row in plan["rows"]:
+            if queue != SLURM:
+                row |= NO_HISTORY | NO_CORRECTION | {
+                    "predicted_start": None, "predicted_wait_s": 0.0,
+                    "start_basis": LOCAL, "queue_note": None}  # fmt: skip
+                continue
+            row |= past_waits(past, job_shape(row, site.get("slurm_partition")))
+            row |= NO_PREDICTION | NO_CORRECTION | {"queue_note": None}
+            if note is None:  # else Slurm could not be asked: one note, no rows' reasons
+                found, note = started(facts, row["slurm_resources"])
+                row |= found | corrected(found.get("predicted_wait_s"), asked_at(facts), ratio)
+    slurm = queue == SLURM
+    history = slurm and facts["history"] is not None and history_note is None
+    return {
+        "queue": queue,
+        "asked_at": facts["asked_at"],
+        "calls": len(facts["test_only"]),
+        "note": note,
+        "bound": NOT_A_BOUND if slurm and note is None else None,
+        "history_days": facts["history_days"] if slurm else None,
+        "history_note": history_note,
+        # whether the rows carry past waits (sacct answered)
+        "history": history,
+        # the bound's backtest over every shape in the history, and --test-only's
+        # correction (None: uncorrected, `correction_note` says why)
+        "coverage": history_coverage(past) if history else None,
+        "run_to_limit": ratio,
+        "correction_note": UNCORRECTED if slurm and note is None and ratio is None else None,
+        "bound_min_jobs": BOUND_MIN_JOBS,
+        "studies": [{"study": plan["study"], "jobs": planned_jobs(plan, queue)} for plan in plans],
+    }
+
+
+def planned_jobs(plan: dict, queue: str) -> list[dict]:
+    """The jobs a plan will submit: one per run to come, or on Slurm one per packed
+    point (its repeats share a job), each with its layout and predicted start."""
+    packed = queue == "slurm" and plan["totals"]["slurm_jobs"] is not None
+    jobs = []
+    for row in plan["rows"]:
+        if not row["to_run"]:
+            continue
+        for runs in [row["to_run"]] if packed else [1] * row["to_run"]:
+            jobs.append({
+                "point": row["label"],
+                "series": row["series"],
+                "n": row["n"],
+                "runs": runs,
+                "nodes": row["nodes"],
+                "layout": {key: row[key] for key in
+                           ("nodes", "tasks_per_node", "threads", "gpus_per_node")},
+                "seconds": row["seconds"] * runs,
+                "predicted_start": row["predicted_start"],
+                "predicted_wait_s": row["predicted_wait_s"],
+                "corrected_start": row["corrected_start"],
+                "corrected_wait_s": row["corrected_wait_s"],
+                "start_basis": row["start_basis"],
+                "queue_note": row["queue_note"],
+                "sbatch_test_only": row.get("sbatch_test_only"),
+                "history_wait_median_s": row["history_wait_median_s"],
+                "history_wait_p90_s": row["history_wait_p90_s"],
+                "history_jobs": row["history_jobs"],
+                "history_wait_bound_s": row["history_wait_bound_s"],
+                "history_wait_max_s": row["history_wait_max_s"],
+                "history_bound_covered": row["history_bound_covered"],
+                "history_bound_tested": row["history_bound_tested"],
+            })  # fmt: skip
+    return jobs
+
+
+# --- the waits of a study's requests, at aggregation (time to result) -------
+
+# which wait a point's time to result adds (scalestudy.analysis.cluster.result_time)
+NOW = "now"  # sbatch --test-only, asked at aggregation
+TYPICAL = "typical"  # the median of past jobs of the shape (sacct), enough of them
+UNKNOWN = "unknown wait"  # Slurm could not be asked, or refused the shape
+
+
+def request_shape(request: dict, partition: str | None) -> dict:
+    """A point's request (scalestudy.analysis.decisions.request.point_request) as sacct's history
+    describes a job (job_shape's keys)."""
+    return {"nodes": request["nodes"], "gpus": request["gpus"], "cpus": request["cores"],
+            "partition": partition or None, "minutes": request["time_min"]}  # fmt: skip
+
+
+def request_waits(requests: list[dict], facts: dict) -> dict:
+    """What Slurm said of the waits of the study's requests (`facts`: its cluster facts,
+    scalestudy.slurm.gather), per point (label): wait_now_s (None: no figure), its
+    correction wait_now_corrected_s (None: uncorrected), queue_note, and the past waits
+    of its shape (past_waits); and the correction's ratio. Locally every wait_now_s is
+    0."""
+    local = facts["queue"] != SLURM
+    site = facts["site"]
+    past, history_note = past_jobs(facts)
+    ratio = run_to_limit(past)
+    note = None
+    points = {}
+    for r in requests:
+        found = dict(NO_HISTORY) | {"wait_now_s": 0.0 if local else None, "queue_note": None,
+                                    "wait_now_corrected_s": None}  # fmt: skip
+        points[r["point"]] = found
+        if local or r["resources"] is None:  # no run measured: no request to ask about
+            continue
+        found |= past_waits(past, request_shape(r, site.get("slurm_partition")))
+        if note is None:
+            answer, note = started(facts, r["resources"])
+            if note is None:
+                now = answer["predicted_wait_s"]
+                found |= {
+                    "wait_now_s": now,
+                    "wait_now_corrected_s": corrected(now, None, ratio)["corrected_wait_s"],
+                    "queue_note": answer["queue_note"],
+                }
+    return {
+        "queue": LOCAL if local else SLURM,
+        "asked_at": facts["asked_at"],
+        "calls": len(facts["test_only"]),
+        "note": note,
+        "history_note": history_note,
+        "history_days": None if local else facts["history_days"],
+        "run_to_limit": None if local else ratio,
+        "points": points,
+    }

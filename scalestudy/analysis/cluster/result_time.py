@@ -1,0 +1,145 @@
+"""Time to result: how long after submission each point's result is expected, the
+queue wait beside the run time.
+
+- Run time: the median of the point's successful runs' whole-job times, each scaled
+  to full length where the study shortened it (request.full_length_seconds, as
+  `--time` is), with the median's distribution-free 95 % interval (order statistics).
+- Wait: on Slurm, the larger of the wait sbatch --test-only predicts now (Slurm's
+  estimate, not a bound either way: queue.NOT_A_BOUND; corrected by past jobs' run
+  time to time limit where sacct knows it) and the median of past jobs of the same
+  shape where at least `min_jobs` of them are known; basis "now" or "typical". The
+  interval's top wait is the 95 % upper bound on the 90th percentile of past waits of
+  the shape (queue.p90_bound) where there is one (29 past jobs or more), else the wait
+  itself. Slurm not reachable, or the shape refused, and no history: basis "unknown
+  wait" and no wait added. Locally there is no queue: wait 0, basis "local".
+- Time to result = wait + run time, its interval [wait + run's low end, top wait +
+  run's high end]: a sum of medians, never an average of ratios.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from scalestudy.analysis.cluster.queue import LOCAL, NOW, TYPICAL, UNKNOWN
+from scalestudy.analysis.decisions.recommendation import meeting_deadline
+from scalestudy.analysis.decisions.request import full_length_seconds
+from scalestudy.analysis.stats.intervals import median_ci
+
+
+def run_time(runs: pd.DataFrame) -> dict:
+    """The point's full-length run time: median with its 95 % interval over the
+    successful runs, how many, and whether any was scaled to full length."""
+    ok = runs[(runs["status"] == "ok") & pd.to_numeric(runs["elapsed_s"], errors="coerce").notna()]
+    full = [full_length_seconds(r) for _, r in ok.iterrows()]
+    if not full:
+        return {"run_s": None, "run_lo_s": None, "run_hi_s": None, "runs": 0, "run_scaled": False}
+    median, lo, hi = median_ci([seconds for seconds, _ in full])
+    return {
+        "run_s": float(median),
+        # one run gives no interval (NaN): the median stands for both ends
+        "run_lo_s": float(lo) if np.isfinite(lo) else float(median),
+        "run_hi_s": float(hi) if np.isfinite(hi) else float(median),
+        "runs": len(full),
+        "run_scaled": any(scaled for _, scaled in full),
+    }
+
+
+def chosen_wait(asked: dict, queue: str, min_jobs: int | None) -> dict:
+    """The wait a point's time to result adds (wait_s, its top wait_hi_s) and its
+    basis, from what Slurm said of it (queue.request_waits)."""
+    if queue == LOCAL:
+        return {"wait_s": 0.0, "wait_hi_s": 0.0, "basis": LOCAL}
+    now = asked["wait_now_s"]
+    if asked["wait_now_corrected_s"] is not None:
+        now = asked["wait_now_corrected_s"]
+    enough = min_jobs is not None and asked["history_jobs"] >= min_jobs
+    typical = asked["history_wait_median_s"] if enough else None
+    if typical is not None and (now is None or typical > now):
+        wait, basis = typical, TYPICAL
+    elif now is not None:
+        wait, basis = now, NOW
+    else:
+        return {"wait_s": None, "wait_hi_s": None, "basis": UNKNOWN}
+    bound = asked["history_wait_bound_s"]
+    return {"wait_s": wait, "wait_hi_s": wait if bound is None else max(wait, bound),
+            "basis": basis}  # fmt: skip
+
+
+def time_to_result(run: dict, wait: dict) -> dict:
+    """Wait + run time with its interval (an unknown wait adds nothing: the run alone)."""
+    if run["run_s"] is None:
+        return {"result_s": None, "result_lo_s": None, "result_hi_s": None}
+    low, high = wait["wait_s"] or 0.0, wait["wait_hi_s"] or 0.0
+    return {
+        "result_s": low + run["run_s"],
+        "result_lo_s": low + run["run_lo_s"],
+        "result_hi_s": high + run["run_hi_s"],
+    }
+
+
+def earliest(points: list[dict], series: str) -> dict | None:
+    """The series' point with the earliest expected result (a tie: the smaller N)."""
+    timed = [p for p in points if p["series"] == series and p["result_s"] is not None]
+    if not timed:
+        return None
+    best = min(timed, key=lambda p: (p["result_s"], p["n"]))
+    return {"series": series, "point": best["point"], "n": best["n"], "result_s": best["result_s"]}
+
+
+def study_result_times(
+    runs: pd.DataFrame, requests: list[dict], waits: dict, min_jobs: int | None
+) -> dict:
+    """Every point's time to result, the earliest of each series, and what was asked
+    (waits: queue.request_waits)."""
+    points = []
+    for r in requests:
+        asked = waits["points"][r["point"]]
+        run = run_time(runs[runs["point"] == r["point"]])
+        wait = chosen_wait(asked, waits["queue"], min_jobs)
+        points.append(
+            {"point": r["point"], "series": r["series"], "n": r["n"]}
+            | run
+            | wait
+            | {k: asked[k] for k in ("wait_now_s", "history_wait_median_s",
+                                     "history_wait_p90_s", "history_jobs", "queue_note",
+                                     "history_wait_bound_s", "history_wait_max_s",
+                                     "history_bound_covered", "history_bound_tested",
+                                     "wait_now_corrected_s")}
+            | time_to_result(run, wait)
+        )  # fmt: skip
+    series = list(dict.fromkeys(p["series"] for p in points))
+    return {
+        "queue": waits["queue"],
+        "asked_at": waits["asked_at"],
+        "calls": waits["calls"],
+        "note": waits["note"],
+        "history_note": waits["history_note"],
+        "history_days": waits["history_days"],
+        "min_jobs": min_jobs,
+        "run_to_limit": waits["run_to_limit"],
+        # whether any point's wait came from Slurm (now or typical)
+        "waits_known": any(p["basis"] in (NOW, TYPICAL) for p in points),
+        "points": points,
+        "earliest": [e for e in (earliest(points, s) for s in series) if e is not None],
+    }
+
+
+def deadline_by_result(
+    answer: dict, times: dict, summary: pd.DataFrame, deadline_s: float | None
+) -> dict:
+    """The answer's cheapest point that meets the deadline, judged by time to result
+    (wait + run time) where Slurm gave waits; the answer as it was otherwise."""
+    if deadline_s is None or not times["waits_known"]:
+        return answer
+    series = answer["series"]
+    mine = [p for p in times["points"] if p["series"] == series]
+    rows = summary[summary["series"].astype(object).fillna("") == series].set_index("point")
+    ns = [p["n"] for p in mine]
+    results = [np.nan if p["result_s"] is None else p["result_s"] for p in mine]
+    costs = [float(rows.loc[p["point"], "su"]) for p in mine]
+    best, note = meeting_deadline(
+        np.asarray(ns, float), np.asarray(results, float), np.asarray(costs, float),
+        deadline_s, "given costs", what="time to result",
+    )  # fmt: skip
+    return answer | {"cheapest_meeting_deadline": best, "deadline_note": note}

@@ -1,0 +1,221 @@
+"""The price of a study before it runs: its jobs, their layout, and an estimate of
+each job's whole-job time and SU.
+
+A job's time is estimated, best first, from
+1. the point's own earlier runs in this study (the median whole-job time of its
+   successful runs, from results/STUDY/runs.csv);
+2. the study's fitted scaling model (results/STUDY/analysis.json), for a point it has
+   not measured: the measured base time over the predicted speedup. Only where the
+   model was fitted to whole-job time of a strong-scaling study, and only within the
+   range the model was drawn over (up to twice the largest measured N);
+3. the study's time limit (`resources.runtime`): an upper bound, marked as one.
+SU are priced by scalestudy.analysis.cost.cost, on the study's (or the series') weights; a job's
+partition is unknown before it runs, so partition weights are not applied.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import numpy as np
+import pandas as pd
+
+from scalestudy.analysis.cost.cost import SECONDS_PER_MINUTE, Cost, charges, within_budget
+from scalestudy.analysis.decisions.adaptive import Rules, first_round, next_round
+from scalestudy.analysis.history.baseline import runs_for_comparison, times_by_point
+from scalestudy.analysis.stats.predictions import jsonable, times_by_n, usable_runs
+from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.model import Study
+from scalestudy.study.points import point_for
+from scalestudy.study.slurm import job_runtime, slurm_resources
+
+MEASURED, MODEL, LIMIT = "measured", "model", "limit"
+
+
+def earlier_times(runs: pd.DataFrame | None) -> dict[str, list[float]]:
+    """Point label -> whole-job seconds of its successful earlier runs."""
+    if runs is None or runs.empty or "wall_s" not in runs:
+        return {}
+    ok = runs[(runs["status"] == "ok") & pd.to_numeric(runs["wall_s"], errors="coerce").notna()]
+    return {str(p): list(g["wall_s"].astype(float)) for p, g in ok.groupby("point")}
+
+
+def model_time(study: Study, analysis: dict | None, series: str, n: int) -> float | None:
+    """Whole-job seconds at N the study's selected model predicts, or None where it
+    cannot say (no fit, another time basis, weak scaling, N outside its curve)."""
+    if not analysis or study.time != "wall" or study.scaling.kind != "strong":
+        return None
+    for fitted in analysis.get("series", []):
+        curve = fitted.get("curve")
+        if fitted.get("series") != series or not curve or not curve.get("base_time_s"):
+            continue
+        ns, speedups = np.asarray(curve["n"], float), np.asarray(curve["speedup"], float)
+        if not ns.min() <= n <= ns.max():
+            return None
+        speedup = float(np.interp(math.log(n), np.log(ns), speedups))
+        return curve["base_time_s"] / speedup if speedup > 0 else None
+    return None
+
+
+def study_plan(
+    study: Study,
+    runs: pd.DataFrame | None = None,
+    analysis: dict | None = None,
+    finished: set[tuple[str, int]] = frozenset(),
+) -> dict:
+    """Every job of the study, priced: one row per point, and totals. `runs` and
+    `analysis` are the study's earlier results (None before its first run);
+    `finished` the (point, repeat) whose good records exist (they will not run)."""
+    times = earlier_times(runs)
+    # an adaptive study's later rounds are chosen from its runs: its plan is round 1
+    first = (
+        first_round(study.scaling.ns(), study.base_n(study.scaling.ns()), Rules.of(study))
+        if study.adaptive is not None
+        else None
+    )
+    rows = []
+    for series in study.series_names:
+        own = study.for_series(series)
+        cost = Cost.of(study, series)
+        for n in sorted(own.scaling.ns()):
+            point = point_for(study, n, series)
+            if times.get(point.label):
+                seconds, basis = statistics.median(times[point.label]), MEASURED
+            elif (predicted := model_time(study, analysis, series, n)) is not None:
+                seconds, basis = predicted, MODEL
+            else:
+                seconds, basis = own.resources.runtime * SECONDS_PER_MINUTE, LIMIT
+            repeats = study.repeats if first is None else first.get(n, 0)
+            done = sum((point.label, k) in finished for k in range(1, repeats + 1))
+            su = float(cost.su(point.cores, point.gpus, seconds))
+            rows.append(
+                point.as_dict()
+                | {
+                    "repeats": repeats,
+                    "done": done,
+                    "to_run": repeats - done,
+                    "seconds": seconds,
+                    "basis": basis,
+                    "earlier_runs": len(times.get(point.label, [])),
+                    "su_per_job": su,
+                    "su": su * repeats,
+                    "su_to_run": su * (repeats - done),
+                    "seconds_to_run": seconds * (repeats - done),
+                    # what one Slurm job of the point asks for (a packed one: all its
+                    # repeats' time), for sbatch --test-only (scalestudy.analysis.cluster.queue)
+                    "slurm_resources": slurm_resources(point, study)
+                    | {"runtime": job_runtime(study, point)},
+                }
+            )
+    totals = {
+        key: float(sum(r[key] for r in rows))
+        for key in ("su", "su_to_run", "seconds_to_run", "to_run", "done")
+    }
+    totals["jobs"] = sum(r["repeats"] for r in rows)
+    # on Slurm, a packed point's repeats share one job (the plan is made before any
+    # executor is chosen: locally each run stays a job of its own); finished ones
+    # count, as in "jobs"
+    totals["slurm_jobs"] = (
+        sum(r["repeats"] > 0 for r in rows) if study.submission.pack_repeats else None
+    )
+    totals["upper_bound"] = any(r["basis"] == LIMIT and r["to_run"] for r in rows)
+    budget = study.budget_su
+    return {
+        "study": study.name,
+        "description": study.description,
+        "rate": Cost.of(study).rate.text(),
+        "rows": rows,
+        "totals": totals,
+        "budget_su": budget,
+        "over_budget": budget is not None and not within_budget(totals["su"], budget),
+        # adaptive: these rows are round 1; later rounds stop within budget_su
+        "adaptive": first is not None,
+        # an adaptive study's runs of every round so far, and what they cost
+        "so_far": {"runs": len(runs), "su": charges(runs, study)["su"]}
+        if first is not None and runs is not None and not runs.empty
+        else None,
+    }
+
+
+def budget_problem(plan: dict) -> str | None:
+    """The words refusing a plan over its study's budget (None when within it)."""
+    if not plan["over_budget"]:
+        return None
+    totals = plan["totals"]
+    bounds = sum(r["repeats"] for r in plan["rows"] if r["basis"] == LIMIT)
+    how = (
+        f"; {bounds} of its {totals['jobs']} jobs are priced at their time limit, an upper "
+        "bound (run a few first, or lower resources.runtime, to price them from measurements)"
+        if bounds
+        else ""
+    )
+    what = "round 1 of the adaptive study is" if plan["adaptive"] else "the plan is"
+    fewer = (
+        "adaptive.first_repeats or adaptive.first_points"
+        if plan["adaptive"]
+        else "repeats or points"
+    )
+    return (
+        f"studies.{plan['study']}.budget_su: {what} estimated at {totals['su']:.3g} SU "
+        f"({totals['jobs']} jobs), above the budget of {plan['budget_su']:g} SU{how}. "
+        f"Lower {fewer}, or raise budget_su; `snakemake results/plan.html` "
+        "shows the price per point."
+    )
+
+
+def round_plan(
+    study: Study,
+    round_no: int,
+    runs: pd.DataFrame | None,
+    baseline: pd.DataFrame | None = None,
+) -> dict:
+    """The plan of round `round_no` of an adaptive study (scalestudy.analysis.decisions.adaptive),
+    from the runs of the rounds before it (tables.read_runs; None before round 1), as JSON keyed by
+    point label: the runs each point should have once the round is done ("totals"),
+    those it adds and why, its estimated SU, the SU spent so far, and the stopping
+    reason, if the study stops here. `baseline`: the runs table of the study's baseline;
+    with adaptive.settle_baseline, points where the comparison with it is undecided
+    get runs too (scalestudy.analysis.history.baseline.runs_for_comparison)."""
+    ns = study.scaling.ns()
+    base = study.base_n(ns)
+    label = {n: point_for(study, n).label for n in ns}
+    made, samples, spent = {}, {}, 0.0
+    if runs is not None and not runs.empty:
+        made = {int(n): len(g) for n, g in runs.groupby("n")}
+        # a point whose runs are all unusable is measured, with no times
+        samples = {n: np.empty(0) for n in made}
+        samples |= times_by_n(usable_runs(runs, study), TIME_COLUMNS[study.time])
+        spent = charges(runs, study)["su"]
+    priced = study_plan(study, runs)
+    su_per_run = {int(r["n"]): r["su_per_job"] for r in priced["rows"]}
+    scale = {n: n / base for n in ns} if study.scaling.kind == "weak" else None
+    plan = next_round(round_no, ns, base, made, samples, su_per_run, spent, Rules.of(study), scale)
+    if baseline is not None and samples and study.adaptive.settle_baseline:
+        column = TIME_COLUMNS[study.time]
+        now = {n: x for (_, n), x in times_by_point(usable_runs(runs, study), column).items()}
+        was = {n: x for (_, n), x in times_by_point(usable_runs(baseline, study), column).items()}
+        plan = runs_for_comparison(
+            plan,
+            {("", n): x for n, x in now.items() if n in ns},
+            {("", n): x for n, x in was.items()},
+            study,
+            su_per_run,
+        )
+    by_label = {key: {label[int(n)]: v for n, v in plan[key].items()}
+                for key in ("totals", "added", "why")}  # fmt: skip
+    if "refused" in plan:
+        plan["refused"] |= {key: {label[int(n)]: v for n, v in plan["refused"][key].items()}
+                            for key in ("added", "why")}  # fmt: skip
+    return jsonable(
+        plan
+        | by_label
+        | {
+            "study": study.name,
+            "points": {label[n]: n for n in ns},
+            "su_per_run": {label[n]: su_per_run[n] for n in ns},
+            # priced at their time limit: an upper bound
+            "priced_at_limit": [label[int(r["n"])] for r in priced["rows"] if r["basis"] == LIMIT],
+            "budget_su": study.budget_su,
+        }  # fmt: skip
+    )

@@ -1,0 +1,612 @@
+"""Adaptive studies: after each round of runs, is the answer decided, and if not, which
+runs would decide it, and may the study afford them?
+
+A study with `adaptive:` runs in rounds (rules/adaptive.smk: one Snakemake checkpoint
+per round). Each round's plan says how many runs each candidate point should have
+once the round is done (cumulative totals: a later plan never takes a run back, so a
+rerun, a raised budget or a tighter target continue from what exists and redo
+nothing). Pure functions of the runs' times, shared by the workflow and by
+benchmarks/adaptive_simulator.py.
+
+In short: two steps decide the answer (into it and out of it), so each round adds
+only the candidates around the answer and repeats where a step's marginal-gain
+interval, or the answer's speedup CI, is not yet decided, within the budget and the
+limits. The rules in full, and why, are in docs/adaptive.md (written once, there).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from scalestudy.analysis.cost.cost import within_budget
+from scalestudy.analysis.decisions.recommendation import DECISION_LEVEL, recommend, step_intervals
+from scalestudy.analysis.stats.intervals import LEVEL, _t_quantile, ratio_ci
+
+DECIDED, BUDGET, LIMITS = "decided", "budget", "limits"
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The stopping and selection settings of one adaptive study."""
+
+    threshold: float  # recommend.min_marginal_speedup
+    target_ci: float  # relative half-width of the recommended point's speedup CI
+    budget_su: float
+    max_repeats: int
+    max_rounds: int
+    first_repeats: int
+    first_points: int
+
+    @classmethod
+    def of(cls, study) -> Rules:
+        """The rules of a study model with `adaptive` set."""
+        a = study.adaptive
+        return cls(
+            threshold=study.recommend.min_marginal_speedup,
+            target_ci=a.target_ci,
+            budget_su=study.budget_su,
+            max_repeats=a.max_repeats,
+            max_rounds=a.max_rounds,
+            first_repeats=a.first_repeats,
+            first_points=a.first_points,
+        )
+
+
+def first_round(candidates: list[int], base: int, rules: Rules) -> dict[int, int]:
+    """N -> runs of round 1: every candidate up to the base, and the next ones up."""
+    ns = sorted(candidates)
+    below = [n for n in ns if n <= base]
+    above = [n for n in ns if n > base][: max(rules.first_points - 1, 0)]
+    return {n: min(rules.first_repeats, rules.max_repeats) for n in below + above}
+
+
+def judge(
+    candidates: list[int], samples: dict[int, np.ndarray], base: int, rules: Rules, scale=None
+) -> dict:
+    """Where the answer stands on these runs' times (N -> the usable times of a point;
+    a measured point whose runs all failed has an empty array). `scale`: N -> factor of
+    the speedup (N / N_base for weak scaling). Returns the recommendation (`worth_n`),
+    whether it is decided, and what is missing: `needs` (N -> why more runs there) and
+    `new` (N -> why a candidate not yet measured should be)."""
+    ns = sorted(n for n in samples if n in candidates)
+    scale = scale or {}
+    base_times = np.asarray(samples.get(base, []), dtype=float)
+
+    def speedup_of(n: int) -> tuple[float, float, float]:
+        k = scale.get(n, 1.0)
+        ratio, lo, hi = ratio_ci(base_times, samples[n])
+        return k * ratio, k * lo, k * hi
+
+    speedup_cis = {n: speedup_of(n) for n in ns}  # N -> (speedup, lo, hi)
+    speedups = [speedup_cis[n][0] for n in ns]
+    rec = recommend(ns, speedups, ns, threshold=rules.threshold)
+    speedup_at = dict(zip(ns, speedups, strict=True))
+    intervals = step_intervals(samples, {n: n for n in ns}, base, rec["steps"], scale)
+    by_step = {tuple(s[:2]): iv for s, iv in zip(rec["steps"], intervals, strict=True)}
+    needs: dict[int, str] = {}
+
+    def need(points, why):
+        for n in points:
+            needs.setdefault(n, why)
+
+    # a point without an interval (fewer than 2 usable runs: failed, disturbed or on
+    # the wrong allocation) cannot take part in a decided walk: it is measured again
+    usable = {n: int(np.isfinite(np.asarray(samples[n], dtype=float)).sum()) for n in ns}
+    short = {}  # N -> (usable runs, runs wanted)
+    for n in ns:
+        if usable[n] < 2:
+            short[n] = (usable[n], 2)
+            need((n,), f"only {usable[n]} usable run{'s' if usable[n] != 1 else ''} at N = {n}")
+    worth = rec["worth_n"]
+    recommended = next((s for s in rec["steps"] if s[1] == worth), None)
+    stopped = rec["stopped_at"]
+    # the candidates to measure for the first time; the jump between measured points
+    # is planned on the speedups' lower CI ends
+    lower = {n: speedup_cis[n][1] if n != base else speedup_at[n] for n in ns}
+    unmeasured = sorted(set(candidates) - set(samples))
+    new = new_points(unmeasured, lower, rec, by_step, rules)
+    # where `new` goes beyond the next candidate up, a round the budget cannot afford
+    # measures that one alone (next_round)
+    up = step_up(unmeasured, lower)
+    fallback = up if up is not None and new and min(new) >= up and set(new) != {up} else None
+    # repeats for a deciding step between neighbouring candidates (a step over
+    # unmeasured ones is split by `new` first)
+    if recommended is not None and not skips(unmeasured, *recommended[:2]):
+        lo = (by_step[recommended[:2]] or (-math.inf,))[0]
+        if not lo >= rules.threshold:
+            need(sorted(moved_by(base, speedup_at, recommended[0], worth)),
+                 f"the step {recommended[0]}->{worth} may not pay")  # fmt: skip
+    if stopped is not None and not skips(unmeasured, *stopped[:2]):
+        hi = (by_step[tuple(stopped[:2])] or (None, math.inf))[1]
+        if not hi < rules.threshold:
+            need(sorted(moved_by(base, speedup_at, stopped[0], stopped[1])),
+                 f"the step {stopped[0]}->{stopped[1]} may pay")  # fmt: skip
+    ci = {"speedup": math.nan, "lo": math.nan, "hi": math.nan, "half_width": math.nan}
+    if worth is not None and worth != base:
+        speedup, lo, hi = speedup_cis[worth]
+        half = (hi - lo) / 2 / speedup if speedup > 0 else math.nan
+        ci = {"speedup": speedup, "lo": lo, "hi": hi, "half_width": half}
+        # not while a new point may still move the answer
+        if not half <= rules.target_ci and not new:
+            need((worth, base), f"the speedup at N = {worth} is not yet within the target")
+    # the points of the deciding steps need runs enough to trust their intervals: of 2
+    # runs, the bootstrap median takes 3 values, and decided answers were wrong in 5 %
+    # of the simulated studies (1-2 % when they must have 3). Asked for only once the
+    # answer is otherwise decided: before, those runs may go to points that end up
+    # deciding nothing.
+    deciding = {base} | {n for step in (recommended, stopped) if step for n in step[:2]}
+    for n in sorted(deciding & set(ns)) if not new and not needs else ():
+        if 2 <= usable[n] < min(MIN_DECIDING_RUNS, rules.max_repeats):
+            short[n] = (usable[n], MIN_DECIDING_RUNS)
+            need((n,), f"only {usable[n]} usable runs at N = {n}, too few to decide on")
+    return {
+        "base": base,
+        "worth_n": worth,
+        "steps": [[a, b, g, *(by_step[(a, b)] or (None, None))] for a, b, g in rec["steps"]],
+        # the steps into and out of the answer, where they join measured neighbours
+        "deciding": [
+            tuple(step[:2])
+            for step in (recommended, stopped)
+            if step and not skips(unmeasured, *step[:2])
+        ],
+        "usable": usable,  # N -> its usable runs
+        "speedup_ci": ci,
+        "speedups": speedup_at,
+        "needs": needs,
+        # N -> (its usable runs, the runs it needs) where too few: fewer than 2 (no
+        # interval), or than MIN_DECIDING_RUNS at a point of a deciding step
+        "short": short,
+        # N -> why it is measured for the first time
+        "new": new,
+        # the next candidate up, where `new` goes beyond it
+        "fallback": fallback,
+        "decided": not needs and not new and worth is not None,
+    }
+
+
+# Runs of a candidate measured for the first time after round 1: the fewest that give
+# an interval; more follow where its step is unclear. Three instead, at the config's
+# defaults: 0.472 of the 5-run grid's SU (median) against 0.393, for 80.6 % right
+# answers against 81.1 % (the grid: 79.5 %; benchmarks/adaptive_simulator, 5 x 1000
+# studies)
+NEW_POINT_RUNS = 2
+MIN_DECIDING_RUNS = 3
+# a fitted serial share at or below this is none: rounding decides it on linear speedups
+SERIAL_SHARE_TOLERANCE = 1e-9
+
+
+def skips(unmeasured, a: int, b: int) -> bool:
+    """Does the step a -> b go over a candidate not yet measured?"""
+    return any(a < n < b for n in unmeasured)
+
+
+def new_points(unmeasured: list[int], lower: dict[int, float], rec: dict, by_step: dict,
+               rules: Rules) -> dict[int, str]:  # fmt: skip
+    """The candidates to measure for the first time (N -> why; `unmeasured`: those not
+    yet measured, sorted; `lower`: N -> the lower end of its speedup's CI). The gains
+    of a speedup curve fall as N rises (Amdahl's law and the USL: up to the peak), so
+    the steps into and out of the answer, between neighbouring candidates, decide it;
+    candidates further away need no runs. Three cases:
+
+    * the step into the answer goes over candidates: the one just below the answer;
+    * the step that stopped the walk goes over candidates: the one just above its
+      start (the cheapest; walking up, the next round's walk tells where to go on);
+    * every measured step pays, candidates remain above: where the Amdahl law fitted
+      to the speedups' lower CI ends says the gain falls below the threshold, and the
+      candidate after it. The lower ends, because overshooting costs more than an
+      extra round: a point beyond the answer is among the dearest in SU. Where no
+      Amdahl law fits (predicted_answer), the next candidate up.
+    And where the measured gains clearly rise (a step's interval above the one
+    before it) up to the step that stopped the walk, the curve is not shaped so:
+    every candidate the walk went over."""
+    new = {}
+    stopped = rec["stopped_at"]
+    for (a, b, _), (c, d, _) in itertools.pairwise(rec["steps"]):
+        earlier, later = by_step[(a, b)], by_step[(c, d)]
+        # steps beyond the one that stopped the walk cannot move the answer
+        past_the_stop = stopped is not None and c > stopped[0]
+        if earlier and later and later[0] > earlier[1] and not past_the_stop:
+            for n in unmeasured:
+                if a < n < d:
+                    new.setdefault(n, f"the gain rises from the step {a}->{b} to {c}->{d}: "
+                                   "every candidate between them is measured")  # fmt: skip
+    recommended = next((s for s in rec["steps"] if s[1] == rec["worth_n"]), None)
+    if recommended is not None and skips(unmeasured, *recommended[:2]):
+        a, worth = recommended[:2]
+        below = max(n for n in unmeasured if n < worth)
+        new.setdefault(below, f"the walk went from {a} to {worth} over it: "
+                       f"does the step {below}->{worth} pay?")  # fmt: skip
+    if stopped is not None and skips(unmeasured, *stopped[:2]):
+        a, b = stopped[:2]
+        above = min(n for n in unmeasured if n > a)
+        new.setdefault(above, f"the walk stopped at the step {a}->{b}, over it: "
+                       f"does the step {a}->{above} pay?")  # fmt: skip
+    elif stopped is None and lower:
+        top = max(lower)
+        span = [n for n in unmeasured if n > top]
+        answer = predicted_answer(lower, top, span, rules)
+        if answer is None:
+            why = "too few speedups to fit a law to: the next candidate up"
+            if len(positive(lower)) >= 2:
+                why = ("every measured step pays, and the speedups' lower CI ends are linear "
+                       "or better, which no Amdahl law with a serial share fits: the next "
+                       "candidate up")  # fmt: skip
+            answer = top
+        else:
+            why = ("every measured step pays, and the Amdahl law fitted to the speedups' "
+                   f"lower CI ends puts the last step that pays at N = {answer}")  # fmt: skip
+        for n in [n for n in span if n >= answer][: 1 + (answer in span)]:
+            new.setdefault(n, why)
+    return new
+
+
+def positive(speedups: dict[int, float]) -> dict[int, float]:
+    """The speedups a law can be fitted to: finite and positive."""
+    return {n: sp for n, sp in speedups.items() if np.isfinite(sp) and sp > 0}
+
+
+def step_up(unmeasured: list[int], lower: dict[int, float]) -> int | None:
+    """The next candidate up from the measured ones (`lower`: N -> a measured point)."""
+    return next((n for n in unmeasured if lower and n > max(lower)), None)
+
+
+def predicted_answer(speedups: dict[int, float], start: int, span: list[int],
+                     rules: Rules) -> int | None:  # fmt: skip
+    """Walking up from the measured point `start` through the candidates `span`, the
+    last one whose step still pays by the Amdahl law fitted to `speedups` (N ->
+    speedup); `start` when the first step does not. Amdahl is linear in 1/N (1/S = s +
+    (1 - s)/N), so a least-squares line is the fit. None without a fit: fewer than 2
+    speedups, or a line whose serial share s is not positive (speedups linear or
+    better, on the whole: the law's speedup would grow without bound)."""
+    good = positive(speedups)
+    if len(good) < 2:
+        return None
+    slope, intercept = np.polyfit([1 / n for n in good], [1 / sp for sp in good.values()], 1)
+    if not intercept > SERIAL_SHARE_TOLERANCE:
+        return None
+
+    def predicted(n):
+        inverse = intercept + slope / n
+        return 1 / inverse if inverse > 0 else math.nan  # nan: no step pays
+
+    answer = start
+    for n in span:
+        if not (predicted(n) - predicted(answer)) / (n - answer) >= rules.threshold:
+            break
+        answer = n
+    return answer
+
+
+def more_runs(have: int, interval_factor: float, rules: Rules) -> int:
+    """Runs to add at a point with `have` runs, whose interval should shrink by
+    `interval_factor` (its width over the width wanted): runs scale with its square,
+    at most doubling per round, within max_repeats."""
+    have = max(have, 1)
+    if math.isfinite(interval_factor):  # inf: a gain right at the threshold
+        extra = min(max(math.ceil(have * interval_factor**2 - have), 1), have)
+    else:
+        extra = have
+    return max(min(extra, rules.max_repeats - have), 0)
+
+
+def shrink_factors(judged: dict, n: int, rules: Rules, curtailed=()) -> dict[str, float]:
+    """How much the intervals that N decides must shrink (their width over the width
+    wanted; inf: unknown): "step", the widest undecided step interval that N's runs
+    move (not of the `curtailed` steps), and "ci", the speedup CI where N is the answer
+    or the base. Empty when no such interval touching N is undecided."""
+    factors = {}
+    for a, b, gain, lo, hi in judged["steps"]:
+        if (
+            lo is None
+            or not lo < rules.threshold <= hi
+            or (a, b) in curtailed
+            or n not in moved_by(judged["base"], judged["speedups"], a, b)
+        ):
+            continue
+        distance = abs(gain - rules.threshold)
+        factor = (hi - lo) / 2 / distance if distance > 0 else math.inf
+        factors["step"] = max(factors.get("step", 0.0), factor)
+    ci = judged["speedup_ci"]
+    if n in (judged["worth_n"], judged["base"]) and ci["half_width"] > rules.target_ci:
+        factors["ci"] = ci["half_width"] / rules.target_ci
+    return factors
+
+
+# A study that cannot be decided (max_repeats runs would not bring its speedup CI
+# within target) spends runs on a step only for the chance that they change the
+# answer: a step whose gain would cross the threshold with a smaller chance, even at
+# max_repeats runs, gets none. At the config's defaults, 0.1 gives 0.393 of the 5-run
+# grid's SU (median of 5,000 studies; 0.385-0.398 by seed) against 0.404 without
+# (0.397-0.413), for the same right answers (81.1 % and 81.0 %); 0.05 gives 0.396, and
+# 0.2 gives 0.389 but 80.8 % (benchmarks/adaptive_simulator)
+CURTAIL_CHANCE = 0.1
+
+
+def curtailed_steps(judged: dict, runs: dict[int, int], rules: Rules) -> dict:
+    """The undecided deciding steps (a, b) -> the chance that more runs, up to
+    max_repeats at the points that move the step's gain, take the gain across the
+    threshold, where it is below CURTAIL_CHANCE (stochastic curtailment: from `have`
+    usable runs to max_repeats, the estimate moves by a normal of sd se * sqrt(1 - have
+    / max_repeats); se from the step's interval, on its side toward the threshold).
+    Only steps whose points have MIN_DECIDING_RUNS usable runs (of 2 runs, a bootstrap
+    interval is far too narrow to tell) and room for more (`runs`: made, failed too)."""
+    # imported here: scipy.stats costs ~0.9 s of every Snakemake start (the workflow
+    # imports this module through the plan), each Slurm job's and packed member's too
+    from scipy.stats import norm
+
+    z_level = norm.ppf((1 + DECISION_LEVEL) / 2)
+    found = {}
+    for a, b, gain, lo, hi in judged["steps"]:
+        if (a, b) not in judged["deciding"] or lo is None or not lo < rules.threshold <= hi:
+            continue
+        points = moved_by(judged["base"], judged["speedups"], a, b)
+        if not any(runs.get(n, 0) < rules.max_repeats for n in points):
+            continue
+        have = min(judged["usable"].get(n, 0) for n in points)
+        if not MIN_DECIDING_RUNS <= have < rules.max_repeats:
+            continue
+        # the interval's side toward the threshold: a bootstrap interval of few runs
+        # is often lopsided
+        se = (gain - lo if gain >= rules.threshold else hi - gain) / z_level
+        left = math.sqrt(1 - have / rules.max_repeats)
+        chance = float(norm.sf(abs(gain - rules.threshold) / (se * left)))
+        if chance < CURTAIL_CHANCE:
+            found[(a, b)] = chance
+    return found
+
+
+# A point is measured again for a step when its runs carry at least this share of the
+# variance of the step's gain (the base case barely moves a step high up the curve)
+VARIANCE_SHARE = 0.1
+
+
+def moved_by(base: int, speedups: dict[int, float], a: int, b: int) -> set[int]:
+    """The points whose runs move the step a -> b's gain: its ends, and the base case
+    where its share of the gain's variance is at least VARIANCE_SHARE. With equal
+    noise at every point (delta method on log times), the shares go as gain**2 for
+    the base and (S_x / (b - a))**2 for an end x (`speedups`: N -> speedup)."""
+    ends = {a, b}
+    if base in ends or not all(np.isfinite(speedups.get(x, math.nan)) for x in ends):
+        return ends | {base}
+    gain = (speedups[b] - speedups[a]) / (b - a)
+    weights = {base: gain**2} | {x: (speedups[x] / (b - a)) ** 2 for x in ends}
+    total = sum(weights.values())
+    return ends | ({base} if total > 0 and weights[base] / total >= VARIANCE_SHARE else set())
+
+
+def next_round(
+    round_no: int,
+    candidates: list[int],
+    base: int,
+    runs: dict[int, int],
+    samples: dict[int, np.ndarray],
+    su_per_run: dict[int, float],
+    spent_su: float,
+    rules: Rules,
+    scale=None,
+) -> dict:
+    """The plan of round `round_no` (1-based), from the runs so far: `runs` N -> runs
+    made (failed ones too), `samples` N -> their usable times, `su_per_run` N -> the
+    estimated SU of one run (measured where it can be), `spent_su` the SU the study
+    has cost. Returns {"round", "totals" (N -> runs once the round is done), "added"
+    (N -> runs added), "why" (N -> the reason), "round_su", "spent_su", "stop" (None,
+    or {"reason": decided|budget|limits, "text"}), "judged" (judge's view, or None)}."""
+    plan = {"round": round_no, "totals": dict(runs), "added": {}, "why": {}, "round_su": 0.0,
+            "spent_su": spent_su, "stop": None, "judged": None}  # fmt: skip
+    if round_no == 1 and not runs:
+        added = first_round(candidates, base, rules)
+        why = {n: "round 1: the base case" if n == base else "round 1: a first step up"
+               for n in added}  # fmt: skip
+    else:
+        judged = judge(candidates, samples, base, rules, scale)
+        plan["judged"] = judged
+        if judged["decided"]:
+            return plan | {"stop": stop(DECIDED, decided_text(judged, rules))}
+        if round_no > rules.max_rounds:
+            return plan | {"stop": stop(LIMITS, f"{rules.max_rounds} rounds were run "
+                                        "(max_rounds)")}  # fmt: skip
+        added, why = {}, {}
+        new_runs = min(NEW_POINT_RUNS, rules.first_repeats, rules.max_repeats)
+        for n, reason in judged["new"].items():
+            added[n], why[n] = new_runs, reason
+        # a CI target that max_repeats runs at both its ends (the answer and the base)
+        # would not reach gets no runs, and does not stop the work on the steps
+        ci, ends = judged["speedup_ci"], sorted({judged["worth_n"], base} & set(runs))
+        reach = half_width_at_max_repeats(ci["half_width"], ends, judged["usable"], runs, rules)
+        beyond = set(ends) if reach > rules.target_ci else set()
+        at_limit = []  # points that still decide the answer but have max_repeats runs
+        # such a study cannot be decided: steps that more runs would hardly change get none
+        curtailed = curtailed_steps(judged, runs, rules) if beyond else {}
+        open_steps = [step for step in judged["deciding"] if step not in curtailed]
+        for n, reason in judged["needs"].items():
+            usable, wanted = judged["short"].get(n, (None, 0))
+            # a point short of usable runs gets what it lacks
+            extra = min(wanted - usable, rules.max_repeats - runs.get(n, 0)) if wanted else 0
+            factors = shrink_factors(judged, n, rules, curtailed)
+            if n in beyond:
+                factors.pop("ci", None)
+            if (
+                curtailed
+                and not factors
+                and not wanted
+                and not any(n in moved_by(base, judged["speedups"], *s) for s in open_steps)
+            ):
+                continue  # only curtailed steps wanted its runs
+            # as many runs as the intervals N decides ask for (not at a point without 2
+            # usable runs: no interval to project). A step is not given up before
+            # max_repeats because deciding it would take more: judged on its gain as
+            # measured, few noisy runs gave up on 8 % of the easy simulated studies, and
+            # giving up later still cost more right answers than it saved SU.
+            projected = usable is None or usable >= 2
+            if projected and (factors or not wanted and n not in beyond):
+                factor = max(factors.values(), default=2.0)  # no interval yet: double
+                extra = max(extra, more_runs(runs.get(n, 0), factor, rules))
+            if extra > 0:
+                added[n], why[n] = extra, reason
+            elif factors or wanted or n not in beyond:
+                at_limit.append(n)
+        if not added:
+            parts = []
+            if at_limit:
+                full = ", ".join(f"N = {n}" for n in sorted(at_limit))
+                parts.append(f"the points that would decide it ({full}) have max_repeats = "
+                             f"{rules.max_repeats} runs")  # fmt: skip
+            if curtailed:
+                parts.append(curtailed_text(judged, curtailed, rules))
+            if beyond:
+                at = " and ".join(f"N = {n}" for n in ends)
+                parts.append(f"the speedup at N = {judged['worth_n']} is known to "
+                             f"±{100 * ci['half_width']:.1f} %, and the target of "
+                             f"±{100 * rules.target_ci:g} % is out of reach: max_repeats = "
+                             f"{rules.max_repeats} runs at {at} would give about "
+                             f"±{100 * reach:.1f} %")  # fmt: skip
+            # the report says "stopped at the limits, not decided:" before it
+            return plan | {"stop": stop(LIMITS, "; and ".join(parts))}
+
+    def price(runs_added):
+        return float(sum(k * su_per_run[n] for n, k in runs_added.items()))
+
+    round_su = price(added)
+    up = plan["judged"] and plan["judged"]["fallback"]
+    if up and not within_budget(spent_su + round_su, rules.budget_su):
+        # the new candidates beyond the next one up cost the most: that one alone, as
+        # a walk without the fitted law would go
+        planned = ", ".join(f"N = {n}" for n in plan["judged"]["new"])
+        text = (f"the round with {planned} (about {round_su:.3g} SU) would take the study "
+                f"to {spent_su + round_su:.3g} SU, above its budget of {rules.budget_su:g} "
+                "SU: the next candidate up alone")  # fmt: skip
+        for n in plan["judged"]["new"]:
+            added.pop(n), why.pop(n)
+        added[up], why[up] = new_runs, text
+        round_su = price(added)
+    plan |= {"added": added, "why": why, "round_su": round_su}
+    if not within_budget(spent_su + round_su, rules.budget_su):
+        text = (
+            f"the next round ({sum(added.values())} runs, about {round_su:.3g} SU) would take "
+            f"the study to {spent_su + round_su:.3g} SU, above its budget of "
+            f"{rules.budget_su:g} SU"
+        )
+        return plan | {"added": {}, "why": {}, "round_su": 0.0, "stop": stop(BUDGET, text),
+                       "refused": {"added": added, "why": why, "round_su": round_su}}  # fmt: skip
+    plan["totals"] = {n: runs.get(n, 0) + added.get(n, 0) for n in sorted(set(runs) | set(added))}
+    return plan
+
+
+def curtailed_text(judged: dict, curtailed: dict, rules: Rules) -> str:
+    """'more runs would hardly change the answer: the step 16->32 (gain 0.13 [0.08,
+    0.19]) would cross 0.1 with a chance of 4 % at max_repeats = 6 runs'."""
+    gains = {(a, b): (g, lo, hi) for a, b, g, lo, hi in judged["steps"]}
+    steps = "; ".join(
+        f"the step {a}->{b} (gain {gains[(a, b)][0]:.3g} [{gains[(a, b)][1]:.3g}, "
+        f"{gains[(a, b)][2]:.3g}]) would cross {rules.threshold:g} with a chance of "
+        + (f"{100 * chance:.0f} %" if chance >= 0.005 else "under 1 %")
+        for (a, b), chance in sorted(curtailed.items())
+    )
+    return (f"more runs would hardly change the answer: {steps} at max_repeats = "
+            f"{rules.max_repeats} runs")  # fmt: skip
+
+
+def half_width_at_max_repeats(half_width: float, ends: list[int], usable: dict[int, int],
+                              runs: dict[int, int], rules: Rules) -> float:  # fmt: skip
+    """The speedup CI's relative half-width projected to max_repeats runs at its `ends`
+    (the answer and the base; failed runs count against max_repeats): with equal noise
+    at both (as moved_by), its square goes as the sum of 1 / usable runs over them, and
+    it goes as the t quantile of ratio_ci's Welch interval (its degrees of freedom
+    taken as those of equal noise: 4.3 at 3 + 3 runs, 2.0 at 20 + 20)."""
+    if len(ends) < 2:  # the answer is the base: no CI to reach
+        return math.nan
+    now = sum(1 / max(usable.get(n, 0), 1) for n in ends)
+    room = {n: max(rules.max_repeats - runs[n], 0) for n in ends}  # a lowered max_repeats: none
+    then = sum(1 / max(usable.get(n, 0) + room[n], 1) for n in ends)
+    df_now = max(sum(usable.get(n, 0) for n in ends) - 2, 1)
+    df_then = max(sum(usable.get(n, 0) + room[n] for n in ends) - 2, 1)
+    quantiles = _t_quantile(LEVEL, df_then) / _t_quantile(LEVEL, df_now)
+    return half_width * math.sqrt(then / now) * float(quantiles)
+
+
+def stop(reason: str, text: str) -> dict:
+    return {"reason": reason, "text": text}
+
+
+def decided_text(judged: dict, rules: Rules) -> str:
+    worth, ci = judged["worth_n"], judged["speedup_ci"]
+    words = f"ask for N = {worth}"
+    if math.isfinite(ci["half_width"]):
+        words += (
+            f" (speedup {ci['speedup']:.3g}, 95 % CI {ci['lo']:.3g}-{ci['hi']:.3g}, "
+            f"±{100 * ci['half_width']:.1f} % against a target of ±{100 * rules.target_ci:g} %)"
+        )
+    return words
+
+
+def load_round(path: str | Path) -> dict:
+    """A round's plan (results/<study>/rounds/round<r>.json, written by
+    records.write_json_atomic); OSError or ValueError: none to read."""
+    plan = json.loads(Path(path).read_text())
+    if not isinstance(plan, dict):
+        raise ValueError(f"{path}: not a round's plan")
+    return plan
+
+
+def round_of_run(plans: list[dict], point: str, repeat: int) -> int | None:
+    """The round that added run `repeat` of `point` (plans keyed by point label)."""
+    return next((p["round"] for p in plans if p["totals"].get(point, 0) >= repeat), None)
+
+
+def config_fingerprint(study_config: dict) -> str:
+    """A short name of a study's (validated) config: each round file keeps the one it
+    was planned under, so that the report can say where the config changed."""
+    text = json.dumps(study_config, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def config_changes(plans: list[dict]) -> list[dict]:
+    """Where the rounds' config changed: [{"round", "config"}] from the first round,
+    one entry per config in order; [] when every round was planned under one (or the
+    plans predate fingerprints)."""
+    runs = [
+        {"round": p["round"], "config": p.get("config_fingerprint")}
+        for i, p in enumerate(plans)
+        if i == 0 or p.get("config_fingerprint") != plans[i - 1].get("config_fingerprint")
+    ]
+    return runs if len(runs) > 1 else []
+
+
+def rounds_summary(plans: list[dict], spent_su: float, grid_repeats: int) -> dict:
+    """What the report says of an adaptive study's rounds: what each added and why,
+    its SU, the stopping reason, and the study's SU against the full grid of the same
+    candidates at `grid_repeats` runs each (priced as the last plan prices a run:
+    measured where the point was, else estimated)."""
+    last = plans[-1]
+    grid_su = grid_repeats * sum(last["su_per_run"].values())
+    measured_all = set(last["totals"]) >= set(last["points"])
+    return {
+        "rounds": [
+            {"round": p["round"], "added": p["added"], "why": p["why"], "su": p["round_su"]}
+            for p in plans
+            if p["added"]
+        ],
+        "stop": last["stop"],
+        # the config each run of rounds was planned under, where it changed
+        "configs": config_changes(plans),
+        "decided": last["stop"]["reason"] == DECIDED,
+        "points": last["points"],  # every candidate's label -> N, measured or not
+        # the round the budget refused, and what it would have cost
+        "refused": last.get("refused"),
+        "budget_su": last["budget_su"],
+        "spent_su": spent_su,
+        "grid_repeats": grid_repeats,
+        "grid_su": grid_su,
+        "grid_su_estimated": not measured_all,
+        # some candidate priced at its time limit: the grid's SU is at most grid_su,
+        # and this study's share of it at least relative_to_grid
+        "grid_su_bound": bool(last.get("priced_at_limit")),
+        "relative_to_grid": spent_su / grid_su if grid_su > 0 else None,
+    }

@@ -1,0 +1,108 @@
+"""The best layout for each total: where several layouts of a study ran the same total
+(8 cores as 2 processes x 4 threads, or 8 x 1; 8 GPUs as 1 node x 8 or 2 x 4), which is
+fastest, and by how much, with a confidence interval.
+
+The ratio is median(other) / median(best) of the runs' times (the study's `time`), its
+interval that of scalestudy.analysis.stats.intervals.ratio_ci (Welch, on log times). "Best"
+is the lowest median; when an interval reaches 1 the two layouts are not told apart by
+these runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from scalestudy.analysis.stats.intervals import ratio_ci
+from scalestudy.model import Study, base_series
+from scalestudy.study.points import point_for
+
+
+def point_layout(study: Study, series: str, n: int) -> dict:
+    """Where a point of a series runs: nodes, processes per node, threads each, GPUs per
+    node (a series split by provenance runs as its configured series)."""
+    point = point_for(study, n, base_series(series))
+    return {"nodes": point.nodes, "tasks_per_node": point.tasks_per_node,
+            "threads": point.threads, "gpus_per_node": point.gpus_per_node}  # fmt: skip
+
+
+def layout(study: Study, cell: pd.Series) -> dict:
+    """A summary row's point and where it ran."""
+    series = cell["series"] if isinstance(cell["series"], str) else ""
+    return {"point": cell["point"], "series": series} | point_layout(study, series, int(cell["n"]))
+
+
+def best_layouts(
+    summary: pd.DataFrame, usable: pd.DataFrame, time_col: str, study: Study
+) -> list[dict]:
+    """For every total N that two or more layouts (points of different series) ran: the
+    fastest, and each other layout's time against it."""
+    times = pd.to_numeric(usable[time_col], errors="coerce")
+    by_point = {p: t.dropna().to_numpy() for p, t in times.groupby(usable["point"])}
+    found = []
+    # only the totals of several points (a study of one series has none)
+    shared = summary[summary.duplicated("n", keep=False)]
+    for n, cells in shared.groupby("n", sort=True):
+        cells = cells[cells["point"].map(lambda p: by_point.get(p, np.array([])).size > 0)]
+        if len(cells) < 2:
+            continue
+        medians = cells["point"].map(lambda p: float(np.median(by_point[p])))
+        best = cells.loc[medians.idxmin()]
+        others = []
+        for _, cell in cells.drop(index=medians.idxmin()).iterrows():
+            ratio, lo, hi = ratio_ci(by_point[cell["point"]], by_point[best["point"]])
+            others.append(layout(study, cell) | {
+                "time_s": float(np.median(by_point[cell["point"]])),
+                "ratio": ratio, "lo": lo, "hi": hi, "told_apart": bool(lo > 1),
+            })  # fmt: skip
+        others.sort(key=lambda o: o["ratio"])
+        found.append({
+            "n": int(n),
+            "best": layout(study, best) | {"time_s": float(medians.min())},
+            "others": others,
+        })  # fmt: skip
+    return found
+
+
+def grid_value(lay: dict, key: str) -> int:
+    """A layout's value of one grid key."""
+    if key == "processes_per_node":
+        return lay["tasks_per_node"]
+    if key == "gpus_per_process":
+        return lay["gpus_per_node"] // lay["tasks_per_node"]
+    return lay[key]
+
+
+def grid_cells(study: Study, summary: pd.DataFrame, best: list[dict]) -> dict | None:
+    """A grid study's cells as the rows and columns of its heat map: one row per value of
+    the grid's first key (a series), one column per value of the second, each with its
+    point, total N, median time, efficiency against the grid's one base case (the
+    fastest cell of the smallest total), and whether it is its total's best."""
+    grid = study.scaling.grid
+    if not grid:
+        return None
+    (line_key, lines), (along_key, along) = grid.items()
+    fastest = {b["best"]["point"] for b in best}
+    # one base case for the whole grid (each line's series has its own): the fastest
+    # cell of the smallest total; efficiency = t_base x N_base / (t x N)
+    timed = summary[pd.to_numeric(summary["time_s"], errors="coerce") > 0]
+    smallest = timed[timed["n"] == timed["n"].min()]
+    base = smallest.loc[smallest["time_s"].astype(float).idxmin()] if len(smallest) else None
+    cells = {}
+    for _, row in summary.iterrows():
+        lay = layout(study, row)
+        efficiency = None
+        if base is not None and pd.notna(row["time_s"]) and row["time_s"] > 0:
+            efficiency = base["time_s"] * base["n"] / (row["time_s"] * row["n"])
+        cells[(grid_value(lay, line_key), grid_value(lay, along_key))] = {
+            "point": row["point"], "n": int(row["n"]), "time_s": row["time_s"],
+            "efficiency": efficiency, "best": row["point"] in fastest,
+        }  # fmt: skip
+    empty = {"point": None, "n": None, "time_s": None, "efficiency": None, "best": False}
+    return {
+        "line_key": line_key,
+        "along_key": along_key,
+        "base": None if base is None else base["point"],
+        "columns": list(along),
+        "rows": [{"value": v, "cells": [cells.get((v, w), empty) for w in along]} for v in lines],
+    }

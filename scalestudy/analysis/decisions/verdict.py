@@ -1,0 +1,266 @@
+"""Is the GPU worth it? CPU and GPU times per problem size, turned into words.
+
+Inputs, per problem size (any orderable number: matrix size, samples, ...):
+  cpu: {size: [(threads, time_s, su_per_result), ...]}   every CPU point measured
+  gpu: {size: (time_s, su_per_result)}                    the GPU point
+`from_frame` builds both from a DataFrame with columns series ("cpu"/"gpu"),
+size, n (threads or GPUs), time_s, cores, gpus and su (or a cost to price them:
+several rows per point are repeats: their median is used; with several GPU points
+at a size, the fastest is the GPU point).
+
+Two figures, two bases, both stated in the report: `time_s` is the time the study's
+speedups use (its `time`: whole job, training only or steady epoch), which says
+which point is faster; SU per result are priced by scalestudy.analysis.cost.cost on whole-job
+(wall) time per result, what the allocation is charged, as the summary's `su` is
+(its own series' weights and its partition's). A "result" is whatever one timed
+run produces (one batch of solves, one training run): the sizes' times must be per
+result for the comparison to mean anything.
+
+Two CPU points matter at each size: the fastest (the time to beat) and the
+cheapest in SU per result (the cost to beat; often the fewest threads, since
+parallel efficiency is below 1). "Best CPU point" in the verdict's words is the
+cheapest one, because the verdict is about what a result costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from scalestudy.analysis.cost.cost import SECONDS_PER_HOUR, Cost
+
+CpuPoints = Mapping[float, Sequence[tuple[int, float, float]]]
+GpuPoints = Mapping[float, tuple[float, float]]
+
+
+def fastest(points: Sequence[tuple[int, float, float]]) -> tuple[int, float, float]:
+    """The CPU point with the shortest time (fewer threads on a tie)."""
+    return min(points, key=lambda p: (p[1], p[0]))
+
+
+def cheapest(points: Sequence[tuple[int, float, float]]) -> tuple[int, float, float]:
+    """The CPU point with the lowest SU per result (shorter time on a tie)."""
+    return min(points, key=lambda p: (p[2], p[1]))
+
+
+def common_sizes(cpu: CpuPoints, gpu: GpuPoints) -> list:
+    return sorted(s for s in gpu if cpu.get(s))
+
+
+def crossover_size(cpu: CpuPoints, gpu: GpuPoints, sustained: bool = True):
+    """The smallest measured size at which the GPU point is faster than the fastest CPU
+    point, or None. With `sustained` (default) the GPU must also be faster at every
+    larger measured size, so that one noisy small size does not count as a crossover.
+
+    No interpolation: the answer is a size that was measured. Times between sizes are
+    rarely linear (caches, kernel choices), and an interpolated size would be a claim
+    no run supports; measure more sizes to narrow it down.
+    """
+    sizes = common_sizes(cpu, gpu)
+    faster = [gpu[s][0] < fastest(cpu[s])[1] for s in sizes]
+    for i, size in enumerate(sizes):
+        if faster[i] and (not sustained or all(faster[i:])):
+            return size
+    return None
+
+
+def break_even(cpu_best_su: float, gpu_su_rate: float, cpu_time_s: float) -> float:
+    """Speedup over a CPU point taking `cpu_time_s` per result that the GPU needs for its
+    result to cost `cpu_best_su` SU, given the GPU job's SU per hour `gpu_su_rate`
+    ((core_weight x cores + gpu_weight x gpus) of the GPU job).
+
+    The GPU costs cpu_best_su when its time is cpu_best_su / gpu_su_rate hours, so the
+    speedup needed is cpu_time_s / that time. Against the same CPU point it is the ratio
+    of SU rates: a 1-core + 1-GPU job at weights 1 and 2 (3 SU/h) against 4 cores
+    (4 SU/h) needs 0.75x, against 1 core 3x.
+    """
+    if cpu_best_su <= 0 or gpu_su_rate <= 0 or cpu_time_s <= 0:
+        raise ValueError("SU, SU rate and time must be positive")
+    gpu_time_at_break_even_s = cpu_best_su / gpu_su_rate * SECONDS_PER_HOUR
+    return cpu_time_s / gpu_time_at_break_even_s
+
+
+def compare_size(size, cpu_points, gpu_point) -> dict:
+    """The figures of one size. A point may carry its series' name (CPU: (threads, time,
+    su, name); GPU: (time, su, name)): the verdict names it; and after it why the point
+    is unstable ("" if it is not): the verdict says so (unstable_points).
+
+    The break-even speedup assumes the GPU's SU per result shrink with its time:
+    speedup x gpu_su / best_cpu_su, which is `break_even` when times and SU share one
+    basis, and stays right when the times are training times and the SU whole-job."""
+    gpu_time, gpu_su = gpu_point[:2]
+    fast, cheap = fastest(cpu_points), cheapest(cpu_points)
+    fast_threads, fast_time, fast_su = fast[:3]
+    cheap_threads, cheap_time, cheap_su = cheap[:3]
+    if cheap_su <= 0 or gpu_su <= 0 or gpu_time <= 0:
+        raise ValueError("SU and times must be positive")
+    speedup = fast_time / gpu_time
+    return {
+        "size": size,
+        "gpu_series": gpu_point[2] if len(gpu_point) > 2 else None,
+        "fastest_cpu_series": fast[3] if len(fast) > 3 else None,
+        "best_cpu_series": cheap[3] if len(cheap) > 3 else None,
+        "gpu_time_s": gpu_time,
+        "gpu_su": gpu_su,
+        "fastest_cpu_threads": fast_threads,
+        "fastest_cpu_time_s": fast_time,
+        "fastest_cpu_su": fast_su,
+        "best_cpu_threads": cheap_threads,
+        "best_cpu_time_s": cheap_time,
+        "best_cpu_su": cheap_su,
+        "speedup": speedup,
+        # speedup over the fastest CPU point that makes the GPU cost what the cheapest does
+        "break_even_speedup": speedup * gpu_su / cheap_su,
+        "gpu_faster": gpu_time < fast_time,
+        "gpu_cheaper": gpu_su <= cheap_su,
+    }
+
+
+def _su(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def _threads(n: int) -> str:
+    return f"{n} thread" + ("" if n == 1 else "s")
+
+
+def _named(row: dict) -> str:
+    return f" (series {row['gpu_series']})" if row.get("gpu_series") else ""
+
+
+def unstable_points(cpu_points, gpu_point) -> list[str]:
+    """The points of one size a verdict rests on (the GPU point, the fastest and the
+    cheapest CPU point) whose repeats disagree, each with why (the reason from_frame
+    gives a point, after its name; scalestudy.analysis.stats.intervals judges it)."""
+    found = []
+    if len(gpu_point) > 3 and gpu_point[3]:
+        series = f" of series {gpu_point[2]}" if gpu_point[2] else ""
+        found.append(f"the GPU point{series} ({gpu_point[3]})")
+    fast, cheap = fastest(cpu_points), cheapest(cpu_points)
+    for what, point in (("fastest", fast), ("cheapest", cheap)):
+        if len(point) > 4 and point[4] and not (what == "cheapest" and point == fast):
+            found.append(f"the {what} CPU point ({_threads(point[0])}: {point[4]})")
+    return found
+
+
+def gpu_verdict(
+    cpu: CpuPoints, gpu: GpuPoints, sustained: bool = True, size_param: str | None = "size"
+) -> dict:
+    """Per-size comparison, the crossover, and the verdict in words.
+
+    The GPU is "worth it" at a size where it is faster than the fastest CPU point and
+    its SU per result is no higher than the cheapest CPU point's; `worth_it_size` is
+    the smallest such size (with `sustained`, it stays worth it at every larger one).
+    `size_param` names the sizes in the words ("size 256"); None: the study has one
+    problem size (no size parameter), which the words call so. The verdict says when a
+    point it rests on is unstable.
+    """
+
+    def at(size) -> str:
+        return f"at {size_param} {size}" if size_param else "at the study's one problem size"
+
+    sizes = common_sizes(cpu, gpu)
+    if not sizes:
+        raise ValueError("no problem size was measured on both the CPU and the GPU")
+    rows = [compare_size(s, cpu[s], gpu[s]) for s in sizes]
+    worth = [r["gpu_faster"] and r["gpu_cheaper"] for r in rows]
+    worth_size = next(
+        (r["size"] for i, r in enumerate(rows) if worth[i] and (not sustained or all(worth[i:]))),
+        None,
+    )
+    crossover = crossover_size(cpu, gpu, sustained)
+    if worth_size is not None:
+        r = rows[sizes.index(worth_size)]
+        text = (
+            f"GPU worth it {at(worth_size)}{_named(r)}: SU per result {_su(r['gpu_su'])} vs "
+            f"{_su(r['best_cpu_su'])} (best CPU point: {_threads(r['best_cpu_threads'])}), "
+            f"{r['speedup']:.3g}x faster than the fastest CPU point "
+            f"({_threads(r['fastest_cpu_threads'])})"
+        )
+    elif crossover is not None:
+        r = rows[sizes.index(crossover)]
+        # the largest size from the crossover on where the GPU costs more: what stops it
+        dear = [row for row in rows[sizes.index(crossover) :] if not row["gpu_cheaper"]][-1]
+        text = (
+            f"GPU faster {f'from {size_param} {crossover}' if size_param else at(crossover)}"
+            f"{_named(r)} "
+            f"({r['speedup']:.3g}x the fastest CPU point, {_threads(r['fastest_cpu_threads'])}) "
+            f"but not cheaper {at(dear['size']) if size_param else 'there'}: "
+            f"SU per result {_su(dear['gpu_su'])} vs "
+            f"{_su(dear['best_cpu_su'])} (best CPU point: "
+            f"{_threads(dear['best_cpu_threads'])}); it needs "
+            f"{dear['break_even_speedup']:.3g}x there to break even and has "
+            f"{dear['speedup']:.3g}x. Worth it only when time to result matters more than SU"
+        )
+    else:
+        r = rows[-1]
+        where = (
+            f"at any measured {size_param} (up to {r['size']}): {at(r['size'])}"
+            if size_param
+            else f"{at(r['size'])}:"
+        )
+        text = (
+            f"GPU not worth it {where} SU per result {_su(r['gpu_su'])} vs "
+            f"{_su(r['best_cpu_su'])} (best CPU point: "
+            f"{_threads(r['best_cpu_threads'])}), {r['speedup']:.3g}x the fastest CPU point's "
+            f"speed where {r['break_even_speedup']:.3g}x would break even"
+        )
+    named = [r] if worth_size is not None or crossover is None else [r, dear]
+    shaky = list(
+        dict.fromkeys(
+            p for row in named for p in unstable_points(cpu[row["size"]], gpu[row["size"]])
+        )
+    )
+    if shaky:
+        text += (
+            f". It rests on {'an unstable point' if len(shaky) == 1 else 'unstable points'}, "
+            f"whose repeats disagree: {'; '.join(shaky)}; more repeats could "
+            "change it"
+        )
+    return {
+        "worth_it": worth_size is not None,
+        "worth_it_size": worth_size,
+        "crossover_size": crossover,
+        "sizes": rows,
+        "verdict": text,
+    }
+
+
+def from_frame(df, cost: Cost | None = None) -> tuple[dict, dict]:
+    """(cpu, gpu) inputs of gpu_verdict from a DataFrame with columns series ("cpu" or
+    "gpu"), size, n, time_s, cores, gpus, and optionally name (the study's series):
+    rows of one (series, name, size, n) are repeats and give their median; points of
+    different names are kept apart (three input pipelines on one GPU are three GPU
+    points, not one), and each point carries its name.
+
+    SU per result: the frame's `su` column (SU per run, already priced, e.g. the
+    summary's) where it has one, else `cost` prices whole-job time per result, the
+    `wall_s` column (`time_s` in a frame without one: its times are then whole-job
+    times) on the `partition` column's partition, if any. An `unstable` column (why a
+    point's repeats disagree, "" where they agree) goes with each point to the verdict."""
+    missing = {"series", "size", "n", "time_s", "cores", "gpus"} - set(df.columns)
+    if missing:
+        raise ValueError(f"missing columns: {sorted(missing)}")
+    bad = set(df["series"]) - {"cpu", "gpu"}
+    if bad:
+        raise ValueError(f"series must be 'cpu' or 'gpu', not {sorted(bad)}")
+    df = df.assign(name=df["name"] if "name" in df else df["series"])
+    if "su" not in df:
+        if cost is None:
+            raise ValueError("SU per result need an `su` column or a cost to price them")
+        df = df.assign(su=cost.su_of(df))
+    unstable = "unstable" in df  # each point's reason, after its name
+    points = df.groupby(["series", "name", "size", "n"], as_index=False, sort=False).agg(
+        time_s=("time_s", "median"),
+        su=("su", "median"),
+        **({"unstable": ("unstable", "first")} if unstable else {}),
+    )
+    cpu: dict = {}
+    gpu: dict = {}
+    for row in points.itertuples(index=False):
+        time_s, su = float(row.time_s), float(row.su)
+        why = (row.unstable,) if unstable else ()
+        if row.series == "cpu":
+            cpu.setdefault(row.size, []).append((int(row.n), time_s, su, row.name, *why))
+        elif row.size not in gpu or time_s < gpu[row.size][0]:
+            gpu[row.size] = (time_s, su, row.name, *why)
+    return cpu, gpu

@@ -1,0 +1,452 @@
+"""Does the answer still hold? A study against an earlier run of it (`baseline:`): per
+point, whole curve, fitted models, the answer and the two fingerprints
+(results/<study>/baseline.json and the report's section). Pure functions on the runs
+tables and the two analyses; every random draw comes from ``np.random.default_rng``.
+
+Statistical choices, and why:
+
+* A point's change is its ratio of medians now / baseline with the Welch
+  interval on log times of `intervals.ratio_ci` (ratios of single runs are never
+  averaged). A change is called only when the 95 % interval
+  excludes 1 AND the ratio lies beyond 1 +- `baseline_tolerance` (an interval alone
+  calls 1 % differences of tight runs, which nobody acts on; asv, too, asks for both)
+  AND Welch's t-test on the log times gives p below 0.05 / k over the k points
+  compared. Why the test: the bootstrap median of 3-5 runs can only be one of those
+  runs, so its interval is too narrow; with the interval and the tolerance alone, 8 %
+  of unchanged points (3 runs) and 14 % of unchanged 5-point studies (5 runs) were
+  called changed (benchmarks/baseline_calls.py); the test, Bonferroni over the points,
+  keeps a study's false alarms under 5 %.
+* The speedup curves differ when at some N the speedup ratio (now / baseline, four
+  medians, each sample resampled on its own) has a Bonferroni interval (level
+  1 - 0.05 / k over k points) that excludes 1, beyond the tolerance, and the t-test of
+  the log speedup ratio (four samples, Welch-Satterthwaite) gives p below 0.05 / k:
+  one test over all points at 5 %, and a uniform slow-down (every point 10 % slower) leaves the
+  curve, and the answer, alone. The times' own overall test is the stratified
+  permutation test of `comparison.compare_series`.
+* The models differ where a parameter's 95 % intervals (analysis/stats/models.py) of the
+  same model do not overlap: conservative, as the report says.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scalestudy.analysis.cost.cost import within_budget
+from scalestudy.analysis.stats.comparison import compare_series
+from scalestudy.analysis.stats.intervals import LEVEL, _boot_medians, _finite, ratio_ci
+from scalestudy.analysis.stats.predictions import usable_runs
+from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.contract import Analysis, earlier_analysis
+from scalestudy.model import Study
+from scalestudy.paths import BASELINE_FILES
+from scalestudy.records import RecordError, finite
+from scalestudy.sections.baseline.contract import NO_CHANGE, AnswerChange, ModelChange
+from scalestudy.study.baseline import runs_csv_text
+
+N_BOOT = 2000
+# The fingerprint: label -> the runs table's column (a record's environment field under
+# its own name; tables.PARTS: env_ before it where another part took the name)
+FINGERPRINT = {
+    "cluster": "slurm_cluster",
+    "partition": "partition",
+    "hosts": "host",
+    "nodes": "nodes",
+    "cpu": "cpu_model",
+    "gpu": "gpu_models",
+    "python": "python",
+    "pytorch": "torch",
+    "cuda": "cuda",
+    "driver": "gpu_driver",
+    "workflow commit": "workflow_commit",
+}
+
+
+def distinct(runs: pd.DataFrame, column: str) -> str:
+    """The distinct values of a column over the runs, comma-separated, in order."""
+    if column not in runs and f"env_{column}" in runs:
+        column = f"env_{column}"
+    if column not in runs:
+        return ""
+    values: list[str] = []
+    for v in runs[column].dropna():
+        v = v.item() if hasattr(v, "item") else v
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)  # a CSV read back gives 2.0 nodes: said as 2
+        for part in str(v).split(","):
+            if part and part not in values:
+                values.append(part)
+    return ", ".join(values)
+
+
+def fingerprint(study: Study, runs: pd.DataFrame) -> dict[str, str]:
+    """Where and with what the study's runs ran (the values its runs hold, distinct, in
+    order; "" where none says), and the workload with its parameters."""
+    found = {label: distinct(runs, column) for label, column in FINGERPRINT.items()}
+    if "workflow_dirty" in runs and runs["workflow_dirty"].astype(str).eq("True").any():
+        found["workflow commit"] += " (with uncommitted changes)"
+    found["workload"] = study.workload or f"measured: {study.measured}"
+    found["parameters"] = json.dumps(study.params, sort_keys=True)
+    return found
+
+
+def times_by_point(runs: pd.DataFrame, column: str) -> dict[tuple[str, int], np.ndarray]:
+    """Each point's times of its successful runs, keyed by (series, N)."""
+    ok = runs[(runs["status"] == "ok")]
+    if "series" in ok:  # a CSV read back gives NaN for a study without series
+        series = ok["series"].astype("string").fillna("")
+    else:
+        series = pd.Series("", index=ok.index)
+    out: dict[tuple[str, int], np.ndarray] = {}
+    for (s, n), times in pd.to_numeric(ok[column], errors="coerce").groupby([series, ok["n"]]):
+        x = _finite(times)
+        if x.size:
+            out[(str(s), int(n))] = x
+    return out
+
+
+def _change(ratio: float, lo: float, hi: float, tolerance: float) -> str:
+    if math.isfinite(lo) and lo > 1 and ratio > 1 + tolerance:
+        return "slower"
+    if math.isfinite(hi) and hi < 1 and ratio < 1 - tolerance:
+        return "faster"
+    return NO_CHANGE
+
+
+def log_contrast_p(samples: list[np.ndarray], signs: list[int]) -> float:
+    """Two-sided p of a Welch-type t-test that sum(sign x mean log time) is 0: for two
+    samples Welch's test, for four the log of a speedup ratio (Welch-Satterthwaite
+    degrees of freedom). nan when a sample has fewer than 2 runs."""
+    if any(x.size < 2 or np.any(x <= 0) for x in samples):
+        return math.nan
+    from scipy.stats import t as student  # here: scipy.stats costs ~1 s of an import
+
+    logs = [np.log(x) for x in samples]
+    shares = [float(np.var(v, ddof=1)) / v.size for v in logs]
+    spread = sum(shares)
+    if spread <= 0:
+        return math.nan
+    contrast = sum(s * float(v.mean()) for s, v in zip(signs, logs, strict=True))
+    df = spread**2 / sum(w**2 / (v.size - 1) for w, v in zip(shares, logs, strict=True))
+    return float(2 * student.sf(abs(contrast) / math.sqrt(spread), df))
+
+
+def point_changes(now: dict, was: dict, tolerance: float, seed: int = 0) -> list[dict]:
+    """Per (series, N) measured in both: time ratio now / baseline, its 95 % interval,
+    Welch's p and the change called (module docstring)."""
+    points = []
+    common = sorted(set(now) & set(was))
+    alpha = (1 - LEVEL) / max(len(common), 1)
+    for key in common:
+        ratio, lo, hi = ratio_ci(now[key], was[key])
+        p = log_contrast_p([now[key], was[key]], [1, -1])
+        change = _change(ratio, lo, hi, tolerance) if p < alpha else NO_CHANGE
+        points.append(
+            {
+                "series": key[0],
+                "n": key[1],
+                "ratio": finite(ratio),
+                "lo": finite(lo),
+                "hi": finite(hi),
+                "p_value": finite(p),
+                "alpha": alpha,
+                "change": change,
+                "runs_now": int(now[key].size),
+                "runs_baseline": int(was[key].size),
+                "time_now_s": float(np.median(now[key])),
+                "time_baseline_s": float(np.median(was[key])),
+            }
+        )
+    return points
+
+
+def speedups(times: dict, series: str, base_n: int, seed: int = 0) -> list[dict]:
+    """A series' speedups against base_n with their 95 % intervals (for the figure)."""
+    base = times.get((series, base_n))
+    out = []
+    for (s, n), x in sorted(times.items()):
+        if s != series or base is None:
+            continue
+        value, lo, hi = ratio_ci(base, x)
+        out.append({"n": n, "speedup": finite(value), "lo": finite(lo), "hi": finite(hi)})
+    return out
+
+
+def curve_change(
+    now: dict, was: dict, series: str, base_n: int, tolerance: float, seed: int = 0
+) -> dict:
+    """Do the speedup curves differ? Per N: speedup now / speedup baseline with a
+    Bonferroni bootstrap interval over the k points compared; they differ where one
+    interval excludes 1 beyond the tolerance (module docstring)."""
+    keys = sorted(n for s, n in set(now) & set(was) if s == series and n != base_n)
+    if (series, base_n) not in now or (series, base_n) not in was or not keys:
+        return {
+            "series": series,
+            "base_n": base_n,
+            "differ": False,
+            "tested": False,
+            "level": LEVEL,
+            "points": [],
+            "note": f"N = {base_n} (the base) or another common N is missing: not compared",
+        }
+    level = 1 - (1 - LEVEL) / len(keys)
+    rng = np.random.default_rng(seed)
+    b_now, b_was = now[(series, base_n)], was[(series, base_n)]
+    few = b_now.size < 2 or b_was.size < 2
+    boot_base_now = None if few else _boot_medians(b_now, N_BOOT, rng)
+    boot_base_was = None if few else _boot_medians(b_was, N_BOOT, rng)
+    points, differ = [], False
+    for n in keys:
+        x_now, x_was = now[(series, n)], was[(series, n)]
+        value = (np.median(b_now) / np.median(x_now)) / (np.median(b_was) / np.median(x_was))
+        lo = hi = math.nan
+        if not few and x_now.size > 1 and x_was.size > 1:
+            boot = (boot_base_now / _boot_medians(x_now, N_BOOT, rng)) / (
+                boot_base_was / _boot_medians(x_was, N_BOOT, rng)
+            )
+            lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+        p = log_contrast_p([b_now, x_now, b_was, x_was], [1, -1, -1, 1])
+        called = p < 1 - level and _change(value, lo, hi, tolerance) != NO_CHANGE
+        differ |= called
+        points.append(
+            {
+                "n": n,
+                "ratio": finite(value),
+                "lo": finite(lo),
+                "hi": finite(hi),
+                "p_value": finite(p),
+                "differs": bool(called),
+            }
+        )
+    return {
+        "series": series,
+        "base_n": base_n,
+        "differ": bool(differ),
+        "tested": True,
+        "level": level,
+        "points": points,
+        "note": "",
+    }
+
+
+def model_changes(now: Analysis, was: dict) -> list[ModelChange]:
+    """The selected model's parameters now and in the baseline's fit of the same model,
+    and whether their 95 % intervals are apart."""
+    out = []
+    old = {s.get("series"): s for s in was.get("series", [])}
+    for fit in now.series:
+        base = old.get(fit.series)
+        if base is None or fit.selected is None:
+            continue
+        mine = next((f for f in fit.fits if f.name == fit.selected and f.ok), None)
+        theirs = next((f for f in base.get("fits", []) if f.get("name") == fit.selected), None)
+        if mine is None or theirs is None or not theirs.get("ok"):
+            continue
+        for p, value in mine.params.items():
+            lo, hi = (mine.param_ci.get(p) or (None, None))[:2]
+            b_lo, b_hi = (theirs.get("param_ci", {}).get(p) or (None, None))[:2]
+            known = None not in (lo, hi, b_lo, b_hi)
+            apart = bool(known and (hi < b_lo or b_hi < lo))
+            was = theirs["params"].get(p)
+            out.append(
+                ModelChange(fit.series, fit.selected, p, value, lo, hi, was, b_lo, b_hi, apart)
+            )
+    return out
+
+
+def _said(n, decided, one: str, several: str) -> str:
+    if n is None:
+        return "no answer"
+    how = {True: "decided", False: "not decided"}.get(decided, "not judged")
+    return f"ask for {n} {one if n == 1 else several} ({how})"
+
+
+def answer_change(now: Analysis, was: dict) -> list[AnswerChange]:
+    """Per series, the answer then and now, said plainly."""
+    facts = now.findings.study
+    old = {a.get("series"): a for a in was.get("findings", {}).get("answers", [])}
+    out = []
+    for answer in now.findings.answers:
+        then = old.get(answer.series, {})
+        was_n, was_decided = then.get("worth_n"), then.get("decided")
+        was_text = _said(was_n, was_decided, facts.unit_one, facts.unit)
+        now_text = _said(answer.worth_n, answer.decided, facts.unit_one, facts.unit)
+        same = was_n == answer.worth_n
+        text = f"unchanged: {now_text}" if same else f"was: {was_text}; now: {now_text}"
+        if same and was_decided != answer.decided:
+            text = f"unchanged: was {was_text}, now {now_text}"
+        now = (answer.worth_n, answer.decided)
+        out.append(AnswerChange(answer.series, was_n, was_decided, *now, same, text))
+    return out
+
+
+def fingerprint_changes(now: dict, was: dict | None) -> tuple[list[dict], str]:
+    """What differs between the two fingerprints, and a note when the baseline's is
+    unknown (records and analyses made before fingerprints)."""
+    if was is None:
+        return [], "the baseline's environment is unknown (its analysis has no fingerprint)"
+    differ = [
+        {"key": k, "baseline": was.get(k, ""), "now": now.get(k, "")}
+        for k in now
+        if was.get(k, "") != now.get(k, "")
+    ]
+    return differ, ""
+
+
+def read_runs_csv(path: str | Path) -> pd.DataFrame:
+    """A kept runs table (a baseline's, an archive's), checked whole as the config
+    check reads it (scalestudy.study.baseline.runs_csv_text: RecordError names the
+    file and line)."""
+    return pd.read_csv(io.StringIO(runs_csv_text(Path(path))))
+
+
+def read_baseline(folder: str | Path) -> tuple[pd.DataFrame, dict]:
+    """The baseline's runs table and analysis (as JSON: an older one need not match the
+    contract), read as the config check read them before any job. RecordError names
+    the file and line of a broken one."""
+    folder = Path(folder)
+    runs, analysis = BASELINE_FILES
+    return read_runs_csv(folder / runs), earlier_analysis(folder / analysis)
+
+
+def compare(
+    study: Study, runs: pd.DataFrame, analysis: Analysis, folder: str | Path, seed: int = 0
+) -> dict:
+    """The study (its runs table and analysis) against the baseline in `folder`, as
+    baseline.json holds it (plain JSON values)."""
+    old_runs, old = read_baseline(folder)
+    column = TIME_COLUMNS[study.time]
+    if column not in old_runs:
+        raise RecordError(f"baseline {folder}: its runs.csv has no {column} (time: {study.time})")
+    # the runs that measure a point, as the speedups take them (no failed, mismatched
+    # or disturbed ones), on both sides
+    now_t = times_by_point(usable_runs(runs, study), column)
+    was_t = times_by_point(usable_runs(old_runs, study), column)
+    tolerance = study.baseline_tolerance
+    points = point_changes(now_t, was_t, tolerance, seed)
+    curves, shown = [], []
+    for fit in analysis.series:
+        series = fit.series or ""
+        base_n = (
+            fit.base_n
+            if fit.base_n is not None
+            else min((n for s, n in now_t if s == series), default=None)
+        )
+        if base_n is None:
+            continue
+        curve = curve_change(now_t, was_t, series, base_n, tolerance, seed)
+        a = {n: x for (s, n), x in was_t.items() if s == series}
+        b = {n: x for (s, n), x in now_t.items() if s == series}
+        times = compare_series(a, b, seed=seed)
+        curve["times_p_value"] = finite(times["p_value"])
+        curve["times_method"] = times["method"] or times.get("note", "")
+        curves.append(curve)
+        shown.append(
+            {
+                "series": series,
+                "now": speedups(now_t, series, base_n, seed),
+                "baseline": speedups(was_t, series, base_n, seed),
+            }
+        )
+    now_fp = analysis.findings.fingerprint
+    was_fp = old.get("findings", {}).get("fingerprint")
+    differences, fp_note = fingerprint_changes(now_fp, was_fp)
+    facts = old.get("findings", {}).get("study", {})
+    across = [
+        k
+        for k in ("workload", "params")
+        if facts
+        and facts.get(k)
+        != json.loads(json.dumps({"workload": study.workload, "params": study.params}))[k]
+    ]
+    called = [p for p in points if p["change"] != NO_CHANGE]
+    said = [
+        f"{p['change']} at N = {p['n']}{' (' + p['series'] + ')' if p['series'] else ''}: "
+        f"{p['ratio']:.2f}x the baseline's time [{p['lo']:.2f}, {p['hi']:.2f}]"
+        for p in called
+    ] or [
+        f"no point called slower or faster (beyond {tolerance:.0%}, by the interval and the test)"
+    ]
+    return {
+        "baseline": str(folder),
+        "tolerance": tolerance,
+        "points": points,
+        "only_now": sorted({n for s, n in set(now_t) - set(was_t)}),
+        "only_baseline": sorted({n for s, n in set(was_t) - set(now_t)}),
+        "curves": curves,
+        "speedups": shown,
+        "models": model_changes(analysis, old),
+        "answers": answer_change(analysis, old),
+        "fingerprint": {
+            "now": now_fp,
+            "baseline": was_fp,
+            "differences": differences,
+            "note": fp_note,
+        },
+        "across": across,
+        "said": said,
+    }
+
+
+# runs an adaptive study adds at a point whose comparison is undecided, per round
+UNDECIDED_RUNS = 2
+
+
+def undecided_points(now: dict, was: dict, tolerance: float) -> dict[int, str]:
+    """N -> why the comparison with the baseline is undecided there: no change called,
+    yet the ratio's 95 % interval is not inside 1 +- tolerance (more runs can tell
+    whether the point changed beyond the tolerance). Keys: (series, N) as times_by_point."""
+    found = {}
+    for p in point_changes(now, was, tolerance):
+        if p["change"] != NO_CHANGE:
+            continue
+        lo, hi = p["lo"], p["hi"]
+        if lo is not None and hi is not None and lo >= 1 - tolerance and hi <= 1 + tolerance:
+            continue  # settled: no change beyond the tolerance
+        shown = (
+            "no interval" if lo is None or hi is None else f"{p['ratio']:.2f} [{lo:.2f}, {hi:.2f}]"
+        )
+        found[p["n"]] = (
+            f"the comparison with the baseline is undecided at N = {p['n']} "
+            f"(time ratio {shown}, tolerance {tolerance:.0%})"
+        )
+    return found
+
+
+def runs_for_comparison(plan: dict, now: dict, was: dict, study: Study, su_per_run: dict) -> dict:
+    """An adaptive round plan (analysis.adaptive.next_round, keyed by N) with runs added
+    where the comparison with the baseline is undecided: UNDECIDED_RUNS a round, up to
+    max_repeats, within the budget and max_rounds. A plan stopped as decided goes on
+    for them; one stopped by its budget or limits stays stopped."""
+    stopped = plan.get("stop")
+    if stopped and stopped["reason"] != "decided":
+        return plan
+    adaptive = study.adaptive
+    if plan["round"] > adaptive.max_rounds:
+        return plan
+    added, why = dict(plan["added"]), dict(plan["why"])
+    round_su = plan["round_su"]
+    for n, reason in undecided_points(now, was, study.baseline_tolerance).items():
+        have = plan["totals"].get(n, 0)
+        extra = min(UNDECIDED_RUNS, adaptive.max_repeats - have) - added.get(n, 0)
+        cost = extra * su_per_run.get(n, math.inf)
+        if extra <= 0 or not within_budget(plan["spent_su"] + round_su + cost, study.budget_su):
+            continue
+        added[n] = added.get(n, 0) + extra
+        why.setdefault(n, reason)
+        round_su += cost
+    if added == plan["added"]:
+        return plan
+    totals = {n: plan["totals"].get(n, 0) + k for n, k in added.items()}
+    return plan | {
+        "added": added,
+        "why": why,
+        "round_su": round_su,
+        "stop": None,
+        "totals": plan["totals"] | totals,
+    }

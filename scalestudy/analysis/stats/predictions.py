@@ -1,0 +1,320 @@
+"""From a study's summary to what it predicts and recommends: validity gates, scaling
+models, extrapolation, the recommendation and the comparison of series.
+
+Everything here is written to results/{study}/analysis.json, which the figures and
+the report read; the statistics themselves live in scalestudy.analysis.stats.models
+(fits), scalestudy.analysis.decisions.recommendation (what N to ask for) and
+scalestudy.analysis.stats.comparison (series).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields
+
+import numpy as np
+import pandas as pd
+
+from scalestudy.analysis.cost.cost import Cost
+from scalestudy.analysis.decisions import verdict
+from scalestudy.analysis.decisions.layouts import best_layouts
+from scalestudy.analysis.decisions.recommendation import decision, recommend, step_intervals
+from scalestudy.analysis.stats import comparison, models
+from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.contract import Fit
+from scalestudy.model import Study
+
+# Where a run happened, as far as it changes its speed. Runs of one series must agree
+# on all of them before their times enter one fit.
+PROVENANCE = {
+    "cpu_model": "CPU",
+    "gpu_models": "GPU model",
+    "torch": "PyTorch",
+    "python": "Python",
+    "cuda": "CUDA",
+    "workflow_commit": "workflow commit",
+}
+EXTRAPOLATE_FACTOR = 2.0  # predictions reach this many times the largest measured N
+GRID_POINTS = 80
+
+
+def jsonable(value):
+    """Plain JSON values: numpy scalars become Python ones, NaN and inf become None."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | np.ndarray):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.bool_ | bool):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(value) else None
+    return value
+
+
+def provenance_differences(runs: pd.DataFrame) -> dict[str, list[str]]:
+    """Fields of PROVENANCE on which the successful runs disagree, with their values."""
+    ok = runs[runs["status"] == "ok"]
+    differing = {}
+    for column, label in PROVENANCE.items():
+        if column not in ok:
+            continue
+        values = sorted({str(v) for v in ok[column].dropna() if str(v)})
+        if len(values) > 1:
+            differing[label] = values
+    return differing
+
+
+def split_by_provenance(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
+    """With `provenance: split`, give each combination of differing fields its own
+    series (e.g. "a [GPU model=A100]"); otherwise leave the runs as they are."""
+    if study.provenance != "split" or runs.empty:
+        return runs
+    runs = runs.copy()
+    for series, group in runs.groupby("series", sort=False):
+        differing = [c for c, label in PROVENANCE.items() if label in provenance_differences(group)]
+        if not differing:
+            continue
+        for i in group.index:
+            tag = ", ".join(f"{PROVENANCE[c]}={runs.at[i, c]}" for c in differing)
+            runs.at[i, "series"] = f"{series} [{tag}]".strip()
+    return runs
+
+
+def exclusion_reason(row: pd.Series, study: Study) -> str | None:
+    """Why a point stays out of the fits (None: it enters them)."""
+    if not np.isfinite(row["time_s"]):
+        status = str(row["status"])
+        return status if not status.startswith("ok") else "no usable time"
+    if row["unstable"] and not study.include_unstable:
+        return f"unstable: {row['unstable_reason']}"
+    return None
+
+
+def usable_runs(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
+    """The runs that may measure a point: good, given what they asked for (unless the
+    study takes mismatched ones), on CPUs nobody else used (unless it takes shared)."""
+    usable = runs[runs["status"] == "ok"]
+    if not study.include_mismatched:
+        usable = usable[~usable["mismatch"].astype(bool)]
+    if not study.include_shared and "disturbed" in usable:
+        usable = usable[usable["disturbed"].astype(object).fillna("") == ""]
+    return usable
+
+
+def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
+    """Validity gates, fits, extrapolation and the recommendation of one series."""
+    time_col = TIME_COLUMNS[study.time]
+    ns = sorted(int(n) for n in summary["n"])
+    base = study.base_n(ns)
+    excluded = {}
+    for _, row in summary.iterrows():
+        reason = exclusion_reason(row, study)
+        if reason:
+            excluded[row["point"]] = reason
+    eligible = summary[~summary["point"].isin(list(excluded))]
+    usable = usable_runs(runs[runs["point"].isin(eligible["point"])], study)
+    mixed = provenance_differences(usable)
+    rec = recommendation(summary, study)
+    # an adaptive study decided on every usable run, an unstable point's too
+    # (scalestudy.analysis.decisions.adaptive): its report shows the intervals that decided it
+    deciding = usable_runs(runs, study) if study.adaptive else usable
+    rec |= recommendation_decision(rec, summary, deciding, study, time_col, base)
+    result = {
+        "series": summary["series"].iloc[0],
+        "base_n": base,
+        "excluded": excluded,
+        "mixed_provenance": mixed,
+        "fits": [],
+        "selected": None,
+        "peak": None,
+        "curve": None,
+        "recommendation": rec,
+    }
+    if mixed:
+        result["fit_note"] = "not fitted: the runs differ in " + "; ".join(
+            f"{field} ({', '.join(values)})" for field, values in mixed.items()
+        )
+        return result
+    times = pd.to_numeric(usable[time_col], errors="coerce").to_numpy()
+    n_obs = usable["n"].to_numpy(dtype=float)
+    if study.scaling.kind == "weak":
+        # fit time per unit of work, t_N x N_base / N: the models then describe the
+        # scaled speedup, and perfect weak scaling is Amdahl with s = 0
+        times = times * base / n_obs
+        result["fit_basis"] = "time per unit of work (weak scaling)"
+    fits = models.fit_models(n_obs, times, base)
+    best = models.select_model(fits)
+    weights = models.aicc_weights(fits)
+    result["fits"] = [fit_summary(f, weights.get(f.name)) for f in fits]
+    if best is None:
+        result["fit_note"] = "no model could be fitted: " + "; ".join(
+            f"{f.name}: {f.note}" for f in fits if not f.ok
+        )
+        return result
+    result["selected"] = best.name
+    # Predicted speedups are against the measured base median, as the summary's measured
+    # speedups are (the model's own t(base) differs: the curve would sit off every
+    # measured point by that ratio); the model's base only when the base has no time.
+    measured_base = summary.loc[summary["n"] == base, "time_s"].astype(float)
+    model_base = float(best.predict_time(base))
+    if len(measured_base) and np.isfinite(measured_base.iloc[0]) and measured_base.iloc[0] > 0:
+        t_base, source = float(measured_base.iloc[0]), "measured"
+    else:
+        t_base, source = model_base, "model"
+    result["prediction_base"] = {
+        "n": base,
+        "time_s": t_base,
+        "source": source,  # whose base time the predicted speedups use
+        "measured_s": float(measured_base.iloc[0]) if len(measured_base) else math.nan,
+        "model_s": model_base,
+    }
+    peak = models.predicted_peak(best, t_base=t_base)
+    n_max = max(ns)
+    top = max(n_max * EXTRAPOLATE_FACTOR, peak[0] * 1.3 if peak else 0)
+    grid = np.unique(np.concatenate([np.linspace(min(ns), top, GRID_POINTS), ns]))
+    lo, hi = best.band(grid, t_base=t_base)
+    result["curve"] = {
+        "n": grid,
+        "speedup": best.predict_speedup(grid, t_base=t_base),
+        "band_lo": lo,
+        "band_hi": hi,
+        "measured_max_n": n_max,
+        "base_time_s": t_base,
+        "base_source": source,
+    }
+    if peak:
+        result["peak"] = {
+            "n": peak[0],
+            "speedup": peak[1],
+            "beyond_measured": peak[0] > n_max,
+            "base_source": source,
+        }
+    if best.name == "amdahl":
+        # as N grows t(N) falls to the serial time T·s: the bound is t_base / (T·s)
+        # (1/s only against the model's own t(1))
+        serial = best.params["T"] * best.params["s"]
+        result["bound"] = t_base / serial if serial > 0 else None
+    return result
+
+
+def fit_summary(fit: models.FitResult, weight: float | None) -> dict:
+    """A fit as the contract's Fit names its parts, with its Akaike weight."""
+    return {f.name: getattr(fit, f.name) for f in fields(Fit) if f.name != "weight"} | {
+        "weight": weight
+    }
+
+
+def recommendation(summary: pd.DataFrame, study: Study) -> dict:
+    """What to ask for, from the measured points (analysis.recommendation.recommend)."""
+    options = study.recommend
+    rec = recommend(
+        summary["n"].to_numpy(dtype=float),
+        summary["speedup"].to_numpy(dtype=float),
+        summary["n"].to_numpy(dtype=float),
+        threshold=options.min_marginal_speedup,
+        times=summary["wall_s"].to_numpy(dtype=float),
+        costs=summary["su"].to_numpy(dtype=float),
+        deadline_s=options.deadline_s,
+        budget=options.budget_su,
+    )
+    return rec
+
+
+def times_by_n(usable: pd.DataFrame, time_col: str) -> dict[int, np.ndarray]:
+    """N -> the times (in `time_col`) of these runs at N that have one."""
+    times = pd.to_numeric(usable[time_col], errors="coerce")
+    return {int(n): g.dropna().to_numpy() for n, g in times.groupby(usable["n"])}
+
+
+def recommendation_decision(
+    rec: dict, summary: pd.DataFrame, usable: pd.DataFrame, study: Study, time_col: str, base
+) -> dict:
+    """Whether the recommendation is decided by the runs' spread, and what would decide
+    it (analysis.recommendation.decision), from the runs given: those that enter the
+    fits, or every usable run of an adaptive study (its answer was decided on them)."""
+    samples = times_by_n(usable, time_col)
+    ns = summary["n"].astype(int)
+    units = dict(zip(ns, summary["n"].astype(float), strict=True))
+    scale = {n: n / base for n in ns} if study.scaling.kind == "weak" else None
+    intervals = step_intervals(samples, units, base, rec["steps"], scale)
+    runs_at = {n: len(x) for n, x in samples.items()}
+    su_at = dict(zip(ns, pd.to_numeric(summary["su"], errors="coerce"), strict=True))
+    return decision(rec, intervals, runs_at, su_at)
+
+
+def compare_all_series(runs: pd.DataFrame, study: Study) -> list[dict]:
+    """Each series against the first: do their times differ at the N both measured?"""
+    time_col = TIME_COLUMNS[study.time]
+    ok = runs[runs["status"] == "ok"]
+    names = list(dict.fromkeys(runs["series"]))
+    if len(names) < 2:
+        return []
+
+    def by_n(series: str) -> dict[int, np.ndarray]:
+        part = ok[ok["series"] == series]
+        return {
+            int(n): pd.to_numeric(g[time_col], errors="coerce").dropna().to_numpy()
+            for n, g in part.groupby("n")
+        }
+
+    first = by_n(names[0])
+    found = [
+        {"a": names[0], "b": other} | comparison.compare_series(first, by_n(other))
+        for other in names[1:]
+    ]
+    # whether an overall test was made: there was a common N to test at
+    return [c | {"tested": bool(math.isfinite(c["p_value"]))} for c in found]
+
+
+def gpu_verdict_of(summary: pd.DataFrame, study: Study) -> dict | None:
+    """Is the GPU worth it? For studies with CPU-thread series and GPU series: per
+    problem size (the series' `verdict.size_param`), the GPU point against the CPU
+    points: which is faster in the study's `time`, and SU per result, the summary's `su`
+    (scalestudy.analysis.cost.cost: each series' own weights, on its partition, on whole-job time).
+    A summary without `su` is priced here the same way (Cost.su_of)."""
+    if not ((summary["gpus"] > 0).any() and (summary["gpus"] == 0).any()):
+        return None
+    size_param = study.verdict.size_param
+    rows = []
+    try:
+        for name, part in summary.groupby("series", sort=False):
+            params = study.for_series(name).params
+            size = params.get(size_param, "all") if size_param else "all"
+            if "su" in part:
+                su = part["su"].to_numpy(dtype=float)
+            else:
+                su = Cost.of(study, name).su_of(part, study.time)
+            for r, su_per_result in zip(part.itertuples(), su, strict=True):
+                if np.isfinite(r.time_s) and np.isfinite(su_per_result):
+                    # why its repeats disagree (scalestudy.analysis.stats.intervals), "" if not
+                    flagged = getattr(r, "unstable", False)
+                    unstable = r.unstable_reason if pd.notna(flagged) and flagged else ""
+                    rows.append({"series": "gpu" if r.gpus else "cpu", "name": name,
+                                 "size": size, "n": r.n, "time_s": r.time_s, "cores": r.cores,
+                                 "gpus": r.gpus, "su": su_per_result,
+                                 "unstable": unstable})  # fmt: skip
+        columns = ["series", "name", "size", "n", "time_s", "cores", "gpus", "su", "unstable"]
+        cpu, gpu = verdict.from_frame(pd.DataFrame(rows, columns=columns))
+        return verdict.gpu_verdict(cpu, gpu, size_param=size_param)
+    except ValueError as e:
+        return {"verdict": f"no verdict: {e}", "sizes": []}
+
+
+def study_predictions(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
+    """All of a study's predictions, as plain JSON values."""
+    series = []
+    for name, part in summary.groupby("series", sort=False):
+        series.append(fit_series(part, runs[runs["series"] == name], study.for_series(name)))
+    return jsonable(
+        {
+            "series": series,
+            "comparisons": compare_all_series(runs, study),
+            # several layouts of one total (a grid, or series placed differently)
+            "layouts": best_layouts(
+                summary, usable_runs(runs, study), TIME_COLUMNS[study.time], study
+            ),
+            "gpu_verdict": gpu_verdict_of(summary, study),
+        }
+    )

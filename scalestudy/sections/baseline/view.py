@@ -1,0 +1,62 @@
+"""The comparison with the baseline in the report's formats (decided in
+scalestudy.analysis.history.baseline)."""
+
+from scalestudy.report.views import fmt, pct, shallow
+from scalestudy.sections.baseline.contract import NO_CHANGE, BaselineComparison
+
+
+def with_ci(value, lo, hi, form: str) -> str:
+    """A value and its interval in one format: 1.27 [1.21, 1.33]."""
+    return f"{fmt(value, form)} [{fmt(lo, form)}, {fmt(hi, form)}]"
+
+
+def view(b: BaselineComparison | None) -> dict | None:
+    """The comparison with the baseline in the report's formats (decided in
+    scalestudy.analysis.history.baseline)."""
+    if b is None:
+        return None
+    ratio = "{:.2f}"
+    return shallow(b) | {
+        "path": b.baseline,
+        "tolerance": pct(b.tolerance),
+        # every point needs the same p (0.05 over the points compared)
+        "alpha": fmt(b.points[0].alpha if b.points else None, "{:.2g}"),
+        "points": [
+            shallow(p)
+            | {
+                "called": p.change != NO_CHANGE,
+                "ratio": fmt(p.ratio, ratio),
+                "lo": fmt(p.lo, ratio),
+                "hi": fmt(p.hi, ratio),
+                "p": fmt(p.p_value, "{:.2g}"),
+                "now": fmt(p.time_now_s, "{:.3g}"),
+                "was": fmt(p.time_baseline_s, "{:.3g}"),
+                "runs": f"{p.runs_now} / {p.runs_baseline}",
+            }
+            for p in b.points
+        ],
+        "curves": [
+            shallow(c)
+            | {
+                "level": pct(c.level),
+                "p": fmt(c.times_p_value, "{:.3g}"),
+                "method": c.times_method,
+                "apart": [
+                    f"N = {e.n}: {with_ci(e.ratio, e.lo, e.hi, ratio)}"
+                    for e in c.points
+                    if e.differs
+                ],
+            }
+            for c in b.curves
+        ],
+        "models": [
+            shallow(m)
+            | {
+                "now": with_ci(m.now, m.now_lo, m.now_hi, "{:.3g}"),
+                "was": with_ci(m.baseline, m.baseline_lo, m.baseline_hi, "{:.3g}"),
+            }
+            for m in b.models
+        ],
+        "differences": b.fingerprint.differences,
+        "fingerprint_note": b.fingerprint.note,
+    }

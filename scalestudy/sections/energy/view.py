@@ -1,0 +1,64 @@
+"""Energy to result in the report: each point's energy per result, and each answer's."""
+
+from scalestudy.report.views import COLUMNS, WITH_CI, Significant, fmt, shallow, table
+from scalestudy.sections.energy.contract import Energy
+
+# the energy table's columns, in their one precision, with their intervals
+COLUMNS |= {
+    "energy_kj": ("energy per result (kJ, median [95 % CI])", Significant(3)),
+    "relative_energy": ("relative to the base case [95 % CI]", "{:.2f}"),
+}
+WITH_CI |= {
+    "energy_kj": ("energy_kj_ci_lo", "energy_kj_ci_hi"),
+    "relative_energy": ("relative_ci_lo", "relative_ci_hi"),
+}
+ENERGY = ["energy_kj", "relative_energy"]
+
+
+def view(energy: Energy | None) -> dict | None:
+    """Energy per result of each point formatted (kJ with its interval, ratio to the base
+    case with its interval), and each series' answer's figures; None where the study has
+    no records. Which point is least and which are on the front the analysis decided."""
+    if energy is None:
+        return None
+
+    def kj(joules):
+        return None if joules is None else joules / 1000
+
+    rows = [
+        shallow(p)
+        | {
+            "energy_kj": kj(p.energy_j),
+            "energy_kj_ci_lo": kj(p.energy_ci_lo),
+            "energy_kj_ci_hi": kj(p.energy_ci_hi),
+        }
+        for p in energy.points
+    ]
+    formatted = table(rows, ENERGY)
+    return shallow(energy) | {
+        "weight": fmt(energy.weight_su_per_kwh, "{:g}") if energy.weight_su_per_kwh else None,
+        "has_series": any(p.series for p in energy.points),
+        "points": [
+            shallow(p)
+            | {"energy": f["energy_kj"], "relative": f["relative_energy"], "source": p.source_words}
+            for p, f in zip(energy.points, formatted, strict=True)
+        ],
+        "answers": {
+            a.series or "": shallow(a)
+            | {
+                "speedup": fmt(a.speedup, "{:.2f}"),
+                "relative": fmt(a.relative_energy, "{:.2f}"),
+                "least_relative": None
+                if a.least_relative_energy is None
+                else fmt(a.least_relative_energy, "{:.2f}"),
+            }
+            for a in energy.answers
+        },
+    }
+
+
+def energy_of_answer(energy: Energy | None, series: str | None) -> dict | None:
+    """view's answer of a series, where any energy was measured."""
+    if energy is None or not energy.measured:
+        return None
+    return view(energy)["answers"].get(series or "")
