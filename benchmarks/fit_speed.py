@@ -36,7 +36,7 @@ def analyse(study: dict, seed: int) -> dict:
     ns, times = study["ns"], study["times"]
     base = times[0]
     medians = [median_ci(t) for t in times]
-    speedups = [ratio_ci(base, t, seed=seed + i) for i, t in enumerate(times)]
+    speedups = [ratio_ci(base, t) for t in times]
     flags = [instability(t) for t in times]
     fits = fit_models(np.repeat(ns, times.shape[1]), times.ravel(), n_base=ns[0], seed=seed)
     best = select_model(fits)

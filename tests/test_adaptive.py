@@ -9,6 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import t
 
 from benchmarks import adaptive_simulator as simulator
 from scalestudy.analysis.cost.cost import charges
@@ -255,12 +256,14 @@ def test_an_out_of_reach_speedup_target_does_not_stop_the_work_on_the_steps():
     plan = next_round(3, CANDIDATES, 1, {n: 6 for n in CANDIDATES}, samples,
                       su_per_run(CANDIDATES), 10.0, strict)  # fmt: skip
     assert plan["stop"]["reason"] == LIMITS and plan["added"] == {}
-    # 6 runs at both ends now; 10 at both would narrow the CI by sqrt(6 / 10)
+    # 6 runs at both ends now; 10 at both would narrow the CI by sqrt(6 / 10), and the
+    # t quantile of 18 degrees of freedom against 10
     half = plan["judged"]["speedup_ci"]["half_width"]
+    narrower = math.sqrt(6 / 10) * t.ppf(0.975, 18) / t.ppf(0.975, 10)
     assert plan["stop"]["text"] == (
         f"the speedup at N = 4 is known to ±{100 * half:.1f} %, and the target of ±0.1 % is "
         "out of reach: max_repeats = 10 runs at N = 1 and N = 4 would give about "
-        f"±{100 * half * math.sqrt(6 / 10):.1f} %"
+        f"±{100 * half * narrower:.1f} %"
     )
 
 
@@ -339,16 +342,18 @@ def test_a_ci_target_that_runs_at_the_answer_alone_can_reach_is_not_given_up():
     rules = replace(RULES, target_ci=half / math.sqrt(1.3), max_repeats=6)
     plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, rules)
     assert plan["stop"] is None and plan["added"] == {4: 3, 8: 3}, plan["stop"]
-    # a target that 6 runs at both could not reach is out of reach: the study cannot be
-    # decided, and the step 4 -> 8 (gain 0.043 [-0.041, 0.117]) is curtailed
-    rules = replace(rules, target_ci=half * 0.8)
+    # a target that 6 runs at both could not reach (0.82 of the half-width, times the t
+    # quantiles' 2.23 / 2.36 of 10 and 7 degrees of freedom) is out of reach: the study
+    # cannot be decided, and the step 4 -> 8 (gain 0.043 [-0.041, 0.117]) is curtailed
+    narrower = math.sqrt((1 / 6 + 1 / 6) / (1 / 6 + 1 / 3)) * t.ppf(0.975, 10) / t.ppf(0.975, 7)
+    rules = replace(rules, target_ci=half * 0.7)
     plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, rules)
     assert plan["added"] == {} and plan["stop"]["reason"] == LIMITS
     assert plan["stop"]["text"].startswith("more runs would hardly change the answer: the "
                                            "step 4->8 (gain 0.0432 [-0.0408, 0.117])")  # fmt: skip
     assert plan["stop"]["text"].endswith(
         f"out of reach: max_repeats = 6 runs at N = 1 and N = 4 would give about "
-        f"±{100 * half * math.sqrt((1 / 6 + 1 / 6) / (1 / 6 + 1 / 3)):.1f} %"
+        f"±{100 * half * narrower:.1f} %"
     )
 
 

@@ -77,6 +77,14 @@ def test_speedup_is_a_ratio_of_medians_never_a_mean_of_ratios():
     assert s.loc[4, "relative_su"] == pytest.approx((4 * 4) / (1 * 12))
 
 
+def test_a_points_time_interval_carries_the_level_it_reaches():
+    # 3 runs: a t interval on log times, 93 % where the runs are right-skewed; 6 runs:
+    # order statistics at 95 % (intervals.median_ci_coverage); the report says the first
+    runs = synthetic_runs({1: [10, 11, 12, 10.5, 11.5, 10.2], 4: [3, 3.2, 3.1]})
+    s = summarise(runs, study_model({})).set_index("n")
+    assert s.loc[4, "time_ci_level"] == 0.93 and s.loc[1, "time_ci_level"] == 0.95
+
+
 def test_base_case_and_time_choice():
     runs = synthetic_runs({1: [8], 2: [5], 4: [4]})
     s = summarise(runs, study_model({"scaling": {"base": 2}, "time": "train"})).set_index("n")

@@ -1,5 +1,5 @@
-"""Intervals of one point: median and ratio CIs cover at about the nominal rate,
-instability flags on hand-checked data, Karp-Flatt."""
+"""Intervals of one point: median and ratio CIs cover at least 94 % for a stated 95 %
+(a quick benchmarks/coverage.py), instability flags on hand-checked data, Karp-Flatt."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import bootstrap, quantile_test
+from scipy.stats import quantile_test, ttest_ind
 
+from benchmarks.coverage import draw
 from scalestudy.analysis.stats.intervals import (
-    efficiency_ci,
     instability,
     karp_flatt,
     median_ci,
@@ -24,10 +24,13 @@ from scalestudy.analysis.stats.intervals import (
 def test_median_ci_small_samples():
     assert all(np.isnan(median_ci([])))
     assert median_ci([5.0])[0] == 5.0 and np.isnan(median_ci([5.0])[1])
-    # n <= 5 cannot reach 95 %: (min, max), and the coverage it really has
-    assert median_ci([3.0, 1.0, 2.0, 5.0, 4.0]) == (3.0, 1.0, 5.0)
-    assert median_ci_coverage(5) == pytest.approx(1 - 2 / 2**5)
+    # n <= 5: no order statistics reach 95 %, a t interval on log times does, except
+    # under right-skewed noise: the coverage it has is said
+    med, lo, hi = median_ci([3.0, 1.0, 2.0, 5.0, 4.0])
+    assert med == 3.0 and lo < 3.0 < hi and (lo, hi) != (1.0, 5.0)
+    assert median_ci_coverage(3) == 0.93 and median_ci_coverage(5) == 0.94
     assert median_ci_coverage(6) == pytest.approx(0.95)
+    assert np.isnan(median_ci([0.0, 1.0, 2.0])[1])  # no log of 0: no interval
     # exact order statistics for n = 10 at 95 %: X_(2) and X_(9), 97.85 % coverage
     assert median_ci(np.arange(1.0, 11.0), interpolate=False) == (5.5, 2.0, 9.0)
     assert median_ci_coverage(10, interpolate=False) == pytest.approx(1 - 2 * 11 / 1024)
@@ -38,29 +41,36 @@ def test_median_ci_small_samples():
 
 def test_ci_coverage_near_nominal():
     """300 simulated studies, 10 runs per sample, lognormal noise. This seed gives
-    93.3 % (interpolated median CI), 97.3 % (exact median CI), 94.7 % (ratio CI); with
-    3000 simulations they were 95.1 %, 98.1 % (theory: 97.85 %) and 96.5 %."""
+    93.3 % (interpolated median CI), 97.3 % (exact median CI); with 3000 simulations
+    they were 95.1 % and 98.1 % (theory: 97.85 %)."""
     rng = np.random.default_rng(11)
-    true_median, true_ratio = 100.0, 2.0
-    hits = {"median": 0, "median_exact": 0, "ratio": 0, "efficiency": 0}
+    true_median = 100.0
+    hits = {"median": 0, "median_exact": 0}
     sims = 300
-    for i in range(sims):
+    for _ in range(sims):
         base = true_median * np.exp(rng.normal(0, 0.2, 10))
-        times = true_median / true_ratio * np.exp(rng.normal(0, 0.2, 10))
         _, lo, hi = median_ci(base)
         hits["median"] += lo <= true_median <= hi
         _, lo, hi = median_ci(base, interpolate=False)
         hits["median_exact"] += lo <= true_median <= hi
-        _, lo, hi = ratio_ci(base, times, n_boot=1000, seed=i)
-        hits["ratio"] += lo <= true_ratio <= hi
-        _, lo, hi = efficiency_ci(base, times, 1, 4, n_boot=1000, seed=i)
-        hits["efficiency"] += lo <= true_ratio / 4 <= hi
     coverage = {k: v / sims for k, v in hits.items()}
     # one binomial standard error at 300 simulations is 1.3 points
     assert 0.91 <= coverage["median"] <= 0.99, coverage
     assert 0.94 <= coverage["median_exact"] <= 1.0, coverage
-    assert 0.91 <= coverage["ratio"] <= 0.995, coverage
-    assert coverage["efficiency"] == coverage["ratio"]
+
+
+@pytest.mark.parametrize("noise", ["lognormal", "outliers 1 in 10"])
+def test_three_run_intervals_reach_their_level(noise):
+    """A quick benchmarks/coverage.py: 1000 seeded samples of 3 runs (CV 10 %), the
+    true time and speedup 1. The percentile bootstrap of the ratio of medians covered
+    90 % here, (min, max) of the time 74-75 %."""
+    rng = np.random.default_rng(36)
+    a, b = draw(noise, 0.10, (1000, 3), rng), draw(noise, 0.10, (1000, 3), rng)
+    speedup = np.array([ratio_ci(x, y)[1:] for x, y in zip(a, b, strict=True)])
+    time = np.array([median_ci(x)[1:] for x in a])
+    for name, (lo, hi) in {"speedup": speedup.T, "time": time.T}.items():
+        coverage = np.mean((lo <= 1) & (hi >= 1))
+        assert coverage >= 0.94, (name, coverage)
 
 
 def test_ratio_ci_point_estimate_and_small_samples():
@@ -70,9 +80,10 @@ def test_ratio_ci_point_estimate_and_small_samples():
     assert lo < ratio < hi
     assert np.isnan(ratio_ci([10.0], times)[1])
     assert np.isnan(ratio_ci([], times)[0])
-    assert ratio_ci(base, times, seed=3) == ratio_ci(base, times, seed=3)
-    eff = efficiency_ci(base, times, n_base=1, n=4)
-    assert eff[0] == pytest.approx(ratio / 4)
+    assert np.isnan(ratio_ci([0.0, 1.0], times)[1])  # no log of 0: no interval
+    # an outlier pulls the mean log time off the median: the interval still holds it
+    ratio, lo, hi = ratio_ci([1.0, 1.001, 1.002, 1.003, 1.004, 1.005, 9.0] * 3, [1.0] * 5 + [1.01])
+    assert lo <= ratio <= hi
 
 
 def test_exact_median_ci_is_scipys_quantile_test_interval():
@@ -86,28 +97,15 @@ def test_exact_median_ci_is_scipys_quantile_test_interval():
             assert median_ci(x, level, interpolate=False)[1:] == (ci.low, ci.high), (n, level)
 
 
-def test_ratio_ci_is_scipys_percentile_bootstrap():
-    """scipy.stats.bootstrap, resampling positions into the sorted samples as ratio_ci
-    does, draws the same resamples from the same seed: the same interval."""
+def test_ratio_ci_is_scipys_welch_interval_on_log_times():
     rng = np.random.default_rng(6)
     for n_a, n_b in ((3, 3), (10, 7), (20, 20)):
-        a, b = np.sort(rng.lognormal(4, 0.1, n_a)), np.sort(rng.lognormal(3, 0.1, n_b))
-
-        def median(x, pos):
-            pos = np.sort(pos, axis=-1)
-            n = pos.shape[-1]
-            return 0.5 * (x[pos[..., (n - 1) // 2]] + x[pos[..., n // 2]])
-
-        res = bootstrap(
-            (np.arange(n_a), np.arange(n_b)),
-            lambda i, j, axis=-1, a=a, b=b: median(a, i) / median(b, j),
-            n_resamples=2000,
-            method="percentile",
-            random_state=np.random.default_rng(n_a),
+        a, b = rng.lognormal(4, 0.1, n_a), rng.lognormal(3, 0.1, n_b)
+        ci = ttest_ind(np.log(a), np.log(b), equal_var=False).confidence_interval(0.95)
+        ratio, lo, hi = ratio_ci(a, b)
+        assert (lo, hi) == pytest.approx(
+            (min(np.exp(ci.low), ratio), max(np.exp(ci.high), ratio)), rel=1e-12
         )
-        _, lo, hi = ratio_ci(a, b, seed=n_a)
-        ci = res.confidence_interval
-        assert (lo, hi) == pytest.approx((ci.low, ci.high), rel=1e-12)
 
 
 # ---------------------------------------------------------------- instability

@@ -12,6 +12,7 @@ import pytest
 
 from scalestudy.analysis.decisions.request import job_ids
 from scalestudy.analysis.pipeline import analyse, probe_commands_of
+from scalestudy.analysis.stats.intervals import median_ci
 from scalestudy.analysis.tables import runs_from_records
 from scalestudy.records import write_json_atomic
 from scalestudy.report.rendering import render
@@ -99,25 +100,26 @@ def test_time_to_result_adds_the_wait_to_the_median_full_length_run_time(tmp_pat
     assert (t1.basis, t1.wait_s, t1.run_s) == ("now", 0.0, 11.0)
     assert (t2.basis, t2.wait_s, t2.run_s) == ("now", 300.0, 6.5)
     assert t2.result_s == 306.5
-    # three runs: the median's interval is the runs' range, shifted by the wait
-    assert (t2.result_lo_s, t2.result_hi_s) == (306.0, 307.0)
-    assert (t1.result_lo_s, t1.result_hi_s) == (10.0, 30.0)
+    # the median's interval shifted by the wait
+    lo, hi = median_ci([6.0, 6.5, 7.0])[1:]
+    assert (t2.result_lo_s, t2.result_hi_s) == pytest.approx((300 + lo, 300 + hi))
+    assert (t1.result_lo_s, t1.result_hi_s) == median_ci([10.0, 11.0, 30.0])[1:]
     assert [(e.point, e.result_s) for e in found.earliest] == [("t1", 11.0)]
     # one --test-only call per distinct request, one sacct call
     assert found.calls == 2 and [c[0] for c in calls].count("sacct") == 1
     assert found.waits_known and found.note is None and found.asked_at == NOW.isoformat()
     html = page(on_slurm(study(), runs, {"slurm_partition": "debug"}, 30, 10, ask))
     # beside the answer: the point worth its cost and the earliest result, which wait
-    assert "the point worth its cost, N = 2, in 306 s [306, 307] (a wait of 300 s now" in html
-    assert "the earliest result is at N = 1 (t1), in 11 s [10, 30] (a wait of 0 s now" in html
+    assert "the point worth its cost, N = 2, in 306 s [305, 308] (a wait of 300 s now" in html
+    assert "the earliest result is at N = 1 (t1), in 11 s [3.28, 67.53] (a wait of 0 s now" in html
     assert "sbatch --test-only</code> at 2026-05-01T10:00:00" in html
     assert "A queue changes by the minute" in html and "a rough figure" in html
     # the per-point table's column
     assert "<th>result expected in</th>" in html
-    assert "<td>306 s [306, 307] (wait now 300 s)</td>" in html
+    assert "<td>306 s [305, 308] (wait now 300 s)</td>" in html
     # and the summary at the top: the answer's (N = 2) time to result
     top = html.split('<table class="answers">')[1].split("</table>")[0]
-    assert "<th>result expected in</th>" in top and "<td>306 s [306, 307]</td>" in top
+    assert "<th>result expected in</th>" in top and "<td>306 s [305, 308]</td>" in top
     assert "Run locally" not in html
 
 

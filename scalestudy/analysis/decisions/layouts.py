@@ -3,9 +3,9 @@
 fastest, and by how much, with a confidence interval.
 
 The ratio is median(other) / median(best) of the runs' times (the study's `time`), its
-interval the bootstrap one of scalestudy.analysis.stats.intervals.ratio_ci (each layout's runs
-resampled on their own). "Best" is the lowest median; when an interval reaches 1 the
-two layouts are not told apart by these runs.
+interval that of scalestudy.analysis.stats.intervals.ratio_ci (Welch, on log times). "Best"
+is the lowest median; when an interval reaches 1 the two layouts are not told apart by
+these runs.
 """
 
 from __future__ import annotations

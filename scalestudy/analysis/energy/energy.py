@@ -294,7 +294,7 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Ans
             p["relative_energy"] = p["relative_ci_lo"] = p["relative_ci_hi"] = None
             if p["comparable"] and base is not None and base["source"] == basis:
                 p["relative_energy"], p["relative_ci_lo"], p["relative_ci_hi"] = intervals.ratio_ci(
-                    p["values"], base["values"], seed=p["n"]
+                    p["values"], base["values"]
                 )
         for p in found.values():
             del p["values"]

@@ -5,9 +5,9 @@ tables and the two analyses; every random draw comes from ``np.random.default_rn
 
 Statistical choices, and why:
 
-* A point's change is its ratio of medians now / baseline with the percentile
-  bootstrap of `intervals.ratio_ci` (each sample resampled on its own; ratios of
-  single runs are never averaged). A change is called only when the 95 % interval
+* A point's change is its ratio of medians now / baseline with the Welch
+  interval on log times of `intervals.ratio_ci` (ratios of single runs are never
+  averaged). A change is called only when the 95 % interval
   excludes 1 AND the ratio lies beyond 1 +- `baseline_tolerance` (an interval alone
   calls 1 % differences of tight runs, which nobody acts on; asv, too, asks for both)
   AND Welch's t-test on the log times gives p below 0.05 / k over the k points
@@ -142,8 +142,8 @@ def point_changes(now: dict, was: dict, tolerance: float, seed: int = 0) -> list
     points = []
     common = sorted(set(now) & set(was))
     alpha = (1 - LEVEL) / max(len(common), 1)
-    for i, key in enumerate(common):
-        ratio, lo, hi = ratio_ci(now[key], was[key], seed=seed + i)
+    for key in common:
+        ratio, lo, hi = ratio_ci(now[key], was[key])
         p = log_contrast_p([now[key], was[key]], [1, -1])
         change = _change(ratio, lo, hi, tolerance) if p < alpha else NO_CHANGE
         points.append(
@@ -172,7 +172,7 @@ def speedups(times: dict, series: str, base_n: int, seed: int = 0) -> list[dict]
     for (s, n), x in sorted(times.items()):
         if s != series or base is None:
             continue
-        value, lo, hi = ratio_ci(base, x, seed=seed + n)
+        value, lo, hi = ratio_ci(base, x)
         out.append({"n": n, "speedup": finite(value), "lo": finite(lo), "hi": finite(hi)})
     return out
 
