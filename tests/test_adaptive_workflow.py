@@ -13,12 +13,14 @@ import pytest
 from tests.test_workflow import planned_runs
 
 PY = sys.executable
-# a command whose time halves with its threads, and whose odd repeats take 1.5x as long:
-# its speedup's interval stays about +-38 %, so that the step 1 -> 2 (a gain of about 1
-# per core) stays undecided against a threshold of 1, and rounds add repeats (up to
-# max_repeats) whatever the machine's own noise
+# a command whose time halves with its threads, and whose odd repeats take 3x as long:
+# its speedup's interval stays wide (a factor of 3 or more at 4 runs), so that the step
+# 1 -> 2 (a gain of about 1 per core, less the interpreter's start-up, which "train"
+# includes: 0.6-0.9 on a busy machine) stays undecided against a threshold of 1, and
+# rounds add repeats (up to max_repeats) whatever the machine's own noise (at 1.5x a
+# loaded machine's start-up made the gain decidably below 1 at 3 runs)
 PROGRAM = (
-    "import sys, time; n, k = map(int, sys.argv[1:]); time.sleep(0.4 / n * (1.5 if k % 2 else 1))"
+    "import sys, time; n, k = map(int, sys.argv[1:]); time.sleep(0.4 / n * (3 if k % 2 else 1))"
 )
 
 
