@@ -82,7 +82,8 @@ def test_a_points_time_interval_carries_the_level_it_reaches():
     # order statistics at 95 % (intervals.median_ci_coverage); the report says the first
     runs = synthetic_runs({1: [10, 11, 12, 10.5, 11.5, 10.2], 4: [3, 3.2, 3.1]})
     s = summarise(runs, study_model({})).set_index("n")
-    assert s.loc[4, "time_ci_level"] == 0.93 and s.loc[1, "time_ci_level"] == 0.95
+    # a level short of the stated one is given; one that reaches it is left empty
+    assert s.loc[4, "time_ci_level"] == 0.93 and pd.isna(s.loc[1, "time_ci_level"])
 
 
 def test_base_case_and_time_choice():

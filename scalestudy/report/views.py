@@ -162,9 +162,8 @@ WITH_CI = {
     "speedup": ("speedup_ci_lo", "speedup_ci_hi"),
     "efficiency": ("efficiency_ci_lo", "efficiency_ci_hi"),
 }
-# the level the headers state; a column's interval that reaches less (few runs) says
-# the level it reaches, from its row's column here
-STATED_LEVEL = 0.95
+# a column's interval that reaches less than the headers' level (few runs) says the
+# level it reaches: its row's column here (the analysis leaves it empty otherwise)
 CI_LEVEL = {"time_s": "time_ci_level"}
 
 
@@ -206,7 +205,7 @@ def cell(row: dict, column: str, form=None) -> str:
         if not any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (lo, hi)):
             text += f" [{fmt(lo, form)}, {fmt(hi, form)}]"
             level = row.get(CI_LEVEL.get(column, ""))
-            if isinstance(level, float) and level < STATED_LEVEL:
+            if isinstance(level, float) and not math.isnan(level):
                 text += f" ({100 * level:g} % CI)"
     return text
 

@@ -103,6 +103,11 @@ def median_ci_coverage(n: int, level: float = LEVEL, interpolate: bool = True) -
     return TIME_CI_MEASURED.get(int(n), math.nan) if level == LEVEL else math.nan
 
 
+def short_of_level(reached: float, level: float = LEVEL) -> float:
+    """`reached` where it is below the stated `level`, else NaN (nothing to say)."""
+    return reached if reached < level - 1e-12 else math.nan
+
+
 def median_ci(times, level: float = LEVEL, interpolate: bool = True) -> tuple[float, float, float]:
     """(median, lo, hi) with a CI of the true median time.
 
