@@ -119,6 +119,16 @@ def on_the_quietest_cpu():
 NOT_JUDGED_ON_SHARED_CPUS = {"shared_tolerance": 1.0}
 
 
+def make(workdir: Path, target: str, *args: str) -> subprocess.CompletedProcess:
+    """`make -s TARGET ARGS` in `workdir`, on this interpreter's environment."""
+    return subprocess.run(
+        ["make", "-s", target, f"VENV={sys.prefix}", *args],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+    )
+
+
 def tiny_mnist_study(**overrides) -> dict:
     study = {
         "description": "tiny MNIST CNN study for tests",

@@ -1,14 +1,11 @@
 """`make redo` (scalestudy/redo.py): study names from the config only, named
 arguments, and nothing moved while a Snakemake workflow holds the study's results."""
 
-import subprocess
-import sys
-
 import pytest
 import yaml
 
 from scalestudy.redo import main
-from tests.conftest import REPO
+from tests.conftest import REPO, make
 
 
 @pytest.fixture
@@ -32,12 +29,7 @@ def records(folder) -> list[str]:
 
 
 def make_redo(workdir, *args):
-    return subprocess.run(
-        ["make", "-s", "redo", f"VENV={sys.prefix}", *args],
-        cwd=workdir,
-        capture_output=True,
-        text=True,
-    )
+    return make(workdir, "redo", *args)
 
 
 def test_redo_takes_a_study_of_the_config_never_a_folder(workdir):

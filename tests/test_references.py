@@ -18,7 +18,7 @@ from scalestudy.analysis.history.references import check
 from scalestudy.analysis.pipeline import aggregate
 from scalestudy.report.rendering import render
 from scalestudy.report.views import study_view
-from tests.conftest import REPO, checked_study, study_model
+from tests.conftest import REPO, checked_study, make, study_model
 from tests.test_baseline import STUDY, measure
 
 OUT = {"runs": "runs.csv", "summary": "summary.csv", "analysis": "analysis.json"}
@@ -40,12 +40,7 @@ def configured(root, **studies):
 
 def make_check(root, *args):
     (root / "Makefile").symlink_to(REPO / "Makefile")
-    return subprocess.run(
-        ["make", "-s", "check", f"VENV={sys.prefix}", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-    )
+    return make(root, "check", *args)
 
 
 def test_make_check_fails_on_a_broken_expectation_and_passes_otherwise(tmp_path):
