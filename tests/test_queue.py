@@ -5,6 +5,7 @@ answers are asked as the plan's rule asks them (scalestudy.slurm.gather, a stand
 subprocess.run answering), then read as data."""
 
 import json
+import os
 import subprocess
 from datetime import datetime, timedelta
 
@@ -309,6 +310,45 @@ def test_a_hung_slurm_command_costs_its_timeout_and_the_facts_say_what_is_unknow
 
     found = asked(made, {}, slow)
     assert len(commands) == 1 and "did not answer within 60 s" in found["note"]
+
+
+def test_a_slow_sacct_on_path_is_timed_out_once_and_the_rest_of_the_plan_stands(
+    tmp_path, monkeypatch
+):
+    """Issue 37, bad input: a sacct that does not answer (a stand-in first on PATH that
+    sleeps), asked by real subprocesses as cluster_facts asks: it costs one timeout (the
+    history is not asked again after the accounting timed out), the plan says it knows
+    no past waits and why, and sbatch --test-only's starts stand, said to be uncorrected."""
+    import time
+
+    import scalestudy.slurm
+    from scalestudy.analysis.cluster.queue import UNCORRECTED
+
+    folder, calls = tmp_path / "bin", tmp_path / "sacct.calls"
+    folder.mkdir()
+    for tool, body in [("sacct", f"echo asked >> {calls}\nexec sleep 60"),
+                       ("sbatch", f"echo '{SINCE_25_05}' >&2")]:  # fmt: skip
+        (folder / tool).write_text(f"#!/bin/sh\n{body}\n")
+        (folder / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    monkeypatch.setattr(scalestudy.slurm, "TIMEOUT_S", 1)
+    made = plans()
+    shapes = [row["slurm_resources"] for plan in made for row in plan["rows"]]
+    start = time.perf_counter()
+    facts = gather({}, 30, ["41"], lambda _: probe_commands(shapes, {}), now=NOW)
+    assert time.perf_counter() - start < 30  # not the minute each sacct would sleep
+    assert calls.read_text().split() == ["asked"]
+    found = predict(made, facts)
+    assert (
+        found["history_note"] == "no past waits: sacct did not answer within 1 s (not asked again)"
+    )
+    assert found["note"] is None and found["correction_note"] == UNCORRECTED
+    jobs = [j for s in found["studies"] for j in s["jobs"]]
+    assert {(j["predicted_wait_s"], j["corrected_wait_s"], j["history_jobs"]) for j in jobs} == {
+        (3600.0, None, 0)
+    }
+    html = render(made, found)
+    assert found["history_note"] in html and "2024-05-01T10:00:00" in html
 
 
 # --- the bound on past waits, its backtest, and --test-only's correction (issue 37) ------
