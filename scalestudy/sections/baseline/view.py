@@ -19,12 +19,11 @@ def view(b: BaselineComparison | None) -> dict | None:
     return shallow(b) | {
         "path": b.baseline,
         "tolerance": pct(b.tolerance),
-        # every point needs the same p (0.05 over the points compared)
-        "alpha": fmt(b.points[0].alpha if b.points else None, "{:.2g}"),
         "points": [
             shallow(p)
             | {
                 "called": p.change != NO_CHANGE,
+                "power": fmt(p.power, "{:.2f}"),
                 "ratio": fmt(p.ratio, ratio),
                 "lo": fmt(p.lo, ratio),
                 "hi": fmt(p.hi, ratio),
