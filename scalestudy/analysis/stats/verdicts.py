@@ -43,6 +43,7 @@ MAX_MORE_RUNS = 50  # the most runs a point is searched for to decide it
 
 SLOWER, FASTER, SAME, UNDECIDED = "slower", "faster", "same", "undecided"
 MIXED = "slower and faster"  # the curve: slower at some points, faster at others
+NO_VARIANCE = "undecided: no variance to judge by (one run a point, or identical times)"
 
 
 def pooled_log_variance(samples) -> tuple[float, int]:
@@ -163,7 +164,7 @@ def verdicts(
         elif rejected[i] and d[i] < beyond[1]:
             verdict, text = FASTER, _change_text(ratio, lo, hi)
         elif not known:
-            verdict, text = UNDECIDED, "undecided: too few runs for a variance"
+            verdict, text = UNDECIDED, NO_VARIANCE
         else:
             # the power of the point's own Holm step, now and with more runs
             step = threshold_of[i]
@@ -215,7 +216,7 @@ def verdicts(
             else f"{_change_text(ratio, lo, hi)} on average over the points"
         )
     elif not known:
-        verdict, text = UNDECIDED, "undecided: too few runs for a variance"
+        verdict, text = UNDECIDED, NO_VARIANCE
     else:
         share = JOINT_SHARE * alpha if k > 1 else alpha
         more_runs = np.arange(MAX_MORE_RUNS + 1)
