@@ -13,9 +13,9 @@ Statistical choices, and why:
   the runs that would decide it); alpha is split over the series. A point's ratio is
   now / baseline of geometric means (the ratio of medians under multiplicative
   noise) with its 95 % interval on the pooled variance (ratios of single runs are
-  never averaged). Welch tests per point, Bonferroni over the points, which it
-  replaces, called a 10 % slowdown at one point 4 % of the time at 3 runs
-  (benchmarks/baseline_calls.py prints both).
+  never averaged). At 3 runs a side and CV 5 %, Welch tests per point with
+  Bonferroni, which it replaces, called a 10 % slowdown of every point in 34 % of
+  studies, the check in 99 % (benchmarks/baseline_calls.py prints both).
 * The speedup curves differ when at some N the speedup ratio (now / baseline, four
   medians, each sample resampled on its own) has a Bonferroni interval (level
   1 - 0.05 / k over k points) that excludes 1, beyond the tolerance, and the t-test of
