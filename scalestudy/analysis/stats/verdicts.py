@@ -1,9 +1,10 @@
 """Has a curve of times changed? From per-point log ratios (now / then) and one pooled
 log-scale variance: a verdict per point and for the whole curve, each slower, faster,
 same (with its power stated) or undecided (with the runs that would decide it). Pure
-functions; nothing is random. The baseline check (analysis/history/baseline.py) uses
-it; any comparison of two sets of runs per point can (a paired one: `runs_other`
-infinite, the variance that of the paired differences).
+functions; the one simulation (_union_level) draws from a fixed seed. The baseline
+check (analysis/history/baseline.py) uses it; any comparison of two sets of runs per
+point can (a paired one: `runs_other` infinite, the variance that of the paired
+differences).
 
 Statistical choices, and why (benchmarks/baseline_calls.py measures them):
 
@@ -14,9 +15,10 @@ Statistical choices, and why (benchmarks/baseline_calls.py measures them):
   against log N (weighted least squares; the intercept at the mean log N is the mean
   log ratio over the points): a uniform change and a ramp load on it, where no single
   point need stand out. The curve changed when that test, or the smallest point p
-  (Bonferroni over the points), rejects: Bonferroni between the two, JOINT_SHARE of
-  alpha to the joint test. A study's false alarms stay below alpha (Bonferroni is
-  conservative here: at 5 points and 3 runs a side the union's size is 4.1 %).
+  (Bonferroni over the points), rejects: JOINT_SHARE of alpha to the joint test, the
+  rest to the points, both raised together until the union's size under no change
+  is alpha (_union_level: Bonferroni alone left it at 4.1 % at 5 points and 3 runs a
+  side, power given away). A study's false alarms stay below alpha.
 * Where: closed testing. Each point's hypothesis is rejected when the curve's is and
   Bonferroni rejects every smaller set of points holding it: Holm's step-down with
   thresholds alpha / (k - 1), alpha / (k - 1), alpha / (k - 2), ..., alpha.
@@ -33,6 +35,7 @@ Statistical choices, and why (benchmarks/baseline_calls.py measures them):
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -41,6 +44,7 @@ JOINT_SHARE = 0.5  # the joint test's share of alpha (benchmarks/baseline_calls.
 POWER = 0.8  # a "same" needs this power ...
 CHANGE_SEEN = 2.0  # ... against a change of this many tolerances
 MAX_MORE_RUNS = 50  # the most runs a point is searched for to decide it
+UNION_DRAWS = 20_000  # null draws that size the curve's test (its size within 0.2 %)
 
 SLOWER, FASTER, SAME, UNDECIDED = "slower", "faster", "same", "undecided"
 MIXED = "slower and faster"  # the curve: slower at some points, faster at others
@@ -92,6 +96,33 @@ def _curve_power(weight, variance: float, df, alpha: float, q: int, tolerance: f
     return ncf.sf(f.isf(alpha, q, df), q, df, shift**2 * np.asarray(weight) / variance)
 
 
+def _design(weights: np.ndarray, centred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The curve's design (1, and log N centred, where 2 or more points) and X'WX."""
+    design = np.column_stack([np.ones(weights.size), centred])[:, : min(2, weights.size)]
+    return design, design.T @ (design * weights[:, None])
+
+
+@lru_cache(maxsize=512)
+def _union_level(weights: tuple, centred: tuple, df: int, alpha: float) -> float:
+    """The factor g by which both the joint test's and the points' shares of alpha are
+    raised so that "p_joint <= g x its share, or the smallest point p <= g x the
+    points' share / k" has size alpha under no change (g = 1, Bonferroni, has less):
+    the alpha-quantile of each null draw's smallest g that rejects it."""
+    from scipy.stats import f, t
+
+    rng = np.random.default_rng(0)
+    w, k = np.asarray(weights), len(weights)
+    design, info = _design(w, np.asarray(centred))
+    z = rng.standard_normal((UNION_DRAWS, k)) / np.sqrt(w)  # log ratios, sigma 1
+    s2 = rng.chisquare(df, UNION_DRAWS) / df
+    beta = np.linalg.solve(info, ((z * w) @ design).T).T  # one row a draw
+    q = design.shape[1]
+    p_joint = f.sf(np.einsum("mi,ij,mj->m", beta, info, beta) / (q * s2), q, df)
+    p_min = 2 * t.sf(np.max(np.abs(z) * np.sqrt(w), axis=1) / np.sqrt(s2), df)
+    g = np.minimum(p_joint / (JOINT_SHARE * alpha), p_min * k / ((1 - JOINT_SHARE) * alpha))
+    return float(np.quantile(g, alpha))
+
+
 def _fewest(powers) -> int | None:
     """The first index (more runs: 0, 1, ...) whose power reaches POWER; None if none."""
     reached = np.flatnonzero(np.asarray(powers) >= POWER)
@@ -131,20 +162,22 @@ def verdicts(
     weights = 1 / scale
     q = min(2, k)
     centred = x - np.average(x, weights=weights)
-    design = np.column_stack([np.ones(k), centred])[:, :q]
-    info = design.T @ (design * weights[:, None])
+    design, info = _design(weights, centred)
     beta = np.linalg.solve(info, design.T @ (weights * d))
     fitted = design @ beta
     p_joint = math.nan
     if known and k > 1:
         p_joint = float(f.sf(beta @ info @ beta / (q * variance), q, df))
-    # the curve changed: the joint test or the smallest point p (Bonferroni between them)
+    # the curve changed: the joint test or the smallest point p, sized together
+    level = 1.0
     if k == 1:
         curve_rejected = bool(known and p[0] <= alpha)
+    elif known:
+        level = _union_level(tuple(weights), tuple(centred), df, alpha)
+        smallest = min(p_joint / (JOINT_SHARE * alpha), p.min() * k / ((1 - JOINT_SHARE) * alpha))
+        curve_rejected = bool(smallest <= level)
     else:
-        curve_rejected = bool(
-            known and (p_joint <= JOINT_SHARE * alpha or p.min() <= (1 - JOINT_SHARE) * alpha / k)
-        )
+        curve_rejected = False
     # where: Holm's step-down below the curve's test (closed testing)
     steps = [alpha / max(k - 1, 1)] + [alpha / (k - j) for j in range(1, k)]
     rejected = np.zeros(k, dtype=bool)
@@ -219,7 +252,7 @@ def verdicts(
     elif not known:
         verdict, text = UNDECIDED, NO_VARIANCE
     else:
-        share = JOINT_SHARE * alpha if k > 1 else alpha
+        share = JOINT_SHARE * alpha * level if k > 1 else alpha
         more_runs = np.arange(MAX_MORE_RUNS + 1)
         weight = (1 / (1 / (n_now + more_runs[:, None]) + 1 / n_other)).sum(axis=1)
         powers = _curve_power(weight, variance, df + k * more_runs, share, q, tolerance)

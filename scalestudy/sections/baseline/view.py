@@ -23,7 +23,6 @@ def view(b: BaselineComparison | None) -> dict | None:
             shallow(p)
             | {
                 "called": p.change != NO_CHANGE,
-                "power": fmt(p.power, "{:.2f}"),
                 "ratio": fmt(p.ratio, ratio),
                 "lo": fmt(p.lo, ratio),
                 "hi": fmt(p.hi, ratio),
