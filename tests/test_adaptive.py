@@ -563,6 +563,19 @@ def test_an_adaptive_study_is_a_valid_config():
     assert study.adaptive.target_ci == 0.1 and study.adaptive.max_repeats == 6
 
 
+def test_the_simulator_prices_from_measurements_within_budget_and_cuts_fewer_rounds():
+    """Issue 37: unmeasured points priced at their time limit cut the rounds of budgeted
+    studies; priced from measurements (a margin over the neighbour), fewer are cut and
+    none of the studies spends more than its budget (40 studies, a fixed seed; the
+    figures of 1000: python -m benchmarks.adaptive_simulator --budget 0.5)."""
+    table = simulator.price_comparison(40, seed=7, rules=simulator.RULES, budget=0.5)
+    before, now = table["time limit (before)"], table["measurements (now)"]
+    assert before["over_budget"] == now["over_budget"] == 0
+    assert now["rounds_cut"] < before["rounds_cut"] / 2, (before, now)
+    assert now["budget_stops"] < before["budget_stops"] and now["right"] > before["right"]
+    assert now["runs_over_price"] <= 0.02 * now["runs_priced"]
+
+
 def test_the_simulator_against_fixed_grids():
     """Kept short (200 studies, ~3 s each, at a fixed seed: the same every run); the
     figures in the notes come from 5 x 1000 (python -m benchmarks.adaptive_simulator).
