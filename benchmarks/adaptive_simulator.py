@@ -181,14 +181,15 @@ def oracle(truth: dict, runs: int, rng: np.random.Generator, rules: Rules) -> di
 
 
 def priced(samples: dict[int, np.ndarray], limit_s: float, at_limit: bool) -> dict[int, float]:
-    """SU of one run at each candidate (N x seconds), as the workflow prices it without
-    a model (scalestudy.analysis.cost.plan.job_price): a measured point at its median,
-    an unmeasured one from its measured neighbour x the margin, capped by the time
-    limit; `at_limit`: as it did before, every unmeasured point at its time limit."""
+    """SU a round holds back for one run at each candidate (N x seconds), as the
+    workflow prices it without a model (scalestudy.analysis.cost.plan.job_price): a
+    measured point's median, or for an unmeasured one its measured neighbour's time,
+    times the margin, capped by the time limit; `at_limit`: as it did before, a
+    measured point at its median, an unmeasured one at its time limit."""
     medians = {n: float(np.median(x)) for n, x in samples.items()}
     if at_limit:
         return {n: n * medians.get(n, limit_s) for n in CANDIDATES}
-    return {n: n * job_price(n, medians, limit_s)["seconds"] for n in CANDIDATES}
+    return {n: n * job_price(n, medians, limit_s)["reserve_s"] for n in CANDIDATES}
 
 
 def adaptive(truth: dict, rng: np.random.Generator, rules: Rules, limit_s: float = math.inf,

@@ -14,6 +14,7 @@ from scalestudy.analysis.cost.plan import (
     NEIGHBOUR,
     PRICE_MARGIN,
     budget_problem,
+    job_price,
     study_plan,
 )
 from tests.conftest import study_model
@@ -101,6 +102,18 @@ def test_an_unmeasured_point_is_priced_from_its_measured_neighbour_not_its_time_
     assert by_point(study_plan(weak, runs.assign(point="t2")))["t1"]["seconds"] == (
         pytest.approx(17.0 * PRICE_MARGIN)
     )  # fmt: skip
+
+
+def test_a_budget_holds_back_a_margin_over_a_measured_median_too():
+    # half the runs are slower than their median: adaptive rounds admitted on medians
+    # went over their budgets (benchmarks/adaptive_simulator.py --budget 0.3: 12 of 1000)
+    price = job_price(2, {1: 10.0, 2: 6.0}, limit_s=60.0)
+    assert (price["basis"], price["seconds"]) == (MEASURED, 6.0)
+    assert price["reserve_s"] == pytest.approx(6.0 * PRICE_MARGIN)
+    assert job_price(2, {2: 50.0}, limit_s=60.0)["reserve_s"] == 60.0  # at most the limit
+    # an estimate holds its margin already
+    price = job_price(4, {1: 10.0, 2: 6.0}, limit_s=60.0)
+    assert price["reserve_s"] == price["seconds"] == pytest.approx(6.0 * PRICE_MARGIN)
 
 
 def test_a_price_from_measurements_is_capped_by_the_time_limit():

@@ -95,10 +95,14 @@ def job_price(
     """A job's whole-job seconds at N and their basis (MEASURED, NEIGHBOUR, MODEL or
     LIMIT), with `from_n`, the neighbour's N: from its own median where measured, else
     the slower of neighbour_time and `model_s` (model_time) times PRICE_MARGIN, at
-    most `limit_s`, the time limit (the price where nothing is measured). The one rule
-    of the plan, the adaptive rounds and benchmarks/adaptive_simulator.py."""
+    most `limit_s`, the time limit (the price where nothing is measured). `reserve_s`:
+    what a budget holds back for the run before it runs, the same with a measured
+    median too times PRICE_MARGIN (half the runs are slower than their median: rounds
+    admitted on medians went over their budget). The one rule of the plan, the
+    adaptive rounds and benchmarks/adaptive_simulator.py."""
     if math.isfinite(measured.get(n, math.nan)):
-        return {"seconds": measured[n], "basis": MEASURED, "from_n": n}
+        reserve = min(measured[n] * PRICE_MARGIN, limit_s)
+        return {"seconds": measured[n], "basis": MEASURED, "from_n": n, "reserve_s": reserve}
     estimates = []
     if n not in measured and (found := neighbour_time(n, measured, weak)) is not None:
         estimates.append((found[0], NEIGHBOUR, found[1]))
@@ -107,8 +111,9 @@ def job_price(
     if estimates:
         seconds, basis, from_n = max(estimates, key=lambda e: e[0])
         if seconds * PRICE_MARGIN < limit_s:
-            return {"seconds": seconds * PRICE_MARGIN, "basis": basis, "from_n": from_n}
-    return {"seconds": limit_s, "basis": LIMIT, "from_n": None}
+            seconds *= PRICE_MARGIN
+            return {"seconds": seconds, "basis": basis, "from_n": from_n, "reserve_s": seconds}
+    return {"seconds": limit_s, "basis": LIMIT, "from_n": None, "reserve_s": limit_s}
 
 
 def basis_text(price: dict, earlier_runs: int) -> str:
@@ -162,6 +167,7 @@ def study_plan(
             repeats = study.repeats if first is None else first.get(n, 0)
             done = sum((point.label, k) in finished for k in range(1, repeats + 1))
             su = float(cost.su(point.cores, point.gpus, seconds))
+            reserve = float(cost.su(point.cores, point.gpus, price["reserve_s"]))
             rows.append(
                 point.as_dict()
                 | {
@@ -174,6 +180,7 @@ def study_plan(
                     "price_basis": basis_text(price, len(times.get(point.label, []))),
                     "earlier_runs": len(times.get(point.label, [])),
                     "su_per_job": su,
+                    "su_reserve_per_job": reserve,
                     "su": su * repeats,
                     "su_to_run": su * (repeats - done),
                     "seconds_to_run": seconds * (repeats - done),
@@ -264,8 +271,10 @@ def round_plan(
         spent = charges(runs, study)["su"]
     priced = study_plan(study, runs)
     su_per_run = {int(r["n"]): r["su_per_job"] for r in priced["rows"]}
+    # a round is admitted within the budget on what it holds back (job_price)
+    reserve = {int(r["n"]): r["su_reserve_per_job"] for r in priced["rows"]}
     scale = {n: n / base for n in ns} if study.scaling.kind == "weak" else None
-    plan = next_round(round_no, ns, base, made, samples, su_per_run, spent, Rules.of(study), scale)
+    plan = next_round(round_no, ns, base, made, samples, reserve, spent, Rules.of(study), scale)
     if baseline is not None and samples and study.adaptive.settle_baseline:
         column = TIME_COLUMNS[study.time]
         now = {n: x for (_, n), x in times_by_point(usable_runs(runs, study), column).items()}
@@ -275,7 +284,7 @@ def round_plan(
             {("", n): x for n, x in now.items() if n in ns},
             {("", n): x for n, x in was.items()},
             study,
-            su_per_run,
+            reserve,
         )
     by_label = {key: {label[int(n)]: v for n, v in plan[key].items()}
                 for key in ("totals", "added", "why")}  # fmt: skip
