@@ -80,16 +80,21 @@ def test_earlier_runs_price_their_points_and_the_model_the_others():
 
 
 def test_an_unmeasured_point_is_priced_from_its_measured_neighbour_not_its_time_limit():
+    from scalestudy.report.rendering import environment
+
     # issue 37's study: N = 8 was priced at 8 cores x its 5-minute limit, 0.67 SU,
     # while the measured N = 4 runs cost 0.019 SU each, and its round 2 was cut
     runs = pd.DataFrame({"point": ["t4"] * 3, "status": ["ok"] * 3, "wall_s": [17.0, 16.5, 17.5]})
     threads = {"scaling": {"axis": "threads", "points": [4, 8, 16]}, "resources": {"runtime": 5}}
-    rows = by_point(study_plan(study_model(threads, "c"), runs))
+    rows = by_point(plan := study_plan(study_model(threads, "c"), runs))
     assert rows["t8"]["basis"] == NEIGHBOUR and rows["t8"]["price_from_n"] == 4
     # no faster than N = 4, times the margin: 8 cores x 25.5 s, not 8 x 300 s
     assert rows["t8"]["seconds"] == pytest.approx(17.0 * PRICE_MARGIN)
     assert rows["t8"]["su_per_job"] == pytest.approx(8 * 17.0 * PRICE_MARGIN / 3600)
     assert rows["t8"]["price_basis"] == "from N = 4 measured, × 1.5 margin"
+    html = environment().get_template("plan.html.j2").render(title="t", plans=[plan], generated="")
+    assert "<td>from N = 4 measured, × 1.5 margin</td>" in html
+    assert "<td>median of 3 earlier runs</td>" in html
     # the nearest point measured below it prices a point, the nearest above where none
     # is below: no more core-seconds than it (a strong-scaling efficiency does not
     # fall as N falls)
