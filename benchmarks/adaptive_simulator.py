@@ -20,7 +20,28 @@ are not a floor on cost: adaptive spends less where a step is clear on fewer run
 
 Run: .venv/bin/python -m benchmarks.adaptive_simulator [--studies 1000 --seed 1
 --target-ci 0.05 --max-repeats 6] (the rules at the config schema's defaults, unless
-given)
+given). Without a budget, as below. With --budget SHARE [--limit FACTOR] each study
+gets a budget_su of SHARE x its 5-run grid's expected SU (at least round 1 at its time
+limits, which the workflow asks) and a time limit of FACTOR x its base case's true time
+(default 5; a run stops there, and costs it), and the same studies run twice: their
+unmeasured points priced at the time limit (as before issue 37) and from measurements
+(scalestudy.analysis.cost.plan.job_price). Measured 2026-11-27, 1000 studies, seed 1:
+
+  budget limit  priced at   right decided budget stops rounds cut over budget SU/grid5
+  0.5    5      time limit  17.3 %  0.0 %  91.5 %       1173       0           0.088
+                measured    77.8 %  0.3 %  17.2 %        432       0           0.366
+  0.3    5      time limit   9.5 %  0.0 %  98.4 %       1130       0           0.075
+                measured    77.1 %  0.5 %  26.9 %        571       0           0.307
+  1      5      time limit  22.0 %  0.1 %  79.3 %       1281       0           0.127
+                measured    79.1 %  1.0 %   1.1 %        162       0           0.402
+  0.5    2      time limit  22.6 %  0.1 %  77.9 %       1265       0           0.131
+                measured    53.2 %  0.2 %  51.3 %       1234       0           0.295
+
+  Of the runs at points priced from a neighbour, 1.5-1.7 % cost more than their price.
+  Rounds admitted on the measured points' medians (no margin) went over budget in 4
+  (budget 0.5, by 4-9 %) and 12 (0.3) of the 1000 studies: a round now holds back the
+  margin over a median too. A 2x limit leaves little room: round 1 at its limits
+  takes most of the budget.
 
 Measured (2026-11-25, 1000 studies, seed 1; grids: 5 runs right 81.0 %, 3 runs 74.1 %
 at 0.60 of the 5-run grid's SU; deciding points only: 3 runs right 76.0 % at 0.33, 5
@@ -94,7 +115,9 @@ from pathlib import Path
 
 import numpy as np
 
-from scalestudy.analysis.decisions.adaptive import DECIDED, Rules, next_round
+from scalestudy.analysis.cost.cost import within_budget
+from scalestudy.analysis.cost.plan import job_price
+from scalestudy.analysis.decisions.adaptive import BUDGET, DECIDED, Rules, first_round, next_round
 from scalestudy.analysis.decisions.recommendation import recommend
 from scalestudy.model import SCHEMA_FILE
 from scalestudy.study.validation import checked_config, study_models
@@ -120,6 +143,9 @@ def default_rules() -> Rules:
 RULES = default_rules()
 ORACLE_RUNS = (3, 5)
 OUTLIER_CHANCE = 0.03
+# a study's time limit over its base case's true time, as a user sets it with room
+# (issue 37: a 5-minute limit for runs of 17-60 s)
+LIMIT_FACTOR = 5.0
 
 
 def true_curve(rng: np.random.Generator) -> dict:
@@ -175,35 +201,74 @@ def oracle(truth: dict, runs: int, rng: np.random.Generator, rules: Rules) -> di
     return {"answer": answer, "su": su, "decided": True, "rounds": 1}
 
 
-def adaptive(truth: dict, rng: np.random.Generator, rules: Rules) -> dict:
+def priced(samples: dict[int, np.ndarray], limit_s: float, at_limit: bool) -> dict[int, float]:
+    """SU a round holds back for one run at each candidate (N x seconds), as the
+    workflow prices it without a model (scalestudy.analysis.cost.plan.job_price): a
+    measured point's median, or for an unmeasured one its measured neighbour's time,
+    times the margin, capped by the time limit; `at_limit`: as it did before, a
+    measured point at its median, an unmeasured one at its time limit."""
+    medians = {n: float(np.median(x)) for n, x in samples.items()}
+    if at_limit:
+        return {n: n * medians.get(n, limit_s) for n in CANDIDATES}
+    return {n: n * job_price(n, medians, limit_s)["reserve_s"] for n in CANDIDATES}
+
+
+def adaptive(truth: dict, rng: np.random.Generator, rules: Rules, limit_s: float = math.inf,
+             at_limit: bool = False) -> dict:  # fmt: skip
+    """One adaptive study; runs longer than `limit_s` are stopped there (and cost it).
+    Beside the answer: the rounds the budget cut (new candidates cut to the next one
+    up, or the round refused), whether the study spent more than its budget, and its
+    runs at points priced from a neighbour that cost more than their price."""
     samples: dict[int, np.ndarray] = {}
-    spent = 0.0
-    base_s = truth["times"][1]
+    spent, cut, runs_over, runs_priced = 0.0, 0, 0, 0
     for round_no in range(1, rules.max_rounds + 2):
         runs = {n: len(x) for n, x in samples.items()}
-        # a measured point costs its median; an unmeasured one is priced as the
-        # workflow prices it without a model: the base time on all N units (an upper
-        # bound for strong scaling, as a runtime limit is)
-        su_per_run = {n: n * float(np.median(samples[n])) if n in samples else n * base_s
-                      for n in CANDIDATES}  # fmt: skip
+        su_per_run = priced(samples, limit_s, at_limit)
         plan = next_round(round_no, CANDIDATES, 1, runs, samples, su_per_run, spent, rules)
+        wanted = (plan["judged"] or {}).get("new") or {}
+        cut += plan["stop"] is not None and plan["stop"]["reason"] == BUDGET
+        cut += bool(plan["added"]) and not set(wanted) <= set(plan["added"])
         if plan["stop"]:
             judged = plan["judged"] or {"worth_n": None}
             return {"answer": judged["worth_n"], "su": spent, "rounds": round_no - 1,
-                    "decided": plan["stop"]["reason"] == DECIDED}  # fmt: skip
+                    "decided": plan["stop"]["reason"] == DECIDED, "cut": cut,
+                    "stop": plan["stop"]["reason"],
+                    "overrun": not within_budget(spent, rules.budget_su),
+                    "runs_over_price": runs_over, "runs": runs_priced}  # fmt: skip
         for n, k in plan["added"].items():
-            new = draw(truth, n, k, rng)
+            new = np.minimum(draw(truth, n, k, rng), limit_s)
+            if n not in samples and su_per_run[n] < n * limit_s:  # priced from a neighbour
+                runs_over += int(np.sum(n * new > su_per_run[n] * (1 + 1e-9)))
+                runs_priced += k
             samples[n] = np.concatenate([samples.get(n, np.empty(0)), new])
             spent += n * float(new.sum())
     raise AssertionError("next_round did not stop after max_rounds")
 
 
-def simulate(n_studies: int, seed: int, rules: Rules = RULES) -> dict:
+def budgeted(truth: dict, rules: Rules, budget: float | None, limit: float) -> tuple:
+    """(the rules with the study's budget, its time limit in seconds): `budget` a share
+    of the expected SU of its 5-run grid (at least round 1's price; None: no budget and
+    no time limit), `limit` times its base time."""
+    if budget is None:  # the rules alone: no budget, no time limit
+        return rules, math.inf
+    grid5 = 5 * sum(n * t for n, t in truth["times"].items())
+    limit_s = limit * truth["times"][1]
+    # never below round 1 at its time limits: the workflow refuses such a budget
+    # before any job (plan.budget_problem)
+    first = first_round(CANDIDATES, 1, rules)
+    round1 = sum(k * n * limit_s for n, k in first.items())
+    return replace(rules, budget_su=max(budget * grid5, round1)), limit_s
+
+
+def simulate(n_studies: int, seed: int, rules: Rules = RULES, budget: float | None = None,
+             limit: float = LIMIT_FACTOR, at_limit: bool = False) -> dict:  # fmt: skip
     rng = np.random.default_rng(seed)
     outcomes = {"grid3": [], "grid5": [], "adaptive": []}
     outcomes |= {f"oracle{k}": [] for k in ORACLE_RUNS}
+    base_rules = rules
     for _ in range(n_studies):
         truth = true_curve(rng)
+        rules, limit_s = budgeted(truth, base_rules, budget, limit)
         # each method draws its runs from its own stream: the truths, and each method's
         # runs, stay the same whatever another method draws (the rules can be compared)
         grid3_rng, grid5_rng, adaptive_rng = rng.spawn(3)
@@ -212,7 +277,8 @@ def simulate(n_studies: int, seed: int, rules: Rules = RULES) -> dict:
                    for k, child in zip(ORACLE_RUNS, children, strict=True)}  # fmt: skip
         for name, result in (("grid3", grid(truth, 3, grid3_rng)),
                              ("grid5", grid(truth, 5, grid5_rng)),
-                             ("adaptive", adaptive(truth, adaptive_rng, rules)),
+                             ("adaptive", adaptive(truth, adaptive_rng, rules, limit_s,
+                                                   at_limit)),
                              *oracles.items()):  # fmt: skip
             outcomes[name].append(result | {"right": result["answer"] == truth["answer"],
                                             "truth": truth["answer"]})  # fmt: skip
@@ -259,14 +325,67 @@ def tally(outcomes: dict) -> dict:
     return table
 
 
+PRICINGS = {"time limit (before)": True, "measurements (now)": False}
+
+
+def price_comparison(n_studies: int, seed: int, rules: Rules, budget: float,
+                     limit: float = LIMIT_FACTOR) -> dict:  # fmt: skip
+    """The same adaptive studies (truths and runs) with their unmeasured points priced
+    each way (PRICINGS): right and decided shares, the share stopped by the budget, the
+    rounds cut for price, the studies over budget, the runs at points priced from a
+    neighbour that cost more than their price, and the median SU against the 5-run
+    grid."""
+    table = {}
+    for name, at_limit in PRICINGS.items():
+        outcomes = simulate(n_studies, seed, rules, budget, limit, at_limit)
+        results = outcomes["adaptive"]
+        pairs = zip(results, outcomes["grid5"], strict=True)
+        table[name] = {
+            "right": float(np.mean([r["right"] for r in results])),
+            "decided": float(np.mean([r["decided"] for r in results])),
+            "budget_stops": float(np.mean([r["stop"] == BUDGET for r in results])),
+            "rounds_cut": sum(r["cut"] for r in results),
+            "over_budget": sum(r["overrun"] for r in results),
+            "runs_over_price": sum(r["runs_over_price"] for r in results),
+            "runs_priced": sum(r["runs"] for r in results),
+            "su_vs_grid5": float(np.median([a["su"] / g["su"] for a, g in pairs])),
+        }
+    return table
+
+
+def compare_prices(args, rules: Rules) -> None:
+    print(f"{args.studies} studies, seed {args.seed}, budget {args.budget:g} x the 5-run "
+          f"grid's SU, time limit {args.limit:g} x the base time")  # fmt: skip
+    print("unmeasured priced at    right  decided  stopped by budget  rounds cut for price  "
+          "over budget  runs over a neighbour's price  SU / 5-run grid median")  # fmt: skip
+    table = price_comparison(args.studies, args.seed, rules, args.budget, args.limit)
+    for name, r in table.items():
+        over, runs = r["runs_over_price"], r["runs_priced"]
+        share = f"{over} of {runs} ({over / runs:.2%})" if runs else "none priced so"
+        print(
+            f"{name:22s} {r['right']:6.1%} {r['decided']:7.1%}  {r['budget_stops']:17.1%}  "
+            f"{r['rounds_cut']:20d}  {r['over_budget']:11d}  {share:>28s}  "
+            f"{r['su_vs_grid5']:22.3f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--studies", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--target-ci", type=float, default=RULES.target_ci)
     parser.add_argument("--max-repeats", type=int, default=RULES.max_repeats)
+    parser.add_argument("--budget", type=float, default=None,
+                        help="each study's budget_su, as a share of its 5-run grid's "
+                        "expected SU: compares the prices of unmeasured points, at their "
+                        "time limit (before) and from measurements (now)")  # fmt: skip
+    parser.add_argument("--limit", type=float, default=LIMIT_FACTOR,
+                        help="with --budget: time limit / the base case's time")  # fmt: skip
     args = parser.parse_args()
     rules = replace(RULES, target_ci=args.target_ci, max_repeats=args.max_repeats)
+    if args.budget is not None:
+        compare_prices(args, rules)
+        return
     outcomes = simulate(args.studies, args.seed, rules)
     table = tally(outcomes)
     print(json.dumps(table, indent=1))

@@ -13,7 +13,7 @@ from scipy.stats import t
 
 from benchmarks import adaptive_simulator as simulator
 from scalestudy.analysis.cost.cost import charges
-from scalestudy.analysis.cost.plan import budget_problem, round_plan, study_plan
+from scalestudy.analysis.cost.plan import PRICE_MARGIN, budget_problem, round_plan, study_plan
 from scalestudy.analysis.decisions.adaptive import (
     BUDGET,
     DECIDED,
@@ -464,7 +464,7 @@ def test_the_plan_of_a_round_from_a_studys_runs():
     assert first["totals"] == {"t1": 3, "t2": 3} and first["stop"] is None
     # priced at the time limit: 2 min on 1 + 2 cores, 3 runs each
     assert math.isclose(first["round_su"], 3 * (1 + 2) * 2 / 60)
-    # perfect scaling so far: the next candidate is measured, priced at its limit
+    # perfect scaling so far: the next candidate is measured
     runs = records_table({1: [10.0, 10.1, 9.9], 2: [5.0, 5.05, 4.95]})
     second = round_plan(study, 2, runs)
     assert second["added"] == {"t4": 2} and second["totals"] == {"t1": 3, "t2": 3, "t4": 2}
@@ -488,6 +488,25 @@ def test_runs_that_fail_are_charged_against_the_budget_and_stop_the_study():
     assert not second["added"]
 
 
+def test_runs_slower_than_their_price_count_in_full_against_the_budget():
+    # round 2 prices N = 4 from N = 2's 5 s (x the margin: 7.5 s on 4 cores), well
+    # within the budget; its runs take 100 s each, 13 times their price
+    study = study_model(ADAPTIVE_STUDY | {"budget_su": 0.05}, "a")
+    runs = records_table({1: [10.0, 10.1, 9.9], 2: [5.0, 5.05, 4.95]})
+    second = round_plan(study, 2, runs)
+    assert second["added"] == {"t4": 2}
+    assert second["su_per_run"]["t4"] == pytest.approx(4 * 5.0 * PRICE_MARGIN / 3600)
+    assert second["spent_su"] + second["round_su"] <= 0.05
+    runs = records_table({1: [10.0, 10.1, 9.9], 2: [5.0, 5.05, 4.95], 4: [100.0, 100.0]})
+    third = round_plan(study, 3, runs)
+    # charged what they took, not what they were priced at: the study is over its budget
+    # and stops there
+    assert third["spent_su"] == pytest.approx((30.0 + 30.0 + 2 * 4 * 100.0) / 3600)
+    assert third["spent_su"] == pytest.approx(charges(runs, study)["su"])
+    assert third["stop"]["reason"] == "budget" and not third["added"], third["stop"]
+    assert third["su_per_run"]["t4"] == pytest.approx(4 * 100.0 / 3600)  # now measured
+
+
 def test_a_round_plan_jumps_over_candidates_that_cannot_be_the_answer():
     # seven candidates, a 5 % serial share (the answer is 32): after round 1 on 1 and 2
     # threads, the plan measures 32 and 64, where the fitted law puts the answer, and
@@ -500,7 +519,10 @@ def test_a_round_plan_jumps_over_candidates_that_cannot_be_the_answer():
     second = round_plan(study, 2, runs)
     assert second["added"] == {"t32": 2, "t64": 2}, second["why"]
     assert "puts the last step that pays at N = 32" in second["why"]["t32"]
-    assert second["round_su"] == pytest.approx(2 * (32 + 64) * 2 / 60)  # at their limits
+    # priced from N = 2, the nearest measured, with the margin: below their limits
+    at_2 = float(np.median(runs.loc[runs["n"] == 2, "wall_s"]))
+    assert second["round_su"] == pytest.approx(2 * (32 + 64) * at_2 * PRICE_MARGIN / 3600)
+    assert second["price_basis"]["t32"] == "from N = 2 measured, × 1.5 margin"
 
 
 def test_the_plan_page_prices_round_one_and_refuses_a_budget_below_it():
@@ -539,6 +561,19 @@ def test_bad_adaptive_settings_are_refused_naming_the_key(change, words):
 def test_an_adaptive_study_is_a_valid_config():
     study = checked_study(ADAPTIVE_STUDY, "a")
     assert study.adaptive.target_ci == 0.1 and study.adaptive.max_repeats == 6
+
+
+def test_the_simulator_prices_from_measurements_within_budget_and_cuts_fewer_rounds():
+    """Issue 37: unmeasured points priced at their time limit cut the rounds of budgeted
+    studies; priced from measurements (a margin over the neighbour), fewer are cut and
+    none of the studies spends more than its budget (40 studies, a fixed seed; the
+    figures of 1000: python -m benchmarks.adaptive_simulator --budget 0.5)."""
+    table = simulator.price_comparison(40, seed=7, rules=simulator.RULES, budget=0.5)
+    before, now = table["time limit (before)"], table["measurements (now)"]
+    assert before["over_budget"] == now["over_budget"] == 0
+    assert now["rounds_cut"] < before["rounds_cut"] / 2, (before, now)
+    assert now["budget_stops"] < before["budget_stops"] and now["right"] > before["right"]
+    assert now["runs_over_price"] <= 0.02 * now["runs_priced"]
 
 
 def test_the_simulator_against_fixed_grids():

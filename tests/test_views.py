@@ -256,9 +256,11 @@ def test_a_round_the_budget_refused_names_its_candidates_by_n_measured_or_not():
 
 
 def test_a_grid_priced_at_time_limits_is_an_upper_bound_and_the_share_a_lower_one():
-    # t4 was never measured and no model prices it: its runs are priced at the time
-    # limit. The report said "would cost 0.414 SU (estimated ...): this study spent 3 %"
-    text, plans = adaptive_report([1, 2, 4], {1: [10.0, 10.1, 9.9, 10.0], 2: [5.0, 5.1, 4.9, 5.0]})
+    # t4 was never measured, and its neighbour's 20.3 minutes times the price's margin
+    # are above its 30-minute limit: its runs are priced at the time limit. The report
+    # said "would cost 0.414 SU (estimated ...): this study spent 3 %"
+    slow = {1: [1750.0, 1760.0, 1740.0, 1750.0], 2: [1220.0, 1230.0, 1210.0, 1220.0]}
+    text, plans = adaptive_report([1, 2, 4], slow)
     assert plans[-1]["priced_at_limit"] == ["t4"]
     assert "runs each would cost at most " in text
     assert (
