@@ -95,7 +95,7 @@ from pathlib import Path
 import numpy as np
 
 from scalestudy.analysis.decisions.adaptive import DECIDED, Rules, next_round
-from scalestudy.analysis.decisions.recommendation import recommend
+from scalestudy.analysis.decisions.recommendation import acceptable_answers, recommend
 from scalestudy.model import SCHEMA_FILE
 from scalestudy.study.validation import checked_config, study_models
 
@@ -138,7 +138,8 @@ def true_curve(rng: np.random.Generator) -> dict:
         kind = f"usl sigma={sigma:.3f} kappa={kappa:.4f}"
     times = dict(zip(CANDIDATES, base_s / speedup, strict=True))
     answer = recommend(ns, speedup, ns, threshold=RULES.threshold)["worth_n"]
-    return {"times": times, "answer": answer, "kind": kind, "cv": rng.uniform(0.03, 0.20)}
+    return {"times": times, "answer": answer, "kind": kind, "cv": rng.uniform(0.03, 0.20),
+            "speedups": speedup}  # fmt: skip
 
 
 def draw(truth: dict, n: int, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -199,7 +200,11 @@ def adaptive(truth: dict, rng: np.random.Generator, rules: Rules) -> dict:
 
 
 def simulate(n_studies: int, seed: int, rules: Rules = RULES) -> dict:
+    """Every method on `n_studies` studies. An answer is "right" when it is the truth's
+    walk's, and "in_zone" when it is right up to the rules' indifference zone (either
+    end of a step whose true gain lies within it: acceptable_answers)."""
     rng = np.random.default_rng(seed)
+    ns = np.asarray(CANDIDATES, dtype=float)
     outcomes = {"grid3": [], "grid5": [], "adaptive": []}
     outcomes |= {f"oracle{k}": [] for k in ORACLE_RUNS}
     for _ in range(n_studies):
@@ -214,7 +219,9 @@ def simulate(n_studies: int, seed: int, rules: Rules = RULES) -> dict:
                              ("grid5", grid(truth, 5, grid5_rng)),
                              ("adaptive", adaptive(truth, adaptive_rng, rules)),
                              *oracles.items()):  # fmt: skip
+            zone = acceptable_answers(ns, truth["speedups"], ns, rules.threshold, rules.zone)
             outcomes[name].append(result | {"right": result["answer"] == truth["answer"],
+                                            "in_zone": result["answer"] in zone,
                                             "truth": truth["answer"]})  # fmt: skip
     return outcomes
 
@@ -227,6 +234,7 @@ def tally(outcomes: dict) -> dict:
     for name, results in outcomes.items():
         decided = np.array([r["decided"] for r in results])
         right = np.array([r["right"] for r in results])
+        in_zone = np.array([r["in_zone"] for r in results])
         relative = np.array([r["su"] for r in results]) / grid5
         rounds = np.array([r["rounds"] for r in results])
         truths = np.array([r["truth"] for r in results])
@@ -238,6 +246,9 @@ def tally(outcomes: dict) -> dict:
             "decided_wrong": float(np.mean(~right & decided)),
             "not_decided": float(np.mean(~decided)),
             "not_decided_right": float(np.mean(right & ~decided)),
+            "in_zone": float(np.mean(in_zone)),
+            # of the decided answers, the share right up to the zone
+            "decided_in_zone": float(np.mean(in_zone[decided])) if decided.any() else math.nan,
             "su_vs_grid5": {
                 q: float(np.quantile(relative, p))
                 for q, p in (
@@ -265,29 +276,35 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--target-ci", type=float, default=RULES.target_ci)
     parser.add_argument("--max-repeats", type=int, default=RULES.max_repeats)
+    parser.add_argument("--max-rounds", type=int, default=RULES.max_rounds)
+    parser.add_argument("--indifference", type=float, default=RULES.indifference)
+    parser.add_argument("--json", action="store_true", help="also print the full tables")
     args = parser.parse_args()
-    rules = replace(RULES, target_ci=args.target_ci, max_repeats=args.max_repeats)
-    outcomes = simulate(args.studies, args.seed, rules)
-    table = tally(outcomes)
-    print(json.dumps(table, indent=1))
-    adaptive_, grid5 = table["adaptive"], table["grid5"]
-    su = adaptive_["su_vs_grid5"]
-    print(
-        f"target_ci {rules.target_ci:g}, max_repeats {rules.max_repeats}: right "
-        f"{adaptive_['right']:.1%} (grid of 5: {grid5['right']:.1%}, of 3: "
-        f"{table['grid3']['right']:.1%}); decided {1 - adaptive_['not_decided']:.1%}, "
-        f"decided and wrong {adaptive_['decided_wrong']:.1%}; SU / 5-run grid p25 "
-        f"{su['p25']:.3f}, median {su['median']:.3f}, p75 {su['p75']:.3f}"
-    )
-    for k in ORACLE_RUNS:
-        ref = table[f"oracle{k}"]
-        pairs = zip(outcomes["adaptive"], outcomes[f"oracle{k}"], strict=True)
-        cheaper = np.mean([a["su"] < o["su"] for a, o in pairs])
-        print(
-            f"  deciding points only, {k} runs each: right {ref['right']:.1%}, SU / 5-run "
-            f"grid median {ref['su_vs_grid5']['median']:.3f}; adaptive spent less in "
-            f"{cheaper:.1%} of the studies"
-        )
+    rules = replace(RULES, target_ci=args.target_ci, max_repeats=args.max_repeats,
+                    max_rounds=args.max_rounds, indifference=args.indifference)  # fmt: skip
+    # without a zone, a step is decided only when its interval clears the threshold
+    # itself: the rule before recommend.indifference, on the same studies and runs
+    sets = {"no zone": replace(rules, indifference=0.0), "zone": rules}
+    tables = {}
+    for label, these in sets.items():
+        outcomes = simulate(args.studies, args.seed, these)
+        tables[label] = table = tally(outcomes)
+        if args.json:
+            print(json.dumps({label: table}, indent=1))
+    print(f"target_ci {rules.target_ci:g}, max_repeats {rules.max_repeats}, max_rounds "
+          f"{rules.max_rounds}, {args.studies} studies, seed {args.seed}; 'in zone': right "
+          "up to the zone of the rules in that row")  # fmt: skip
+    print("rules       indifference right  in zone decided decided: in zone  "
+          "SU / 5-run grid: p25  median p75")  # fmt: skip
+    for label, table in tables.items():
+        a, su = table["adaptive"], table["adaptive"]["su_vs_grid5"]
+        print(f"{label:11} {sets[label].indifference:<12g} {a['right']:6.1%} {a['in_zone']:6.1%}"
+              f"  {1 - a['not_decided']:6.1%}  {a['decided_in_zone']:6.1%}"
+              f"                {su['p25']:.3f} {su['median']:.3f} {su['p75']:.3f}")  # fmt: skip
+    for name in ("grid3", "grid5", *(f"oracle{k}" for k in ORACLE_RUNS)):
+        ref = tables["zone"][name]
+        print(f"  {name}: right {ref['right']:.1%}, in zone {ref['in_zone']:.1%}, SU / 5-run "
+              f"grid median {ref['su_vs_grid5']['median']:.3f}")  # fmt: skip
 
 
 if __name__ == "__main__":
