@@ -292,6 +292,26 @@ def test_a_study_that_stops_undecided_says_each_reason_and_only_true_ones():
     )
 
 
+def test_a_step_near_the_threshold_is_decided_inside_the_indifference_zone():
+    # the step 4 -> 8 gains 0.128 [0.112, 0.155] per unit on 4 runs of 3 % noise, about
+    # the threshold of 0.12: without a zone it asks for runs (and would until its
+    # interval leaves 0.12 behind: never, were the true gain 0.12); with a zone of
+    # +-0.06 the answer is decided, and the stop says both ends are right
+    near = {n: 100 * (0.3 + 0.7 / n) for n in CANDIDATES}
+    samples = runs_of(near, 4, cv=0.03, seed=0)
+    runs = {n: 4 for n in CANDIDATES}
+    rules = replace(RULES, target_ci=0.99, threshold=0.12)
+    plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, rules)
+    assert plan["stop"] is None and plan["added"] == {4: 4, 8: 4}
+    zoned = replace(rules, indifference=0.5)
+    plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, zoned)
+    assert plan["stop"]["reason"] == DECIDED and plan["added"] == {}
+    assert plan["stop"]["text"].endswith(
+        "; N = 4 and N = 8 are both right: the step 4->8 adds 0.128 [0.112, 0.155] speedup "
+        "per unit, within the indifference zone 0.12 ± 0.06 (recommend.indifference)"
+    )
+
+
 def test_a_study_that_cannot_be_decided_spends_no_runs_that_would_hardly_change_it():
     # a +-0.1 % CI is out of reach, so the study cannot be decided: runs only buy the
     # chance of changing the answer. The step 4 -> 8 (gain 0.157 [0.088, 0.228] on 5
