@@ -163,9 +163,14 @@ def test_a_step_is_decided_once_its_interval_clears_the_far_edge_of_the_zone():
     assert not step_decided(0.08, (0.02, 0.16), 0.1, 0.05)
     assert not step_decided(0.12, None, 0.1, 0.05)  # no interval: never
     assert not step_decided(0.12, (None, None), 0.1, 0.05)
-    # both ends right, said so: the interval reaches across the threshold, in a zone
-    assert within_zone((0.06, 0.18), 0.1, 0.05) and not within_zone((0.11, 0.18), 0.1, 0.05)
-    assert not within_zone((0.06, 0.18), 0.1, 0.0)
+    # both ends right, said so: the interval falls short of the threshold on the walk's
+    # side (a step taken reaches below it, a step stopped at reaches it), in a zone
+    assert within_zone(0.12, (0.06, 0.18), 0.1, 0.05)
+    assert within_zone(0.12, (0.06, 0.09), 0.1, 0.05)  # a lopsided bootstrap interval
+    assert not within_zone(0.12, (0.11, 0.18), 0.1, 0.05)
+    assert within_zone(0.08, (0.02, 0.14), 0.1, 0.05)
+    assert not within_zone(0.08, (0.02, 0.09), 0.1, 0.05)
+    assert not within_zone(0.12, (0.06, 0.18), 0.1, 0.0)
 
 
 def test_either_end_of_a_step_inside_the_zone_is_a_right_answer():
@@ -191,4 +196,4 @@ def test_a_step_near_the_threshold_is_decided_inside_the_zone():
     rec, found = decide(times, indifference=0.5)
     assert found["decided"] and found["next_measurements"] is None, found
     step = next(s for s in found["step_intervals"] if s[:2] == [2, 4])
-    assert within_zone(step[3:], rec["threshold"], rec["zone"]), step
+    assert within_zone(step[2], step[3:], rec["threshold"], rec["zone"]), step

@@ -583,7 +583,8 @@ def decided_text(judged: dict, rules: Rules, reach: float = math.nan) -> str:
                       f"give about ±{100 * reach:.1f} %")  # fmt: skip
         words += ")"
     for a, b, gain, lo, hi in judged["steps"]:
-        if (a, b) in judged["deciding"] and within_zone((lo, hi), rules.threshold, rules.zone):
+        if (a, b) in judged["deciding"] and within_zone(gain, (lo, hi), rules.threshold,
+                                                         rules.zone):  # fmt: skip
             words += "; " + zone_text(a, b, gain, lo, hi, rules.threshold, rules.zone)
     return words
 

@@ -189,15 +189,13 @@ def step_decided(gain: float, interval, threshold: float, zone: float) -> bool:
     return lo >= threshold - zone if gain >= threshold else hi < threshold + zone
 
 
-def within_zone(interval, threshold: float, zone: float) -> bool:
-    """Does a step's interval reach across the threshold, inside the zone? Then both
-    its ends are right answers: the report says so."""
-    return (
-        zone > 0
-        and interval is not None
-        and interval[0] is not None
-        and (interval[0] < threshold <= interval[1])
-    )
+def within_zone(gain: float, interval, threshold: float, zone: float) -> bool:
+    """Does a step's interval fall short of the threshold on the walk's side (below it
+    for a step taken, at or above it for a step stopped at)? Decided (step_decided),
+    such a step lies inside the zone, and both its ends are right: the report says so."""
+    if zone <= 0 or interval is None or interval[0] is None:
+        return False
+    return interval[0] < threshold if gain >= threshold else interval[1] >= threshold
 
 
 def zone_text(a, b, gain: float, lo: float, hi: float, threshold: float, zone: float) -> str:
