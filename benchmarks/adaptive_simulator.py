@@ -31,9 +31,11 @@ Measured with the indifference zone (2026-11-27, 1000 studies, seed 1, defaults)
   no zone  0            83.2 %  83.2 %  34.7 %  96.3 %                 0.277 0.473 0.680
   zone     0.75         82.3 %  97.1 %  74.0 %  98.5 %                 0.254 0.450 0.607
 
-  (grids: 5 runs right 81.0 %, in zone 97.1 %; 3 runs 74.1 %, 93.2 %.) Seeds 2 and 3:
-  SEEDS_2_3. Before the zone (the code of 2026-11-27 with max_rounds 6, where an
-  answer whose speedup CI missed target_ci was never decided), seed 1: decided 1.4 %.
+  (grids: 5 runs right 81.0 %, in zone 97.1 %; 3 runs 74.1 %, 93.2 %.) Seeds 2 and 3,
+  with the zone: decided 76.0 and 72.8 %, 99.2 and 98.8 % of those in zone, median SU
+  0.446 and 0.447 (no zone: 37.0 and 34.6 % decided). Before the zone (the code of
+  2026-11-27 with max_rounds 6, where an answer whose speedup CI missed target_ci was
+  never decided), seed 1: decided 1.4 %.
   The goals (issue 36): at least 70 % decided within max_repeats, a decided answer
   right up to the zone at least 95 % of the time, median SU at most 0.5 of the 5-run
   grid's. The zone's width and max_rounds, seed 1 (decided, decided in zone, median
