@@ -242,7 +242,8 @@ def decision_steps(worth_n, stopped_at: dict | None, intervals: list, threshold:
 
 def adaptive_answer(rounds: dict | None) -> dict:
     """An adaptive study's answer is decided as its last round judged it (target CI
-    included); what would decide it is the rounds section's, not more fixed repeats."""
+    included, unless out of reach); what would decide it is the rounds section's, not
+    more fixed repeats."""
     if rounds is None:
         return {}
     return {"decided": rounds["decided"], "next_measurements": None, "adaptive": True}

@@ -453,7 +453,8 @@ def next_round(
         for n, reason in judged["new"].items():
             added[n], why[n] = new_runs, reason
         at_limit = []  # points that still decide the answer but have max_repeats runs
-        # such a study cannot be decided: steps that more runs would hardly change get none
+        # where the CI target is out of reach, steps that more runs would hardly change
+        # (nor decide) get none
         curtailed = curtailed_steps(judged, runs, rules) if beyond else {}
         open_steps = [step for step in judged["deciding"] if step not in curtailed]
         for n, reason in judged["needs"].items():
