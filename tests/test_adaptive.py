@@ -29,8 +29,9 @@ from scalestudy.analysis.decisions.adaptive import (
 from tests.conftest import checked_study, study_model
 from tests.test_studies import config_error
 
-RULES = Rules(threshold=0.1, target_ci=0.05, budget_su=100.0, max_repeats=10, max_rounds=6,
-              first_repeats=3, first_points=3)  # fmt: skip
+# without an indifference zone: a step is decided when its interval clears the threshold
+RULES = Rules(threshold=0.1, indifference=0.0, target_ci=0.05, budget_su=100.0, max_repeats=10,
+              max_rounds=6, first_repeats=3, first_points=3)  # fmt: skip
 CANDIDATES = [1, 2, 4, 8]
 
 
@@ -251,19 +252,21 @@ def test_an_out_of_reach_speedup_target_does_not_stop_the_work_on_the_steps():
     plan = next_round(2, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 5.0, strict)
     assert plan["stop"] is None and {4, 8} <= set(plan["added"]), plan["why"]
     assert 1 not in plan["added"]  # the base moves the step 4 -> 8 too little to matter
-    # once the steps are decided, the study stops, saying the target is out of reach
+    # once the steps are decided, the answer is: the study stops, saying the target is
+    # out of reach (before, it stopped "at the limits, not decided")
     samples = runs_of(KNEE, 6)
     plan = next_round(3, CANDIDATES, 1, {n: 6 for n in CANDIDATES}, samples,
                       su_per_run(CANDIDATES), 10.0, strict)  # fmt: skip
-    assert plan["stop"]["reason"] == LIMITS and plan["added"] == {}
+    assert plan["stop"]["reason"] == DECIDED and plan["added"] == {}
     # 6 runs at both ends now; 10 at both would narrow the CI by sqrt(6 / 10), and the
     # t quantile of 18 degrees of freedom against 10
-    half = plan["judged"]["speedup_ci"]["half_width"]
+    ci = plan["judged"]["speedup_ci"]
     narrower = math.sqrt(6 / 10) * t.ppf(0.975, 18) / t.ppf(0.975, 10)
     assert plan["stop"]["text"] == (
-        f"the speedup at N = 4 is known to ±{100 * half:.1f} %, and the target of ±0.1 % is "
-        "out of reach: max_repeats = 10 runs at N = 1 and N = 4 would give about "
-        f"±{100 * half * narrower:.1f} %"
+        f"ask for N = 4 (speedup {ci['speedup']:.3g}, 95 % CI {ci['lo']:.3g}-{ci['hi']:.3g}, "
+        f"±{100 * ci['half_width']:.1f} % against a target of ±0.1 %, out of reach: "
+        "max_repeats = 10 runs at N = 1 and N = 4 would give about "
+        f"±{100 * ci['half_width'] * narrower:.1f} %)"
     )
 
 
@@ -286,6 +289,26 @@ def test_a_study_that_stops_undecided_says_each_reason_and_only_true_ones():
                       Rules(**{**RULES.__dict__, "target_ci": 0.99}))  # fmt: skip
     assert plan["stop"]["text"] == (
         "the points that would decide it (N = 4, N = 8) have max_repeats = 10 runs"
+    )
+
+
+def test_a_step_near_the_threshold_is_decided_inside_the_indifference_zone():
+    # the step 4 -> 8 gains 0.128 [0.112, 0.155] per unit on 4 runs of 3 % noise, about
+    # the threshold of 0.12: without a zone it asks for runs (and would until its
+    # interval leaves 0.12 behind: never, were the true gain 0.12); with a zone of
+    # +-0.06 the answer is decided, and the stop says both ends are right
+    near = {n: 100 * (0.3 + 0.7 / n) for n in CANDIDATES}
+    samples = runs_of(near, 4, cv=0.03, seed=0)
+    runs = {n: 4 for n in CANDIDATES}
+    rules = replace(RULES, target_ci=0.99, threshold=0.12)
+    plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, rules)
+    assert plan["stop"] is None and plan["added"] == {4: 4, 8: 4}
+    zoned = replace(rules, indifference=0.5)
+    plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, zoned)
+    assert plan["stop"]["reason"] == DECIDED and plan["added"] == {}
+    assert plan["stop"]["text"].endswith(
+        "; N = 4 and N = 8 are both right: the step 4->8 adds 0.128 [0.112, 0.155] speedup "
+        "per unit, within the indifference zone 0.12 ± 0.06 (recommend.indifference)"
     )
 
 
@@ -342,19 +365,13 @@ def test_a_ci_target_that_runs_at_the_answer_alone_can_reach_is_not_given_up():
     rules = replace(RULES, target_ci=half / math.sqrt(1.3), max_repeats=6)
     plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, rules)
     assert plan["stop"] is None and plan["added"] == {4: 3, 8: 3}, plan["stop"]
-    # a target that 6 runs at both could not reach (0.82 of the half-width, times the t
-    # quantiles' 2.23 / 2.36 of 10 and 7 degrees of freedom) is out of reach: the study
-    # cannot be decided, and the step 4 -> 8 (gain 0.043 [-0.041, 0.117]) is curtailed
-    narrower = math.sqrt((1 / 6 + 1 / 6) / (1 / 6 + 1 / 3)) * t.ppf(0.975, 10) / t.ppf(0.975, 7)
+    # a target that 6 runs at both could not reach is out of reach: the CI gets no runs,
+    # but the step 4 -> 8 (gain 0.043 [-0.041, 0.117]) does. It would hardly cross the
+    # threshold, yet 6 runs would likely narrow its interval below it, deciding it
+    # (before, an out-of-reach CI left the study undecided and the step was curtailed)
     rules = replace(rules, target_ci=half * 0.7)
     plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, rules)
-    assert plan["added"] == {} and plan["stop"]["reason"] == LIMITS
-    assert plan["stop"]["text"].startswith("more runs would hardly change the answer: the "
-                                           "step 4->8 (gain 0.0432 [-0.0408, 0.117])")  # fmt: skip
-    assert plan["stop"]["text"].endswith(
-        f"out of reach: max_repeats = 6 runs at N = 1 and N = 4 would give about "
-        f"±{100 * half * narrower:.1f} %"
-    )
+    assert plan["stop"] is None and plan["added"] == {4: 3, 8: 3}, plan["stop"]
 
 
 def test_max_repeats_of_two_can_still_decide():
@@ -576,34 +593,28 @@ def test_the_simulator_prices_from_measurements_within_budget_and_cuts_fewer_rou
     assert now["runs_over_price"] <= 0.02 * now["runs_priced"]
 
 
-def test_the_simulator_against_fixed_grids():
-    """Kept short (200 studies, ~3 s each, at a fixed seed: the same every run); the
-    figures in the notes come from 5 x 1000 (python -m benchmarks.adaptive_simulator).
-    At the schema's defaults, the goals: right answers as often as the 5-run grid's
-    (5,000 give 81.1 % against 79.5 %; these 200, 84 % against 78 %) for at most 0.40
-    of its SU in the median study (5,000 give 0.393; these 200, 0.400; 0.423 without
-    curtailment, 0.457 at max_repeats 10). At a loose CI target, so that many answers
-    are decided (32 % of these 200), the rules' own error rate: decided and wrong in at
-    most 5 %. The reference that knows where the answer lies spends less with 3 runs a
-    point, and is right less often."""
+def test_the_simulator_meets_its_goals_at_the_defaults():
+    """Kept short (200 studies at a fixed seed: the same every run); the figures in the
+    notes come from 1000 (python -m benchmarks.adaptive_simulator). At the schema's
+    defaults, the goals: at least 70 % of the studies end decided (these 200: 75 %;
+    without the indifference zone 35.5 %, and before it and its CI rule 1-6 %), a
+    decided answer right up to the zone at least 95 % of the time (99.3 %), for at
+    most 0.5 of the 5-run grid's SU in the median study (0.433); right answers, exact
+    and up to the zone, as often as the 5-run grid's. The reference that knows where
+    the answer lies spends less with 3 runs a point."""
     table = simulator.tally(simulator.simulate(200, seed=7, rules=simulator.RULES))
     adaptive, grid5 = table["adaptive"], table["grid5"]
-    assert adaptive["right"] >= grid5["right"], (adaptive["right"], grid5["right"])
+    assert 1 - adaptive["not_decided"] >= 0.7, adaptive["not_decided"]
+    assert adaptive["decided_in_zone"] >= 0.95, adaptive["decided_in_zone"]
     assert grid5["su_vs_grid5"]["median"] == pytest.approx(1.0)
-    assert adaptive["su_vs_grid5"]["median"] <= 0.41
-    oracle = table["oracle3"]
-    assert oracle["su_vs_grid5"]["median"] < adaptive["su_vs_grid5"]["median"]
-    assert oracle["right"] < adaptive["right"]
-    rules = replace(simulator.RULES, target_ci=0.99)
-    table = simulator.tally(simulator.simulate(200, seed=7, rules=rules))
-    adaptive, grid5 = table["adaptive"], table["grid5"]
-    assert adaptive["not_decided"] < 0.8
-    assert adaptive["decided_wrong"] <= 0.05
+    assert adaptive["su_vs_grid5"]["median"] <= 0.5
+    assert adaptive["right"] >= grid5["right"], (adaptive["right"], grid5["right"])
+    assert adaptive["in_zone"] >= grid5["in_zone"], (adaptive["in_zone"], grid5["in_zone"])
     assert adaptive["decided_right"] + adaptive["decided_wrong"] + adaptive["not_decided"] == (
         pytest.approx(1)
     )
-    assert adaptive["right"] >= grid5["right"] - 0.05, (adaptive["right"], grid5["right"])
-    assert adaptive["su_vs_grid5"]["median"] < 0.47
+    oracle = table["oracle3"]
+    assert oracle["su_vs_grid5"]["median"] < adaptive["su_vs_grid5"]["median"]
 
 
 def test_candidates_can_be_a_range():

@@ -213,6 +213,21 @@ def test_an_adaptive_study_costs_its_charges_failed_runs_included():
     assert f"The study cost {spent:.3g} SU" in text
 
 
+def test_a_step_decided_inside_the_indifference_zone_says_both_ends_are_right():
+    """Issue 36: a step whose interval reaches across the threshold, narrower than the
+    zone, is decided; the words must not say "above 0.1" of an interval that is not."""
+    text, plans = adaptive_report([1, 2], {1: [10.0, 10.1, 9.9, 10.0], 2: [9.0, 9.15, 8.95, 9.1]})
+    assert plans[-1]["stop"]["reason"] == "decided"
+    assert (
+        "Decided by these runs: the step from 1 to 2 adds 0.10 [0.09, 0.12] speedup per unit, "
+        "within the indifference zone 0.1 ± 0.075, so N = 1 and N = 2 are both right "
+        "(95 % interval)."
+    ) in text, text
+    # the rounds' stop says it too
+    assert "N = 1 and N = 2 are both right: the step 1" in text
+    assert "adds 0.105 [0.0904, 0.122] speedup per unit, within the indifference zone" in text
+
+
 def test_a_decided_adaptive_answer_does_not_ask_for_fixed_repeats(tmp_path):
     """Issue 16: the default study answered "Decided by these runs", then told to raise
     `repeats` (which an adaptive study does not run) for its unstable points, and to
