@@ -3,6 +3,7 @@ interleaved at each point, each pair's order drawn from a seed; the analysis giv
 point's ratio b/a from its pairs with a t interval on the log differences, and a verdict."""
 
 import copy
+import json
 import math
 import sys
 
@@ -17,7 +18,7 @@ from scalestudy.records import schema_errors
 from scalestudy.study.errors import ConfigError
 from scalestudy.study.run_spec import paired_order, previous_paired_run, run_spec
 from scalestudy.study.validation import checked_config
-from tests.conftest import REPO, checked_study
+from tests.conftest import NOT_JUDGED_ON_SHARED_CPUS, REPO, checked_study
 from tests.test_studies import SCHEMA
 
 SLEEP = "import sys, time; time.sleep(float(sys.argv[1]))"
@@ -103,21 +104,26 @@ def test_an_estimate_inside_the_tolerance_is_never_called_a_change():
     assert found.verdict == "same"
 
 
-def test_pairs_are_a_and_b_of_one_repeat_both_successful():
-    runs = pd.DataFrame(
-        [
-            {"series": "a", "n": 1, "repeat": 1, "status": "ok", "wall_s": 1.0},
-            {"series": "b", "n": 1, "repeat": 1, "status": "ok", "wall_s": 1.2},
-            {"series": "a", "n": 1, "repeat": 2, "status": "ok", "wall_s": 2.0},
-            {"series": "b", "n": 1, "repeat": 2, "status": "failed", "wall_s": None},
-            # a series split by provenance is still its variant
-            {"series": "a [GPU model=x]", "n": 2, "repeat": 1, "status": "ok", "wall_s": 3.0},
-            {"series": "b [GPU model=x]", "n": 2, "repeat": 1, "status": "ok", "wall_s": 3.3},
-        ]
-    )
-    pairs = pairs_of(runs, "wall_s")
+def test_pairs_are_a_and_b_of_one_repeat_both_successful_one_after_the_other():
+    rows = [
+        ("a", 1, 1, "ok", 1.0, "08:01"),
+        ("b", 1, 1, "ok", 1.2, "08:02"),
+        ("b", 1, 2, "failed", None, "08:03"),
+        ("a", 1, 2, "ok", 2.0, "08:04"),
+        # run again alone, later: b's rep3 is no longer next to a's
+        ("a", 1, 3, "ok", 2.0, "08:05"),
+        ("b", 1, 4, "ok", 2.2, "08:06"),
+        ("a", 1, 4, "ok", 2.0, "08:07"),
+        ("b", 1, 3, "ok", 2.0, "09:00"),
+        # a series split by provenance is still its variant
+        ("a [GPU model=x]", 2, 1, "ok", 3.0, "08:01"),
+        ("b [GPU model=x]", 2, 1, "ok", 3.3, "08:02"),
+    ]
+    columns = ["series", "n", "repeat", "status", "wall_s", "started_at"]
+    pairs = pairs_of(pd.DataFrame(rows, columns=columns), "wall_s")
     assert pairs.to_dict("records") == [
         {"n": 1, "repeat": 1, "a": 1.0, "b": 1.2},
+        {"n": 1, "repeat": 4, "a": 2.0, "b": 2.2},
         {"n": 2, "repeat": 1, "a": 3.0, "b": 3.3},
     ]
 
@@ -217,3 +223,49 @@ def test_the_variants_are_the_studys_series_a_and_b_with_their_params():
     assert study.series_names == ["a", "b"]
     assert study.for_series("b").params["values"] == {"delay": 0.2}
     assert study.for_series("a").params["values"] == {"delay": 0.1}
+
+
+# --- the workflow ----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_paired_study_runs_its_pairs_interleaved_and_reports_the_ratio(workflow):
+    """On the local profile: a sleeps 0.05 s, b 2 s, three pairs at one point. The runs
+    go in the drawn order, one after another; analysis.json and the report give b/a."""
+    study = paired_study(scaling={"axis": "threads", "points": [1]})
+    study["params"]["values"] = {"delay": 0.05}
+    study["compare"]["b"] = {"params": {"values": {"delay": 2.0}}}
+    workflow.write_config({"studies": {"ab": study | NOT_JUDGED_ON_SHARED_CPUS}})
+    workflow.snakemake("--profile", "profiles/local")
+
+    runs = workflow.root / "results" / "ab" / "runs"
+    records = [json.loads(p.read_text()) for p in runs.glob("*-t1/rep*.json")]
+    assert len(records) == 6 and all(r["status"] == "ok" for r in records)
+    in_time = sorted(records, key=lambda r: r["started_at"])
+    assert [r["compare"]["position"] for r in in_time] == [1, 2, 3, 4, 5, 6]
+    drawn = paired_order(checked_study(study), 1)
+    assert [(r["series"], r["repeat"]) for r in in_time] == drawn
+    for earlier, later in zip(in_time, in_time[1:], strict=False):
+        assert earlier["finished_at"] <= later["started_at"]  # one after another
+
+    found = json.loads((workflow.root / "results" / "ab" / "analysis.json").read_text())
+    (point,) = found["paired"]["points"]
+    assert point["point"] == "t1" and point["pairs"] == 3
+    assert point["ci_lo"] < point["ratio"] < point["ci_hi"] and point["ratio"] > 1.5
+    assert point["verdict"] == "slower" and point["words"].startswith("b is slower by ")
+    html = (workflow.root / "results" / "report.html").read_text()
+    assert "Paired comparison: b against a" in html
+    assert f"<td>{point['ratio']:.3f}</td>" in html and point["words"] in html
+
+
+def test_a_comparisons_job_asks_for_all_its_runs_time_within_the_partitions_limit():
+    from scalestudy.study.points import point_for
+    from scalestudy.study.slurm import job_runtime, runtime_problems, slurm_resources
+
+    study = checked_study(paired_study())
+    point = point_for(study, 1, "a")
+    one = slurm_resources(point, study)["runtime"]
+    assert job_runtime(study, point) == one * 3 * 2  # a's and b's 3 repeats
+    assert runtime_problems(study, [point], one * 6, "sinfo") == []
+    (problem,) = runtime_problems(study, [point], one * 6 - 1, "sinfo")
+    assert problem.startswith(f"studies.s.compare: point a-t1 runs a's and b's 3 repeats of {one}")

@@ -39,9 +39,18 @@ class PairedRatio:
 
 def pairs_of(runs: pd.DataFrame, time_column: str) -> pd.DataFrame:
     """One row per pair: N, the repeat, and a's and b's times (columns a, b), for the
-    repeats at which both variants' runs succeeded with a time; by N, then repeat."""
+    repeats at which both variants' runs succeeded with a time, one right after the
+    other among the point's runs (a run run again alone, later, pairs with nothing);
+    by N, then repeat."""
+    runs = runs.assign(variant=runs["series"].map(base_series))
+    # each run's place among its point's runs, in the order they started
+    place = runs.groupby("n")["started_at"].rank(method="first")
+    runs = runs.assign(place=place)
+    places = runs.pivot_table(index=["n", "repeat"], columns="variant", values="place",
+                              aggfunc="first").reindex(columns=["a", "b"])  # fmt: skip
+    adjacent = places[(places["a"] - places["b"]).abs() == 1].index
     ok = runs[(runs["status"] == "ok") & runs[time_column].notna()]
-    ok = ok.assign(variant=ok["series"].map(base_series))
+    ok = ok[ok.set_index(["n", "repeat"]).index.isin(adjacent)]
     wide = ok.pivot_table(index=["n", "repeat"], columns="variant", values=time_column,
                           aggfunc="first")  # fmt: skip
     wide = wide.reindex(columns=["a", "b"]).dropna()
