@@ -11,6 +11,8 @@ resource_scopes:
 rule run_point:
     input:
         data=get_run_data,
+        # a comparison's runs one after another, in their drawn order
+        previous=get_previous_paired_run,
     output:
         record=paths.RECORD,
     log:

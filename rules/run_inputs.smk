@@ -8,7 +8,7 @@ from scalestudy import snakemake_internals as sm
 from scalestudy.records import RecordError, read_placed_record
 from scalestudy.redo import DISCARDED, RefusedRecords
 from scalestudy.study.points import point_for
-from scalestudy.study.run_spec import run_spec
+from scalestudy.study.run_spec import previous_paired_run, run_spec
 from scalestudy.study.slurm import slurm_resources
 
 # The input functions of a run's job (rules/run.smk) and of a profiling run
@@ -59,14 +59,34 @@ PACK_GROUP = "pack"
 
 def get_pack_group(wildcards):
     """The Slurm job a run shares with its point's other repeats when its study packs
-    them (submission.pack_repeats); None, a job of its own, otherwise, locally, and for
-    a profiling run (profile_point, no repeat: its times are not used)."""
-    packs = STUDIES[wildcards.study].submission.pack_repeats
+    them (submission.pack_repeats), or with both variants' runs of its point in a
+    comparison (compare); None, a job of its own, otherwise, locally, and for a
+    profiling run (profile_point, no repeat: its times are not used)."""
+    study = STUDIES[wildcards.study]
+    packs = study.submission.pack_repeats or study.compare is not None
     if not packs or sm.local_exec(workflow) or "repeat" not in wildcards.keys():
         return None
-    group = f"{PACK_GROUP}-{wildcards.study}-{wildcards.point}"
+    # a comparison's variants a and b share the point's job: named by its N
+    point = (
+        wildcards.point if study.compare is None else f"n{get_point(wildcards)['n']}"
+    )
+    group = f"{PACK_GROUP}-{wildcards.study}-{point}"
     sm.register_group(workflow, group, PACK_GROUP)
     return group
+
+
+def get_previous_paired_run(wildcards):
+    """A comparison's run waits for the run before it in its point's drawn order
+    (scalestudy.study.run_spec.paired_order), so that a and b run interleaved, each
+    pair next to each other; nothing outside a comparison."""
+    row = get_point(wildcards)
+    before = previous_paired_run(
+        STUDIES[wildcards.study], int(row["n"]), row["series"], int(wildcards.repeat)
+    )
+    if before is None:
+        return []
+    label = point_for(STUDIES[wildcards.study], int(row["n"]), before[0]).label
+    return [paths.record_path(wildcards.study, label, before[1])]
 
 
 # records refused as their runs' (get_rerun_token): kept in discarded/, never overwritten

@@ -140,6 +140,20 @@ class Adaptive:
 
 
 @dataclass(frozen=True)
+class Compare:
+    """A paired comparison: variants a and b (each: params, python, container) run
+    interleaved at each point, as the study's series "a" and "b"."""
+
+    a: dict[str, Any]
+    b: dict[str, Any]
+    order_seed: int  # draws the order of each pair's two runs
+    tolerance: float  # a change is called only beyond 1 +- this
+
+    def variant(self, name: str) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b}[name]
+
+
+@dataclass(frozen=True)
 class Request:
     mem_margin: float  # --mem = measured peak per node x (1 + this)
     time_margin: float  # --time = slowest whole-job time x (1 + this)
@@ -178,6 +192,7 @@ class Study:
     convergence: Convergence
     include_mismatched: bool
     series: dict[str, dict] | None  # name -> overrides, as configured
+    compare: Compare | None  # None: no paired comparison (its variants are series a, b)
     provenance: str  # refuse | split
     include_unstable: bool
     shared_tolerance: float
@@ -205,14 +220,21 @@ class Study:
     @property
     def series_names(self) -> list[str]:
         """The study's series ("" when it has none)."""
-        return list(self.series or {}) or [""]
+        return list(self._series_overrides) or [""]
+
+    @property
+    def _series_overrides(self) -> dict[str, dict]:
+        """Series name -> its overrides: the configured series, or a comparison's variants."""
+        if self.compare is not None:
+            return {"a": self.compare.a, "b": self.compare.b}
+        return self.series or {}
 
     def for_series(self, series: str) -> Study:
         """The study as one of its series sees it: the series' params, scaling,
         resources and cost override the study's, key by key. A series split by
         provenance ("a [GPU model=x]") sees its configured series'."""
         name = base_series(series)
-        overrides = (self.series or {}).get(name)
+        overrides = self._series_overrides.get(name)
         if not overrides:
             return self
         # built once per series: the workflow asks for a point's view about 30 times a
@@ -227,7 +249,7 @@ class Study:
         return {}
 
     def _series_view(self, overrides: dict) -> Study:
-        changes: dict[str, Any] = {"series": None}
+        changes: dict[str, Any] = {"series": None, "compare": None}
         if "params" in overrides:
             changes["params"] = self.params | overrides["params"]
         if "cost" in overrides:

@@ -450,6 +450,45 @@ def test_packed_repeats_share_one_job_per_point_on_nodes_of_their_own(cluster, w
     assert "t1/rep2, t1/rep3" in html
 
 
+def test_a_paired_study_runs_both_variants_in_one_job_per_point(cluster, workflow):
+    """Issue 36, item 4: a comparison (compare: a sleeps 0.5 s, b 1 s) at 2 points of 2
+    pairs is 2 submissions; each holds both variants' 4 runs, each its own srun step,
+    one after another in the drawn order; sacct knows each step; the report pairs them."""
+    paired = {
+        "workload": "command",
+        "params": {"command": ["sleep", "{delay}"], "values": {"delay": 0.5}},
+        "scaling": {"axis": "threads", "points": [1, 2]},
+        "repeats": 2,
+        "resources": {"mem_mb": 500, "runtime": 2},
+        "compare": {"a": {}, "b": {"params": {"values": {"delay": 1.0}}}},
+    }
+    workflow.write_config({"partition_limits": limits(), "studies": {"paired": paired}})
+    start = time.perf_counter()
+    proc = workflow.snakemake(*PROFILES)
+    print(f"a paired study, 2 points x 2 pairs: {time.perf_counter() - start:.1f} s")
+    submitted = submissions(proc, "paired")
+    assert len(submitted) == 2
+    for n in (1, 2):
+        runs = [record(workflow, "paired", f"{v}-t{n}", k) for v in "ab" for k in (1, 2)]
+        (job,) = {rec["environment"]["slurm_job_id"] for rec in runs}
+        assert job in submitted
+        assert all(rec["status"] == "ok" for rec in runs), [rec["reason"] for rec in runs]
+        in_time = sorted(runs, key=lambda rec: rec["started_at"])
+        assert [rec["compare"]["position"] for rec in in_time] == [1, 2, 3, 4]
+        assert {in_time[0]["repeat"], in_time[1]["repeat"]} == {1}  # each pair together
+        assert all(a["finished_at"] <= b["started_at"] for a, b in itertools.pairwise(in_time))
+        steps = {f"{job}.{rec['environment']['slurm_step_id']}" for rec in runs}
+        assert len(steps) == 4
+        out = subprocess.run(["sacct", "-n", "-P", "-j", job, "--format=JobID,State"],
+                             capture_output=True, text=True, check=True).stdout  # fmt: skip
+        assert steps <= {line.split("|")[0] for line in out.splitlines()}
+    found = json.loads((workflow.root / "results" / "paired" / "analysis.json").read_text())
+    assert [(p["point"], p["pairs"]) for p in found["paired"]["points"]] == [("t1", 2), ("t2", 2)]
+    assert all(p["ratio"] > 1.2 for p in found["paired"]["points"])
+    html = (workflow.root / "results" / "report.html").read_text()
+    assert "Paired comparison: b against a" in html
+
+
 def test_an_adaptive_study_runs_its_rounds_on_slurm_one_job_per_point_and_round(cluster, workflow):
     """Issue 16: an adaptive study's rounds on Slurm. Each round's runs are submitted
     together when its plan is made, the repeats of a point packed into one job; the

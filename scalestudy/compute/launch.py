@@ -60,7 +60,7 @@ def worker_processes(
     """Command and environment of each process to start: one `srun` step for all
     ranks inside a Slurm allocation, else one local process per rank."""
     base = [
-        sys.executable,
+        *interpreter(spec),
         "-m",
         "scalestudy.compute.worker",
         "--spec",
@@ -91,6 +91,14 @@ def worker_processes(
         )
         for r in range(world)
     ]
+
+
+def interpreter(spec: dict) -> list[str]:
+    """What runs the worker: this interpreter, or the one a comparison's variant names
+    (another virtual environment), inside its container image where it names one."""
+    if spec.get("container"):
+        return ["apptainer", "exec", spec["container"], spec.get("python", "python3")]
+    return [spec.get("python", sys.executable)]
 
 
 def local_cpu_sets(threads: int, world: int, available: list[int]) -> list[list[int]] | None:
@@ -538,6 +546,8 @@ def assemble_record(
         },
         "environment": environment,
         "overlaps": overlapping or [],
+        # a comparison's: the seed of its order, and the run's place in its point's job
+        **({"compare": spec["compare"]} if spec.get("compare") else {}),
         # counters only; absent where nothing was read (a failed run)
         **({"energy": used} if used else {}),
         "started_at": started_at,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from scalestudy.compute import data
 from scalestudy.model import Study
 from scalestudy.study.points import point_for
@@ -46,11 +48,37 @@ def run_spec(
         "time_limit_min": own.resources.runtime,
         "series": series,
     }
+    if study.compare is not None:
+        variant = study.compare.variant(series)
+        spec |= {key: variant[key] for key in ("python", "container") if key in variant}
+        position = paired_order(study, n).index((series, repeat)) + 1
+        spec["compare"] = {"seed": study.compare.order_seed, "position": position}
     if data_dir is not None:
         spec["data_dir"] = data_dir
     if profile_trace is not None:
         spec["profile"] = {"steps": study.profile.steps, "trace": profile_trace}
     return spec
+
+
+def paired_order(study: Study, n: int) -> list[tuple[str, int]]:
+    """The order a comparison's runs of point n run in, as (variant, repeat): pair k is
+    a's and b's repeat k, next to each other, which of them first drawn from the seed,
+    the point and k alone (more repeats later leave the first pairs' order as it was)."""
+    order = []
+    for k in range(1, study.repeats + 1):
+        first = random.Random(f"{study.compare.order_seed}/{n}/{k}").choice("ab")
+        order += [(first, k), ("b" if first == "a" else "a", k)]
+    return order
+
+
+def previous_paired_run(study: Study, n: int, series: str, repeat: int) -> tuple[str, int] | None:
+    """The comparison's run just before (series, repeat) at point n; None for the first
+    (or outside a comparison)."""
+    if study.compare is None:
+        return None
+    order = paired_order(study, n)
+    position = order.index((series, repeat))
+    return order[position - 1] if position else None
 
 
 def profile_targets(studies: dict[str, Study]) -> list[tuple[str, str]]:

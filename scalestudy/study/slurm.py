@@ -64,8 +64,10 @@ def slurm_resources(point: Point, study: Study) -> dict:
 def job_runtime(study: Study, point: Point) -> int:
     """Minutes one Slurm job of the point asks for: one run, or all the point's repeats
     when they are packed into one job (Snakemake sums a group's runtimes over the runs
-    it runs one after another)."""
+    it runs one after another); a comparison's job runs both variants' repeats."""
     one = slurm_resources(point, study)["runtime"]
+    if study.compare is not None:
+        return one * study.repeats * 2
     return one * study.repeats if study.submission.pack_repeats else one
 
 
@@ -83,7 +85,13 @@ def runtime_problems(
         if minutes <= limit:
             continue
         one = slurm_resources(point, study)["runtime"]
-        if study.submission.pack_repeats and one <= limit:
+        if study.compare is not None and one <= limit:
+            problems.append(
+                f"studies.{study.name}.compare: point {point.label} runs a's and b's "
+                f"{study.repeats} repeats of {one} minutes in one job of {minutes} minutes, "
+                f"the partition allows {limit} ({source}); lower repeats or resources.runtime"
+            )
+        elif study.submission.pack_repeats and one <= limit:
             problems.append(
                 f"studies.{study.name}.submission.pack_repeats: point {point.label} packs "
                 f"{study.repeats} repeats of {one} minutes into one job of {minutes} minutes, "

@@ -42,6 +42,10 @@ def study_problems(
         + archive_problems(study, workdir)
         + expect_problems(study)
     )
+    if study.compare is not None:
+        found = compare_problems(study, workdir)
+        if found:
+            return found + compared
     if study.adaptive is not None:
         found = adaptive_problems(study)
         if found:
@@ -59,6 +63,28 @@ def study_problems(
     for series in study.series_names:
         problems += series_problems(study, limits, series, workload, workdir, params_ok)
     return list(dict.fromkeys(problems))
+
+
+def compare_problems(study: Study, workdir: Path) -> list[str]:
+    """A paired comparison the workflow cannot run, naming the key."""
+    where = f"studies.{study.name}.compare"
+    problems = []
+    if study.measured is not None:
+        problems.append(f"{where}: a study of times measured elsewhere runs nothing to pair")
+    if study.series:
+        problems.append(f"{where}: its variants a and b are the study's series; give "
+                        "`series` or `compare`, not both")  # fmt: skip
+    if study.adaptive is not None:
+        problems.append(f"{where}: runs every pair at every point; give `adaptive` or "
+                        "`compare`, not both")  # fmt: skip
+    if study.repeats < 2:
+        problems.append(f"{where}: needs repeats of at least 2 (pairs) for an interval of "
+                        f"the ratio; studies.{study.name}.repeats is {study.repeats}")  # fmt: skip
+    for side in ("a", "b"):
+        python = study.compare.variant(side).get("python")
+        if python is not None and not (workdir / python).is_file():
+            problems.append(f"{where}.{side}.python: no such file: {python}")
+    return problems
 
 
 def adaptive_problems(study: Study) -> list[str]:

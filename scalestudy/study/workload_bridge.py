@@ -46,11 +46,13 @@ def params_problems(name: str, study: dict, known: dict) -> list[str]:
     except registry.ParamsError as e:
         return [f"studies.{name}.{line}" for line in e.lines]
     problems = []
-    for series, overrides in study.get("series", {}).items():
-        if "params" not in overrides:
-            continue
-        try:
-            workload.complete(study["params"] | overrides["params"])
-        except registry.ParamsError as e:
-            problems += [f"studies.{name}.series.{series}.{line}" for line in e.lines]
+    # a comparison's variants override the params as series do
+    for key in ("series", "compare"):
+        for series, overrides in study.get(key, {}).items():
+            if not isinstance(overrides, dict) or "params" not in overrides:
+                continue
+            try:
+                workload.complete(study["params"] | overrides["params"])
+            except registry.ParamsError as e:
+                problems += [f"studies.{name}.{key}.{series}.{line}" for line in e.lines]
     return problems
