@@ -11,6 +11,10 @@ in a DataLoader (see benchmarks/mnist_memory_vs_dataloader.py for what that gain
 from __future__ import annotations
 
 import torch
+
+# torch's optimizers (and DDP) import torch._dynamo when first used: 1-3 s on a CPU.
+# Imported here, that time is start-up (imports), not an untimed gap before training.
+import torch._dynamo  # noqa: F401
 import torch.nn.functional as F
 from torch import nn
 

@@ -14,6 +14,10 @@ import math
 import time
 
 import torch
+
+# torch's optimizers (and DDP) import torch._dynamo when first used: 1-3 s on a CPU.
+# Imported here, that time is start-up (imports), not an untimed gap before training.
+import torch._dynamo  # noqa: F401
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
@@ -137,7 +141,7 @@ def run(params: dict, ctx) -> None:
     if distributed:
         # phases of their own, so that no part of a DDP run's start or end goes untimed:
         # the rendezvous waits for the slowest rank's start-up, and DDP's constructor
-        # broadcasts rank 0's weights and imports torch._dynamo (seconds, on a CPU)
+        # broadcasts rank 0's weights
         with ctx.phase("process group set-up", kind="other"):
             init_process_group(ctx)
             model = nn.parallel.DistributedDataParallel(model)
