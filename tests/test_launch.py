@@ -83,7 +83,7 @@ def test_failing_workload_leaves_a_failed_record(tmp_path, threads_env):
     threads_env(1)
     record = launch(spec_for(tmp_path / "empty"), tmp_path / "rep1.json")
     assert record["status"] == "failed"
-    assert "RuntimeError" in record["reason"] and "Dataset not found" in record["reason"]
+    assert record["reason"].startswith("DataError") and "train.pt is missing" in record["reason"]
     assert record["exit_code"] == 1
     assert read_record(tmp_path / "rep1.json")["status"] == "failed"
 

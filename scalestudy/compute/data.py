@@ -184,8 +184,8 @@ def load_prepared(root: Path, split: str):
     path = Path(root) / PREPARED_FILES[split]
     if not path.is_file():
         raise DataError(
-            f"{path} is missing: the data set was prepared by an older version; run the "
-            "workflow again (its prepare_data step writes it)"
+            f"{path} is missing: the data set is not prepared, or was by a version before "
+            "its tensor files; run the workflow again (its prepare_data step writes them)"
         )
     tensors = torch.load(path, mmap=True, weights_only=True)
     return tensors["images"], tensors["labels"]
