@@ -6,7 +6,7 @@ import statistics
 import time
 from pathlib import Path
 
-from scalestudy.compute.data import prepare
+from scalestudy.compute.data import PREPARED_FILES, prepare
 
 REPO = Path(__file__).resolve().parents[1]
 DATA_DIR = REPO / "data"
@@ -14,7 +14,8 @@ DATA_DIR = REPO / "data"
 
 def fashion_root() -> Path:
     root = DATA_DIR / "fashion_mnist"
-    if not (root / "ready.json").exists():
+    # ready.json is written last; a copy from before the tensor files lacks them
+    if not all((root / name).exists() for name in ["ready.json", *PREPARED_FILES.values()]):
         prepare("fashion_mnist", ["/usr/share/datasets/fashion-mnist"], root, root / "ready.json")
     return root
 

@@ -19,12 +19,13 @@ from scalestudy.compute.launch import launch
 
 BARE = """
 import sys, torch
-from workloads.mnist_cnn import Net, load_split, train_epoch, evaluate
+from scalestudy.compute.data import load_prepared
+from workloads.mnist_cnn import Net, train_epoch, evaluate
 torch.set_num_threads(1)
 torch.manual_seed(1)
 root, batches = sys.argv[1], int(sys.argv[2])
-tx, ty = load_split("fashion_mnist", root, True)
-vx, vy = load_split("fashion_mnist", root, False)
+tx, ty = load_prepared(root, "train")
+vx, vy = load_prepared(root, "test")
 model = Net()
 opt = torch.optim.Adadelta(model.parameters(), lr=1.0)
 sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.7)

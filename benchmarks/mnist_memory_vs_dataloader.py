@@ -16,8 +16,8 @@ import torch.nn.functional as F
 from torchvision import datasets, transforms
 
 from benchmarks.common import alternate, fashion_root
-from scalestudy.compute.data import DATASETS
-from workloads.mnist_cnn import Net, load_split, train_epoch
+from scalestudy.compute.data import DATASETS, load_prepared
+from workloads.mnist_cnn import Net, train_epoch
 
 
 def dataloader_loop(model, optimizer, loader, batches):
@@ -46,7 +46,7 @@ def main() -> None:
             [transforms.ToTensor(), transforms.Normalize((mean,), (std,))]
         ),
     )
-    images, labels = load_split("fashion_mnist", root, train=True)
+    images, labels = load_prepared(root, "train")
     results = {}
     for threads in (1, 2):
         torch.set_num_threads(threads)

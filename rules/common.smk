@@ -17,6 +17,7 @@ from scalestudy.study.errors import (
     not_selected_text,
     stop,
 )
+from scalestudy.compute.data import PREPARED_FILES
 from scalestudy.study.points import POINT_LABEL
 from scalestudy.study.run_spec import DATASETS, dataset_of, profile_targets
 from scalestudy.study.tables import points_table, runs_table
@@ -133,8 +134,10 @@ def get_point_study(wildcards):
 
 
 def get_run_data(wildcards):
+    # the tensor files too: a data set prepared before them is prepared again
+    names = ["ready.json", *PREPARED_FILES.values()]
     dataset = dataset_of(get_point_study(wildcards))
-    return [f"{DATA_DIR}/{dataset}/ready.json"] if dataset else []
+    return [f"{DATA_DIR}/{dataset}/{name}" for name in names] if dataset else []
 
 
 def get_study_records(wildcards):

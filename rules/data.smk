@@ -1,7 +1,12 @@
+from scalestudy.compute.data import PREPARED_FILES
+
+
 # Data sets are prepared once, on the machine running Snakemake, before any
-# timed job: download and decompression never fall inside a measurement.
+# timed job: download, decompression and normalisation never fall inside a
+# measurement; a run maps the prepared tensor files into memory.
 rule prepare_data:
     output:
+        prepared=[f"{DATA_DIR}/{{dataset}}/{name}" for name in PREPARED_FILES.values()],
         marker=f"{DATA_DIR}/{{dataset}}/ready.json",
     log:
         "logs/data/{dataset}.log",

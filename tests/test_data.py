@@ -36,6 +36,30 @@ def test_prepare_from_debian_copy(fashion_root):
 
 
 @needs_fashion
+def test_prepared_splits_are_the_source_data(fashion_root):
+    """The tensor files a run maps hold the IDX files' own images and labels, only
+    normalised, read here from the files' bytes without torchvision."""
+    import numpy as np
+    import torch
+
+    raw = fashion_root / "FashionMNIST" / "raw"
+    for split, prefix in (("train", "train"), ("test", "t10k")):
+        images, labels = data.load_prepared(fashion_root, split)
+        pixels = np.frombuffer((raw / f"{prefix}-images-idx3-ubyte").read_bytes()[16:], np.uint8)
+        source = torch.from_numpy(pixels.copy()).view(-1, 28, 28)
+        assert torch.equal(images, data.normalised("fashion_mnist", source))
+        source_labels = np.frombuffer(
+            (raw / f"{prefix}-labels-idx1-ubyte").read_bytes()[8:], np.uint8
+        )
+        assert torch.equal(labels, torch.from_numpy(source_labels.astype(np.int64)))
+
+
+def test_a_data_set_prepared_without_tensor_files_says_what_to_do(tmp_path):
+    with pytest.raises(data.DataError, match="train.pt is missing.*run the workflow again"):
+        data.load_prepared(tmp_path, "train")
+
+
+@needs_fashion
 def test_damaged_copy_is_refused(tmp_path):
     src = tmp_path / "src"
     shutil.copytree(FASHION_DIR, src)

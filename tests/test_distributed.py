@@ -39,6 +39,10 @@ def test_spiral_mlp_on_two_processes(tmp_path):
     assert 0 < metrics["val_accuracy"] <= 1 and metrics["val_loss_epoch_2"] > 0
     epochs = [p for p in record["phases"] if p["kind"] == "epoch"]
     assert len(epochs) == 2 and epochs[0]["samples"] > 0
+    # the process group's set-up (rendezvous, DDP's wrap) and teardown are timed phases
+    names = [p["name"] for p in record["phases"]]
+    assert names[:3] == ["startup", "process group set-up", "generate data"]
+    assert names[-1] == "process group teardown"
 
 
 def test_spiral_data_is_the_same_for_every_run():

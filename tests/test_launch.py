@@ -59,6 +59,18 @@ def test_successful_run_writes_a_full_record(fashion_root, tmp_path, threads_env
     assert list(tmp_path.iterdir()) == [path]  # the work folder is cleaned up
 
 
+def test_a_prepared_data_set_loads_in_a_fraction_of_a_second(fashion_root, tmp_path, threads_env):  # noqa: F811
+    """The run maps the prepared tensor files: its data phase is no parse of IDX files
+    (1.8 s here before). launch_to_training_s covers every second before training."""
+    threads_env(1)
+    record = launch(spec_for(fashion_root.parent), tmp_path / "rep1.json")
+    assert record["status"] == "ok", record["reason"]
+    (data_s,) = [p["seconds"] for p in record["phases"] if p["kind"] == "data"]
+    assert data_s < 0.5
+    before_training = sum(p["seconds"] for p in record["phases"][:2])  # startup, data
+    assert before_training <= record["metrics"]["launch_to_training_s"] < record["wall_s"]
+
+
 def test_allocation_mismatch_is_flagged(fashion_root, tmp_path, threads_env):  # noqa: F811
     threads_env(1)  # the job was given 1 thread, the point asks for 2
     record = launch(spec_for(fashion_root.parent, n=2), tmp_path / "rep1.json")
@@ -71,7 +83,7 @@ def test_failing_workload_leaves_a_failed_record(tmp_path, threads_env):
     threads_env(1)
     record = launch(spec_for(tmp_path / "empty"), tmp_path / "rep1.json")
     assert record["status"] == "failed"
-    assert "RuntimeError" in record["reason"] and "Dataset not found" in record["reason"]
+    assert record["reason"].startswith("DataError") and "train.pt is missing" in record["reason"]
     assert record["exit_code"] == 1
     assert read_record(tmp_path / "rep1.json")["status"] == "failed"
 

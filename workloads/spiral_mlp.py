@@ -14,6 +14,10 @@ import math
 import time
 
 import torch
+
+# torch's optimizers (and DDP) import torch._dynamo when first used: 1-3 s on a CPU.
+# Imported here, that time is start-up (imports), not an untimed gap before training.
+import torch._dynamo  # noqa: F401
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
@@ -116,13 +120,10 @@ def mlp(hidden: list[int], classes: int) -> nn.Module:
     return nn.Sequential(*layers)
 
 
-def init_process_group(ctx) -> bool:
-    """Join the job's process group when there is more than one process."""
-    if ctx.world_size == 1:
-        return False
+def init_process_group(ctx) -> None:
+    """Join the job's process group (gloo on CPUs, NCCL on GPUs)."""
     backend = "nccl" if getattr(ctx.device, "type", "cpu") == "cuda" else "gloo"
     dist.init_process_group(backend, rank=ctx.rank, world_size=ctx.world_size, init_method="env://")
-    return True
 
 
 def all_mean(value: float, ctx, distributed: bool) -> float:
@@ -135,12 +136,21 @@ def all_mean(value: float, ctx, distributed: bool) -> float:
 
 def run(params: dict, ctx) -> None:
     torch.manual_seed(params["seed"])
-    distributed = init_process_group(ctx)
+    model = mlp(params["hidden"], params["classes"]).to(ctx.device)
+    distributed = ctx.world_size > 1
+    if distributed:
+        # phases of their own, so that no part of a DDP run's start or end goes untimed:
+        # the rendezvous waits for the slowest rank's start-up, and DDP's constructor
+        # broadcasts rank 0's weights
+        with ctx.phase("process group set-up", kind="other"):
+            init_process_group(ctx)
+            model = nn.parallel.DistributedDataParallel(model)
     try:
-        train_and_evaluate(params, ctx, distributed)
+        train_and_evaluate(params, ctx, model, distributed)
     finally:
         if distributed:
-            dist.destroy_process_group()
+            with ctx.phase("process group teardown", kind="other"):
+                dist.destroy_process_group()
 
 
 def per_process_batch(params: dict, world_size: int) -> int:
@@ -149,7 +159,7 @@ def per_process_batch(params: dict, world_size: int) -> int:
     return params["batch_size"]
 
 
-def train_and_evaluate(params: dict, ctx, distributed: bool) -> None:
+def train_and_evaluate(params: dict, ctx, model: nn.Module, distributed: bool) -> None:
     with ctx.phase("generate data", kind="data"):
         x, y = spiral(params["samples"], params["classes"], params["noise"], params["seed"])
         n_val = int(len(x) * params["val_fraction"])
@@ -157,9 +167,6 @@ def train_and_evaluate(params: dict, ctx, distributed: bool) -> None:
         # each rank takes every world_size-th sample, like DistributedSampler
         train_x = x[n_val + ctx.rank :: ctx.world_size].to(ctx.device)
         train_y = y[n_val + ctx.rank :: ctx.world_size].to(ctx.device)
-    model = mlp(params["hidden"], params["classes"]).to(ctx.device)
-    if distributed:
-        model = nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=params["lr"])
     batch = per_process_batch(params, ctx.world_size)
     g = torch.Generator().manual_seed(params["seed"] + ctx.rank)

@@ -87,11 +87,16 @@ class Context:
     # the run's energy counters since their start (compute.energy.RankEnergy.read),
     # read at each phase's start and end; None where the worker reads none
     energy_reader: Callable[[], dict] | None = None
+    # when (time.time()) the first epoch phase began: the run's whole start-up, imports,
+    # data and process group included, ends there (the worker's launch_to_training_s)
+    training_started_at: float | None = None
 
     @contextmanager
     def phase(self, name: str, kind: str = "other", samples: int | None = None):
         """Time a block. GPU work is synchronised at the end so its time is real."""
         check_kind(kind)
+        if kind == "epoch" and self.training_started_at is None:
+            self.training_started_at = time.time()
         since = self.mark()
         record = Phase(name, kind, 0.0, samples)
         try:

@@ -88,6 +88,10 @@ def run_workload(spec: dict, launch_time: float) -> dict:
         traceback.print_exc()
     phases = [p.as_dict() for p in ctx.phases] if ctx else []
     metrics = {k: finite_or_none(v) for k, v in (ctx.metrics if ctx else {}).items()}
+    if ctx is not None and ctx.training_started_at is not None:
+        # from the launcher's clock, as the startup phase: what benchmarks/startup_floor.py
+        # sets against the floor (the interpreter, torch's import and the data's bytes)
+        metrics["launch_to_training_s"] = ctx.training_started_at - launch_time
     finish_tracker(tracker, phases, metrics, status)
     return {
         "rank": rank,
