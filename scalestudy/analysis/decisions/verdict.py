@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from scalestudy.analysis.cost.cost import SECONDS_PER_HOUR, Cost
+from scalestudy.contract import GpuSize, GpuVerdict
+from scalestudy.records import jsonable
 
 CpuPoints = Mapping[float, Sequence[tuple[int, float, float]]]
 GpuPoints = Mapping[float, tuple[float, float]]
@@ -216,13 +218,9 @@ def gpu_verdict(
             f"whose repeats disagree: {'; '.join(shaky)}; more repeats could "
             "change it"
         )
-    return {
-        "worth_it": worth_size is not None,
-        "worth_it_size": worth_size,
-        "crossover_size": crossover,
-        "sizes": rows,
-        "verdict": text,
-    }
+    sizes = [GpuSize(**jsonable(r)) for r in rows]
+    worth_it = worth_size is not None
+    return GpuVerdict(text, sizes, worth_it, jsonable(worth_size), jsonable(crossover))
 
 
 def from_frame(df, cost: Cost | None = None) -> tuple[dict, dict]:
