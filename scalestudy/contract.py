@@ -128,39 +128,6 @@ class Comparison:
 
 
 @dataclass(frozen=True)
-class GpuSize:
-    """The GPU against the CPU points at one problem size
-    (scalestudy.analysis.decisions.verdict)."""
-
-    size: Any
-    gpu_series: str | None
-    fastest_cpu_series: str | None
-    best_cpu_series: str | None
-    gpu_time_s: float
-    gpu_su: float
-    fastest_cpu_threads: int
-    fastest_cpu_time_s: float
-    fastest_cpu_su: float
-    best_cpu_threads: int
-    best_cpu_time_s: float
-    best_cpu_su: float
-    speedup: float
-    break_even_speedup: float
-    gpu_faster: bool
-    gpu_cheaper: bool
-
-
-@dataclass(frozen=True)
-class GpuVerdict:
-    verdict: str
-    sizes: list[GpuSize]
-    # absent where no verdict could be made (the verdict says why)
-    worth_it: bool | None = None
-    worth_it_size: Any = None
-    crossover_size: Any = None
-
-
-@dataclass(frozen=True)
 class Layout:
     """Where a point runs."""
 
@@ -595,7 +562,6 @@ class Analysis:
     series: list[SeriesFit]
     comparisons: list[Comparison]
     layouts: list[Total]
-    gpu_verdict: GpuVerdict | None
     findings: Findings
     # each section's data (scalestudy.sections), in the file under the section's name
     sections: dict[str, Any] = dataclasses.field(default_factory=dict)

@@ -31,7 +31,7 @@ def test_an_aggregated_analysis_json_loads_into_the_contract_and_writes_back_the
     assert json.loads(analysis.to_json()) == json.loads(text)
     # the shape other readers know stays: the planner reads series[i].curve
     assert set(json.loads(text)) == {
-        *("series", "comparisons", "layouts", "gpu_verdict", "findings"),
+        *("series", "comparisons", "layouts", "findings"),
         # each section's data under its name (scalestudy.sections)
         *SECTIONS,
     }

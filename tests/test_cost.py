@@ -8,7 +8,7 @@ import yaml
 
 from scalestudy.analysis.cost.cost import Cost, Rate, charges, cost_view, run_su, within_budget
 from scalestudy.analysis.decisions import verdict
-from scalestudy.analysis.stats.predictions import gpu_verdict_of, study_predictions
+from scalestudy.analysis.stats.predictions import gpu_verdict_of
 from scalestudy.analysis.tables import summarise
 from tests.conftest import SCHEMA, study_model
 from tests.test_studies import config_error
@@ -51,7 +51,7 @@ def test_a_series_cost_override_reaches_the_gpu_verdict():
     it (1 + 50) x 10 s = 0.142 SU, dearer than 1 CPU thread for 100 s (0.0278 SU)."""
     s = study(gpu_series={"cost": {"gpu_weight": 50}})
     summary = summarise(cpu_gpu_runs(), s)
-    result = study_predictions(summary, cpu_gpu_runs(), s)["gpu_verdict"]
+    result = gpu_verdict_of(summary, s)
     assert not result.worth_it and result.worth_it_size is None
     (row,) = result.sizes
     assert row.gpu_su == pytest.approx((1 + 50) * GPU_TIME / 3600)

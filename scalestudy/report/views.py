@@ -20,7 +20,6 @@ from scalestudy import contract
 from scalestudy.contract import (
     Analysis,
     Comparison,
-    GpuVerdict,
     Grid,
     PointRequest,
     ResultTimes,
@@ -377,31 +376,6 @@ def comparison_view(c: Comparison) -> dict:
     }
 
 
-def gpu_verdict_view(v: GpuVerdict | None) -> dict | None:
-    """Is the GPU worth it: the verdict, and each size's figures formatted."""
-    if v is None:
-        return None
-    return {
-        "verdict": v.verdict,
-        "crossover_size": v.crossover_size,
-        "sizes": [
-            {
-                "size": r.size,
-                "gpu_series": r.gpu_series or "",
-                "gpu_time": fmt(r.gpu_time_s, "{:.4g}"),
-                "fastest_cpu_threads": r.fastest_cpu_threads,
-                "fastest_cpu_time": fmt(r.fastest_cpu_time_s, "{:.4g}"),
-                "speedup": fmt(r.speedup, "{:.2f}"),
-                "gpu_su": fmt(r.gpu_su, "{:.3g}"),
-                "best_cpu_threads": r.best_cpu_threads,
-                "best_cpu_su": fmt(r.best_cpu_su, "{:.3g}"),
-                "break_even_speedup": fmt(r.break_even_speedup, "{:.2f}"),
-            }
-            for r in v.sizes
-        ],
-    }
-
-
 def gigabytes(mb) -> str:
     """A measured memory in GB, two significant digits."""
     return fmt(mb and mb / 1024, "{:.2g} GB")
@@ -657,7 +631,6 @@ def study_view(
             "framework": framework
             and cells(shallow(framework), ["lightning_ms", "plain_ms", "share"]),
             "charges": cells(shallow(found.charges), ["core_hours", "gpu_hours", "su"]),
-            "gpu_verdict": gpu_verdict_view(analysis.gpu_verdict),
             "fingerprint": [(k, v) for k, v in found.fingerprint.items() if v],
             # time to result
             "result_times": result_times_view(found.time_to_result),

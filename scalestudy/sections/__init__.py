@@ -20,7 +20,7 @@ from pathlib import Path
 SECTIONS = {
     name: f"{__name__}.{name}"
     for name in ("staging", "energy", "baseline", "history", "references", "jobs",
-                 "received", "telemetry")
+                 "received", "gpu_verdict", "telemetry")
 }  # fmt: skip
 
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from scalestudy.analysis.cost.cost import SECONDS_PER_HOUR, Cost
-from scalestudy.contract import GpuSize, GpuVerdict
 from scalestudy.records import jsonable
+from scalestudy.sections.gpu_verdict.contract import GpuSize, GpuVerdict
 
 CpuPoints = Mapping[float, Sequence[tuple[int, float, float]]]
 GpuPoints = Mapping[float, tuple[float, float]]

@@ -21,9 +21,10 @@ from scalestudy.analysis.decisions.layouts import best_layouts
 from scalestudy.analysis.decisions.recommendation import decision, recommend, step_intervals
 from scalestudy.analysis.stats import comparison, models
 from scalestudy.analysis.tables import TIME_COLUMNS
-from scalestudy.contract import Comparison, Curve, Fit, GpuVerdict, Peak, SeriesFit, TestAtN
+from scalestudy.contract import Comparison, Curve, Fit, Peak, SeriesFit, TestAtN
 from scalestudy.model import Study
 from scalestudy.records import jsonable
+from scalestudy.sections.gpu_verdict.contract import GpuVerdict
 
 # Where a run happened, as far as it changes its speed. Runs of one series must agree
 # on all of them before their times enter one fit.
@@ -276,5 +277,4 @@ def study_predictions(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -
         "comparisons": compare_all_series(runs, study),
         # several layouts of one total (a grid, or series placed differently)
         "layouts": best_layouts(summary, usable_runs(runs, study), TIME_COLUMNS[study.time], study),
-        "gpu_verdict": gpu_verdict_of(summary, study),
     }
