@@ -138,60 +138,6 @@ class Layout:
 
 
 @dataclass(frozen=True)
-class PlacedPoint(Layout):
-    """A point of a total and where it ran, with its median time."""
-
-    point: str
-    series: str
-    time_s: float
-
-
-@dataclass(frozen=True)
-class OtherLayout(PlacedPoint):
-    """Another layout of a total, against the best one: its median time over the best
-    one's, with a 95 % interval; told apart where the interval excludes 1."""
-
-    ratio: float | None
-    lo: float | None
-    hi: float | None
-    told_apart: bool
-
-
-@dataclass(frozen=True)
-class Total:
-    """The layouts of one total N: the fastest, and the others against it."""
-
-    n: int
-    best: PlacedPoint
-    others: list[OtherLayout]
-
-
-@dataclass(frozen=True)
-class GridCell:
-    point: str | None
-    n: int | None
-    time_s: float | None
-    efficiency: float | None
-    best: bool
-    band: str | None = None  # the efficiency band, the heat map's colour
-
-
-@dataclass(frozen=True)
-class GridRow:
-    value: Any
-    cells: list[GridCell]
-
-
-@dataclass(frozen=True)
-class Grid:
-    line_key: str
-    along_key: str
-    base: str | None
-    columns: list[Any]
-    rows: list[GridRow]
-
-
-@dataclass(frozen=True)
 class StudyFacts:
     """The study as configured, in what the report states of it."""
 
@@ -543,8 +489,6 @@ class Findings:
     answers: list[Answer]
     adaptive: Rounds | None
     requests: Requests
-    layouts: list[Total]
-    grid: Grid | None
     metrics: list[str]
     ddp: list[DdpPoint] | None
     framework: FrameworkShare | None
@@ -561,7 +505,6 @@ class Analysis:
 
     series: list[SeriesFit]
     comparisons: list[Comparison]
-    layouts: list[Total]
     findings: Findings
     # each section's data (scalestudy.sections), in the file under the section's name
     sections: dict[str, Any] = dataclasses.field(default_factory=dict)

@@ -313,7 +313,7 @@ def test_packed_and_spread_placements_are_compared_as_series():
     pred = json.loads(analyse(study, runs).analysis_json())
     (comparison,) = pred["comparisons"]
     assert (comparison["a"], comparison["b"]) == ("packed", "spread")
-    four = next(c for c in pred["layouts"] if c["n"] == 4)
+    four = next(c for c in pred["layouts"]["totals"] if c["n"] == 4)
     assert four["best"]["series"] == "packed" and four["others"][0]["told_apart"]
 
 

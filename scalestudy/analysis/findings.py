@@ -18,7 +18,7 @@ import pandas as pd
 from scalestudy.analysis.cluster.queue import request_waits
 from scalestudy.analysis.cluster.result_time import deadline_by_result, study_result_times
 from scalestudy.analysis.cost.cost import charges, cost_view
-from scalestudy.analysis.decisions.layouts import grid_cells, point_layout
+from scalestudy.analysis.decisions.layouts import point_layout
 from scalestudy.analysis.decisions.request import study_requests
 from scalestudy.analysis.history.baseline import fingerprint
 from scalestudy.analysis.stats.predictions import usable_runs
@@ -303,7 +303,6 @@ def study_findings(
     if times is not None:  # the deadline by time to result, where Slurm gave waits
         answers = [deadline_by_result(a, times, summary, study.recommend.deadline_s)
                    for a in answers]  # fmt: skip
-    layouts = predictions["layouts"]
     return Findings(
         study=facts,
         # the fewest and the most runs of a point (an adaptive study's differ)
@@ -337,9 +336,6 @@ def study_findings(
         adaptive=adaptive_findings(study, runs, rounds),
         # what to ask the scheduler for at each point, and what the runs used of it
         requests=requests,
-        # several layouts of one total: the fastest, and a grid's heat map
-        layouts=layouts,
-        grid=grid_cells(study, summary, layouts),
         metrics=shown_metrics(summary, runs),
         ddp=ddp_findings(summary, study) if facts.distributed else None,
         framework=framework_share(summary),

@@ -20,12 +20,10 @@ from scalestudy import contract
 from scalestudy.contract import (
     Analysis,
     Comparison,
-    Grid,
     PointRequest,
     ResultTimes,
     Rounds,
     SeriesFit,
-    Total,
 )
 from scalestudy.records import RecordError, finite, read_record
 from scalestudy.sections import SECTIONS, part
@@ -418,39 +416,6 @@ def layout_text(cell) -> dict:
     return shallow(cell) | {"time": fmt(cell.time_s, "{:.3g} s")}
 
 
-def layouts_view(total: Total) -> dict:
-    """The best layout of one total against the others, ratios to two decimals (whether
-    the runs tell them apart is the analysis's `told_apart`)."""
-    return shallow(total) | {
-        "best": layout_text(total.best),
-        "others": [
-            layout_text(o)
-            | {
-                "ratio": fmt(o.ratio, "{:.2f}"),
-                "lo": fmt(o.lo, "{:.2f}"),
-                "hi": fmt(o.hi, "{:.2f}"),
-            }  # fmt: skip
-            for o in total.others
-        ],
-    }
-
-
-def grid_view(grid: Grid | None) -> dict | None:
-    """A grid's heat map: each cell's time and efficiency (its band, the cell's colour,
-    came with it from the findings)."""
-    if grid is None:
-        return None
-    rows = []
-    for row in grid.rows:
-        formatted = [
-            shallow(c)
-            | {"time": fmt(c.time_s, "{:.3g} s"), "efficiency_pct": fmt(c.efficiency, "{:.0%}")}
-            for c in row.cells
-        ]
-        rows.append({"value": row.value, "cells": formatted})
-    return shallow(grid) | {"rows": rows}
-
-
 def adaptive_view(rounds: Rounds | None) -> dict | None:
     """An adaptive study's rounds in words and formatted numbers."""
     if rounds is None:
@@ -592,7 +557,7 @@ def study_view(
                 k: data_uri(v)
                 for k, v in figures.items()
                 if (k != "phases" or study.measured is None)
-                and (k != "layouts" or found.grid)
+                and (k != "layouts" or analysis.section("layouts").grid)
                 and (k != "baseline" or analysis.section("baseline"))
                 # the energy figure only where energy was measured
                 and (k != "energy" or (energy is not None and energy.measured))
@@ -619,9 +584,7 @@ def study_view(
             "requests_sacct": any(r.sacct_cpu_busy is not None for r in found.requests.points),
             "requests_gpus": any(r.gpus for r in found.requests.points),
             "accounting_note": found.requests.accounting_note,
-            "layouts": [layouts_view(t) for t in found.layouts],
             "adaptive": adaptive_view(found.adaptive),
-            "grid": grid_view(found.grid),
             "models": [
                 models_view(p, a.usable_points)
                 for p, a in zip(analysis.series, answers, strict=True)

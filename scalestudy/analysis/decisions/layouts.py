@@ -16,9 +16,17 @@ import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.stats.intervals import ratio_ci
-from scalestudy.contract import Grid, GridCell, GridRow, Layout, OtherLayout, PlacedPoint, Total
+from scalestudy.contract import Layout
 from scalestudy.model import Study, base_series
 from scalestudy.records import jsonable
+from scalestudy.sections.layouts.contract import (
+    Grid,
+    GridCell,
+    GridRow,
+    OtherLayout,
+    PlacedPoint,
+    Total,
+)
 from scalestudy.study.points import point_for
 from scalestudy.thresholds import efficiency_band
 

@@ -17,7 +17,6 @@ import pandas as pd
 
 from scalestudy.analysis.cost.cost import Cost
 from scalestudy.analysis.decisions import verdict
-from scalestudy.analysis.decisions.layouts import best_layouts
 from scalestudy.analysis.decisions.recommendation import decision, recommend, step_intervals
 from scalestudy.analysis.stats import comparison, models
 from scalestudy.analysis.tables import TIME_COLUMNS
@@ -275,6 +274,4 @@ def study_predictions(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -
     return {
         "series": series,
         "comparisons": compare_all_series(runs, study),
-        # several layouts of one total (a grid, or series placed differently)
-        "layouts": best_layouts(summary, usable_runs(runs, study), TIME_COLUMNS[study.time], study),
     }
