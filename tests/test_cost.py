@@ -8,7 +8,7 @@ import yaml
 
 from scalestudy.analysis.cost.cost import Cost, Rate, charges, cost_view, run_su, within_budget
 from scalestudy.analysis.decisions import verdict
-from scalestudy.analysis.stats.predictions import gpu_verdict_of
+from scalestudy.analysis.decisions.verdict import gpu_verdict_of
 from scalestudy.analysis.tables import summarise
 from tests.conftest import SCHEMA, study_model
 from tests.test_studies import config_error

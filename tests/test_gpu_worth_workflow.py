@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from scalestudy.analysis.stats.predictions import gpu_verdict_of
+from scalestudy.analysis.decisions.verdict import gpu_verdict_of
 from tests.conftest import NOT_JUDGED_ON_SHARED_CPUS, study_model
 
 

@@ -15,15 +15,12 @@ from dataclasses import fields, replace
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.cost.cost import Cost
-from scalestudy.analysis.decisions import verdict
 from scalestudy.analysis.decisions.recommendation import decision, recommend, step_intervals
 from scalestudy.analysis.stats import comparison, models
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.contract import Comparison, Curve, Fit, Peak, SeriesFit, TestAtN
 from scalestudy.model import Study
 from scalestudy.records import jsonable
-from scalestudy.sections.gpu_verdict.contract import GpuVerdict
 
 # Where a run happened, as far as it changes its speed. Runs of one series must agree
 # on all of them before their times enter one fit.
@@ -230,40 +227,6 @@ def compare_all_series(runs: pd.DataFrame, study: Study) -> list[Comparison]:
         per_n = [TestAtN(**jsonable(e)) for e in compared.pop("per_n")]
         found.append(Comparison(names[0], other, per_n, **jsonable(compared), tested=tested))
     return found
-
-
-def gpu_verdict_of(summary: pd.DataFrame, study: Study) -> GpuVerdict | None:
-    """Is the GPU worth it? For studies with CPU-thread series and GPU series: per
-    problem size (the series' `verdict.size_param`), the GPU point against the CPU
-    points: which is faster in the study's `time`, and SU per result, the summary's `su`
-    (scalestudy.analysis.cost.cost: each series' own weights, on its partition, on whole-job time).
-    A summary without `su` is priced here the same way (Cost.su_of)."""
-    if not ((summary["gpus"] > 0).any() and (summary["gpus"] == 0).any()):
-        return None
-    size_param = study.verdict.size_param
-    rows = []
-    try:
-        for name, part in summary.groupby("series", sort=False):
-            params = study.for_series(name).params
-            size = params.get(size_param, "all") if size_param else "all"
-            if "su" in part:
-                su = part["su"].to_numpy(dtype=float)
-            else:
-                su = Cost.of(study, name).su_of(part, study.time)
-            for r, su_per_result in zip(part.itertuples(), su, strict=True):
-                if np.isfinite(r.time_s) and np.isfinite(su_per_result):
-                    # why its repeats disagree (scalestudy.analysis.stats.intervals), "" if not
-                    flagged = getattr(r, "unstable", False)
-                    unstable = r.unstable_reason if pd.notna(flagged) and flagged else ""
-                    rows.append({"series": "gpu" if r.gpus else "cpu", "name": name,
-                                 "size": size, "n": r.n, "time_s": r.time_s, "cores": r.cores,
-                                 "gpus": r.gpus, "su": su_per_result,
-                                 "unstable": unstable})  # fmt: skip
-        columns = ["series", "name", "size", "n", "time_s", "cores", "gpus", "su", "unstable"]
-        cpu, gpu = verdict.from_frame(pd.DataFrame(rows, columns=columns))
-        return verdict.gpu_verdict(cpu, gpu, size_param=size_param)
-    except ValueError as e:
-        return GpuVerdict(f"no verdict: {e}", [])
 
 
 def study_predictions(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:

@@ -1,6 +1,6 @@
-"""Is the GPU worth it (scalestudy.analysis.stats.predictions.gpu_verdict_of)."""
+"""Is the GPU worth it (scalestudy.analysis.decisions.verdict)."""
 
-from scalestudy.analysis.stats.predictions import gpu_verdict_of
+from scalestudy.analysis.decisions.verdict import gpu_verdict_of
 from scalestudy.sections.gpu_verdict.contract import DATA
 
 
