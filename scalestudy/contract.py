@@ -8,9 +8,9 @@ JSON. `to_json` writes `dataclasses.asdict` as JSON, so the file keeps the shape
 readers know (scalestudy.analysis.cost.plan reads series[i].curve). Loading is strict: a key
 the contract does not name, or one it names that is missing, is refused with the key's
 path and the file, so an analysis.json older or newer than the report is said, not
-half-read. The analysis builds the contract with `build`, which fills the fields that
-have a default (parts of the analysis leave out what does not apply), and refuses
-unknown keys just the same.
+half-read. The analysis's producers return these dataclasses themselves; `build`
+converts the one part still made as a dict (the baseline comparison), filling the
+fields that have a default and refusing unknown keys just the same.
 """
 
 from __future__ import annotations
