@@ -79,11 +79,6 @@ def jsonable(value):
     return finite(value) if isinstance(value, float) else value
 
 
-def finite_or_none(value):
-    """JSON has no NaN: a non-finite measurement is stored as null (unknown)."""
-    return finite(value) if isinstance(value, float) else value
-
-
 @lru_cache(maxsize=1)
 def _validator():
     from jsonschema import Draft202012Validator

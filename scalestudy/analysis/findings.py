@@ -42,8 +42,6 @@ from scalestudy.contract import (
     MoreRuns,
     NextMeasurements,
     RefusedRound,
-    Requests,
-    ResultTimes,
     Round,
     Rounds,
     SeriesFit,
@@ -258,17 +256,6 @@ def adaptive_findings(study: Study, runs: pd.DataFrame, rounds: dict | None) -> 
     )
 
 
-def result_times(
-    runs: pd.DataFrame, requests: Requests, cluster: dict, min_jobs: int | None
-) -> ResultTimes | None:
-    """Each point's time to result, with the waits Slurm gave where the study's jobs
-    queue there (`cluster`: its cluster facts); None for times measured elsewhere."""
-    if not requests.points:
-        return None
-    waits = request_waits(requests.points, cluster)
-    return study_result_times(runs, requests.points, waits, min_jobs)
-
-
 def study_findings(
     study: Study,
     summary: pd.DataFrame,
@@ -293,7 +280,10 @@ def study_findings(
     facts = study_facts(study)
     per_point = runs.groupby("n")["repeat"].nunique()
     requests = study_requests(study, summary, runs, accounted)
-    times = result_times(runs, requests, cluster, min_jobs)
+    # each point's time to result, with the waits Slurm gave where the study's jobs queue
+    # there; none for times measured elsewhere
+    asked = requests.points
+    times = asked and study_result_times(runs, asked, request_waits(asked, cluster), min_jobs)
     answers = [answer(p, summary, study) for p in predictions["series"]]
     if rounds is not None:
         # an adaptive study's answer is decided as its last round judged it (target CI
@@ -341,5 +331,5 @@ def study_findings(
         framework=framework_share(summary),
         fingerprint=fingerprint(study, runs),
         # the queue wait beside the run time
-        time_to_result=times,
+        time_to_result=times or None,
     )

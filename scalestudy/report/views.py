@@ -411,11 +411,6 @@ def step_text(step: contract.Step | None) -> dict | None:
             "lo": fmt(step.lo, "{:.2f}"), "hi": fmt(step.hi, "{:.2f}")}  # fmt: skip
 
 
-def layout_text(cell) -> dict:
-    """A layout's numbers for the template's words (nodes x processes x threads)."""
-    return shallow(cell) | {"time": fmt(cell.time_s, "{:.3g} s")}
-
-
 def adaptive_view(rounds: Rounds | None) -> dict | None:
     """An adaptive study's rounds in words and formatted numbers."""
     if rounds is None:

@@ -1,6 +1,6 @@
 """Several layouts of one total, in the report, after the answer and its rounds."""
 
-from scalestudy.report.views import fmt, layout_text, shallow
+from scalestudy.report.views import fmt, shallow
 from scalestudy.sections.layouts.contract import Grid, Layouts, Total
 
 # where the report shows it: after the answer's rounds, before the requests
@@ -11,6 +11,11 @@ def view(layouts: Layouts) -> dict | None:
     if not layouts.totals and layouts.grid is None:
         return None
     return {"totals": [layouts_view(t) for t in layouts.totals], "grid": grid_view(layouts.grid)}
+
+
+def layout_text(cell) -> dict:
+    """A layout's numbers for the template's words (nodes x processes x threads)."""
+    return shallow(cell) | {"time": fmt(cell.time_s, "{:.3g} s")}
 
 
 def layouts_view(total: Total) -> dict:
