@@ -283,7 +283,8 @@ def study_findings(
     # each point's time to result, with the waits Slurm gave where the study's jobs queue
     # there; none for times measured elsewhere
     asked = requests.points
-    times = asked and study_result_times(runs, asked, request_waits(asked, cluster), min_jobs)
+    waits = asked and request_waits(asked, cluster)
+    times = study_result_times(runs, asked, waits, min_jobs) if asked else None
     answers = [answer(p, summary, study) for p in predictions["series"]]
     if rounds is not None:
         # an adaptive study's answer is decided as its last round judged it (target CI
@@ -331,5 +332,5 @@ def study_findings(
         framework=framework_share(summary),
         fingerprint=fingerprint(study, runs),
         # the queue wait beside the run time
-        time_to_result=times or None,
+        time_to_result=times,
     )
