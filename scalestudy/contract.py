@@ -8,9 +8,9 @@ JSON. `to_json` writes `dataclasses.asdict` as JSON, so the file keeps the shape
 readers know (scalestudy.analysis.cost.plan reads series[i].curve). Loading is strict: a key
 the contract does not name, or one it names that is missing, is refused with the key's
 path and the file, so an analysis.json older or newer than the report is said, not
-half-read. The analysis builds the contract with `build`, which fills the fields that
-have a default (parts of the analysis leave out what does not apply), and refuses
-unknown keys just the same.
+half-read. The analysis's producers return these dataclasses themselves; `build`
+converts the one part still made as a dict (the baseline comparison), filling the
+fields that have a default and refusing unknown keys just the same.
 """
 
 from __future__ import annotations
@@ -128,39 +128,6 @@ class Comparison:
 
 
 @dataclass(frozen=True)
-class GpuSize:
-    """The GPU against the CPU points at one problem size
-    (scalestudy.analysis.decisions.verdict)."""
-
-    size: Any
-    gpu_series: str | None
-    fastest_cpu_series: str | None
-    best_cpu_series: str | None
-    gpu_time_s: float
-    gpu_su: float
-    fastest_cpu_threads: int
-    fastest_cpu_time_s: float
-    fastest_cpu_su: float
-    best_cpu_threads: int
-    best_cpu_time_s: float
-    best_cpu_su: float
-    speedup: float
-    break_even_speedup: float
-    gpu_faster: bool
-    gpu_cheaper: bool
-
-
-@dataclass(frozen=True)
-class GpuVerdict:
-    verdict: str
-    sizes: list[GpuSize]
-    # absent where no verdict could be made (the verdict says why)
-    worth_it: bool | None = None
-    worth_it_size: Any = None
-    crossover_size: Any = None
-
-
-@dataclass(frozen=True)
 class Layout:
     """Where a point runs."""
 
@@ -168,60 +135,6 @@ class Layout:
     tasks_per_node: int
     threads: int
     gpus_per_node: int
-
-
-@dataclass(frozen=True)
-class PlacedPoint(Layout):
-    """A point of a total and where it ran, with its median time."""
-
-    point: str
-    series: str
-    time_s: float
-
-
-@dataclass(frozen=True)
-class OtherLayout(PlacedPoint):
-    """Another layout of a total, against the best one: its median time over the best
-    one's, with a 95 % interval; told apart where the interval excludes 1."""
-
-    ratio: float | None
-    lo: float | None
-    hi: float | None
-    told_apart: bool
-
-
-@dataclass(frozen=True)
-class Total:
-    """The layouts of one total N: the fastest, and the others against it."""
-
-    n: int
-    best: PlacedPoint
-    others: list[OtherLayout]
-
-
-@dataclass(frozen=True)
-class GridCell:
-    point: str | None
-    n: int | None
-    time_s: float | None
-    efficiency: float | None
-    best: bool
-    band: str | None = None  # the efficiency band, the heat map's colour
-
-
-@dataclass(frozen=True)
-class GridRow:
-    value: Any
-    cells: list[GridCell]
-
-
-@dataclass(frozen=True)
-class Grid:
-    line_key: str
-    along_key: str
-    base: str | None
-    columns: list[Any]
-    rows: list[GridRow]
 
 
 @dataclass(frozen=True)
@@ -580,8 +493,6 @@ class Findings:
     answers: list[Answer]
     adaptive: Rounds | None
     requests: Requests
-    layouts: list[Total]
-    grid: Grid | None
     metrics: list[str]
     ddp: list[DdpPoint] | None
     framework: FrameworkShare | None
@@ -598,8 +509,6 @@ class Analysis:
 
     series: list[SeriesFit]
     comparisons: list[Comparison]
-    layouts: list[Total]
-    gpu_verdict: GpuVerdict | None
     findings: Findings
     # each section's data (scalestudy.sections), in the file under the section's name
     sections: dict[str, Any] = dataclasses.field(default_factory=dict)

@@ -68,8 +68,14 @@ def finite(value) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def finite_or_none(value):
-    """JSON has no NaN: a non-finite measurement is stored as null (unknown)."""
+def jsonable(value):
+    """Plain JSON values: numpy arrays and scalars become Python ones, NaN and inf None."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "tolist"):  # a numpy array or scalar
+        return jsonable(value.tolist())
     return finite(value) if isinstance(value, float) else value
 
 

@@ -499,7 +499,7 @@ def test_runs_that_fail_are_charged_against_the_budget_and_stop_the_study():
     study = study_model(ADAPTIVE_STUDY | {"budget_su": 0.3}, "a")
     second = round_plan(study, 2, runs)
     assert second["spent_su"] == pytest.approx((30.0 + 3 * 2 * 120.0) / 3600)
-    assert second["spent_su"] == pytest.approx(charges(runs, study)["su"])
+    assert second["spent_su"] == pytest.approx(charges(runs, study).su)
     # the 0.208 SU spent leave no room for another run at N = 2 or 4: the study stops
     assert second["stop"] and second["stop"]["reason"] == "budget", second["stop"]
     assert not second["added"]
@@ -519,7 +519,7 @@ def test_runs_slower_than_their_price_count_in_full_against_the_budget():
     # charged what they took, not what they were priced at: the study is over its budget
     # and stops there
     assert third["spent_su"] == pytest.approx((30.0 + 30.0 + 2 * 4 * 100.0) / 3600)
-    assert third["spent_su"] == pytest.approx(charges(runs, study)["su"])
+    assert third["spent_su"] == pytest.approx(charges(runs, study).su)
     assert third["stop"]["reason"] == "budget" and not third["added"], third["stop"]
     assert third["su_per_run"]["t4"] == pytest.approx(4 * 100.0 / 3600)  # now measured
 
@@ -666,6 +666,6 @@ def test_an_adaptive_answer_shows_the_intervals_that_decided_it_unstable_points_
     runs = runs.assign(reason=None, mismatches="")
     summary = summarise(runs, study)
     result = fit_series(summary, runs, study)
-    assert "t4" in result["excluded"]
-    steps = {(a, b): (lo, hi) for a, b, _, lo, hi in result["recommendation"]["step_intervals"]}
+    assert "t4" in result.excluded
+    steps = {(a, b): (lo, hi) for a, b, _, lo, hi in result.recommendation["step_intervals"]}
     assert steps[(2, 4)][0] is not None and steps[(2, 4)][1] < 0.1

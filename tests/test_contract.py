@@ -10,11 +10,12 @@ import pytest
 
 from scalestudy.analysis.decisions import layouts as layouts_module
 from scalestudy.analysis.decisions.request import mem_amount, mem_text, point_request
-from scalestudy.contract import Analysis, Answer, ContractError, Findings, Total
+from scalestudy.contract import Analysis, Answer, ContractError, Findings
 from scalestudy.report import views
 from scalestudy.report.rendering import render
 from scalestudy.report.views import study_view
 from scalestudy.sections import SECTIONS
+from scalestudy.sections.layouts.contract import Total
 from tests.conftest import REPO
 from tests.test_request import runs, threads_study
 from tests.test_views import aggregated, grid_analysis, text_of
@@ -31,7 +32,7 @@ def test_an_aggregated_analysis_json_loads_into_the_contract_and_writes_back_the
     assert json.loads(analysis.to_json()) == json.loads(text)
     # the shape other readers know stays: the planner reads series[i].curve
     assert set(json.loads(text)) == {
-        *("series", "comparisons", "layouts", "gpu_verdict", "findings"),
+        *("series", "comparisons", "findings"),
         # each section's data under its name (scalestudy.sections)
         *SECTIONS,
     }
@@ -41,7 +42,8 @@ def test_a_grid_analysis_round_trips_with_its_layouts_and_heat_map():
     analysis, _ = grid_analysis()
     again = Analysis.from_json(analysis.to_json())
     assert again == analysis
-    assert isinstance(again.findings.layouts[0], Total) and again.findings.grid.rows
+    layouts = again.section("layouts")
+    assert isinstance(layouts.totals[0], Total) and layouts.grid.rows
 
 
 @pytest.mark.parametrize(
@@ -75,7 +77,7 @@ def test_a_layout_whose_interval_just_excludes_1_is_told_apart(monkeypatch):
     excludes 1."""
     monkeypatch.setattr(layouts_module, "ratio_ci", lambda other, best: (1.3, 1.004, 1.6))
     analysis, summary = grid_analysis()
-    others = [o for t in analysis.findings.layouts for o in t.others]
+    others = [o for t in analysis.section("layouts").totals for o in t.others]
     assert others and all(o.told_apart for o in others)
     text = text_of(render("t", [study_view(analysis, summary, {})]))
     assert "1.30x [1.00, 1.60] faster than" in text

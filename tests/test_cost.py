@@ -8,7 +8,7 @@ import yaml
 
 from scalestudy.analysis.cost.cost import Cost, Rate, charges, cost_view, run_su, within_budget
 from scalestudy.analysis.decisions import verdict
-from scalestudy.analysis.stats.predictions import gpu_verdict_of, study_predictions
+from scalestudy.analysis.decisions.verdict import gpu_verdict_of
 from scalestudy.analysis.tables import summarise
 from tests.conftest import SCHEMA, study_model
 from tests.test_studies import config_error
@@ -51,16 +51,14 @@ def test_a_series_cost_override_reaches_the_gpu_verdict():
     it (1 + 50) x 10 s = 0.142 SU, dearer than 1 CPU thread for 100 s (0.0278 SU)."""
     s = study(gpu_series={"cost": {"gpu_weight": 50}})
     summary = summarise(cpu_gpu_runs(), s)
-    result = study_predictions(summary, cpu_gpu_runs(), s)["gpu_verdict"]
-    assert not result["worth_it"] and result["worth_it_size"] is None
-    (row,) = result["sizes"]
-    assert row["gpu_su"] == pytest.approx((1 + 50) * GPU_TIME / 3600)
-    assert row["best_cpu_su"] == pytest.approx(1 * 100 / 3600)
-    assert row["gpu_faster"] and not row["gpu_cheaper"]
-    assert (
-        "not cheaper" in result["verdict"] and "SU per result 0.142 vs 0.0278" in result["verdict"]
-    )
-    assert not result["verdict"].startswith("GPU worth it")
+    result = gpu_verdict_of(summary, s)
+    assert not result.worth_it and result.worth_it_size is None
+    (row,) = result.sizes
+    assert row.gpu_su == pytest.approx((1 + 50) * GPU_TIME / 3600)
+    assert row.best_cpu_su == pytest.approx(1 * 100 / 3600)
+    assert row.gpu_faster and not row.gpu_cheaper
+    assert "not cheaper" in result.verdict and "SU per result 0.142 vs 0.0278" in result.verdict
+    assert not result.verdict.startswith("GPU worth it")
 
 
 def test_a_hand_made_summary_without_su_is_priced_with_the_series_cost():
@@ -70,11 +68,11 @@ def test_a_hand_made_summary_without_su_is_priced_with_the_series_cost():
             for n, t in CPU_TIMES.items()]  # fmt: skip
     rows.append({"series": "gpu", "n": 1, "time_s": GPU_TIME, "cores": 1, "gpus": 1})
     result = gpu_verdict_of(pd.DataFrame(rows), study(gpu_series={"cost": {"gpu_weight": 50}}))
-    assert not result["worth_it"]
-    assert result["sizes"][0]["gpu_su"] == pytest.approx(51 * GPU_TIME / 3600)
+    assert not result.worth_it
+    assert result.sizes[0].gpu_su == pytest.approx(51 * GPU_TIME / 3600)
     # without the override the same GPU point is worth it (3 SU/h x 10 s = 0.0083 SU)
     cheap = gpu_verdict_of(pd.DataFrame(rows), study())
-    assert cheap["worth_it"] and cheap["sizes"][0]["gpu_su"] == pytest.approx(3 * 10 / 3600)
+    assert cheap.worth_it and cheap.sizes[0].gpu_su == pytest.approx(3 * 10 / 3600)
 
 
 def test_partition_weights_reach_the_verdict():
@@ -83,11 +81,11 @@ def test_partition_weights_reach_the_verdict():
     s = study(cost={"partitions": {"gpu": {"core_weight": 10}}})
     runs = cpu_gpu_runs(gpu_partition="gpu")
     result = gpu_verdict_of(summarise(runs, s), s)
-    assert result["sizes"][0]["gpu_su"] == pytest.approx((10 + 2) * GPU_TIME / 3600)
-    assert not result["worth_it"]
+    assert result.sizes[0].gpu_su == pytest.approx((10 + 2) * GPU_TIME / 3600)
+    assert not result.worth_it
     # the same runs on another partition are priced at the study's weights: worth it
     elsewhere = cpu_gpu_runs(gpu_partition="other")
-    assert gpu_verdict_of(summarise(elsewhere, s), s)["worth_it"]
+    assert gpu_verdict_of(summarise(elsewhere, s), s).worth_it
 
 
 def test_verdict_su_and_summary_su_agree_on_whole_job_time():
@@ -96,18 +94,16 @@ def test_verdict_su_and_summary_su_agree_on_whole_job_time():
     s = study(gpu_series={"cost": {"gpu_weight": 50}}, time="train")
     summary = summarise(cpu_gpu_runs(), s)
     points = by_series(summary)
-    (row,) = gpu_verdict_of(summary, s)["sizes"]
-    assert row["gpu_time_s"] == pytest.approx(GPU_TIME / 2)  # the study's time
-    assert row["gpu_su"] == pytest.approx(points[("gpu", 1)]["su"])
-    assert row["gpu_su"] == pytest.approx(51 * GPU_TIME / 3600)  # whole job, not training
-    cheapest = points[("cpu", row["best_cpu_threads"])]
-    assert row["best_cpu_su"] == pytest.approx(cheapest["su"])
-    fastest = points[("cpu", row["fastest_cpu_threads"])]
-    assert row["fastest_cpu_su"] == pytest.approx(fastest["su"])
+    (row,) = gpu_verdict_of(summary, s).sizes
+    assert row.gpu_time_s == pytest.approx(GPU_TIME / 2)  # the study's time
+    assert row.gpu_su == pytest.approx(points[("gpu", 1)]["su"])
+    assert row.gpu_su == pytest.approx(51 * GPU_TIME / 3600)  # whole job, not training
+    cheapest = points[("cpu", row.best_cpu_threads)]
+    assert row.best_cpu_su == pytest.approx(cheapest["su"])
+    fastest = points[("cpu", row.fastest_cpu_threads)]
+    assert row.fastest_cpu_su == pytest.approx(fastest["su"])
     # break-even: the speedup at which the GPU's SU per result would equal the cheapest's
-    assert row["break_even_speedup"] == pytest.approx(
-        row["speedup"] * row["gpu_su"] / cheapest["su"]
-    )
+    assert row.break_even_speedup == pytest.approx(row.speedup * row.gpu_su / cheapest["su"])
 
 
 # --- every SU figure from the one cost object ----------------------------------------
@@ -123,15 +119,15 @@ def test_summary_su_relative_su_and_charges_use_the_series_cost():
     # every run counts in the charges, each at its series' weights
     cpu_su = 3 * sum(n * t for n, t in CPU_TIMES.items()) / 3600
     gpu_su = 3 * 51 * GPU_TIME / 3600
-    assert charges(runs, s)["su"] == pytest.approx(cpu_su + gpu_su)
-    assert charges(runs, s)["gpu_hours"] == pytest.approx(3 * GPU_TIME / 3600)
+    assert charges(runs, s).su == pytest.approx(cpu_su + gpu_su)
+    assert charges(runs, s).gpu_hours == pytest.approx(3 * GPU_TIME / 3600)
 
 
 def test_charges_price_each_run_on_its_partition():
     s = study(cost={"partitions": {"gpu": {"gpu_weight": 8}}})
     runs = cpu_gpu_runs(gpu_partition="gpu")
     cpu_su = 3 * sum(n * t for n, t in CPU_TIMES.items()) / 3600
-    assert charges(runs, s)["su"] == pytest.approx(cpu_su + 3 * (1 + 8) * GPU_TIME / 3600)
+    assert charges(runs, s).su == pytest.approx(cpu_su + 3 * (1 + 8) * GPU_TIME / 3600)
 
 
 def test_failed_and_killed_runs_are_charged_at_their_whole_job_time():
@@ -147,9 +143,9 @@ def test_failed_and_killed_runs_are_charged_at_their_whole_job_time():
         ]
     )
     expected = (2 * 100.0 + 2 * 30.0 + (1 + 8) * 60.0) / 3600
-    assert charges(runs, s)["su"] == pytest.approx(expected)
+    assert charges(runs, s).su == pytest.approx(expected)
     assert list(run_su(runs, s)) == pytest.approx([200 / 3600, 60 / 3600, 540 / 3600])
-    assert charges(runs, s)["gpu_hours"] == pytest.approx(60.0 / 3600)
+    assert charges(runs, s).gpu_hours == pytest.approx(60.0 / 3600)
 
 
 def test_defaults_come_from_the_schema():
@@ -238,15 +234,15 @@ def test_report_shows_the_weights_used():
         cost={"partitions": {"fat": {"core_weight": 1.5}}},
     )
     view = cost_view(s)
-    assert view["rate"] == "1 × cores + 2 × GPUs"
-    assert "whole-job" in view["basis"]
-    others = {o["where"]: o["rate"] for o in view["others"]}
+    assert view.rate == "1 × cores + 2 × GPUs"
+    assert "whole-job" in view.basis
+    others = {o.where: o.rate for o in view.others}
     assert others == {
         "partition fat": "1.5 × cores + 2 × GPUs",
         "series gpu": "1 × cores + 50 × GPUs",
         "series gpu, partition fat": "1.5 × cores + 50 × GPUs",
     }
-    assert cost_view(study_model({}))["others"] == []
+    assert cost_view(study_model({})).others == []
 
 
 def test_every_budget_compares_su_at_their_precision():
@@ -269,7 +265,7 @@ def test_the_gpu_verdict_names_its_size_in_words_and_says_its_gpu_point_is_unsta
     for column in ("wall_s", "elapsed_s", "train_s"):
         runs.loc[gpu, column] = [8.0, 10.0, 13.0]  # CV 24.4 %
     s = study()
-    text = study_predictions(summarise(runs, s), runs, s)["gpu_verdict"]["verdict"]
+    text = gpu_verdict_of(summarise(runs, s), s).verdict
     assert text.startswith("GPU worth it at the study's one problem size (series gpu): ")
     assert "size all" not in text
     assert text.endswith(

@@ -405,39 +405,39 @@ def test_break_even_speedup():
 def test_verdict_worth_it():
     cpu = cpu_points()
     out = verdict.gpu_verdict(cpu, gpu_points([30.0, 40.0, 60.0, 200.0]))
-    assert out["crossover_size"] == 256 and out["worth_it"]
+    assert out.crossover_size == 256 and out.worth_it
     # at 256 the GPU (60 s at 3 SU/h = 0.05 SU) beats the cheapest CPU point (1 thread, 640 s)
-    row = out["sizes"][2]
-    assert row["best_cpu_threads"] == 1 and row["fastest_cpu_threads"] == 4
-    assert row["gpu_su"] == pytest.approx(0.05)
-    assert row["best_cpu_su"] == pytest.approx(640 / 3600)
+    row = out.sizes[2]
+    assert row.best_cpu_threads == 1 and row.fastest_cpu_threads == 4
+    assert row.gpu_su == pytest.approx(0.05)
+    assert row.best_cpu_su == pytest.approx(640 / 3600)
     # the fastest CPU point (4 threads, 640 / 4^0.8 s) against the cheapest's 640 core-s:
     # the GPU at 3 SU/h must take 640 / 3 s, i.e. be 3 / 4^0.8 times as fast
-    assert row["break_even_speedup"] == pytest.approx(3 / 4**0.8)
-    assert out["worth_it_size"] == 256
-    assert out["verdict"].startswith("GPU worth it at size 256: SU per result 0.05 vs 0.178")
-    assert "(best CPU point: 1 thread)" in out["verdict"]
+    assert row.break_even_speedup == pytest.approx(3 / 4**0.8)
+    assert out.worth_it_size == 256
+    assert out.verdict.startswith("GPU worth it at size 256: SU per result 0.05 vs 0.178")
+    assert "(best CPU point: 1 thread)" in out.verdict
 
 
 def test_verdict_faster_but_not_cheaper():
     # the GPU job holds 16 cores + 1 GPU (18 SU/h): faster from 256, never cheaper
     out = verdict.gpu_verdict(cpu_points(), gpu_points([30.0, 40.0, 150.0, 1200.0], cores=16))
-    assert out["crossover_size"] == 256 and not out["worth_it"]
-    assert "not cheaper" in out["verdict"] and "break even" in out["verdict"]
+    assert out.crossover_size == 256 and not out.worth_it
+    assert "not cheaper" in out.verdict and "break even" in out.verdict
 
 
 def test_verdict_names_the_size_where_the_gpu_stops_being_cheaper():
     # a 2-core + 1-GPU job (4 SU/h): faster from 128 on, cheaper at 128 and 256, not 512
     out = verdict.gpu_verdict(cpu_points(), gpu_points([30.0, 15.0, 100.0, 1500.0], cores=2))
-    assert out["crossover_size"] == 128 and not out["worth_it"]
-    assert [r["gpu_cheaper"] for r in out["sizes"]] == [False, True, True, False]
-    assert "but not cheaper at size 512: SU per result 1.67 vs 1.42" in out["verdict"]
+    assert out.crossover_size == 128 and not out.worth_it
+    assert [r.gpu_cheaper for r in out.sizes] == [False, True, True, False]
+    assert "but not cheaper at size 512: SU per result 1.67 vs 1.42" in out.verdict
 
 
 def test_verdict_not_worth_it():
     out = verdict.gpu_verdict(cpu_points(), gpu_points([50.0, 400.0, 3000.0, 20000.0]))
-    assert out["crossover_size"] is None and out["worth_it_size"] is None
-    assert out["verdict"].startswith("GPU not worth it at any measured size (up to 512)")
+    assert out.crossover_size is None and out.worth_it_size is None
+    assert out.verdict.startswith("GPU not worth it at any measured size (up to 512)")
 
 
 def test_verdict_from_frame():
@@ -452,7 +452,7 @@ def test_verdict_from_frame():
     cpu, gpu = verdict.from_frame(df, WEIGHTS_1_2)
     assert cpu[256][0][1] == pytest.approx(cpu_points()[256][0][1])
     assert gpu[256] == (60.0, pytest.approx(0.05), "gpu")
-    assert verdict.gpu_verdict(cpu, gpu)["worth_it_size"] == 256
+    assert verdict.gpu_verdict(cpu, gpu).worth_it_size == 256
     with pytest.raises(ValueError, match="missing columns"):
         verdict.from_frame(df.drop(columns="gpus"), WEIGHTS_1_2)
 
@@ -468,9 +468,9 @@ def test_gpu_series_at_one_size_stay_apart_and_the_fastest_is_named():
     )
     assert gpu[256][0] == 0.1 and gpu[256][2] == "on_device"
     out = verdict.gpu_verdict(cpu, gpu)
-    assert out["sizes"][0]["gpu_series"] == "on_device"
-    assert out["sizes"][0]["speedup"] == pytest.approx(22.0)
-    assert out["verdict"].startswith("GPU worth it at size 256 (series on_device)")
+    assert out.sizes[0].gpu_series == "on_device"
+    assert out.sizes[0].speedup == pytest.approx(22.0)
+    assert out.verdict.startswith("GPU worth it at size 256 (series on_device)")
 
 
 def test_staging_view_shows_growth_with_copies_at_once():

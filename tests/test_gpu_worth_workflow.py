@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from scalestudy.analysis.stats.predictions import gpu_verdict_of
+from scalestudy.analysis.decisions.verdict import gpu_verdict_of
 from tests.conftest import NOT_JUDGED_ON_SHARED_CPUS, study_model
 
 
@@ -109,12 +109,12 @@ def test_verdict_finds_the_crossover_size_and_prices_it():
         }
     )
     result = gpu_verdict_of(verdict_summary({64: 5.0, 256: 4.0, 1024: 20.0}), study)
-    assert result["crossover_size"] == 256 and result["worth_it_size"] == 256
-    row = {r["size"]: r for r in result["sizes"]}[256]
+    assert result.crossover_size == 256 and result.worth_it_size == 256
+    row = {r.size: r for r in result.sizes}[256]
     # GPU: (1 core + 2 x 1 GPU) x 4 s; cheapest CPU: 1 thread x 40 s (2 x 21 s costs more)
-    assert row["gpu_su"] == pytest.approx(3 * 4 / 3600)
-    assert row["best_cpu_su"] == pytest.approx(40 / 3600)
-    assert row["break_even_speedup"] == pytest.approx(21 / (40 / 3))
-    assert result["verdict"].startswith("GPU worth it at size 256")
+    assert row.gpu_su == pytest.approx(3 * 4 / 3600)
+    assert row.best_cpu_su == pytest.approx(40 / 3600)
+    assert row.break_even_speedup == pytest.approx(21 / (40 / 3))
+    assert result.verdict.startswith("GPU worth it at size 256")
     slow = gpu_verdict_of(verdict_summary({64: 5.0, 256: 30.0, 1024: 300.0}), study)
-    assert not slow["worth_it"] and "not worth it" in slow["verdict"]
+    assert not slow.worth_it and "not worth it" in slow.verdict

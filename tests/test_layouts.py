@@ -3,6 +3,7 @@ such, their labels and N, their Slurm request through the plugin's own builder, 
 launcher's srun step."""
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -282,13 +283,13 @@ def test_the_best_layout_per_total_with_its_interval():
         "p2-c2-2x1": ("p2", 2, [30.0]),
     })  # fmt: skip
     (eight,) = best_layouts(summary, runs, "wall_s", study)  # N = 2 has one layout only
-    assert eight["n"] == 8 and eight["best"]["point"] == "p2-c8-2x4"
-    assert (eight["best"]["tasks_per_node"], eight["best"]["threads"]) == (2, 4)
-    first, second = eight["others"]
-    assert first["point"] == "p1-c8-1x8" and second["point"] == "p8-c8-8x1"
-    assert second["ratio"] == pytest.approx(13.1 / 10.05)
-    assert second["lo"] > 1 and second["told_apart"]
-    assert second["lo"] <= second["ratio"] <= second["hi"]
+    assert eight.n == 8 and eight.best.point == "p2-c8-2x4"
+    assert (eight.best.tasks_per_node, eight.best.threads) == (2, 4)
+    first, second = eight.others
+    assert first.point == "p1-c8-1x8" and second.point == "p8-c8-8x1"
+    assert second.ratio == pytest.approx(13.1 / 10.05)
+    assert second.lo > 1 and second.told_apart
+    assert second.lo <= second.ratio <= second.hi
 
 
 def test_packed_and_spread_placements_are_compared_as_series():
@@ -312,7 +313,7 @@ def test_packed_and_spread_placements_are_compared_as_series():
     pred = json.loads(analyse(study, runs).analysis_json())
     (comparison,) = pred["comparisons"]
     assert (comparison["a"], comparison["b"]) == ("packed", "spread")
-    four = next(c for c in pred["layouts"] if c["n"] == 4)
+    four = next(c for c in pred["layouts"]["totals"] if c["n"] == 4)
     assert four["best"]["series"] == "packed" and four["others"][0]["told_apart"]
 
 
@@ -322,19 +323,20 @@ def test_a_grid_as_the_rows_and_columns_of_its_heat_map():
     study = grid_study(grid={"processes_per_node": [1, 2], "threads": [1, 2, 4]}, max_total=4)
     table = points_table({"s": study})
     summary = table.assign(time_s=[8.0, 4.5, 2.6, 4.2, 2.4])
-    best = [{"best": {"point": "p2-c2-2x1"}}, {"best": {"point": "p2-c4-2x2"}}]
+    best = [SimpleNamespace(best=SimpleNamespace(point=p)) for p in ("p2-c2-2x1", "p2-c4-2x2")]
     found = grid_cells(study, summary, best)
-    assert (found["line_key"], found["along_key"], found["columns"]) == (
+    assert (found.line_key, found.along_key, found.columns) == (
         "processes_per_node", "threads", [1, 2, 4]
     )  # fmt: skip
-    one, two = found["rows"]
-    assert [c["point"] for c in one["cells"]] == ["p1-c1-1x1", "p1-c2-1x2", "p1-c4-1x4"]
-    assert [c["point"] for c in two["cells"]] == ["p2-c2-2x1", "p2-c4-2x2", None]  # capped
-    assert [c["best"] for c in two["cells"]] == [True, True, False]
-    assert two["cells"][1]["n"] == 4 and two["cells"][1]["time_s"] == 2.4
+    one, two = found.rows
+    assert [c.point for c in one.cells] == ["p1-c1-1x1", "p1-c2-1x2", "p1-c4-1x4"]
+    assert [c.point for c in two.cells] == ["p2-c2-2x1", "p2-c4-2x2", None]  # capped
+    assert [c.best for c in two.cells] == [True, True, False]
+    assert two.cells[1].n == 4 and two.cells[1].time_s == 2.4
     # efficiency against the grid's one base, 1 core at 8 s: 4 cores at 2.4 s is 83 %
-    assert found["base"] == "p1-c1-1x1"
-    assert two["cells"][1]["efficiency"] == pytest.approx(8 / (2.4 * 4))
+    assert found.base == "p1-c1-1x1"
+    assert two.cells[1].efficiency == pytest.approx(8 / (2.4 * 4))
+    assert two.cells[1].band == "good"  # 83 %: the heat map's colour
     plain = model({"studies": {"s": {"workload": "spiral_mlp", "scaling": {"points": [1]}}}})
     assert grid_cells(plain, summary, []) is None
 

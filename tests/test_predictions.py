@@ -208,7 +208,7 @@ def test_partition_weights_price_runs_by_where_they_ran():
     runs = synthetic_runs({1: [3600.0]})
     runs["elapsed_s"], runs["partition"] = 3600.0, "gpu"
     study = study_model({"cost": {"core_weight": 1, "partitions": {"gpu": {"core_weight": 3}}}})
-    assert charges(runs, study)["su"] == 3
+    assert charges(runs, study).su == 3
     assert summarise(runs, study)["su"].iloc[0] == 3
 
 

@@ -156,3 +156,14 @@ def test_messages_print_plain_numbers():
     assert f"time_s={plain(np.float64('nan'))}" == "time_s=nan"
     assert plain([np.int64(2), np.float64(2.5), "fast"]) == "[2, 2.5, 'fast']"
     assert plain((np.int64(1), "a")) == "(1, 'a')" and plain(None) == "None"
+
+
+def test_jsonable_gives_json_values_and_null_for_what_is_not_finite():
+    import numpy as np
+
+    from scalestudy.records import jsonable
+
+    found = jsonable({1: np.array([1.5, np.nan]), "ok": np.bool_(True), "n": np.int64(3),
+                      "t": (np.float32(2.5), float("inf")), "s": "x", "b": False})  # fmt: skip
+    assert found == {"1": [1.5, None], "ok": True, "n": 3, "t": [2.5, None], "s": "x", "b": False}
+    assert json.dumps(found, allow_nan=False)  # strict JSON: nothing left to refuse

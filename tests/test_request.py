@@ -18,6 +18,7 @@ from scalestudy.analysis.decisions.request import (
 )
 from scalestudy.analysis.tables import runs_from_records
 from scalestudy.compute.launch import launch
+from scalestudy.contract import Requests
 from scalestudy.slurm import gather, partition_time_limits
 from scalestudy.study.run_spec import run_spec
 from tests.conftest import on_the_quietest_cpu, study_model
@@ -98,12 +99,12 @@ def test_every_point_of_the_summary_gets_its_request():
     study = threads_study()
     summary = pd.DataFrame({"point": ["t1", "t4"], "n": [1, 4], "series": [""] * 2})
     made = pd.concat([runs("t1", elapsed_s=[10.0]), runs("t4", elapsed_s=[4.0])])
-    found = study_requests(study, summary, made)["points"]
-    assert [(r["point"], r["threads"], r["time_min"]) for r in found] == [
+    found = study_requests(study, summary, made).points
+    assert [(r.point, r.threads, r.time_min) for r in found] == [
         ("t1", 1, 1),
         ("t4", 4, 1),
     ]
-    assert study_requests(study_model({"measured": "x.csv"}), summary, made)["points"] == []
+    assert study_requests(study_model({"measured": "x.csv"}), summary, made).points == []
 
 
 def test_a_margin_below_zero_is_refused():
@@ -155,7 +156,7 @@ class Sacct:
         return SimpleNamespace(returncode=self.code, stdout=self.out, stderr=self.err)
 
 
-def requests(study, summary: pd.DataFrame, made: pd.DataFrame, sacct: Sacct) -> dict:
+def requests(study, summary: pd.DataFrame, made: pd.DataFrame, sacct: Sacct) -> Requests:
     """study_requests with sacct's accounting asked as the cluster rule asks it
     (scalestudy.slurm.gather), then read as data."""
     facts = gather({}, None, job_ids(made), lambda _: [], run=sacct)
@@ -171,12 +172,12 @@ def test_slurm_accounting_is_shown_beside_the_runs_own_figures():
     summary = pd.DataFrame({"point": ["t4"], "n": [4], "series": [""]})
     found = requests(threads_study(), summary, made, sacct)
     assert "-j" in sacct.commands[0] and "11,12" in sacct.commands[0]
-    (r,) = found["points"]
-    assert found["accounting_note"] is None
+    (r,) = found.points
+    assert found.accounting_note is None
     # job 11: 200 s of CPU over 60 s x 4 CPUs; job 12: 120 s -> median of 0.833 and 0.5
-    assert r["sacct_cpu_busy"] == pytest.approx((200 / 240 + 120 / 240) / 2)
-    assert r["sacct_peak_mem_mb"] == pytest.approx(1.5 * 1024)
-    assert r["cpu_busy"] == pytest.approx(2.5 / 4)  # the runs' own figure stays
+    assert r.sacct_cpu_busy == pytest.approx((200 / 240 + 120 / 240) / 2)
+    assert r.sacct_peak_mem_mb == pytest.approx(1.5 * 1024)
+    assert r.cpu_busy == pytest.approx(2.5 / 4)  # the runs' own figure stays
 
 
 def test_a_site_without_accounting_gets_a_note_never_an_error():
@@ -186,12 +187,12 @@ def test_a_site_without_accounting_gets_a_note_never_an_error():
     found = requests(threads_study(), summary, made, sacct)
     assert (
         "sacct was not available (sacct: error: Slurm accounting storage is disabled)"
-        in (found["accounting_note"])
+        in found.accounting_note
     )
-    assert found["points"][0]["sacct_cpu_busy"] is None and found["points"][0]["sbatch"]
+    assert found.points[0].sacct_cpu_busy is None and found.points[0].sbatch
     # local runs have no job ids: sacct is not asked
     local = requests(threads_study(), summary, runs("t4", elapsed_s=[60.0]), sacct)
-    assert local["accounting_note"] is None and len(sacct.commands) == 1
+    assert local.accounting_note is None and len(sacct.commands) == 1
 
 
 def test_runs_that_shared_a_job_are_accounted_by_their_own_srun_step():
@@ -206,10 +207,10 @@ def test_runs_that_shared_a_job_are_accounted_by_their_own_srun_step():
         cores_used=[3.0, 1.0],
     )  # fmt: skip
     summary = pd.DataFrame({"point": ["t4"], "n": [4], "series": [""]})
-    (r,) = requests(threads_study(), summary, made, sacct)["points"]
+    (r,) = requests(threads_study(), summary, made, sacct).points
     # steps: 180 s and 60 s of CPU over 60 s x 4 CPUs (the job's 300 / 720 would say 0.42)
-    assert r["sacct_cpu_busy"] == pytest.approx((180 / 240 + 60 / 240) / 2)
-    assert r["sacct_peak_mem_mb"] == pytest.approx(2 * 1024)
+    assert r.sacct_cpu_busy == pytest.approx((180 / 240 + 60 / 240) / 2)
+    assert r.sacct_peak_mem_mb == pytest.approx(2 * 1024)
 
 
 def test_partition_time_limits_as_sinfo_gives_them():
@@ -243,10 +244,10 @@ def test_mem_covers_what_slurm_counted_where_it_counted_more_than_the_runs():
     sacct = Sacct("11|00:01:00|00:01:00|4|\n11.0|00:59.000|00:01:00|4|2600M\n")
     made = runs("t4", elapsed_s=[60.0], slurm_job_id=[11], usage_peak_rss_mb=[1300.0])
     summary = pd.DataFrame({"point": ["t4"], "n": [4], "series": [""]})
-    (r,) = requests(threads_study(), summary, made, sacct)["points"]
-    assert r["peak_mem_mb"] == 1300.0 and r["sacct_peak_mem_mb"] == 2600.0
-    assert r["mem_from"] == "sacct" and r["mem_mb"] == 4096  # 2600 MB + 20 %: 4 GB
-    assert "#SBATCH --mem=4G" in r["sbatch"]
+    (r,) = requests(threads_study(), summary, made, sacct).points
+    assert r.peak_mem_mb == 1300.0 and r.sacct_peak_mem_mb == 2600.0
+    assert r.mem_from == "sacct" and r.mem_mb == 4096  # 2600 MB + 20 %: 4 GB
+    assert "#SBATCH --mem=4G" in r.sbatch
     lower = Sacct("11|00:01:00|00:01:00|4|\n11.0|00:59.000|00:01:00|4|900M\n")
-    (r,) = requests(threads_study(), summary, made, lower)["points"]
-    assert r["mem_from"] == "measured" and r["mem_mb"] == 2048  # 1300 MB + 20 %: 2 GB
+    (r,) = requests(threads_study(), summary, made, lower).points
+    assert r.mem_from == "measured" and r.mem_mb == 2048  # 1300 MB + 20 %: 2 GB

@@ -346,7 +346,7 @@ def test_processes_packed_and_spread_over_the_two_nodes(cluster, workflow):
     analysis = json.loads((workflow.root / "results" / "place" / "analysis.json").read_text())
     (comparison,) = analysis["comparisons"]
     assert (comparison["a"], comparison["b"]) == ("packed", "spread")
-    assert {t["n"] for t in analysis["layouts"]} == {1, 2}
+    assert {t["n"] for t in analysis["layouts"]["totals"]} == {1, 2}
 
 
 def shape(value, prefix=""):

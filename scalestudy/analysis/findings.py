@@ -10,7 +10,7 @@ contract's Findings (scalestudy.contract).
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 import pandas as pd
@@ -18,11 +18,11 @@ import pandas as pd
 from scalestudy.analysis.cluster.queue import request_waits
 from scalestudy.analysis.cluster.result_time import deadline_by_result, study_result_times
 from scalestudy.analysis.cost.cost import charges, cost_view
-from scalestudy.analysis.decisions.layouts import grid_cells, point_layout
+from scalestudy.analysis.decisions.layouts import point_layout
 from scalestudy.analysis.decisions.recommendation import within_zone
 from scalestudy.analysis.decisions.request import study_requests
 from scalestudy.analysis.history.baseline import fingerprint
-from scalestudy.analysis.stats.predictions import jsonable, usable_runs
+from scalestudy.analysis.stats.predictions import usable_runs
 from scalestudy.analysis.tables import (
     TIME_COLUMNS,
     metric_columns,
@@ -30,25 +30,29 @@ from scalestudy.analysis.tables import (
     study_quality_metric,
 )
 from scalestudy.contract import (
+    AdaptiveStop,
     Answer,
     BaseCase,
-    Charges,
-    CostModel,
+    ConfigChange,
     DdpPoint,
+    DecisionSteps,
     Failure,
     Findings,
     FrameworkShare,
-    Grid,
     Mismatch,
-    Requests,
-    ResultTimes,
+    MoreRuns,
+    NextMeasurements,
+    RefusedRound,
+    Round,
     Rounds,
+    SeriesFit,
+    Step,
+    StoppedAt,
     StudyFacts,
-    Total,
-    build,
+    TimedRun,
 )
 from scalestudy.model import Scaling, Study, base_series
-from scalestudy.records import finite
+from scalestudy.records import finite, jsonable
 from scalestudy.study.points import point_for
 from scalestudy.study.workload_bridge import workload_capabilities
 from scalestudy.thresholds import efficiency_band
@@ -108,16 +112,6 @@ def study_facts(study: Study) -> StudyFacts:
     )  # fmt: skip
 
 
-def banded(grid: dict | None) -> dict | None:
-    """A grid's cells with their efficiency band (the heat map's colour)."""
-    if grid is None:
-        return None
-    for row in grid["rows"]:
-        for cell in row["cells"]:
-            cell["band"] = efficiency_band(cell["efficiency"])
-    return grid
-
-
 def ddp_findings(summary: pd.DataFrame, study: Study) -> list[DdpPoint]:
     """Per point, the source's reading of a distributed point: processes (as the runs
     saw them, else as the point asks: times measured elsewhere record none), processes
@@ -172,115 +166,97 @@ ANSWERED = [
     "point", "speedup", "speedup_ci_lo", "speedup_ci_hi", "efficiency", "efficiency_ci_lo",
     "efficiency_ci_hi", "relative_su",
 ]  # fmt: skip
+# what it states as the recommendation's working has it
+SAID = ["threshold", "zone", "cheapest_meeting_deadline", "deadline_note",
+        "fastest_within_budget", "budget_note"]  # fmt: skip
 
 
-def answer(pred: dict, summary: pd.DataFrame, study: Study) -> dict:
+def answer(pred: SeriesFit, summary: pd.DataFrame, study: Study) -> Answer:
     """The numbers of one series' recommendation (the template says them in words)."""
-    rec = pred["recommendation"]
-    rows = summary[summary["series"].astype(object).fillna("") == pred["series"]].set_index("n")
+    rec = pred.recommendation
+    rows = summary[summary["series"].astype(object).fillna("") == pred.series].set_index("n")
     worth = rec["worth_n"]
-    found = {"series": pred["series"], "worth_n": worth, "base_n": pred["base_n"]}
+    point = {}
     if worth is not None:
-        r = rows.loc[worth]
-        layout = point_layout(study, pred["series"], worth)
-        found |= {k: r[k] for k in ANSWERED} | {
+        layout = point_layout(study, pred.series, worth)
+        point = jsonable(rows.loc[worth, ANSWERED].to_dict()) | {
             "layout": layout,
             # the headline names the layout where N alone does not say it
-            "says_layout": layout["nodes"] > 1
-            or study.scaling.axis in ("processes", "gpus", "cores"),
+            "says_layout": layout.nodes > 1 or study.scaling.axis in ("processes", "gpus", "cores"),
         }
     stopped = rec["stopped_at"]
-    stopped_at = None
-    if stopped:
-        stopped_at = dict(zip(("from_n", "to_n", "marginal"), stopped, strict=True))
-    peak = pred.get("peak")
-    fits = pred["fits"]
-    said = ["threshold", "zone", "cheapest_meeting_deadline", "deadline_note",
-            "fastest_within_budget", "budget_note"]  # fmt: skip
-    return (
-        found
-        | {k: rec[k] for k in said}
-        | {
-            "stopped_at": stopped_at,
-            "peak": peak if peak and peak["beyond_measured"] else None,
-            "selected": pred["selected"],
-            # whether the runs' spread settles the answer (None: not judged)
-            "decided": rec.get("decided"),
-            # what would decide it: more repeats at these N, and their SU
-            "next_measurements": rec.get("next_measurements"),
-            # each step's marginal gain with its interval: [from, to, gain, lo, hi]
-            "step_intervals": rec.get("step_intervals", []),
-            "steps": decision_steps(
-                worth, stopped_at, rec.get("step_intervals", []), rec["threshold"], rec["zone"]
-            ),
-            "fitted": any(f["ok"] for f in fits),
-            "provenance_note": pred["fit_note"] if pred.get("mixed_provenance") else None,
-            "unstable": [p for p, why in pred["excluded"].items() if why.startswith("unstable")],
-            # how many points a fit could use, where no model fitted
-            "usable_points": max(f["n_points"] for f in fits)
-            if fits and not any(f["ok"] for f in fits)
-            else None,
-        }
-    )
+    stopped_at = StoppedAt(*stopped) if stopped else None
+    more = rec.get("next_measurements")
+    if more is not None:
+        more = NextMeasurements([MoreRuns(**m) for m in more["repeats"]], more["su"])
+    # each step's marginal gain with its interval: [from, to, gain, lo, hi]
+    intervals = rec.get("step_intervals", [])
+    fits = pred.fits
+    return Answer(
+        series=pred.series, worth_n=worth, base_n=pred.base_n,
+        **{k: rec[k] for k in SAID},
+        stopped_at=stopped_at,
+        peak=pred.peak if pred.peak and pred.peak.beyond_measured else None,
+        selected=pred.selected,
+        # whether the runs' spread settles the answer (None: not judged)
+        decided=rec.get("decided"),
+        # what would decide it: more repeats at these N, and their SU
+        next_measurements=more,
+        step_intervals=intervals,
+        steps=decision_steps(worth, stopped_at, intervals, rec["threshold"], rec["zone"]),
+        fitted=any(f.ok for f in fits),
+        provenance_note=pred.fit_note if pred.mixed_provenance else None,
+        unstable=[p for p, why in pred.excluded.items() if why.startswith("unstable")],
+        # how many points a fit could use, where no model fitted
+        usable_points=max(f.n_points for f in fits)
+        if fits and not any(f.ok for f in fits)
+        else None,
+        **point,
+    )  # fmt: skip
 
 
-def decision_steps(worth_n, stopped_at: dict | None, intervals: list, threshold: float,
-                   zone: float) -> dict:  # fmt: skip
+def decision_steps(worth_n, stopped_at: StoppedAt | None, intervals: list, threshold: float,
+                   zone: float) -> DecisionSteps:  # fmt: skip
     """The two steps the answer stands on, each gain with its interval: the step to the
     recommended N and the step after it (None where there is none, or no interval),
     and whether its interval reaches across the threshold inside the zone."""
     found = {"to": None, "after": None}
-    after_from = (stopped_at or {}).get("from_n")
+    after_from = stopped_at and stopped_at.from_n
     for a, b, gain, lo, hi in intervals:
         which = "to" if b == worth_n else "after" if a == after_from else None
         if which and lo is not None:
-            inside = within_zone(gain, (lo, hi), threshold, zone)
-            found[which] = {"from_n": a, "to_n": b, "gain": gain, "lo": lo, "hi": hi,
-                            "within_zone": inside}  # fmt: skip
-    return found
+            found[which] = Step(a, b, gain, lo, hi, within_zone(gain, (lo, hi), threshold, zone))
+    return DecisionSteps(**found)
 
 
-def adaptive_answer(rounds: dict | None) -> dict:
-    """An adaptive study's answer is decided as its last round judged it (target CI
-    included, unless out of reach); what would decide it is the rounds section's, not
-    more fixed repeats."""
-    if rounds is None:
-        return {}
-    return {"decided": rounds["decided"], "next_measurements": None, "adaptive": True}
-
-
-def adaptive_findings(study: Study, runs: pd.DataFrame, predictions: dict) -> dict | None:
+def adaptive_findings(study: Study, runs: pd.DataFrame, rounds: dict | None) -> Rounds | None:
     """An adaptive study's rounds (scalestudy.analysis.decisions.adaptive.rounds_summary), with
     each usable run's time and round for the figures, and what it would take to
     decide an undecided answer."""
-    rounds = predictions.get("adaptive")
     if rounds is None:
         return None
     usable = usable_runs(runs, study)
     times = pd.to_numeric(usable[TIME_COLUMNS[study.time]], errors="coerce")
     marked = [
-        {"n": int(n), "time_s": t, "round": int(r), "series": s}
+        TimedRun(int(n), float(t), int(r), jsonable(s))
         for n, t, r, s in zip(usable["n"], times, usable["round"], usable["series"], strict=True)
         if np.isfinite(t) and pd.notna(r)
     ]
-    refused = rounds["refused"]
-    return rounds | {
-        "runs": marked,
-        "later_runs": sum(m["round"] > 1 for m in marked),
+    rounds = jsonable(rounds)
+    refused = rounds.pop("refused")
+    return Rounds(
+        **rounds
+        | {
+            "rounds": [Round(**r) for r in rounds["rounds"]],
+            "stop": AdaptiveStop(**rounds["stop"]),
+            "configs": [ConfigChange(**c) for c in rounds["configs"]],
+        },
+        refused=refused and RefusedRound(**refused),
+        runs=marked,
+        later_runs=sum(m.round > 1 for m in marked),
         # a budget stop: the SU the refused round needed on top of what was spent
-        "budget_needed": rounds["spent_su"] + refused["round_su"] if refused else None,
-    }
-
-
-def result_times(
-    runs: pd.DataFrame, requests: dict, cluster: dict, min_jobs: int | None
-) -> dict | None:
-    """Each point's time to result, with the waits Slurm gave where the study's jobs
-    queue there (`cluster`: its cluster facts); None for times measured elsewhere."""
-    if not requests["points"]:
-        return None
-    waits = request_waits(requests["points"], cluster)
-    return study_result_times(runs, requests["points"], waits, min_jobs)
+        budget_needed=rounds["spent_su"] + refused["round_su"] if refused else None,
+    )
 
 
 def study_findings(
@@ -288,11 +264,13 @@ def study_findings(
     summary: pd.DataFrame,
     runs: pd.DataFrame,
     predictions: dict,
+    rounds: dict | None,
     cluster: dict,
     min_jobs: int | None,
     accounted: tuple[dict, str | None],
 ) -> Findings:
-    """The report's numbers of one study (`cluster`, `min_jobs`:
+    """The report's numbers of one study (`predictions`: study_predictions; `rounds`: an
+    adaptive study's, adaptive.rounds_summary; `cluster`, `min_jobs`:
     what Slurm said of it and the past jobs that make a typical wait, for the time to
     result; `accounted`: Slurm accounting's figures, request.read_accounting)."""
     base = summary[summary["is_base"]]
@@ -305,23 +283,28 @@ def study_findings(
     facts = study_facts(study)
     per_point = runs.groupby("n")["repeat"].nunique()
     requests = study_requests(study, summary, runs, accounted)
-    times = result_times(runs, requests, cluster, min_jobs)
-    answers = [
-        answer(p, summary, study) | adaptive_answer(predictions.get("adaptive"))
-        for p in predictions.get("series", [])
-    ]
+    # each point's time to result, with the waits Slurm gave where the study's jobs queue
+    # there; none for times measured elsewhere
+    asked = requests.points
+    waits = asked and request_waits(asked, cluster)
+    times = study_result_times(runs, asked, waits, min_jobs) if asked else None
+    answers = [answer(p, summary, study) for p in predictions["series"]]
+    if rounds is not None:
+        # an adaptive study's answer is decided as its last round judged it (target CI
+        # included, unless out of reach); what would decide it is the rounds section's, not more fixed repeats
+        answers = [replace(a, decided=rounds["decided"], next_measurements=None, adaptive=True)
+                   for a in answers]  # fmt: skip
     if times is not None:  # the deadline by time to result, where Slurm gave waits
         answers = [deadline_by_result(a, times, summary, study.recommend.deadline_s)
                    for a in answers]  # fmt: skip
-    layouts = predictions.get("layouts", [])
     return Findings(
         study=facts,
         # the fewest and the most runs of a point (an adaptive study's differ)
         repeats=[int(per_point.min()), int(per_point.max())] if len(runs) else [0, 0],
         quality_metric=study_quality_metric(study, runs),
         # the weights every SU figure uses: the study's, its partitions', its series'
-        cost=typed(CostModel, cost_view(study)),
-        charges=typed(Charges, charges(runs, study)),
+        cost=cost_view(study),
+        charges=charges(runs, study),
         base=None
         if base.empty
         else BaseCase(*(jsonable(base.iloc[0][k]) for k in ("point", "n", "time_s"))),
@@ -342,23 +325,15 @@ def study_findings(
             for r in disturbed.itertuples()
             if isinstance(r.disturbed, str) and r.disturbed
         ],
-        answers=[typed(Answer, a) for a in answers],
+        answers=answers,
         # an adaptive study's rounds: what each measured and why, and why it stopped
-        adaptive=typed(Rounds, adaptive_findings(study, runs, predictions)),
+        adaptive=adaptive_findings(study, runs, rounds),
         # what to ask the scheduler for at each point, and what the runs used of it
-        requests=typed(Requests, requests),
-        # several layouts of one total: the fastest, and a grid's heat map
-        layouts=[typed(Total, t) for t in layouts],
-        grid=typed(Grid, banded(grid_cells(study, summary, layouts))),
+        requests=requests,
         metrics=shown_metrics(summary, runs),
         ddp=ddp_findings(summary, study) if facts.distributed else None,
         framework=framework_share(summary),
         fingerprint=fingerprint(study, runs),
         # the queue wait beside the run time
-        time_to_result=typed(ResultTimes, times),
+        time_to_result=times,
     )
-
-
-def typed(cls, value):
-    """A part another module makes as plain values (a dict), as the contract's `cls`."""
-    return None if value is None else build(cls, jsonable(value))

@@ -22,10 +22,10 @@ from scalestudy.analysis.cost.cost import charges
 from scalestudy.analysis.decisions.adaptive import load_round, round_of_run, rounds_summary
 from scalestudy.analysis.decisions.request import read_accounting, study_requests
 from scalestudy.analysis.energy.energy import with_energy
-from scalestudy.analysis.findings import study_findings, typed
-from scalestudy.analysis.stats.predictions import jsonable, split_by_provenance, study_predictions
+from scalestudy.analysis.findings import study_findings
+from scalestudy.analysis.stats.predictions import split_by_provenance, study_predictions
 from scalestudy.analysis.tables import read_runs, summarise
-from scalestudy.contract import Analysis, Comparison, GpuVerdict, SeriesFit, Total
+from scalestudy.contract import Analysis
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
 from scalestudy.sections import SECTIONS, part
@@ -106,8 +106,8 @@ def probe_commands_of(
         return []
     accounted = read_accounting(accounting)
     runs, summary = tables(study, runs, accounted)
-    requests = study_requests(study, summary, runs, accounted)["points"]
-    return probe_commands([r["resources"] for r in requests if r["resources"]], site)
+    requests = study_requests(study, summary, runs, accounted).points
+    return probe_commands([r.resources for r in requests if r.resources], site)
 
 
 def analyse(
@@ -132,16 +132,13 @@ def analyse(
     accounted = ({}, None) if study.measured is not None else read_accounting(cluster["accounting"])
     runs, summary = tables(study, runs, accounted, plans)
     predictions = study_predictions(summary, runs, study)
-    if plans:
-        spent = charges(runs, study)["su"]
-        predictions["adaptive"] = jsonable(rounds_summary(plans, spent, study.repeats))
+    rounds = rounds_summary(plans, charges(runs, study).su, study.repeats) if plans else None
     # an adaptive study's rounds are written once, in the findings
     found = Analysis(
-        series=[typed(SeriesFit, s) for s in predictions["series"]],
-        comparisons=[typed(Comparison, c) for c in predictions["comparisons"]],
-        layouts=[typed(Total, t) for t in predictions["layouts"]],
-        gpu_verdict=typed(GpuVerdict, predictions["gpu_verdict"]),
-        findings=study_findings(study, summary, runs, predictions, cluster, min_jobs, accounted),
+        **predictions,
+        findings=study_findings(
+            study, summary, runs, predictions, rounds, cluster, min_jobs, accounted
+        ),
     )
     kept = [Path(a) for a in archives]
     given = Given(study, runs, summary, found, baseline and Path(baseline), kept)

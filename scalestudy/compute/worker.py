@@ -28,7 +28,7 @@ from scalestudy.compute.harness import (
 from scalestudy.compute.processes import CpuWatch, adopt_orphans, die_with_parent
 from scalestudy.compute.profiling import maybe_profiled
 from scalestudy.compute.tracker import finish_tracker, start_tracker
-from scalestudy.records import finite_or_none, write_json_atomic
+from scalestudy.records import jsonable, write_json_atomic
 
 
 def select_device(torch, spec: dict, local_rank: int):
@@ -87,7 +87,7 @@ def run_workload(spec: dict, launch_time: float) -> dict:
         reason = f"{type(e).__name__}: {e}".strip()
         traceback.print_exc()
     phases = [p.as_dict() for p in ctx.phases] if ctx else []
-    metrics = {k: finite_or_none(v) for k, v in (ctx.metrics if ctx else {}).items()}
+    metrics = jsonable(ctx.metrics if ctx else {})  # JSON has no NaN: unknown is null
     if ctx is not None and ctx.training_started_at is not None:
         # from the launcher's clock, as the startup phase: what benchmarks/startup_floor.py
         # sets against the floor (the interpreter, torch's import and the data's bytes)

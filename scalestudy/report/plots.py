@@ -21,12 +21,12 @@ from matplotlib.ticker import Formatter, FuncFormatter, LogLocator  # noqa: E402
 from scalestudy import FIGURES  # noqa: E402
 from scalestudy.contract import (  # noqa: E402
     Analysis,
-    Grid,
     Rounds,
     SeriesFit,
 )
 from scalestudy.sections.baseline.contract import BaselineComparison  # noqa: E402
 from scalestudy.sections.energy.contract import Energy  # noqa: E402
+from scalestudy.sections.layouts.contract import Grid  # noqa: E402
 from scalestudy.thresholds import EFFICIENCY_BANDS, band_words  # noqa: E402
 
 # the efficiency figure's shade of each band (scalestudy.thresholds): colour, alpha
@@ -507,13 +507,13 @@ def write_figures(
         "efficiency": lambda: efficiency_figure(summary, xlabel),
         "cost": lambda: cost_figure(summary, xlabel),
         "phases": lambda: phases_figure(runs, xlabel),
-        "layouts": lambda: layouts_figure(analysis and analysis.findings.grid),
+        "layouts": lambda: layouts_figure(analysis and analysis.section("layouts").grid),
         "baseline": lambda: baseline_figure(analysis and analysis.section("baseline"), xlabel),
         "energy": lambda: energy_figure(analysis and analysis.section("energy")),
     }
     energy = analysis and analysis.section("energy")
     drawn = {
-        "layouts": analysis and analysis.findings.grid,
+        "layouts": analysis and analysis.section("layouts").grid,
         "baseline": analysis and analysis.section("baseline"),
         "energy": energy and energy.measured,
     }

@@ -20,13 +20,10 @@ from scalestudy import contract
 from scalestudy.contract import (
     Analysis,
     Comparison,
-    GpuVerdict,
-    Grid,
     PointRequest,
     ResultTimes,
     Rounds,
     SeriesFit,
-    Total,
 )
 from scalestudy.records import RecordError, finite, read_record
 from scalestudy.sections import SECTIONS, part
@@ -377,31 +374,6 @@ def comparison_view(c: Comparison) -> dict:
     }
 
 
-def gpu_verdict_view(v: GpuVerdict | None) -> dict | None:
-    """Is the GPU worth it: the verdict, and each size's figures formatted."""
-    if v is None:
-        return None
-    return {
-        "verdict": v.verdict,
-        "crossover_size": v.crossover_size,
-        "sizes": [
-            {
-                "size": r.size,
-                "gpu_series": r.gpu_series or "",
-                "gpu_time": fmt(r.gpu_time_s, "{:.4g}"),
-                "fastest_cpu_threads": r.fastest_cpu_threads,
-                "fastest_cpu_time": fmt(r.fastest_cpu_time_s, "{:.4g}"),
-                "speedup": fmt(r.speedup, "{:.2f}"),
-                "gpu_su": fmt(r.gpu_su, "{:.3g}"),
-                "best_cpu_threads": r.best_cpu_threads,
-                "best_cpu_su": fmt(r.best_cpu_su, "{:.3g}"),
-                "break_even_speedup": fmt(r.break_even_speedup, "{:.2f}"),
-            }
-            for r in v.sizes
-        ],
-    }
-
-
 def gigabytes(mb) -> str:
     """A measured memory in GB, two significant digits."""
     return fmt(mb and mb / 1024, "{:.2g} GB")
@@ -438,44 +410,6 @@ def step_text(step: contract.Step | None) -> dict | None:
     return {"from_n": step.from_n, "to_n": step.to_n, "gain": fmt(step.gain, "{:.2f}"),
             "lo": fmt(step.lo, "{:.2f}"), "hi": fmt(step.hi, "{:.2f}"),
             "within_zone": step.within_zone}  # fmt: skip
-
-
-def layout_text(cell) -> dict:
-    """A layout's numbers for the template's words (nodes x processes x threads)."""
-    return shallow(cell) | {"time": fmt(cell.time_s, "{:.3g} s")}
-
-
-def layouts_view(total: Total) -> dict:
-    """The best layout of one total against the others, ratios to two decimals (whether
-    the runs tell them apart is the analysis's `told_apart`)."""
-    return shallow(total) | {
-        "best": layout_text(total.best),
-        "others": [
-            layout_text(o)
-            | {
-                "ratio": fmt(o.ratio, "{:.2f}"),
-                "lo": fmt(o.lo, "{:.2f}"),
-                "hi": fmt(o.hi, "{:.2f}"),
-            }  # fmt: skip
-            for o in total.others
-        ],
-    }
-
-
-def grid_view(grid: Grid | None) -> dict | None:
-    """A grid's heat map: each cell's time and efficiency (its band, the cell's colour,
-    came with it from the findings)."""
-    if grid is None:
-        return None
-    rows = []
-    for row in grid.rows:
-        formatted = [
-            shallow(c)
-            | {"time": fmt(c.time_s, "{:.3g} s"), "efficiency_pct": fmt(c.efficiency, "{:.0%}")}
-            for c in row.cells
-        ]
-        rows.append({"value": row.value, "cells": formatted})
-    return shallow(grid) | {"rows": rows}
 
 
 def adaptive_view(rounds: Rounds | None) -> dict | None:
@@ -619,7 +553,7 @@ def study_view(
                 k: data_uri(v)
                 for k, v in figures.items()
                 if (k != "phases" or study.measured is None)
-                and (k != "layouts" or found.grid)
+                and (k != "layouts" or analysis.section("layouts").grid)
                 and (k != "baseline" or analysis.section("baseline"))
                 # the energy figure only where energy was measured
                 and (k != "energy" or (energy is not None and energy.measured))
@@ -646,9 +580,7 @@ def study_view(
             "requests_sacct": any(r.sacct_cpu_busy is not None for r in found.requests.points),
             "requests_gpus": any(r.gpus for r in found.requests.points),
             "accounting_note": found.requests.accounting_note,
-            "layouts": [layouts_view(t) for t in found.layouts],
             "adaptive": adaptive_view(found.adaptive),
-            "grid": grid_view(found.grid),
             "models": [
                 models_view(p, a.usable_points)
                 for p, a in zip(analysis.series, answers, strict=True)
@@ -658,7 +590,6 @@ def study_view(
             "framework": framework
             and cells(shallow(framework), ["lightning_ms", "plain_ms", "share"]),
             "charges": cells(shallow(found.charges), ["core_hours", "gpu_hours", "su"]),
-            "gpu_verdict": gpu_verdict_view(analysis.gpu_verdict),
             "fingerprint": [(k, v) for k, v in found.fingerprint.items() if v],
             # time to result
             "result_times": result_times_view(found.time_to_result),

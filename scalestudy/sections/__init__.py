@@ -7,8 +7,8 @@
 - view.py: view(data) -> the dict its partial reads as `v` (None: not shown), the
   report side; it imports no analysis;
 - partial.html.j2: the section's part of each study's report, after the fits, or where
-  view.py's PLACE says ("telemetry": before the scaling models; "cost": with the cost and
-  scheduling; "environment": before it).
+  view.py's PLACE says ("layouts": after the answer's rounds; "telemetry": before the
+  scaling models; "cost": with the cost and scheduling; "environment": before it).
 
 Adding a section is its folder and its line in SECTIONS (tests/test_architecture.py
 checks each file's layer by its name, and adds a toy section this way)."""
@@ -20,7 +20,7 @@ from pathlib import Path
 SECTIONS = {
     name: f"{__name__}.{name}"
     for name in ("staging", "energy", "baseline", "history", "references", "jobs",
-                 "received", "telemetry", "paired")
+                 "received", "layouts", "gpu_verdict", "telemetry", "paired")
 }  # fmt: skip
 
 

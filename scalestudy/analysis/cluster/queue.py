@@ -36,6 +36,7 @@ from functools import cache
 
 from snakemake_interface_common.exceptions import WorkflowError
 
+from scalestudy.contract import PointRequest
 from scalestudy.slurm import (
     HISTORY_FIELDS,
     LOCAL,
@@ -424,14 +425,14 @@ TYPICAL = "typical"  # the median of past jobs of the shape (sacct), enough of t
 UNKNOWN = "unknown wait"  # Slurm could not be asked, or refused the shape
 
 
-def request_shape(request: dict, partition: str | None) -> dict:
+def request_shape(request: PointRequest, partition: str | None) -> dict:
     """A point's request (scalestudy.analysis.decisions.request.point_request) as sacct's history
     describes a job (job_shape's keys)."""
-    return {"nodes": request["nodes"], "gpus": request["gpus"], "cpus": request["cores"],
-            "partition": partition or None, "minutes": request["time_min"]}  # fmt: skip
+    return {"nodes": request.nodes, "gpus": request.gpus, "cpus": request.cores,
+            "partition": partition or None, "minutes": request.time_min}  # fmt: skip
 
 
-def request_waits(requests: list[dict], facts: dict) -> dict:
+def request_waits(requests: list[PointRequest], facts: dict) -> dict:
     """What Slurm said of the waits of the study's requests (`facts`: its cluster facts,
     scalestudy.slurm.gather), per point (label): wait_now_s (None: no figure), its
     correction wait_now_corrected_s (None: uncorrected), queue_note, and the past waits
@@ -446,12 +447,12 @@ def request_waits(requests: list[dict], facts: dict) -> dict:
     for r in requests:
         found = dict(NO_HISTORY) | {"wait_now_s": 0.0 if local else None, "queue_note": None,
                                     "wait_now_corrected_s": None}  # fmt: skip
-        points[r["point"]] = found
-        if local or r["resources"] is None:  # no run measured: no request to ask about
+        points[r.point] = found
+        if local or r.resources is None:  # no run measured: no request to ask about
             continue
         found |= past_waits(past, request_shape(r, site.get("slurm_partition")))
         if note is None:
-            answer, note = started(facts, r["resources"])
+            answer, note = started(facts, r.resources)
             if note is None:
                 now = answer["predicted_wait_s"]
                 found |= {

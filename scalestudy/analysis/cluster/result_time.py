@@ -18,6 +18,8 @@ queue wait beside the run time.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
@@ -25,6 +27,14 @@ from scalestudy.analysis.cluster.queue import LOCAL, NOW, TYPICAL, UNKNOWN, top_
 from scalestudy.analysis.decisions.recommendation import meeting_deadline
 from scalestudy.analysis.decisions.request import full_length_seconds
 from scalestudy.analysis.stats.intervals import median_ci
+from scalestudy.contract import (
+    Answer,
+    EarliestResult,
+    PointRequest,
+    PointResult,
+    ResultTimes,
+)
+from scalestudy.records import jsonable
 
 
 def run_time(runs: pd.DataFrame) -> dict:
@@ -77,27 +87,27 @@ def time_to_result(run: dict, wait: dict) -> dict:
     }
 
 
-def earliest(points: list[dict], series: str) -> dict | None:
+def earliest(points: list[dict], series: str) -> EarliestResult | None:
     """The series' point with the earliest expected result (a tie: the smaller N)."""
     timed = [p for p in points if p["series"] == series and p["result_s"] is not None]
     if not timed:
         return None
     best = min(timed, key=lambda p: (p["result_s"], p["n"]))
-    return {"series": series, "point": best["point"], "n": best["n"], "result_s": best["result_s"]}
+    return EarliestResult(series, best["point"], best["n"], best["result_s"])
 
 
 def study_result_times(
-    runs: pd.DataFrame, requests: list[dict], waits: dict, min_jobs: int | None
-) -> dict:
+    runs: pd.DataFrame, requests: list[PointRequest], waits: dict, min_jobs: int | None
+) -> ResultTimes:
     """Every point's time to result, the earliest of each series, and what was asked
     (waits: queue.request_waits)."""
     points = []
     for r in requests:
-        asked = waits["points"][r["point"]]
-        run = run_time(runs[runs["point"] == r["point"]])
+        asked = waits["points"][r.point]
+        run = run_time(runs[runs["point"] == r.point])
         wait = chosen_wait(asked, waits["queue"], min_jobs)
         points.append(
-            {"point": r["point"], "series": r["series"], "n": r["n"]}
+            {"point": r.point, "series": r.series, "n": r.n}
             | run
             | wait
             | {k: asked[k] for k in ("wait_now_s", "history_wait_median_s",
@@ -108,37 +118,32 @@ def study_result_times(
             | time_to_result(run, wait)
         )  # fmt: skip
     series = list(dict.fromkeys(p["series"] for p in points))
-    return {
-        "queue": waits["queue"],
-        "asked_at": waits["asked_at"],
-        "calls": waits["calls"],
-        "note": waits["note"],
-        "history_note": waits["history_note"],
-        "history_days": waits["history_days"],
-        "min_jobs": min_jobs,
-        "run_to_limit": waits["run_to_limit"],
+    said = ["queue", "asked_at", "calls", "note", "history_note", "history_days", "run_to_limit"]
+    return ResultTimes(
+        **jsonable({k: waits[k] for k in said}),
+        min_jobs=min_jobs,
         # whether any point's wait came from Slurm (now or typical)
-        "waits_known": any(p["basis"] in (NOW, TYPICAL) for p in points),
-        "points": points,
-        "earliest": [e for e in (earliest(points, s) for s in series) if e is not None],
-    }
+        waits_known=any(p["basis"] in (NOW, TYPICAL) for p in points),
+        points=[PointResult(**jsonable(p)) for p in points],
+        earliest=[e for e in (earliest(points, s) for s in series) if e is not None],
+    )
 
 
 def deadline_by_result(
-    answer: dict, times: dict, summary: pd.DataFrame, deadline_s: float | None
-) -> dict:
+    answer: Answer, times: ResultTimes, summary: pd.DataFrame, deadline_s: float | None
+) -> Answer:
     """The answer's cheapest point that meets the deadline, judged by time to result
     (wait + run time) where Slurm gave waits; the answer as it was otherwise."""
-    if deadline_s is None or not times["waits_known"]:
+    if deadline_s is None or not times.waits_known:
         return answer
-    series = answer["series"]
-    mine = [p for p in times["points"] if p["series"] == series]
-    rows = summary[summary["series"].astype(object).fillna("") == series].set_index("point")
-    ns = [p["n"] for p in mine]
-    results = [np.nan if p["result_s"] is None else p["result_s"] for p in mine]
-    costs = [float(rows.loc[p["point"], "su"]) for p in mine]
+    mine = [p for p in times.points if p.series == answer.series]
+    rows = summary[summary["series"].astype(object).fillna("") == answer.series]
+    rows = rows.set_index("point")
+    ns = [p.n for p in mine]
+    results = [np.nan if p.result_s is None else p.result_s for p in mine]
+    costs = [float(rows.loc[p.point, "su"]) for p in mine]
     best, note = meeting_deadline(
         np.asarray(ns, float), np.asarray(results, float), np.asarray(costs, float),
         deadline_s, "given costs", what="time to result",
     )  # fmt: skip
-    return answer | {"cheapest_meeting_deadline": best, "deadline_note": note}
+    return replace(answer, cheapest_meeting_deadline=jsonable(best), deadline_note=note)

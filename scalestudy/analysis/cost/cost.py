@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from scalestudy.contract import Charges, CostModel, CostRate
 from scalestudy.model import Study
 
 SECONDS_PER_MINUTE = 60
@@ -198,20 +199,20 @@ def run_su(runs: pd.DataFrame, study: Study) -> np.ndarray:
     return su.to_numpy(dtype=float)
 
 
-def charges(runs: pd.DataFrame, study: Study) -> dict:
+def charges(runs: pd.DataFrame, study: Study) -> Charges:
     """What a study's runs were charged: core-hours, GPU-hours and SU (run_su) of
     every run, failed and killed ones too."""
     seconds = pd.to_numeric(runs["elapsed_s"], errors="coerce").fillna(0.0).to_numpy()
     cores = runs["cores"].to_numpy(dtype=float)
     gpus = runs["gpus"].to_numpy(dtype=float)
-    return {
-        "core_hours": float((cores * seconds).sum() / SECONDS_PER_HOUR),
-        "gpu_hours": float((gpus * seconds).sum() / SECONDS_PER_HOUR),
-        "su": float(run_su(runs, study).sum()),
-    }
+    return Charges(
+        core_hours=float((cores * seconds).sum() / SECONDS_PER_HOUR),
+        gpu_hours=float((gpus * seconds).sum() / SECONDS_PER_HOUR),
+        su=float(run_su(runs, study).sum()),
+    )
 
 
-def cost_view(study: Study) -> dict:
+def cost_view(study: Study) -> CostModel:
     """The weights a study's SU use, for the report: the study's, each partition's, and
     each series' whose cost differs from the study's (with its partitions')."""
     own = Cost.of(study)
@@ -221,9 +222,5 @@ def cost_view(study: Study) -> dict:
         if theirs != own:
             for where, text in theirs.describe():
                 rows.append((f"series {name}, {where}" if where else f"series {name}", text))
-    return {
-        "rate": rows[0][1],
-        "others": [{"where": where, "rate": text} for where, text in rows[1:]],
-        "basis": BASIS,
-        "energy": own.energy_text(),
-    }
+    others = [CostRate(where, text) for where, text in rows[1:]]
+    return CostModel(rows[0][1], others, BASIS, own.energy_text())

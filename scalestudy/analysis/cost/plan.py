@@ -215,7 +215,7 @@ def study_plan(
         # adaptive: these rows are round 1; later rounds stop within budget_su
         "adaptive": first is not None,
         # an adaptive study's runs of every round so far, and what they cost
-        "so_far": {"runs": len(runs), "su": charges(runs, study)["su"]}
+        "so_far": {"runs": len(runs), "su": charges(runs, study).su}
         if first is not None and runs is not None and not runs.empty
         else None,
     }
@@ -269,7 +269,7 @@ def round_plan(
         # a point whose runs are all unusable is measured, with no times
         samples = {n: np.empty(0) for n in made}
         samples |= times_by_n(usable_runs(runs, study), TIME_COLUMNS[study.time])
-        spent = charges(runs, study)["su"]
+        spent = charges(runs, study).su
     priced = study_plan(study, runs)
     su_per_run = {int(r["n"]): r["su_per_job"] for r in priced["rows"]}
     # a round is admitted within the budget on what it holds back (job_price)

@@ -10,31 +10,44 @@ these runs.
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.stats.intervals import ratio_ci
+from scalestudy.contract import Layout
 from scalestudy.model import Study, base_series
+from scalestudy.records import jsonable
+from scalestudy.sections.layouts.contract import (
+    Grid,
+    GridCell,
+    GridRow,
+    OtherLayout,
+    PlacedPoint,
+    Total,
+)
 from scalestudy.study.points import point_for
+from scalestudy.thresholds import efficiency_band
 
 
-def point_layout(study: Study, series: str, n: int) -> dict:
+def point_layout(study: Study, series: str, n: int) -> Layout:
     """Where a point of a series runs: nodes, processes per node, threads each, GPUs per
     node (a series split by provenance runs as its configured series)."""
     point = point_for(study, n, base_series(series))
-    return {"nodes": point.nodes, "tasks_per_node": point.tasks_per_node,
-            "threads": point.threads, "gpus_per_node": point.gpus_per_node}  # fmt: skip
+    return Layout(point.nodes, point.tasks_per_node, point.threads, point.gpus_per_node)
 
 
-def layout(study: Study, cell: pd.Series) -> dict:
-    """A summary row's point and where it ran."""
+def placed(study: Study, cell: pd.Series, time_s: float) -> dict:
+    """A summary row's point, where it ran, and its median time (PlacedPoint's fields)."""
     series = cell["series"] if isinstance(cell["series"], str) else ""
-    return {"point": cell["point"], "series": series} | point_layout(study, series, int(cell["n"]))
+    where = point_layout(study, series, int(cell["n"]))
+    return asdict(where) | {"point": cell["point"], "series": series, "time_s": time_s}
 
 
 def best_layouts(
     summary: pd.DataFrame, usable: pd.DataFrame, time_col: str, study: Study
-) -> list[dict]:
+) -> list[Total]:
     """For every total N that two or more layouts (points of different series) ran: the
     fastest, and each other layout's time against it."""
     times = pd.to_numeric(usable[time_col], errors="coerce")
@@ -50,39 +63,36 @@ def best_layouts(
         best = cells.loc[medians.idxmin()]
         others = []
         for _, cell in cells.drop(index=medians.idxmin()).iterrows():
-            ratio, lo, hi = ratio_ci(by_point[cell["point"]], by_point[best["point"]])
-            others.append(layout(study, cell) | {
-                "time_s": float(np.median(by_point[cell["point"]])),
-                "ratio": ratio, "lo": lo, "hi": hi, "told_apart": bool(lo > 1),
-            })  # fmt: skip
-        others.sort(key=lambda o: o["ratio"])
-        found.append({
-            "n": int(n),
-            "best": layout(study, best) | {"time_s": float(medians.min())},
-            "others": others,
-        })  # fmt: skip
+            ratio, lo, hi = jsonable(ratio_ci(by_point[cell["point"]], by_point[best["point"]]))
+            where = placed(study, cell, float(np.median(by_point[cell["point"]])))
+            others.append(OtherLayout(**where, ratio=ratio, lo=lo, hi=hi,
+                                      told_apart=lo is not None and lo > 1))  # fmt: skip
+        others.sort(key=lambda o: o.ratio)
+        best_point = PlacedPoint(**placed(study, best, float(medians.min())))
+        found.append(Total(int(n), best_point, others))
     return found
 
 
-def grid_value(lay: dict, key: str) -> int:
+def grid_value(lay: Layout, key: str) -> int:
     """A layout's value of one grid key."""
     if key == "processes_per_node":
-        return lay["tasks_per_node"]
+        return lay.tasks_per_node
     if key == "gpus_per_process":
-        return lay["gpus_per_node"] // lay["tasks_per_node"]
-    return lay[key]
+        return lay.gpus_per_node // lay.tasks_per_node
+    return getattr(lay, key)
 
 
-def grid_cells(study: Study, summary: pd.DataFrame, best: list[dict]) -> dict | None:
+def grid_cells(study: Study, summary: pd.DataFrame, best: list[Total]) -> Grid | None:
     """A grid study's cells as the rows and columns of its heat map: one row per value of
     the grid's first key (a series), one column per value of the second, each with its
     point, total N, median time, efficiency against the grid's one base case (the
-    fastest cell of the smallest total), and whether it is its total's best."""
+    fastest cell of the smallest total), its efficiency band (the colour), and whether
+    it is its total's best."""
     grid = study.scaling.grid
     if not grid:
         return None
     (line_key, lines), (along_key, along) = grid.items()
-    fastest = {b["best"]["point"] for b in best}
+    fastest = {b.best.point for b in best}
     # one base case for the whole grid (each line's series has its own): the fastest
     # cell of the smallest total; efficiency = t_base x N_base / (t x N)
     timed = summary[pd.to_numeric(summary["time_s"], errors="coerce") > 0]
@@ -90,19 +100,15 @@ def grid_cells(study: Study, summary: pd.DataFrame, best: list[dict]) -> dict | 
     base = smallest.loc[smallest["time_s"].astype(float).idxmin()] if len(smallest) else None
     cells = {}
     for _, row in summary.iterrows():
-        lay = layout(study, row)
+        series = row["series"] if isinstance(row["series"], str) else ""
+        lay = point_layout(study, series, int(row["n"]))
         efficiency = None
         if base is not None and pd.notna(row["time_s"]) and row["time_s"] > 0:
-            efficiency = base["time_s"] * base["n"] / (row["time_s"] * row["n"])
-        cells[(grid_value(lay, line_key), grid_value(lay, along_key))] = {
-            "point": row["point"], "n": int(row["n"]), "time_s": row["time_s"],
-            "efficiency": efficiency, "best": row["point"] in fastest,
-        }  # fmt: skip
-    empty = {"point": None, "n": None, "time_s": None, "efficiency": None, "best": False}
-    return {
-        "line_key": line_key,
-        "along_key": along_key,
-        "base": None if base is None else base["point"],
-        "columns": list(along),
-        "rows": [{"value": v, "cells": [cells.get((v, w), empty) for w in along]} for v in lines],
-    }
+            efficiency = float(base["time_s"] * base["n"] / (row["time_s"] * row["n"]))
+        cells[(grid_value(lay, line_key), grid_value(lay, along_key))] = GridCell(
+            row["point"], int(row["n"]), jsonable(row["time_s"]), efficiency,
+            row["point"] in fastest, efficiency_band(efficiency),
+        )  # fmt: skip
+    empty = GridCell(point=None, n=None, time_s=None, efficiency=None, best=False)
+    rows = [GridRow(v, [cells.get((v, w), empty) for w in along]) for v in lines]
+    return Grid(line_key, along_key, None if base is None else base["point"], list(along), rows)

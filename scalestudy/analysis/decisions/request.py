@@ -26,7 +26,9 @@ import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.cost.cost import SECONDS_PER_MINUTE
+from scalestudy.contract import PointRequest, Requests
 from scalestudy.model import Study, base_series
+from scalestudy.records import jsonable
 from scalestudy.slurm import last_line, output_of, slurm_seconds, submit_words
 from scalestudy.study.points import point_for
 from scalestudy.study.slurm import slurm_resources
@@ -191,12 +193,12 @@ def study_requests(
     summary: pd.DataFrame,
     runs: pd.DataFrame,
     slurm_accounting: tuple[dict[str, dict], str | None] = ({}, None),
-) -> dict:
+) -> Requests:
     """point_request for every point of the summary (a study that ran jobs), with Slurm
     accounting's figures (`slurm_accounting`: read_accounting) beside the runs' own
     where sacct answered, and its note where it did not."""
     if study.workload is None:
-        return {"points": [], "accounting_note": None}
+        return Requests([], None)
     jobs, note = slurm_accounting
     points = []
     for row in summary.itertuples():
@@ -208,8 +210,8 @@ def study_requests(
             "point": row.point,
             "series": row.series if isinstance(row.series, str) else "",
         }
-        points.append(found | slurm)
-    return {"points": points, "accounting_note": note}
+        points.append(PointRequest(**jsonable(found | slurm)))
+    return Requests(points, note)
 
 
 def accounted(runs: pd.DataFrame, jobs: dict[str, dict]) -> dict:

@@ -26,7 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+import pandas as pd
+
 from scalestudy.analysis.cost.cost import SECONDS_PER_HOUR, Cost
+from scalestudy.model import Study
+from scalestudy.records import jsonable
+from scalestudy.sections.gpu_verdict.contract import GpuSize, GpuVerdict
 
 CpuPoints = Mapping[float, Sequence[tuple[int, float, float]]]
 GpuPoints = Mapping[float, tuple[float, float]]
@@ -216,13 +222,9 @@ def gpu_verdict(
             f"whose repeats disagree: {'; '.join(shaky)}; more repeats could "
             "change it"
         )
-    return {
-        "worth_it": worth_size is not None,
-        "worth_it_size": worth_size,
-        "crossover_size": crossover,
-        "sizes": rows,
-        "verdict": text,
-    }
+    sizes = [GpuSize(**jsonable(r)) for r in rows]
+    worth_it = worth_size is not None
+    return GpuVerdict(text, sizes, worth_it, jsonable(worth_size), jsonable(crossover))
 
 
 def from_frame(df, cost: Cost | None = None) -> tuple[dict, dict]:
@@ -265,3 +267,37 @@ def from_frame(df, cost: Cost | None = None) -> tuple[dict, dict]:
         elif row.size not in gpu or time_s < gpu[row.size][0]:
             gpu[row.size] = (time_s, su, row.name, *why)
     return cpu, gpu
+
+
+def gpu_verdict_of(summary: pd.DataFrame, study: Study) -> GpuVerdict | None:
+    """Is the GPU worth it? For studies with CPU-thread series and GPU series: per
+    problem size (the series' `verdict.size_param`), the GPU point against the CPU
+    points: which is faster in the study's `time`, and SU per result, the summary's `su`
+    (scalestudy.analysis.cost.cost: each series' own weights, on its partition, on whole-job time).
+    A summary without `su` is priced here the same way (Cost.su_of)."""
+    if not ((summary["gpus"] > 0).any() and (summary["gpus"] == 0).any()):
+        return None
+    size_param = study.verdict.size_param
+    rows = []
+    try:
+        for name, part in summary.groupby("series", sort=False):
+            params = study.for_series(name).params
+            size = params.get(size_param, "all") if size_param else "all"
+            if "su" in part:
+                su = part["su"].to_numpy(dtype=float)
+            else:
+                su = Cost.of(study, name).su_of(part, study.time)
+            for r, su_per_result in zip(part.itertuples(), su, strict=True):
+                if np.isfinite(r.time_s) and np.isfinite(su_per_result):
+                    # why its repeats disagree (scalestudy.analysis.stats.intervals), "" if not
+                    flagged = getattr(r, "unstable", False)
+                    unstable = r.unstable_reason if pd.notna(flagged) and flagged else ""
+                    rows.append({"series": "gpu" if r.gpus else "cpu", "name": name,
+                                 "size": size, "n": r.n, "time_s": r.time_s, "cores": r.cores,
+                                 "gpus": r.gpus, "su": su_per_result,
+                                 "unstable": unstable})  # fmt: skip
+        columns = ["series", "name", "size", "n", "time_s", "cores", "gpus", "su", "unstable"]
+        cpu, gpu = from_frame(pd.DataFrame(rows, columns=columns))
+        return gpu_verdict(cpu, gpu, size_param=size_param)
+    except ValueError as e:
+        return GpuVerdict(f"no verdict: {e}", [])

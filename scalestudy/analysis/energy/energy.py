@@ -41,8 +41,8 @@ from scalestudy.analysis.decisions import recommendation
 from scalestudy.analysis.decisions.request import run_accounting_keys
 from scalestudy.analysis.stats import intervals
 from scalestudy.contract import Answer
-from scalestudy.records import finite
-from scalestudy.sections.energy.contract import EnergyAnswer
+from scalestudy.records import finite, jsonable
+from scalestudy.sections.energy.contract import Energy, EnergyAnswer, EnergyPoint
 
 # the runs table's energy columns from a record (record_columns): per counter, the
 # run's whole figure and the figure of the phases each `time` basis uses, or why none
@@ -317,14 +317,9 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Ans
     if not measured:
         reasons = runs.loc[runs["status"] == "ok", "energy_result_why"].dropna().astype(str)
         why = reasons.value_counts().index[0] if len(reasons) else "no successful run"
-    return {
-        "measured": measured,
-        "not_measured": why,
-        "points": points,
-        "answers": series_answers,
-        "window": WINDOWS[study.time],
-        "weight_su_per_kwh": Cost.of(study).energy_weight,
-    }
+    points = [EnergyPoint(**jsonable(p)) for p in points]
+    return Energy(measured, why, points, series_answers, WINDOWS[study.time],
+                  Cost.of(study).energy_weight)  # fmt: skip
 
 
 def _common(found: dict) -> str | None:

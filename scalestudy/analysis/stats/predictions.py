@@ -10,19 +10,17 @@ scalestudy.analysis.stats.comparison (series).
 from __future__ import annotations
 
 import math
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.cost.cost import Cost
-from scalestudy.analysis.decisions import verdict
-from scalestudy.analysis.decisions.layouts import best_layouts
 from scalestudy.analysis.decisions.recommendation import decision, recommend, step_intervals
 from scalestudy.analysis.stats import comparison, models
 from scalestudy.analysis.tables import TIME_COLUMNS
-from scalestudy.contract import Fit
+from scalestudy.contract import Comparison, Curve, Fit, Peak, SeriesFit, TestAtN
 from scalestudy.model import Study
+from scalestudy.records import jsonable
 
 # Where a run happened, as far as it changes its speed. Runs of one series must agree
 # on all of them before their times enter one fit.
@@ -36,21 +34,6 @@ PROVENANCE = {
 }
 EXTRAPOLATE_FACTOR = 2.0  # predictions reach this many times the largest measured N
 GRID_POINTS = 80
-
-
-def jsonable(value):
-    """Plain JSON values: numpy scalars become Python ones, NaN and inf become None."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | np.ndarray):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.bool_ | bool):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, float | np.floating):
-        return float(value) if math.isfinite(value) else None
-    return value
 
 
 def provenance_differences(runs: pd.DataFrame) -> dict[str, list[str]]:
@@ -103,7 +86,7 @@ def usable_runs(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
     return usable
 
 
-def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
+def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> SeriesFit:
     """Validity gates, fits, extrapolation and the recommendation of one series."""
     time_col = TIME_COLUMNS[study.time]
     ns = sorted(int(n) for n in summary["n"])
@@ -121,39 +104,26 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
     # (scalestudy.analysis.decisions.adaptive): its report shows the intervals that decided it
     deciding = usable_runs(runs, study) if study.adaptive else usable
     rec |= recommendation_decision(rec, summary, deciding, study, time_col, base)
-    result = {
-        "series": summary["series"].iloc[0],
-        "base_n": base,
-        "excluded": excluded,
-        "mixed_provenance": mixed,
-        "fits": [],
-        "selected": None,
-        "peak": None,
-        "curve": None,
-        "recommendation": rec,
-    }
+    series = jsonable(summary["series"].iloc[0])
+    found = SeriesFit(series, base, excluded, mixed, fits=[], selected=None, peak=None,
+                      curve=None, recommendation=jsonable(rec))  # fmt: skip
     if mixed:
-        result["fit_note"] = "not fitted: the runs differ in " + "; ".join(
-            f"{field} ({', '.join(values)})" for field, values in mixed.items()
-        )
-        return result
+        note = "; ".join(f"{field} ({', '.join(values)})" for field, values in mixed.items())
+        return replace(found, fit_note=f"not fitted: the runs differ in {note}")
     times = pd.to_numeric(usable[time_col], errors="coerce").to_numpy()
     n_obs = usable["n"].to_numpy(dtype=float)
     if study.scaling.kind == "weak":
         # fit time per unit of work, t_N x N_base / N: the models then describe the
         # scaled speedup, and perfect weak scaling is Amdahl with s = 0
         times = times * base / n_obs
-        result["fit_basis"] = "time per unit of work (weak scaling)"
+        found = replace(found, fit_basis="time per unit of work (weak scaling)")
     fits = models.fit_models(n_obs, times, base)
     best = models.select_model(fits)
     weights = models.aicc_weights(fits)
-    result["fits"] = [fit_summary(f, weights.get(f.name)) for f in fits]
+    found = replace(found, fits=[fit_summary(f, weights.get(f.name)) for f in fits])
     if best is None:
-        result["fit_note"] = "no model could be fitted: " + "; ".join(
-            f"{f.name}: {f.note}" for f in fits if not f.ok
-        )
-        return result
-    result["selected"] = best.name
+        note = "; ".join(f"{f.name}: {f.note}" for f in fits if not f.ok)
+        return replace(found, fit_note=f"no model could be fitted: {note}")
     # Predicted speedups are against the measured base median, as the summary's measured
     # speedups are (the model's own t(base) differs: the curve would sit off every
     # measured point by that ratio); the model's base only when the base has no time.
@@ -163,7 +133,7 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
         t_base, source = float(measured_base.iloc[0]), "measured"
     else:
         t_base, source = model_base, "model"
-    result["prediction_base"] = {
+    prediction_base = {
         "n": base,
         "time_s": t_base,
         "source": source,  # whose base time the predicted speedups use
@@ -175,35 +145,24 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
     top = max(n_max * EXTRAPOLATE_FACTOR, peak[0] * 1.3 if peak else 0)
     grid = np.unique(np.concatenate([np.linspace(min(ns), top, GRID_POINTS), ns]))
     lo, hi = best.band(grid, t_base=t_base)
-    result["curve"] = {
-        "n": grid,
-        "speedup": best.predict_speedup(grid, t_base=t_base),
-        "band_lo": lo,
-        "band_hi": hi,
-        "measured_max_n": n_max,
-        "base_time_s": t_base,
-        "base_source": source,
-    }
+    speedup = best.predict_speedup(grid, t_base=t_base)
+    curve = Curve(*jsonable([grid, speedup, lo, hi, n_max, t_base]), base_source=source)
     if peak:
-        result["peak"] = {
-            "n": peak[0],
-            "speedup": peak[1],
-            "beyond_measured": peak[0] > n_max,
-            "base_source": source,
-        }
+        peak = Peak(*jsonable(peak), beyond_measured=bool(peak[0] > n_max), base_source=source)
+    bound = None
     if best.name == "amdahl":
         # as N grows t(N) falls to the serial time T·s: the bound is t_base / (T·s)
         # (1/s only against the model's own t(1))
         serial = best.params["T"] * best.params["s"]
-        result["bound"] = t_base / serial if serial > 0 else None
-    return result
+        bound = jsonable(t_base / serial) if serial > 0 else None
+    return replace(found, selected=best.name, prediction_base=jsonable(prediction_base),
+                   curve=curve, peak=peak or None, bound=bound)  # fmt: skip
 
 
-def fit_summary(fit: models.FitResult, weight: float | None) -> dict:
+def fit_summary(fit: models.FitResult, weight: float | None) -> Fit:
     """A fit as the contract's Fit names its parts, with its Akaike weight."""
-    return {f.name: getattr(fit, f.name) for f in fields(Fit) if f.name != "weight"} | {
-        "weight": weight
-    }
+    named = {f.name: getattr(fit, f.name) for f in fields(Fit) if f.name != "weight"}
+    return Fit(**jsonable(named | {"weight": weight}))
 
 
 def recommendation(summary: pd.DataFrame, study: Study) -> dict:
@@ -245,7 +204,7 @@ def recommendation_decision(
     return decision(rec, intervals, runs_at, su_at)
 
 
-def compare_all_series(runs: pd.DataFrame, study: Study) -> list[dict]:
+def compare_all_series(runs: pd.DataFrame, study: Study) -> list[Comparison]:
     """Each series against the first: do their times differ at the N both measured?"""
     time_col = TIME_COLUMNS[study.time]
     ok = runs[runs["status"] == "ok"]
@@ -261,61 +220,22 @@ def compare_all_series(runs: pd.DataFrame, study: Study) -> list[dict]:
         }
 
     first = by_n(names[0])
-    found = [
-        {"a": names[0], "b": other} | comparison.compare_series(first, by_n(other))
-        for other in names[1:]
-    ]
-    # whether an overall test was made: there was a common N to test at
-    return [c | {"tested": bool(math.isfinite(c["p_value"]))} for c in found]
-
-
-def gpu_verdict_of(summary: pd.DataFrame, study: Study) -> dict | None:
-    """Is the GPU worth it? For studies with CPU-thread series and GPU series: per
-    problem size (the series' `verdict.size_param`), the GPU point against the CPU
-    points: which is faster in the study's `time`, and SU per result, the summary's `su`
-    (scalestudy.analysis.cost.cost: each series' own weights, on its partition, on whole-job time).
-    A summary without `su` is priced here the same way (Cost.su_of)."""
-    if not ((summary["gpus"] > 0).any() and (summary["gpus"] == 0).any()):
-        return None
-    size_param = study.verdict.size_param
-    rows = []
-    try:
-        for name, part in summary.groupby("series", sort=False):
-            params = study.for_series(name).params
-            size = params.get(size_param, "all") if size_param else "all"
-            if "su" in part:
-                su = part["su"].to_numpy(dtype=float)
-            else:
-                su = Cost.of(study, name).su_of(part, study.time)
-            for r, su_per_result in zip(part.itertuples(), su, strict=True):
-                if np.isfinite(r.time_s) and np.isfinite(su_per_result):
-                    # why its repeats disagree (scalestudy.analysis.stats.intervals), "" if not
-                    flagged = getattr(r, "unstable", False)
-                    unstable = r.unstable_reason if pd.notna(flagged) and flagged else ""
-                    rows.append({"series": "gpu" if r.gpus else "cpu", "name": name,
-                                 "size": size, "n": r.n, "time_s": r.time_s, "cores": r.cores,
-                                 "gpus": r.gpus, "su": su_per_result,
-                                 "unstable": unstable})  # fmt: skip
-        columns = ["series", "name", "size", "n", "time_s", "cores", "gpus", "su", "unstable"]
-        cpu, gpu = verdict.from_frame(pd.DataFrame(rows, columns=columns))
-        return verdict.gpu_verdict(cpu, gpu, size_param=size_param)
-    except ValueError as e:
-        return {"verdict": f"no verdict: {e}", "sizes": []}
+    found = []
+    for other in names[1:]:
+        compared = comparison.compare_series(first, by_n(other))
+        # whether an overall test was made: there was a common N to test at
+        tested = bool(math.isfinite(compared["p_value"]))
+        per_n = [TestAtN(**jsonable(e)) for e in compared.pop("per_n")]
+        found.append(Comparison(names[0], other, per_n, **jsonable(compared), tested=tested))
+    return found
 
 
 def study_predictions(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
-    """All of a study's predictions, as plain JSON values."""
+    """All of a study's predictions: the analysis's parts of those names."""
     series = []
     for name, part in summary.groupby("series", sort=False):
         series.append(fit_series(part, runs[runs["series"] == name], study.for_series(name)))
-    return jsonable(
-        {
-            "series": series,
-            "comparisons": compare_all_series(runs, study),
-            # several layouts of one total (a grid, or series placed differently)
-            "layouts": best_layouts(
-                summary, usable_runs(runs, study), TIME_COLUMNS[study.time], study
-            ),
-            "gpu_verdict": gpu_verdict_of(summary, study),
-        }
-    )
+    return {
+        "series": series,
+        "comparisons": compare_all_series(runs, study),
+    }

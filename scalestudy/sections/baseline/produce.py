@@ -1,7 +1,8 @@
 """The study against its baseline's folder (scalestudy.analysis.history.baseline)."""
 
-from scalestudy.analysis.findings import typed
 from scalestudy.analysis.history.baseline import compare
+from scalestudy.contract import build
+from scalestudy.records import jsonable
 from scalestudy.sections.baseline.contract import DATA, BaselineComparison
 
 
@@ -9,4 +10,4 @@ def produce(given) -> DATA:
     if given.baseline is None:
         return None
     compared = compare(given.study, given.runs, given.analysis, given.baseline)
-    return typed(BaselineComparison, compared)
+    return build(BaselineComparison, jsonable(compared))

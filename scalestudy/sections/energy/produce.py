@@ -1,10 +1,8 @@
 """Energy to result from the runs' counters (scalestudy.analysis.energy.energy)."""
 
 from scalestudy.analysis.energy.energy import energy_findings
-from scalestudy.analysis.findings import typed
-from scalestudy.sections.energy.contract import DATA, Energy
+from scalestudy.sections.energy.contract import DATA
 
 
 def produce(given) -> DATA:
-    found = energy_findings(given.summary, given.runs, given.analysis.findings.answers, given.study)
-    return typed(Energy, found)
+    return energy_findings(given.summary, given.runs, given.analysis.findings.answers, given.study)

@@ -1,0 +1,51 @@
+"""Several layouts of one total, in the report, after the answer and its rounds."""
+
+from scalestudy.report.views import fmt, shallow
+from scalestudy.sections.layouts.contract import Grid, Layouts, Total
+
+# where the report shows it: after the answer's rounds, before the requests
+PLACE = "layouts"
+
+
+def view(layouts: Layouts) -> dict | None:
+    if not layouts.totals and layouts.grid is None:
+        return None
+    return {"totals": [layouts_view(t) for t in layouts.totals], "grid": grid_view(layouts.grid)}
+
+
+def layout_text(cell) -> dict:
+    """A layout's numbers for the template's words (nodes x processes x threads)."""
+    return shallow(cell) | {"time": fmt(cell.time_s, "{:.3g} s")}
+
+
+def layouts_view(total: Total) -> dict:
+    """The best layout of one total against the others, ratios to two decimals (whether
+    the runs tell them apart is the analysis's `told_apart`)."""
+    return shallow(total) | {
+        "best": layout_text(total.best),
+        "others": [
+            layout_text(o)
+            | {
+                "ratio": fmt(o.ratio, "{:.2f}"),
+                "lo": fmt(o.lo, "{:.2f}"),
+                "hi": fmt(o.hi, "{:.2f}"),
+            }  # fmt: skip
+            for o in total.others
+        ],
+    }
+
+
+def grid_view(grid: Grid | None) -> dict | None:
+    """A grid's heat map: each cell's time and efficiency (its band, the cell's colour,
+    came with it from the findings)."""
+    if grid is None:
+        return None
+    rows = []
+    for row in grid.rows:
+        formatted = [
+            shallow(c)
+            | {"time": fmt(c.time_s, "{:.3g} s"), "efficiency_pct": fmt(c.efficiency, "{:.0%}")}
+            for c in row.cells
+        ]
+        rows.append({"value": row.value, "cells": formatted})
+    return shallow(grid) | {"rows": rows}
