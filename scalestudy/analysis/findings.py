@@ -291,7 +291,8 @@ def study_findings(
     answers = [answer(p, summary, study) for p in predictions["series"]]
     if rounds is not None:
         # an adaptive study's answer is decided as its last round judged it (target CI
-        # included, unless out of reach); what would decide it is the rounds section's, not more fixed repeats
+        # included, unless out of reach); what would decide it is the rounds section's,
+        # not more fixed repeats
         answers = [replace(a, decided=rounds["decided"], next_measurements=None, adaptive=True)
                    for a in answers]  # fmt: skip
     if times is not None:  # the deadline by time to result, where Slurm gave waits
