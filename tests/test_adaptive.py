@@ -623,3 +623,93 @@ def test_an_adaptive_answer_shows_the_intervals_that_decided_it_unstable_points_
     assert "t4" in result["excluded"]
     steps = {(a, b): (lo, hi) for a, b, _, lo, hi in result["recommendation"]["step_intervals"]}
     assert steps[(2, 4)][0] is not None and steps[(2, 4)][1] < 0.1
+
+
+# Issue 37: an undecided default study said only "Not decided: the study stopped first
+# (see its rounds below ...)"; a newcomer could not tell what to type to decide it.
+TWO_POINTS = ADAPTIVE_STUDY | {"scaling": {"axis": "threads", "points": [1, 2]}}
+NOISY_RUNS = {1: [10.0, 10.6, 9.5], 2: [5.0, 5.4, 4.7]}
+
+
+def with_adaptive(**adaptive):
+    return study_model(TWO_POINTS | {"adaptive": {"target_ci": 0.1, **adaptive}}, "a")
+
+
+def test_a_study_stopped_undecided_says_first_what_one_command_would_decide_it():
+    from scalestudy.analysis.pipeline import analyse
+    from scalestudy.report.rendering import render
+    from scalestudy.report.views import study_view
+    from tests.test_views import text_of
+
+    # one round allowed: round 2 stops at the limits, the speedup CI wider than 10 %
+    study = with_adaptive(max_rounds=1)
+    runs = records_table(NOISY_RUNS).assign(reason=None, mismatches="")
+    plans = [round_plan(study, 1, None), round_plan(study, 2, runs)]
+    assert plans[-1]["stop"]["reason"] == LIMITS
+    change = plans[-1]["to_decide"]
+    # the stopped round is history: the workflow plans round 3 once max_rounds allows it
+    assert (change["key"], change["value"], change["runs_decide"]) == (
+        "adaptive.max_rounds",
+        3,
+        True,
+    )
+    then = round_plan(with_adaptive(max_rounds=3), 3, runs)
+    assert then["stop"] is None and then["added"] == change["added"] != {}
+    assert then["round_su"] == pytest.approx(change["round_su"])
+    analysis = analyse(study, runs, plans).analysis_as_read()
+    html = render("t", [study_view(analysis, analysis_summary(study, runs), {})])
+    first = text_of(html.split("</h1>", 1)[1].split("</p>", 1)[0]).strip()
+    added = ", ".join(f"{k} at N = {p[1:]}" for p, k in change["added"].items())
+    assert first == (
+        "Not decided: a . To decide it, set adaptive.max_rounds: 3 in study a of "
+        "config/config.yaml and run make report again: its next round adds "
+        f"{added} (about {change['round_su']:.2g} SU) to decide it; what was measured is kept."
+    )
+
+
+def analysis_summary(study, runs):
+    from scalestudy.analysis.tables import summarise
+
+    return summarise(runs, study)
+
+
+def test_a_ci_target_out_of_reach_names_the_max_repeats_that_reach_it_or_a_looser_target():
+    study = with_adaptive(max_repeats=3)
+    # +-14.5 % on 3 runs each: 5 runs each reach +-10 %, and the study is told so
+    plan = round_plan(study, 2, records_table(NOISY_RUNS))
+    assert plan["stop"]["reason"] == LIMITS and "out of reach" in plan["stop"]["text"]
+    change = plan["to_decide"]
+    assert (change["key"], change["value"], change["runs_decide"]) == (
+        "adaptive.max_repeats",
+        5,
+        True,
+    )
+    then = round_plan(with_adaptive(max_repeats=5), 3, records_table(NOISY_RUNS))
+    assert then["stop"] is None and then["added"] == change["added"] == {"t1": 2, "t2": 2}
+    # +-33 %: no max_repeats up to 4 x 3 reaches it; the target is what moves, to the
+    # half-width the runs have, which they then decide
+    wide = records_table({1: [10.0, 11.5, 9.0], 2: [5.0, 6.0, 4.4]})
+    plan = round_plan(study, 2, wide)
+    change = plan["to_decide"]
+    assert plan["stop"]["reason"] == LIMITS
+    assert change["key"] == "adaptive.target_ci" and change["runs_decide"] is False
+    assert change["value"] == 0.33 and change["added"] == {}
+    assert (
+        round_plan(with_adaptive(max_repeats=3, target_ci=0.33), 3, wide)["stop"]["reason"]
+        == DECIDED
+    )
+
+
+def test_a_budget_stop_names_the_budget_that_lets_the_refused_round_run():
+    runs = records_table({1: [10.0, 10.1, 9.9], 2: [120.0, 120.0, 120.0]})
+    killed = runs["n"] == 2
+    runs.loc[killed, ["status", "wall_s", "train_s"]] = ["failed", None, None]
+    runs["reason"] = np.where(killed, "time limit of 2 min reached", None)
+    plan = round_plan(study_model(ADAPTIVE_STUDY | {"budget_su": 0.3}, "a"), 2, runs)
+    change = plan["to_decide"]
+    assert plan["stop"]["reason"] == BUDGET and change["key"] == "budget_su"
+    assert change["added"] == plan["refused"]["added"]
+    needed = plan["spent_su"] + plan["refused"]["round_su"]
+    assert needed <= change["value"] < needed * 1.1
+    assert round_plan(study_model(ADAPTIVE_STUDY | {"budget_su": change["value"]}, "a"), 3,
+                      runs)["stop"] is None  # fmt: skip

@@ -20,7 +20,7 @@ import hashlib
 import itertools
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -499,6 +499,68 @@ def next_round(
     return plan
 
 
+# The most that to_decide raises max_repeats to: beyond, the runs cost more than a
+# newcomer's study should, and the target is what to loosen
+MAX_REPEATS_RAISE = 4
+
+
+def to_decide(plan: dict, *inputs, rules: Rules, scale=None) -> dict | None:
+    """Where `plan` (next_round's, of these `inputs`: its round number and the rest of
+    its arguments but the rules) stops undecided: the one change of the study's config
+    after which its next run of the workflow plans a round again, and that round.
+    Returns {"key" (as config/README.md names it), "value", "added": N -> runs,
+    "round_su", "runs_decide"
+    (False: the looser rule decides on the runs that exist)}, or None (decided, or no
+    change within reach). The new round is planned as the workflow will: one round
+    number on (the stopped plan's round is history), from the same runs."""
+    if plan["stop"] is None or plan["stop"]["reason"] == DECIDED:
+        return None
+    round_no, *rest = inputs
+    if plan["stop"]["reason"] == BUDGET:
+        refused = plan["refused"]
+        needed = significant_ceiling(plan["spent_su"] + refused["round_su"])
+        return {"key": "budget_su", "value": needed, "added": refused["added"],
+                "round_su": refused["round_su"], "runs_decide": True}  # fmt: skip
+    tries = []  # (config key, its new value)
+    if round_no > rules.max_rounds:
+        tries.append(("max_rounds", round_no + 1))
+    else:
+        # twice the runs, or, where the CI target is what is out of reach, the fewest
+        # that reach it (up to MAX_REPEATS_RAISE times as many)
+        judged, runs = plan["judged"], rest[2]
+        ci, ends = judged["speedup_ci"], sorted({judged["worth_n"], judged["base"]} & set(runs))
+
+        def reach(max_repeats: int) -> float:
+            raised = replace(rules, max_repeats=max_repeats)
+            return half_width_at_max_repeats(ci["half_width"], ends, judged["usable"], runs, raised)
+
+        more = 2 * rules.max_repeats
+        if reach(rules.max_repeats) > rules.target_ci:
+            top = MAX_REPEATS_RAISE * rules.max_repeats
+            more = next(
+                (m for m in range(rules.max_repeats + 1, top) if not reach(m) > rules.target_ci),
+                top,
+            )
+        tries.append(("max_repeats", more))
+        looser = significant_ceiling(ci["half_width"])
+        if math.isfinite(looser) and rules.target_ci < looser < 1:
+            tries.append(("target_ci", looser))
+    for key, value in tries:
+        then = next_round(round_no + 1, *rest, replace(rules, **{key: value}), scale)
+        if then["stop"] is None or then["stop"]["reason"] == DECIDED:
+            return {"key": f"adaptive.{key}", "value": value, "added": then["added"],
+                    "round_su": then["round_su"], "runs_decide": then["stop"] is None}  # fmt: skip
+    return None
+
+
+def significant_ceiling(value: float, digits: int = 2) -> float:
+    """`value` rounded up to `digits` significant digits: 0.1134 -> 0.12."""
+    if not value > 0:
+        return value
+    unit = 10 ** (math.floor(math.log10(value)) - digits + 1)
+    return round(math.ceil(value / unit - 1e-9) * unit, 12)
+
+
 def curtailed_text(judged: dict, curtailed: dict, rules: Rules) -> str:
     """'more runs would hardly change the answer: the step 16->32 (gain 0.13 [0.08,
     0.19]) would cross 0.1 with a chance of 4 % at max_repeats = 6 runs'."""
@@ -600,6 +662,8 @@ def rounds_summary(plans: list[dict], spent_su: float, grid_repeats: int) -> dic
         "points": last["points"],  # every candidate's label -> N, measured or not
         # the round the budget refused, and what it would have cost
         "refused": last.get("refused"),
+        # what would decide an undecided study: one config change and the round it plans
+        "to_decide": last.get("to_decide"),
         "budget_su": last["budget_su"],
         "spent_su": spent_su,
         "grid_repeats": grid_repeats,
