@@ -98,9 +98,9 @@ def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflo
     # the report's first line says what would decide it: the round a raise plans
     change = rounds[-1]["to_decide"]
     assert change["key"] == "adaptive.max_repeats" and change["value"] > 4 and change["added"]
-    first = report.split("</h1>", 1)[1].lstrip()
-    assert first.startswith('<p class="warn not-decided">Not decided: <a href="#study-a">a</a>.')
-    assert f"set <code>adaptive.max_repeats: {change['value']}</code> in study" in first
+    top = report.split("</h1>", 1)[1].lstrip()
+    assert top.startswith('<p class="warn not-decided">Not decided: <a href="#study-a">a</a>.')
+    assert f"set <code>adaptive.max_repeats: {change['value']}</code> in study" in top
 
     # nothing to do again; a deleted record is run again, and only it
     again = workflow.snakemake("--profile", "profiles/local")
