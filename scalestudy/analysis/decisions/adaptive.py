@@ -509,10 +509,10 @@ def to_decide(plan: dict, *inputs, rules: Rules, scale=None) -> dict | None:
     its arguments but the rules) stops undecided: the one change of the study's config
     after which its next run of the workflow plans a round again, and that round.
     Returns {"key" (as config/README.md names it), "value", "added": N -> runs,
-    "round_su", "runs_decide"
-    (False: the looser rule decides on the runs that exist)}, or None (decided, or no
-    change within reach). The new round is planned as the workflow will: one round
-    number on (the stopped plan's round is history), from the same runs."""
+    "round_su", "runs_decide" (False: the looser rule decides on the runs that exist)},
+    or None (decided, or no change within reach). The new round is planned as the
+    workflow will: one round number on (the stopped plan's round is history), from the
+    same runs."""
     if plan["stop"] is None or plan["stop"]["reason"] == DECIDED:
         return None
     round_no, *rest = inputs
