@@ -124,8 +124,9 @@ def describe(root: Path, study: str) -> dict:
 
 # --simulate: the shipped study's rounds offline (scalestudy.analysis.decisions.adaptive,
 # as the workflow plans them), on drawn train times: seconds per training batch at 1 and
-# 2 threads on this machine (quiet, 2026-11-27: 5.3 s for 2 x 40 batches at 2 threads;
-# 1 thread taken as 1.75x that), 2 % noise, and now and then a hiccup of a few seconds
+# 2 threads on this machine (the fastest runs seen on 2026-11-27, a shared machine: 5.3 s
+# for 2 x 40 batches at 2 threads, 18.3 s for 2 x 80 at 1), 2 % noise (a guess: no
+# quiet machine to measure it on), and now and then a hiccup of a few seconds
 # (another program's burst) that a longer run dilutes. Each run also costs its start-up,
 # data and evaluation (~7 s), each round the workflow's planning (~15 s, a guess).
 SECONDS_PER_BATCH = {1: 0.115, 2: 0.066}
