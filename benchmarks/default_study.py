@@ -23,6 +23,14 @@ batches, 4 first runs, target 15 %, max_repeats 6, max_rounds 3) 99.7 / 100 / 84
 figures and page come on top, about 30 s). Its one give-up is the CI target's
 projection (adaptive.half_width_at_max_repeats): one slow run among 3 made the target
 look out of reach at max_repeats, and round 1 was the last.
+
+Measured here (2026-11-27, a machine shared with other engineers: load 3-12, so not
+the quiet figures the goal asks for): 2 quiet runs, neither decided, 371 s and
+1261 s: the runs at 2 threads were flagged "shared CPUs" (others took more than 10 %
+of their 2 CPUs) and left out, while t1's were clean (CV 3.4 %, 18.1-19.6 s). With
+--hog, a 2-thread run's epochs took 23 s against 5 s (the nice-19 hog still took 0.99
+of its 2 cores: others_cores), every one flagged: beside a hog on the other core the
+2-thread point cannot be measured, whatever the study's size.
 """
 
 from __future__ import annotations
