@@ -10,8 +10,11 @@ scalestudy.analysis.decisions.adaptive is run offline, round after round, on dra
 For each method (the full grid at 3 and at 5 runs per candidate, and adaptive) it
 counts right answers (the truth's recommendation): the answer each method gives, and
 for adaptive also whether it said "decided" (a study that stops undecided still gives
-its best answer, marked "not decided" in the report). And what each spent in SU (N x
-seconds of every run, the units of the recommendation).
+its best answer, marked "not decided" in the report). "In zone": right up to the
+indifference zone (recommend.indifference: either end of a step whose true gain lies
+within it). And what each spent in SU (N x seconds of every run, the units of the
+recommendation). The adaptive rules run twice on the same studies and runs: as given,
+and without a zone (a step decided only once its interval clears the threshold).
 
 Also two fixed-runs references that know where the answer lies: round 1 (the first
 `first_points` candidates, `first_repeats` runs each), then only the other candidates
@@ -20,7 +23,52 @@ are not a floor on cost: adaptive spends less where a step is clear on fewer run
 
 Run: .venv/bin/python -m benchmarks.adaptive_simulator [--studies 1000 --seed 1
 --target-ci 0.05 --max-repeats 6] (the rules at the config schema's defaults, unless
-given)
+given). Without a budget, as below. With --budget SHARE [--limit FACTOR] each study
+gets a budget_su of SHARE x its 5-run grid's expected SU (at least round 1 at its time
+limits, which the workflow asks) and a time limit of FACTOR x its base case's true time
+(default 5; a run stops there, and costs it), and the same studies run twice: their
+unmeasured points priced at the time limit (as before issue 37) and from measurements
+(scalestudy.analysis.cost.plan.job_price). Measured 2026-11-27, 1000 studies, seed 1:
+
+  budget limit  priced at   right decided budget stops rounds cut over budget SU/grid5
+  0.5    5      time limit  17.3 %  0.0 %  91.5 %       1173       0           0.088
+                measured    77.8 %  0.3 %  17.2 %        432       0           0.366
+  0.3    5      time limit   9.5 %  0.0 %  98.4 %       1130       0           0.075
+                measured    77.1 %  0.5 %  26.9 %        571       0           0.307
+  1      5      time limit  22.0 %  0.1 %  79.3 %       1281       0           0.127
+                measured    79.1 %  1.0 %   1.1 %        162       0           0.402
+  0.5    2      time limit  22.6 %  0.1 %  77.9 %       1265       0           0.131
+                measured    53.2 %  0.2 %  51.3 %       1234       0           0.295
+
+  Of the runs at points priced from a neighbour, 1.5-1.7 % cost more than their price.
+  Rounds admitted on the measured points' medians (no margin) went over budget in 4
+  (budget 0.5, by 4-9 %) and 12 (0.3) of the 1000 studies: a round now holds back the
+  margin over a median too. A 2x limit leaves little room: round 1 at its limits
+  takes most of the budget.
+
+--target-ci 0.05 --max-repeats 6 --max-rounds 10 --indifference 0.75 --json] (the rules
+at the config schema's defaults, unless given)
+
+Measured with the indifference zone (2026-11-27, 1000 studies, seed 1, defaults):
+
+  rules    indifference right  in zone decided decided: in zone  SU / 5-run grid: p25  median p75
+  no zone  0            83.2 %  83.2 %  34.7 %  96.3 %                 0.277 0.473 0.680
+  zone     0.75         82.3 %  97.1 %  74.0 %  98.5 %                 0.254 0.450 0.607
+
+  (grids: 5 runs right 81.0 %, in zone 97.1 %; 3 runs 74.1 %, 93.2 %.) Seeds 2 and 3,
+  with the zone: decided 76.0 and 72.8 %, 99.2 and 98.8 % of those in zone, median SU
+  0.446 and 0.447 (no zone: 37.0 and 34.6 % decided). Before the zone (the code of
+  2026-11-27 with max_rounds 6, where an answer whose speedup CI missed target_ci was
+  never decided), seed 1: decided 1.4 %.
+  The goals (issue 36): at least 70 % decided within max_repeats, a decided answer
+  right up to the zone at least 95 % of the time, median SU at most 0.5 of the 5-run
+  grid's. The zone's width and max_rounds, seed 1 (decided, decided in zone, median
+  SU): 0.5 and 10 rounds 64.5 %, 98.1 %, 0.454; 0.75 and 6 rounds 56.1 %, 98.2 %,
+  0.411; 0.75 and 8 rounds 72.4 %, 98.5 %, 0.449; 1.0 and 10 rounds 79.3 %, 98.4 %,
+  0.435 (before curtailment spared steps that max_repeats runs would decide: 0.75
+  and 10 rounds 70.4 %). Rounds run out first: at 6, 107 of 300 studies stopped
+  there with a zone of 0.5. A zone of 1.0 would take steps that gain nothing: 0.75 keeps
+  a step gaining a quarter of the threshold.
 
 Measured (2026-11-25, 1000 studies, seed 1; grids: 5 runs right 81.0 %, 3 runs 74.1 %
 at 0.60 of the 5-run grid's SU; deciding points only: 3 runs right 76.0 % at 0.33, 5
@@ -94,8 +142,10 @@ from pathlib import Path
 
 import numpy as np
 
-from scalestudy.analysis.decisions.adaptive import DECIDED, Rules, next_round
-from scalestudy.analysis.decisions.recommendation import recommend
+from scalestudy.analysis.cost.cost import within_budget
+from scalestudy.analysis.cost.plan import job_price
+from scalestudy.analysis.decisions.adaptive import BUDGET, DECIDED, Rules, first_round, next_round
+from scalestudy.analysis.decisions.recommendation import acceptable_answers, recommend
 from scalestudy.model import SCHEMA_FILE
 from scalestudy.study.validation import checked_config, study_models
 
@@ -120,6 +170,9 @@ def default_rules() -> Rules:
 RULES = default_rules()
 ORACLE_RUNS = (3, 5)
 OUTLIER_CHANCE = 0.03
+# a study's time limit over its base case's true time, as a user sets it with room
+# (issue 37: a 5-minute limit for runs of 17-60 s)
+LIMIT_FACTOR = 5.0
 
 
 def true_curve(rng: np.random.Generator) -> dict:
@@ -138,7 +191,8 @@ def true_curve(rng: np.random.Generator) -> dict:
         kind = f"usl sigma={sigma:.3f} kappa={kappa:.4f}"
     times = dict(zip(CANDIDATES, base_s / speedup, strict=True))
     answer = recommend(ns, speedup, ns, threshold=RULES.threshold)["worth_n"]
-    return {"times": times, "answer": answer, "kind": kind, "cv": rng.uniform(0.03, 0.20)}
+    return {"times": times, "answer": answer, "kind": kind, "cv": rng.uniform(0.03, 0.20),
+            "speedups": speedup}  # fmt: skip
 
 
 def draw(truth: dict, n: int, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -175,35 +229,78 @@ def oracle(truth: dict, runs: int, rng: np.random.Generator, rules: Rules) -> di
     return {"answer": answer, "su": su, "decided": True, "rounds": 1}
 
 
-def adaptive(truth: dict, rng: np.random.Generator, rules: Rules) -> dict:
+def priced(samples: dict[int, np.ndarray], limit_s: float, at_limit: bool) -> dict[int, float]:
+    """SU a round holds back for one run at each candidate (N x seconds), as the
+    workflow prices it without a model (scalestudy.analysis.cost.plan.job_price): a
+    measured point's median, or for an unmeasured one its measured neighbour's time,
+    times the margin, capped by the time limit; `at_limit`: as it did before, a
+    measured point at its median, an unmeasured one at its time limit."""
+    medians = {n: float(np.median(x)) for n, x in samples.items()}
+    if at_limit:
+        return {n: n * medians.get(n, limit_s) for n in CANDIDATES}
+    return {n: n * job_price(n, medians, limit_s)["reserve_s"] for n in CANDIDATES}
+
+
+def adaptive(truth: dict, rng: np.random.Generator, rules: Rules, limit_s: float = math.inf,
+             at_limit: bool = False) -> dict:  # fmt: skip
+    """One adaptive study; runs longer than `limit_s` are stopped there (and cost it).
+    Beside the answer: the rounds the budget cut (new candidates cut to the next one
+    up, or the round refused), whether the study spent more than its budget, and its
+    runs at points priced from a neighbour that cost more than their price."""
     samples: dict[int, np.ndarray] = {}
-    spent = 0.0
-    base_s = truth["times"][1]
+    spent, cut, runs_over, runs_priced = 0.0, 0, 0, 0
     for round_no in range(1, rules.max_rounds + 2):
         runs = {n: len(x) for n, x in samples.items()}
-        # a measured point costs its median; an unmeasured one is priced as the
-        # workflow prices it without a model: the base time on all N units (an upper
-        # bound for strong scaling, as a runtime limit is)
-        su_per_run = {n: n * float(np.median(samples[n])) if n in samples else n * base_s
-                      for n in CANDIDATES}  # fmt: skip
+        su_per_run = priced(samples, limit_s, at_limit)
         plan = next_round(round_no, CANDIDATES, 1, runs, samples, su_per_run, spent, rules)
+        wanted = (plan["judged"] or {}).get("new") or {}
+        cut += plan["stop"] is not None and plan["stop"]["reason"] == BUDGET
+        cut += bool(plan["added"]) and not set(wanted) <= set(plan["added"])
         if plan["stop"]:
             judged = plan["judged"] or {"worth_n": None}
             return {"answer": judged["worth_n"], "su": spent, "rounds": round_no - 1,
-                    "decided": plan["stop"]["reason"] == DECIDED}  # fmt: skip
+                    "decided": plan["stop"]["reason"] == DECIDED, "cut": cut,
+                    "stop": plan["stop"]["reason"],
+                    "overrun": not within_budget(spent, rules.budget_su),
+                    "runs_over_price": runs_over, "runs": runs_priced}  # fmt: skip
         for n, k in plan["added"].items():
-            new = draw(truth, n, k, rng)
+            new = np.minimum(draw(truth, n, k, rng), limit_s)
+            if n not in samples and su_per_run[n] < n * limit_s:  # priced from a neighbour
+                runs_over += int(np.sum(n * new > su_per_run[n] * (1 + 1e-9)))
+                runs_priced += k
             samples[n] = np.concatenate([samples.get(n, np.empty(0)), new])
             spent += n * float(new.sum())
     raise AssertionError("next_round did not stop after max_rounds")
 
 
-def simulate(n_studies: int, seed: int, rules: Rules = RULES) -> dict:
+def budgeted(truth: dict, rules: Rules, budget: float | None, limit: float) -> tuple:
+    """(the rules with the study's budget, its time limit in seconds): `budget` a share
+    of the expected SU of its 5-run grid (at least round 1's price; None: no budget and
+    no time limit), `limit` times its base time."""
+    if budget is None:  # the rules alone: no budget, no time limit
+        return rules, math.inf
+    grid5 = 5 * sum(n * t for n, t in truth["times"].items())
+    limit_s = limit * truth["times"][1]
+    # never below round 1 at its time limits: the workflow refuses such a budget
+    # before any job (plan.budget_problem)
+    first = first_round(CANDIDATES, 1, rules)
+    round1 = sum(k * n * limit_s for n, k in first.items())
+    return replace(rules, budget_su=max(budget * grid5, round1)), limit_s
+
+
+def simulate(n_studies: int, seed: int, rules: Rules = RULES, budget: float | None = None,
+             limit: float = LIMIT_FACTOR, at_limit: bool = False) -> dict:  # fmt: skip
+    """Every method on `n_studies` studies. An answer is "right" when it is the truth's
+    walk's, and "in_zone" when it is right up to the rules' indifference zone (either
+    end of a step whose true gain lies within it: acceptable_answers)."""
     rng = np.random.default_rng(seed)
+    ns = np.asarray(CANDIDATES, dtype=float)
     outcomes = {"grid3": [], "grid5": [], "adaptive": []}
     outcomes |= {f"oracle{k}": [] for k in ORACLE_RUNS}
+    base_rules = rules
     for _ in range(n_studies):
         truth = true_curve(rng)
+        rules, limit_s = budgeted(truth, base_rules, budget, limit)
         # each method draws its runs from its own stream: the truths, and each method's
         # runs, stay the same whatever another method draws (the rules can be compared)
         grid3_rng, grid5_rng, adaptive_rng = rng.spawn(3)
@@ -212,9 +309,12 @@ def simulate(n_studies: int, seed: int, rules: Rules = RULES) -> dict:
                    for k, child in zip(ORACLE_RUNS, children, strict=True)}  # fmt: skip
         for name, result in (("grid3", grid(truth, 3, grid3_rng)),
                              ("grid5", grid(truth, 5, grid5_rng)),
-                             ("adaptive", adaptive(truth, adaptive_rng, rules)),
+                             ("adaptive", adaptive(truth, adaptive_rng, rules, limit_s,
+                                                   at_limit)),
                              *oracles.items()):  # fmt: skip
+            zone = acceptable_answers(ns, truth["speedups"], ns, rules.threshold, rules.zone)
             outcomes[name].append(result | {"right": result["answer"] == truth["answer"],
+                                            "in_zone": result["answer"] in zone,
                                             "truth": truth["answer"]})  # fmt: skip
     return outcomes
 
@@ -227,6 +327,7 @@ def tally(outcomes: dict) -> dict:
     for name, results in outcomes.items():
         decided = np.array([r["decided"] for r in results])
         right = np.array([r["right"] for r in results])
+        in_zone = np.array([r["in_zone"] for r in results])
         relative = np.array([r["su"] for r in results]) / grid5
         rounds = np.array([r["rounds"] for r in results])
         truths = np.array([r["truth"] for r in results])
@@ -238,6 +339,9 @@ def tally(outcomes: dict) -> dict:
             "decided_wrong": float(np.mean(~right & decided)),
             "not_decided": float(np.mean(~decided)),
             "not_decided_right": float(np.mean(right & ~decided)),
+            "in_zone": float(np.mean(in_zone)),
+            # of the decided answers, the share right up to the zone
+            "decided_in_zone": float(np.mean(in_zone[decided])) if decided.any() else math.nan,
             "su_vs_grid5": {
                 q: float(np.quantile(relative, p))
                 for q, p in (
@@ -259,35 +363,94 @@ def tally(outcomes: dict) -> dict:
     return table
 
 
+PRICINGS = {"time limit (before)": True, "measurements (now)": False}
+
+
+def price_comparison(n_studies: int, seed: int, rules: Rules, budget: float,
+                     limit: float = LIMIT_FACTOR) -> dict:  # fmt: skip
+    """The same adaptive studies (truths and runs) with their unmeasured points priced
+    each way (PRICINGS): right and decided shares, the share stopped by the budget, the
+    rounds cut for price, the studies over budget, the runs at points priced from a
+    neighbour that cost more than their price, and the median SU against the 5-run
+    grid."""
+    table = {}
+    for name, at_limit in PRICINGS.items():
+        outcomes = simulate(n_studies, seed, rules, budget, limit, at_limit)
+        results = outcomes["adaptive"]
+        pairs = zip(results, outcomes["grid5"], strict=True)
+        table[name] = {
+            "right": float(np.mean([r["right"] for r in results])),
+            "decided": float(np.mean([r["decided"] for r in results])),
+            "budget_stops": float(np.mean([r["stop"] == BUDGET for r in results])),
+            "rounds_cut": sum(r["cut"] for r in results),
+            "over_budget": sum(r["overrun"] for r in results),
+            "runs_over_price": sum(r["runs_over_price"] for r in results),
+            "runs_priced": sum(r["runs"] for r in results),
+            "su_vs_grid5": float(np.median([a["su"] / g["su"] for a, g in pairs])),
+        }
+    return table
+
+
+def compare_prices(args, rules: Rules) -> None:
+    print(f"{args.studies} studies, seed {args.seed}, budget {args.budget:g} x the 5-run "
+          f"grid's SU, time limit {args.limit:g} x the base time")  # fmt: skip
+    print("unmeasured priced at    right  decided  stopped by budget  rounds cut for price  "
+          "over budget  runs over a neighbour's price  SU / 5-run grid median")  # fmt: skip
+    table = price_comparison(args.studies, args.seed, rules, args.budget, args.limit)
+    for name, r in table.items():
+        over, runs = r["runs_over_price"], r["runs_priced"]
+        share = f"{over} of {runs} ({over / runs:.2%})" if runs else "none priced so"
+        print(
+            f"{name:22s} {r['right']:6.1%} {r['decided']:7.1%}  {r['budget_stops']:17.1%}  "
+            f"{r['rounds_cut']:20d}  {r['over_budget']:11d}  {share:>28s}  "
+            f"{r['su_vs_grid5']:22.3f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--studies", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--target-ci", type=float, default=RULES.target_ci)
     parser.add_argument("--max-repeats", type=int, default=RULES.max_repeats)
+    parser.add_argument("--budget", type=float, default=None,
+                        help="each study's budget_su, as a share of its 5-run grid's "
+                        "expected SU: compares the prices of unmeasured points, at their "
+                        "time limit (before) and from measurements (now)")  # fmt: skip
+    parser.add_argument("--limit", type=float, default=LIMIT_FACTOR,
+                        help="with --budget: time limit / the base case's time")  # fmt: skip
+    parser.add_argument("--max-rounds", type=int, default=RULES.max_rounds)
+    parser.add_argument("--indifference", type=float, default=RULES.indifference)
+    parser.add_argument("--json", action="store_true", help="also print the full tables")
     args = parser.parse_args()
-    rules = replace(RULES, target_ci=args.target_ci, max_repeats=args.max_repeats)
-    outcomes = simulate(args.studies, args.seed, rules)
-    table = tally(outcomes)
-    print(json.dumps(table, indent=1))
-    adaptive_, grid5 = table["adaptive"], table["grid5"]
-    su = adaptive_["su_vs_grid5"]
-    print(
-        f"target_ci {rules.target_ci:g}, max_repeats {rules.max_repeats}: right "
-        f"{adaptive_['right']:.1%} (grid of 5: {grid5['right']:.1%}, of 3: "
-        f"{table['grid3']['right']:.1%}); decided {1 - adaptive_['not_decided']:.1%}, "
-        f"decided and wrong {adaptive_['decided_wrong']:.1%}; SU / 5-run grid p25 "
-        f"{su['p25']:.3f}, median {su['median']:.3f}, p75 {su['p75']:.3f}"
-    )
-    for k in ORACLE_RUNS:
-        ref = table[f"oracle{k}"]
-        pairs = zip(outcomes["adaptive"], outcomes[f"oracle{k}"], strict=True)
-        cheaper = np.mean([a["su"] < o["su"] for a, o in pairs])
-        print(
-            f"  deciding points only, {k} runs each: right {ref['right']:.1%}, SU / 5-run "
-            f"grid median {ref['su_vs_grid5']['median']:.3f}; adaptive spent less in "
-            f"{cheaper:.1%} of the studies"
-        )
+    rules = replace(RULES, target_ci=args.target_ci, max_repeats=args.max_repeats,
+                    max_rounds=args.max_rounds, indifference=args.indifference)  # fmt: skip
+    if args.budget is not None:
+        compare_prices(args, rules)
+        return
+    # without a zone, a step is decided only when its interval clears the threshold
+    # itself: the rule before recommend.indifference, on the same studies and runs
+    sets = {"no zone": replace(rules, indifference=0.0), "zone": rules}
+    tables = {}
+    for label, these in sets.items():
+        outcomes = simulate(args.studies, args.seed, these)
+        tables[label] = table = tally(outcomes)
+        if args.json:
+            print(json.dumps({label: table}, indent=1))
+    print(f"target_ci {rules.target_ci:g}, max_repeats {rules.max_repeats}, max_rounds "
+          f"{rules.max_rounds}, {args.studies} studies, seed {args.seed}; 'in zone': right "
+          "up to the zone of the rules in that row")  # fmt: skip
+    print("rules       indifference right  in zone decided decided: in zone  "
+          "SU / 5-run grid: p25  median p75")  # fmt: skip
+    for label, table in tables.items():
+        a, su = table["adaptive"], table["adaptive"]["su_vs_grid5"]
+        print(f"{label:11} {sets[label].indifference:<12g} {a['right']:6.1%} {a['in_zone']:6.1%}"
+              f"  {1 - a['not_decided']:6.1%}  {a['decided_in_zone']:6.1%}"
+              f"                {su['p25']:.3f} {su['median']:.3f} {su['p75']:.3f}")  # fmt: skip
+    for name in ("grid3", "grid5", *(f"oracle{k}" for k in ORACLE_RUNS)):
+        ref = tables["zone"][name]
+        print(f"  {name}: right {ref['right']:.1%}, in zone {ref['in_zone']:.1%}, SU / 5-run "
+              f"grid median {ref['su_vs_grid5']['median']:.3f}")  # fmt: skip
 
 
 if __name__ == "__main__":

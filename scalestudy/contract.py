@@ -325,6 +325,8 @@ class Step:
     gain: float
     lo: float
     hi: float
+    # decided inside the indifference zone, across the threshold: both ends are right
+    within_zone: bool = False
 
 
 @dataclass(frozen=True)
@@ -371,6 +373,8 @@ class Answer:
     # whether the headline says the recommended point's layout
     says_layout: bool = False
     adaptive: bool = False
+    # the indifference zone's half-width around the threshold (recommend.indifference)
+    zone: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,7 @@ class Convergence:
 @dataclass(frozen=True)
 class Recommend:
     min_marginal_speedup: float
+    indifference: float  # the zone around the threshold, a share of it
     deadline_s: float | None
     budget_su: float | None
 

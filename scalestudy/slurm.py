@@ -129,10 +129,11 @@ def accounting_command(job_ids: list[str]) -> list[str]:
             f"--format={','.join(ACCOUNTING_FIELDS)}"]  # fmt: skip
 
 
-def ask(command: list[str], run: Callable | None = None, timeout: float = TIMEOUT_S) -> dict:
+def ask(command: list[str], run: Callable | None = None, timeout: float | None = None) -> dict:
     """Slurm's answer to one command, raw: command, returncode, stdout, stderr, and
-    error (why it could not run: not installed, no answer within `timeout`), None where
-    it ran. `run`: a stand-in for subprocess.run (tests)."""
+    error (why it could not run: not installed, no answer within `timeout`, default
+    TIMEOUT_S), None where it ran. `run`: a stand-in for subprocess.run (tests)."""
+    timeout = TIMEOUT_S if timeout is None else timeout
     answer = {"command": command, "returncode": None, "stdout": "", "stderr": "", "error": None}
     try:
         proc = (run or subprocess.run)(command, capture_output=True, text=True, timeout=timeout)
@@ -192,12 +193,21 @@ def gather(
     """What Slurm says, each command asked once with a timeout: sacct's accounting of
     `job_ids` (none: not asked); where `commands_for(accounting's answer)` gives any
     sbatch --test-only command, sacct's past waits over `history_days` (None: not
-    asked), then each command (the first that cannot reach Slurm stops the asking).
+    asked; not asked again where sacct could not run for the accounting: its answer
+    says so), then each command (the first that cannot reach Slurm stops the asking).
     The facts as JSON values (the file rules/cluster.smk writes)."""
     now = now or datetime.now()
     accounting = ask(accounting_command(job_ids), run) if job_ids else None
     commands = commands_for(accounting)
-    history = ask(history_command(history_days), run) if history_days and commands else None
+    history = None
+    if history_days and commands:
+        command = history_command(history_days)
+        if accounting is not None and accounting["error"] is not None:
+            # a sacct slow or missing once would cost its timeout again, for nothing
+            why = f"{accounting['error']} (not asked again)"
+            history = accounting | {"command": command, "error": why}
+        else:
+            history = ask(command, run)
     test_only = {}
     for command in commands:
         answer = ask(command, run)

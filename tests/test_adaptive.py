@@ -13,7 +13,7 @@ from scipy.stats import t
 
 from benchmarks import adaptive_simulator as simulator
 from scalestudy.analysis.cost.cost import charges
-from scalestudy.analysis.cost.plan import budget_problem, round_plan, study_plan
+from scalestudy.analysis.cost.plan import PRICE_MARGIN, budget_problem, round_plan, study_plan
 from scalestudy.analysis.decisions.adaptive import (
     BUDGET,
     DECIDED,
@@ -29,8 +29,9 @@ from scalestudy.analysis.decisions.adaptive import (
 from tests.conftest import REPO, checked_study, study_model
 from tests.test_studies import config_error
 
-RULES = Rules(threshold=0.1, target_ci=0.05, budget_su=100.0, max_repeats=10, max_rounds=6,
-              first_repeats=3, first_points=3)  # fmt: skip
+# without an indifference zone: a step is decided when its interval clears the threshold
+RULES = Rules(threshold=0.1, indifference=0.0, target_ci=0.05, budget_su=100.0, max_repeats=10,
+              max_rounds=6, first_repeats=3, first_points=3)  # fmt: skip
 CANDIDATES = [1, 2, 4, 8]
 
 
@@ -251,19 +252,21 @@ def test_an_out_of_reach_speedup_target_does_not_stop_the_work_on_the_steps():
     plan = next_round(2, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 5.0, strict)
     assert plan["stop"] is None and {4, 8} <= set(plan["added"]), plan["why"]
     assert 1 not in plan["added"]  # the base moves the step 4 -> 8 too little to matter
-    # once the steps are decided, the study stops, saying the target is out of reach
+    # once the steps are decided, the answer is: the study stops, saying the target is
+    # out of reach (before, it stopped "at the limits, not decided")
     samples = runs_of(KNEE, 6)
     plan = next_round(3, CANDIDATES, 1, {n: 6 for n in CANDIDATES}, samples,
                       su_per_run(CANDIDATES), 10.0, strict)  # fmt: skip
-    assert plan["stop"]["reason"] == LIMITS and plan["added"] == {}
+    assert plan["stop"]["reason"] == DECIDED and plan["added"] == {}
     # 6 runs at both ends now; 10 at both would narrow the CI by sqrt(6 / 10), and the
     # t quantile of 18 degrees of freedom against 10
-    half = plan["judged"]["speedup_ci"]["half_width"]
+    ci = plan["judged"]["speedup_ci"]
     narrower = math.sqrt(6 / 10) * t.ppf(0.975, 18) / t.ppf(0.975, 10)
     assert plan["stop"]["text"] == (
-        f"the speedup at N = 4 is known to ±{100 * half:.1f} %, and the target of ±0.1 % is "
-        "out of reach: max_repeats = 10 runs at N = 1 and N = 4 would give about "
-        f"±{100 * half * narrower:.1f} %"
+        f"ask for N = 4 (speedup {ci['speedup']:.3g}, 95 % CI {ci['lo']:.3g}-{ci['hi']:.3g}, "
+        f"±{100 * ci['half_width']:.1f} % against a target of ±0.1 %, out of reach: "
+        "max_repeats = 10 runs at N = 1 and N = 4 would give about "
+        f"±{100 * ci['half_width'] * narrower:.1f} %)"
     )
 
 
@@ -286,6 +289,26 @@ def test_a_study_that_stops_undecided_says_each_reason_and_only_true_ones():
                       Rules(**{**RULES.__dict__, "target_ci": 0.99}))  # fmt: skip
     assert plan["stop"]["text"] == (
         "the points that would decide it (N = 4, N = 8) have max_repeats = 10 runs"
+    )
+
+
+def test_a_step_near_the_threshold_is_decided_inside_the_indifference_zone():
+    # the step 4 -> 8 gains 0.128 [0.112, 0.155] per unit on 4 runs of 3 % noise, about
+    # the threshold of 0.12: without a zone it asks for runs (and would until its
+    # interval leaves 0.12 behind: never, were the true gain 0.12); with a zone of
+    # +-0.06 the answer is decided, and the stop says both ends are right
+    near = {n: 100 * (0.3 + 0.7 / n) for n in CANDIDATES}
+    samples = runs_of(near, 4, cv=0.03, seed=0)
+    runs = {n: 4 for n in CANDIDATES}
+    rules = replace(RULES, target_ci=0.99, threshold=0.12)
+    plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, rules)
+    assert plan["stop"] is None and plan["added"] == {4: 4, 8: 4}
+    zoned = replace(rules, indifference=0.5)
+    plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, zoned)
+    assert plan["stop"]["reason"] == DECIDED and plan["added"] == {}
+    assert plan["stop"]["text"].endswith(
+        "; N = 4 and N = 8 are both right: the step 4->8 adds 0.128 [0.112, 0.155] speedup "
+        "per unit, within the indifference zone 0.12 ± 0.06 (recommend.indifference)"
     )
 
 
@@ -342,19 +365,13 @@ def test_a_ci_target_that_runs_at_the_answer_alone_can_reach_is_not_given_up():
     rules = replace(RULES, target_ci=half / math.sqrt(1.3), max_repeats=6)
     plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, rules)
     assert plan["stop"] is None and plan["added"] == {4: 3, 8: 3}, plan["stop"]
-    # a target that 6 runs at both could not reach (0.82 of the half-width, times the t
-    # quantiles' 2.23 / 2.36 of 10 and 7 degrees of freedom) is out of reach: the study
-    # cannot be decided, and the step 4 -> 8 (gain 0.043 [-0.041, 0.117]) is curtailed
-    narrower = math.sqrt((1 / 6 + 1 / 6) / (1 / 6 + 1 / 3)) * t.ppf(0.975, 10) / t.ppf(0.975, 7)
+    # a target that 6 runs at both could not reach is out of reach: the CI gets no runs,
+    # but the step 4 -> 8 (gain 0.043 [-0.041, 0.117]) does. It would hardly cross the
+    # threshold, yet 6 runs would likely narrow its interval below it, deciding it
+    # (before, an out-of-reach CI left the study undecided and the step was curtailed)
     rules = replace(rules, target_ci=half * 0.7)
     plan = next_round(3, CANDIDATES, 1, runs, samples, su_per_run(CANDIDATES), 10.0, rules)
-    assert plan["added"] == {} and plan["stop"]["reason"] == LIMITS
-    assert plan["stop"]["text"].startswith("more runs would hardly change the answer: the "
-                                           "step 4->8 (gain 0.0432 [-0.0408, 0.117])")  # fmt: skip
-    assert plan["stop"]["text"].endswith(
-        f"out of reach: max_repeats = 6 runs at N = 1 and N = 4 would give about "
-        f"±{100 * half * narrower:.1f} %"
-    )
+    assert plan["stop"] is None and plan["added"] == {4: 3, 8: 3}, plan["stop"]
 
 
 def test_max_repeats_of_two_can_still_decide():
@@ -464,7 +481,7 @@ def test_the_plan_of_a_round_from_a_studys_runs():
     assert first["totals"] == {"t1": 3, "t2": 3} and first["stop"] is None
     # priced at the time limit: 2 min on 1 + 2 cores, 3 runs each
     assert math.isclose(first["round_su"], 3 * (1 + 2) * 2 / 60)
-    # perfect scaling so far: the next candidate is measured, priced at its limit
+    # perfect scaling so far: the next candidate is measured
     runs = records_table({1: [10.0, 10.1, 9.9], 2: [5.0, 5.05, 4.95]})
     second = round_plan(study, 2, runs)
     assert second["added"] == {"t4": 2} and second["totals"] == {"t1": 3, "t2": 3, "t4": 2}
@@ -488,6 +505,25 @@ def test_runs_that_fail_are_charged_against_the_budget_and_stop_the_study():
     assert not second["added"]
 
 
+def test_runs_slower_than_their_price_count_in_full_against_the_budget():
+    # round 2 prices N = 4 from N = 2's 5 s (x the margin: 7.5 s on 4 cores), well
+    # within the budget; its runs take 100 s each, 13 times their price
+    study = study_model(ADAPTIVE_STUDY | {"budget_su": 0.05}, "a")
+    runs = records_table({1: [10.0, 10.1, 9.9], 2: [5.0, 5.05, 4.95]})
+    second = round_plan(study, 2, runs)
+    assert second["added"] == {"t4": 2}
+    assert second["su_per_run"]["t4"] == pytest.approx(4 * 5.0 * PRICE_MARGIN / 3600)
+    assert second["spent_su"] + second["round_su"] <= 0.05
+    runs = records_table({1: [10.0, 10.1, 9.9], 2: [5.0, 5.05, 4.95], 4: [100.0, 100.0]})
+    third = round_plan(study, 3, runs)
+    # charged what they took, not what they were priced at: the study is over its budget
+    # and stops there
+    assert third["spent_su"] == pytest.approx((30.0 + 30.0 + 2 * 4 * 100.0) / 3600)
+    assert third["spent_su"] == pytest.approx(charges(runs, study)["su"])
+    assert third["stop"]["reason"] == "budget" and not third["added"], third["stop"]
+    assert third["su_per_run"]["t4"] == pytest.approx(4 * 100.0 / 3600)  # now measured
+
+
 def test_a_round_plan_jumps_over_candidates_that_cannot_be_the_answer():
     # seven candidates, a 5 % serial share (the answer is 32): after round 1 on 1 and 2
     # threads, the plan measures 32 and 64, where the fitted law puts the answer, and
@@ -500,7 +536,10 @@ def test_a_round_plan_jumps_over_candidates_that_cannot_be_the_answer():
     second = round_plan(study, 2, runs)
     assert second["added"] == {"t32": 2, "t64": 2}, second["why"]
     assert "puts the last step that pays at N = 32" in second["why"]["t32"]
-    assert second["round_su"] == pytest.approx(2 * (32 + 64) * 2 / 60)  # at their limits
+    # priced from N = 2, the nearest measured, with the margin: below their limits
+    at_2 = float(np.median(runs.loc[runs["n"] == 2, "wall_s"]))
+    assert second["round_su"] == pytest.approx(2 * (32 + 64) * at_2 * PRICE_MARGIN / 3600)
+    assert second["price_basis"]["t32"] == "from N = 2 measured, × 1.5 margin"
 
 
 def test_the_plan_page_prices_round_one_and_refuses_a_budget_below_it():
@@ -541,34 +580,41 @@ def test_an_adaptive_study_is_a_valid_config():
     assert study.adaptive.target_ci == 0.1 and study.adaptive.max_repeats == 6
 
 
-def test_the_simulator_against_fixed_grids():
-    """Kept short (200 studies, ~3 s each, at a fixed seed: the same every run); the
-    figures in the notes come from 5 x 1000 (python -m benchmarks.adaptive_simulator).
-    At the schema's defaults, the goals: right answers as often as the 5-run grid's
-    (5,000 give 81.1 % against 79.5 %; these 200, 84 % against 78 %) for at most 0.40
-    of its SU in the median study (5,000 give 0.393; these 200, 0.400; 0.423 without
-    curtailment, 0.457 at max_repeats 10). At a loose CI target, so that many answers
-    are decided (32 % of these 200), the rules' own error rate: decided and wrong in at
-    most 5 %. The reference that knows where the answer lies spends less with 3 runs a
-    point, and is right less often."""
+def test_the_simulator_prices_from_measurements_within_budget_and_cuts_fewer_rounds():
+    """Issue 37: unmeasured points priced at their time limit cut the rounds of budgeted
+    studies; priced from measurements (a margin over the neighbour), fewer are cut and
+    none of the studies spends more than its budget (40 studies, a fixed seed; the
+    figures of 1000: python -m benchmarks.adaptive_simulator --budget 0.5)."""
+    table = simulator.price_comparison(40, seed=7, rules=simulator.RULES, budget=0.5)
+    before, now = table["time limit (before)"], table["measurements (now)"]
+    assert before["over_budget"] == now["over_budget"] == 0
+    assert now["rounds_cut"] < before["rounds_cut"] / 2, (before, now)
+    assert now["budget_stops"] < before["budget_stops"] and now["right"] > before["right"]
+    assert now["runs_over_price"] <= 0.02 * now["runs_priced"]
+
+
+def test_the_simulator_meets_its_goals_at_the_defaults():
+    """Kept short (200 studies at a fixed seed: the same every run); the figures in the
+    notes come from 1000 (python -m benchmarks.adaptive_simulator). At the schema's
+    defaults, the goals: at least 70 % of the studies end decided (these 200: 75 %;
+    without the indifference zone 35.5 %, and before it and its CI rule 1-6 %), a
+    decided answer right up to the zone at least 95 % of the time (99.3 %), for at
+    most 0.5 of the 5-run grid's SU in the median study (0.433); right answers, exact
+    and up to the zone, as often as the 5-run grid's. The reference that knows where
+    the answer lies spends less with 3 runs a point."""
     table = simulator.tally(simulator.simulate(200, seed=7, rules=simulator.RULES))
     adaptive, grid5 = table["adaptive"], table["grid5"]
-    assert adaptive["right"] >= grid5["right"], (adaptive["right"], grid5["right"])
+    assert 1 - adaptive["not_decided"] >= 0.7, adaptive["not_decided"]
+    assert adaptive["decided_in_zone"] >= 0.95, adaptive["decided_in_zone"]
     assert grid5["su_vs_grid5"]["median"] == pytest.approx(1.0)
-    assert adaptive["su_vs_grid5"]["median"] <= 0.41
-    oracle = table["oracle3"]
-    assert oracle["su_vs_grid5"]["median"] < adaptive["su_vs_grid5"]["median"]
-    assert oracle["right"] < adaptive["right"]
-    rules = replace(simulator.RULES, target_ci=0.99)
-    table = simulator.tally(simulator.simulate(200, seed=7, rules=rules))
-    adaptive, grid5 = table["adaptive"], table["grid5"]
-    assert adaptive["not_decided"] < 0.8
-    assert adaptive["decided_wrong"] <= 0.05
+    assert adaptive["su_vs_grid5"]["median"] <= 0.5
+    assert adaptive["right"] >= grid5["right"], (adaptive["right"], grid5["right"])
+    assert adaptive["in_zone"] >= grid5["in_zone"], (adaptive["in_zone"], grid5["in_zone"])
     assert adaptive["decided_right"] + adaptive["decided_wrong"] + adaptive["not_decided"] == (
         pytest.approx(1)
     )
-    assert adaptive["right"] >= grid5["right"] - 0.05, (adaptive["right"], grid5["right"])
-    assert adaptive["su_vs_grid5"]["median"] < 0.47
+    oracle = table["oracle3"]
+    assert oracle["su_vs_grid5"]["median"] < adaptive["su_vs_grid5"]["median"]
 
 
 def test_candidates_can_be_a_range():
@@ -673,31 +719,21 @@ def analysis_summary(study, runs):
     return summarise(runs, study)
 
 
-def test_a_ci_target_out_of_reach_names_the_max_repeats_that_reach_it_or_a_looser_target():
+def test_a_step_undecided_at_max_repeats_names_the_raise_and_the_round_it_plans():
+    # a gain of about 0.1 per thread, its interval across the zone at 3 runs each
     study = with_adaptive(max_repeats=3)
-    # +-14.5 % on 3 runs each: 5 runs each reach +-10 %, and the study is told so
-    plan = round_plan(study, 2, records_table(NOISY_RUNS))
-    assert plan["stop"]["reason"] == LIMITS and "out of reach" in plan["stop"]["text"]
+    runs = records_table({1: [10.0, 11.0, 9.0], 2: [9.1, 10.0, 8.3]})
+    plan = round_plan(study, 2, runs)
+    assert plan["stop"]["reason"] == LIMITS and "max_repeats = 3" in plan["stop"]["text"]
     change = plan["to_decide"]
     assert (change["key"], change["value"], change["runs_decide"]) == (
         "adaptive.max_repeats",
-        5,
+        6,
         True,
     )
-    then = round_plan(with_adaptive(max_repeats=5), 3, records_table(NOISY_RUNS))
-    assert then["stop"] is None and then["added"] == change["added"] == {"t1": 2, "t2": 2}
-    # +-33 %: no max_repeats up to 4 x 3 reaches it; the target is what moves, to the
-    # half-width the runs have, which they then decide
-    wide = records_table({1: [10.0, 11.5, 9.0], 2: [5.0, 6.0, 4.4]})
-    plan = round_plan(study, 2, wide)
-    change = plan["to_decide"]
-    assert plan["stop"]["reason"] == LIMITS
-    assert change["key"] == "adaptive.target_ci" and change["runs_decide"] is False
-    assert change["value"] == 0.33 and change["added"] == {}
-    assert (
-        round_plan(with_adaptive(max_repeats=3, target_ci=0.33), 3, wide)["stop"]["reason"]
-        == DECIDED
-    )
+    then = round_plan(with_adaptive(max_repeats=6), 3, runs)
+    assert then["stop"] is None and then["added"] == change["added"] == {"t1": 3, "t2": 3}
+    assert then["round_su"] == pytest.approx(change["round_su"])
 
 
 def test_a_budget_stop_names_the_budget_that_lets_the_refused_round_run():

@@ -43,7 +43,7 @@ def test_a_rerun_30_percent_slower_at_one_point_against_its_last_archive(workflo
     assert found["baseline"] == str(kept)
     assert {p["n"]: p["change"] for p in found["points"]} == {1: "none", 2: "slower", 4: "none"}
     html = (root / "results" / "report.html").read_text()
-    assert "Against the baseline" in html and "slower at N = 2" in html
+    assert "Against the baseline" in html and "N = 2: slower by" in html
     assert 'data-figure="baseline"' in html
     assert "<h3>History</h3>" in html  # the archive, then now
     # the speedup at N = 2 fell from 1.67 to about 1.28: the reference is broken

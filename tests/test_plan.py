@@ -7,7 +7,16 @@ import sys
 import pandas as pd
 import pytest
 
-from scalestudy.analysis.cost.plan import LIMIT, MEASURED, MODEL, budget_problem, study_plan
+from scalestudy.analysis.cost.plan import (
+    LIMIT,
+    MEASURED,
+    MODEL,
+    NEIGHBOUR,
+    PRICE_MARGIN,
+    budget_problem,
+    job_price,
+    study_plan,
+)
 from tests.conftest import study_model
 
 PY = sys.executable
@@ -41,11 +50,13 @@ def test_earlier_runs_price_their_points_and_the_model_the_others():
         {"point": ["t1", "t1", "t1", "t2", "t2"], "status": ["ok", "ok", "failed", "ok", "ok"],
          "wall_s": [100.0, 110.0, None, 60.0, 70.0]}
     )  # fmt: skip
-    # the fitted model's curve: speedup 1, 1.6, 2.5 at N = 1, 2, 4 against 105 s
+    # the fitted model's curve: speedup 1, 1.6, 2.5 at N = 1, 2, 4 against 105 s, the
+    # lower end of its prediction band 1, 1.4, 1.2: at N = 4 an upper time of 87.5 s,
+    # slower than the 65 s of N = 2, its measured neighbour
     analysis = {
         "series": [
             {"series": "", "curve": {"n": [1, 2, 4, 8], "speedup": [1, 1.6, 2.5, 3.0],
-                                     "base_time_s": 105.0}}
+                                     "band_lo": [1, 1.4, 1.2, 1.1], "base_time_s": 105.0}}
         ]
     }  # fmt: skip
     plan = study_plan(study(), runs, analysis, finished={("t1", 1), ("t1", 2)})
@@ -54,16 +65,84 @@ def test_earlier_runs_price_their_points_and_the_model_the_others():
         MEASURED, 105.0, 2
     )  # fmt: skip
     assert rows["t2"]["seconds"] == 65.0
-    assert rows["t4"]["basis"] == MODEL and rows["t4"]["seconds"] == pytest.approx(105 / 2.5)
+    assert rows["t4"]["basis"] == MODEL
+    assert rows["t4"]["seconds"] == pytest.approx(105 / 1.2 * PRICE_MARGIN)
+    assert rows["t4"]["price_basis"] == "the fitted model's upper prediction, × 1.5 margin"
     assert rows["t1"]["done"] == 2 and rows["t1"]["to_run"] == 1
     assert plan["totals"]["done"] == 2 and plan["totals"]["to_run"] == 7
     assert not plan["totals"]["upper_bound"]
     assert rows["t1"]["su_to_run"] == pytest.approx(105 / 3600)
+    # where the model says faster than the neighbour, the neighbour prices it
+    analysis["series"][0]["curve"]["band_lo"] = [1, 1.4, 2.0, 2.4]
+    rows = by_point(study_plan(study(), runs, analysis))
+    assert rows["t4"]["basis"] == NEIGHBOUR
+    assert rows["t4"]["seconds"] == pytest.approx(65.0 * PRICE_MARGIN)
+
+
+def test_an_unmeasured_point_is_priced_from_its_measured_neighbour_not_its_time_limit():
+    from scalestudy.report.rendering import environment
+
+    # issue 37's study: N = 8 was priced at 8 cores x its 5-minute limit, 0.67 SU,
+    # while the measured N = 4 runs cost 0.019 SU each, and its round 2 was cut
+    runs = pd.DataFrame({"point": ["t4"] * 3, "status": ["ok"] * 3, "wall_s": [17.0, 16.5, 17.5]})
+    threads = {"scaling": {"axis": "threads", "points": [4, 8, 16]}, "resources": {"runtime": 5}}
+    rows = by_point(plan := study_plan(study_model(threads, "c"), runs))
+    assert rows["t8"]["basis"] == NEIGHBOUR and rows["t8"]["price_from_n"] == 4
+    # no faster than N = 4, times the margin: 8 cores x 25.5 s, not 8 x 300 s
+    assert rows["t8"]["seconds"] == pytest.approx(17.0 * PRICE_MARGIN)
+    assert rows["t8"]["su_per_job"] == pytest.approx(8 * 17.0 * PRICE_MARGIN / 3600)
+    assert rows["t8"]["price_basis"] == "from N = 4 measured, × 1.5 margin"
+    html = environment().get_template("plan.html.j2").render(title="t", plans=[plan], generated="")
+    assert "<td>from N = 4 measured, × 1.5 margin</td>" in html
+    assert "<td>median of 3 earlier runs</td>" in html
+    # the nearest point measured below it prices a point, the nearest above where none
+    # is below: no more core-seconds than it (a strong-scaling efficiency does not
+    # fall as N falls)
+    assert rows["t16"]["price_from_n"] == 4
+    rows = by_point(study_plan(study(), runs.assign(point="t2")))
+    assert rows["t4"]["price_from_n"] == 2
+    assert rows["t1"]["seconds"] == pytest.approx(17.0 * 2 * PRICE_MARGIN)
+    # weak scaling: a run at fewer units takes no longer
+    weak = study(scaling={"axis": "threads", "points": [1, 2, 4], "kind": "weak"})
+    assert by_point(study_plan(weak, runs.assign(point="t2")))["t1"]["seconds"] == (
+        pytest.approx(17.0 * PRICE_MARGIN)
+    )  # fmt: skip
+
+
+def test_a_budget_holds_back_a_margin_over_a_measured_median_too():
+    # half the runs are slower than their median: adaptive rounds admitted on medians
+    # went over their budgets (benchmarks/adaptive_simulator.py --budget 0.3: 12 of 1000)
+    price = job_price(2, {1: 10.0, 2: 6.0}, limit_s=60.0)
+    assert (price["basis"], price["seconds"]) == (MEASURED, 6.0)
+    assert price["reserve_s"] == pytest.approx(6.0 * PRICE_MARGIN)
+    assert job_price(2, {2: 50.0}, limit_s=60.0)["reserve_s"] == 60.0  # at most the limit
+    # an estimate holds its margin already
+    price = job_price(4, {1: 10.0, 2: 6.0}, limit_s=60.0)
+    assert price["reserve_s"] == price["seconds"] == pytest.approx(6.0 * PRICE_MARGIN)
+
+
+def test_a_price_from_measurements_is_capped_by_the_time_limit():
+    runs = pd.DataFrame({"point": ["t1"] * 2, "status": ["ok"] * 2, "wall_s": [500.0, 520.0]})
+    rows = by_point(study_plan(study(resources={"runtime": 10}), runs))
+    # 510 s x 1.5 is above the 600 s limit, where the run would be stopped
+    assert rows["t2"]["basis"] == LIMIT and rows["t2"]["seconds"] == 600
+    assert rows["t2"]["price_basis"] == "upper bound: the 10-min time limit"
+
+
+def test_a_point_whose_runs_all_failed_prices_itself_and_those_above_at_the_limit():
+    # killed (a time or memory limit) says "slow or big", not how slow: no estimate
+    runs = pd.DataFrame(
+        {"point": ["t1", "t1", "t2", "t2"], "status": ["ok", "ok", "failed", "failed"],
+         "wall_s": [10.0, 10.0, None, None]}
+    )  # fmt: skip
+    rows = by_point(study_plan(study(resources={"runtime": 10}), runs))
+    assert [rows[p]["basis"] for p in ("t1", "t2", "t4")] == [MEASURED, LIMIT, LIMIT]
 
 
 def test_the_model_is_not_used_outside_its_curve_or_on_another_time_basis():
-    analysis = {"series": [{"series": "", "curve": {"n": [1, 2], "speedup": [1, 1.5],
-                                                   "base_time_s": 10.0}}]}  # fmt: skip
+    curve = {"n": [1, 2], "speedup": [1, 1.5], "band_lo": [1, 1.2], "base_time_s": 10.0}
+    analysis = {"series": [{"series": "", "curve": curve}]}
+    assert by_point(study_plan(study(), None, analysis))["t2"]["basis"] == MODEL
     assert by_point(study_plan(study(), None, analysis))["t4"]["basis"] == LIMIT
     trained = study(time="train")
     assert by_point(study_plan(trained, None, analysis))["t2"]["basis"] == LIMIT

@@ -8,6 +8,7 @@ import pytest
 
 from scalestudy.analysis import pipeline
 from scalestudy.analysis.cost.cost import charges
+from scalestudy.analysis.decisions.recommendation import within_zone
 from scalestudy.analysis.stats import models
 from scalestudy.analysis.tables import runs_from_measured, summarise
 from scalestudy.study.points import point_for, series_of_points
@@ -267,3 +268,21 @@ def test_the_recommendation_says_whether_it_is_decided_and_what_would_decide_it(
     summary, _ = analyse(runs, RTX_STUDY)
     su = summary.set_index("n")["su"]
     assert advice["su"] == pytest.approx(su[5] + su[6] + su[7])
+
+
+def test_a_fixed_grid_answer_is_decided_inside_the_indifference_zone():
+    """Issue 36: the step 8 -> 16 gains 0.214 [0.204, 0.226] per unit against a threshold
+    of 0.22: without a zone never decided, however many runs; with the default one (0.22
+    ± 0.165) it is, and the step says it lies inside the zone."""
+    runs = amdahl_runs(serial=0.1, ns=(1, 2, 4, 8, 16))
+    strict = {"min_marginal_speedup": 0.22, "indifference": 0.0}
+    _, pred = analyse(runs, {"scaling": {}, "recommend": strict})
+    rec = pred["series"][0]["recommendation"]
+    assert rec["worth_n"] == 8 and rec["decided"] is False and rec["zone"] == 0
+    _, pred = analyse(runs, {"scaling": {}, "recommend": {"min_marginal_speedup": 0.22}})
+    rec = pred["series"][0]["recommendation"]
+    assert rec["worth_n"] == 8 and rec["decided"] is True
+    assert rec["zone"] == pytest.approx(0.165)
+    (_, _, into, *into_ci), (_, _, out, *out_ci) = rec["step_intervals"][-2:]
+    assert within_zone(out, out_ci, 0.22, rec["zone"])
+    assert not within_zone(into, into_ci, 0.22, rec["zone"])

@@ -5,6 +5,7 @@ answers are asked as the plan's rule asks them (scalestudy.slurm.gather, a stand
 subprocess.run answering), then read as data."""
 
 import json
+import os
 import subprocess
 from datetime import datetime, timedelta
 
@@ -311,6 +312,45 @@ def test_a_hung_slurm_command_costs_its_timeout_and_the_facts_say_what_is_unknow
     assert len(commands) == 1 and "did not answer within 60 s" in found["note"]
 
 
+def test_a_slow_sacct_on_path_is_timed_out_once_and_the_rest_of_the_plan_stands(
+    tmp_path, monkeypatch
+):
+    """Issue 37, bad input: a sacct that does not answer (a stand-in first on PATH that
+    sleeps), asked by real subprocesses as cluster_facts asks: it costs one timeout (the
+    history is not asked again after the accounting timed out), the plan says it knows
+    no past waits and why, and sbatch --test-only's starts stand, said to be uncorrected."""
+    import time
+
+    import scalestudy.slurm
+    from scalestudy.analysis.cluster.queue import UNCORRECTED
+
+    folder, calls = tmp_path / "bin", tmp_path / "sacct.calls"
+    folder.mkdir()
+    for tool, body in [("sacct", f"echo asked >> {calls}\nexec sleep 60"),
+                       ("sbatch", f"echo '{SINCE_25_05}' >&2")]:  # fmt: skip
+        (folder / tool).write_text(f"#!/bin/sh\n{body}\n")
+        (folder / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    monkeypatch.setattr(scalestudy.slurm, "TIMEOUT_S", 1)
+    made = plans()
+    shapes = [row["slurm_resources"] for plan in made for row in plan["rows"]]
+    start = time.perf_counter()
+    facts = gather({}, 30, ["41"], lambda _: probe_commands(shapes, {}), now=NOW)
+    assert time.perf_counter() - start < 30  # not the minute each sacct would sleep
+    assert calls.read_text().split() == ["asked"]
+    found = predict(made, facts)
+    assert (
+        found["history_note"] == "no past waits: sacct did not answer within 1 s (not asked again)"
+    )
+    assert found["note"] is None and found["correction_note"] == UNCORRECTED
+    jobs = [j for s in found["studies"] for j in s["jobs"]]
+    assert {(j["predicted_wait_s"], j["corrected_wait_s"], j["history_jobs"]) for j in jobs} == {
+        (3600.0, None, 0)
+    }
+    html = render(made, found)
+    assert found["history_note"] in html and "2024-05-01T10:00:00" in html
+
+
 # --- the bound on past waits, its backtest, and --test-only's correction (issue 37) ------
 
 
@@ -397,6 +437,27 @@ def test_the_backtest_counts_each_wait_under_the_bound_of_those_before_it():
     assert history_coverage(jobs) == {"covered": 12, "tested": 13, "coverage": 12 / 13}
 
 
+def test_a_queue_busier_than_its_history_is_covered_by_the_wait_predicted_now():
+    """The bound assumes the queue as busy as in its history: a run of long jobs ahead
+    (as in the last third of benchmarks/queue_prediction.py --bound) makes later waits
+    exceed it, which --test-only's wait, predicted for each job, sees; the top wait
+    (top_wait, time to result's too) is the larger of the two."""
+    from scalestudy.analysis.cluster.queue import backtest, top_wait
+    from scalestudy.analysis.cluster.result_time import chosen_wait
+
+    calm, busy = [0.0, 1.0, 1.0, 3.0] * 8, [12.0, 23.0, 29.0, 34.0, 4.0]
+    now = [None] * len(calm) + [30.0, 40.0, 70.0, 84.0, 0.0]  # --test-only's, corrected
+    assert backtest(calm + busy) == (len(calm) - 29 + 1, len(calm) - 29 + 5)
+    assert backtest(calm + busy, now) == (len(calm) - 29 + 5, len(calm) - 29 + 5)
+    assert (top_wait(30.0, 3.0), top_wait(0.0, 3.0), top_wait(None, 3.0)) == (30.0, 3.0, 3.0)
+    assert top_wait(30.0, None) == 30.0 and top_wait(None, None) is None
+    asked = {"wait_now_s": 100.0, "wait_now_corrected_s": 40.0, "history_jobs": 40,
+             "history_wait_median_s": 1.0, "history_wait_bound_s": 3.0}  # fmt: skip
+    assert chosen_wait(asked, "slurm", 30) == {"wait_s": 40.0, "wait_hi_s": 40.0, "basis": "now"}
+    asked["wait_now_corrected_s"] = 0.0
+    assert chosen_wait(asked, "slurm", 30) == {"wait_s": 1.0, "wait_hi_s": 3.0, "basis": "typical"}
+
+
 def test_test_only_start_is_corrected_by_past_jobs_run_time_to_limit_or_said_not_to_be():
     from scalestudy.analysis.cluster.queue import UNCORRECTED, corrected, job_shape
 
@@ -445,6 +506,8 @@ def test_the_queue_benchmark_s_jobs_and_figures_without_a_cluster():
     real = {r["job"]: (t(60 - w), t(60)) for r, w in zip(rows, [*range(1, 30), 30, 5], strict=True)}
     found = summarize(rows, real)
     assert (found["covered"], found["tested"]) == (1, 2)
+    # raised to the wait predicted for each job (corrected: 50 s), the 30-s wait is under
+    assert found["covered_top"] == 2
     assert found["errors"][:3] == [None, -40.0, -40.0]
     # corrected: a start 50 s after asking, which came 10 s late; uncorrected: none
     assert found["corrected_errors"][:3] == [None, None, 10.0]

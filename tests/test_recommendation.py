@@ -68,16 +68,22 @@ def test_pareto_front_hand_example():
 
 
 # --- is the answer decided? -------------------------------------------------------------
-from scalestudy.analysis.decisions.recommendation import decision, step_intervals  # noqa: E402
+from scalestudy.analysis.decisions.recommendation import (  # noqa: E402
+    acceptable_answers,
+    decision,
+    step_decided,
+    step_intervals,
+    within_zone,
+)
 
 
-def decide(times: dict[int, list[float]], threshold=0.1, su_per_run=None):
+def decide(times: dict[int, list[float]], threshold=0.1, su_per_run=None, indifference=0.0):
     """The walk and its decision on runs of made times (N = units, base the smallest)."""
     ns = sorted(times)
     base = ns[0]
     medians = {n: float(np.median(t)) for n, t in times.items()}
     speedups = [medians[base] / medians[n] for n in ns]
-    rec = recommend(ns, speedups, ns, threshold=threshold)
+    rec = recommend(ns, speedups, ns, threshold=threshold, indifference=indifference)
     intervals = step_intervals(times, {n: float(n) for n in ns}, base, rec["steps"])
     su = su_per_run or {n: n * medians[n] / 3600 for n in ns}
     return rec, decision(rec, intervals, {n: len(t) for n, t in times.items()}, su)
@@ -141,3 +147,53 @@ def test_one_run_per_point_has_no_interval_and_asks_for_a_second():
     assert [s[3] for s in found["step_intervals"]] == [None, None, None]
     assert not found["decided"]
     assert all(r["more"] == 1 for r in found["next_measurements"]["repeats"])
+
+
+# --- the indifference zone ---------------------------------------------------------------
+
+
+def test_a_step_is_decided_once_its_interval_clears_the_far_edge_of_the_zone():
+    # threshold 0.1, zone +-0.05: a step the walk takes needs its lower end at 0.05 or
+    # more, a step it stops at its upper end below 0.15
+    assert step_decided(0.12, (0.06, 0.18), 0.1, 0.05)
+    assert not step_decided(0.12, (0.06, 0.18), 0.1, 0.0)  # without a zone: not
+    assert step_decided(0.08, (0.02, 0.14), 0.1, 0.05)
+    assert not step_decided(0.08, (0.02, 0.14), 0.1, 0.0)
+    assert not step_decided(0.12, (0.04, 0.20), 0.1, 0.05)  # wider than the zone
+    assert not step_decided(0.08, (0.02, 0.16), 0.1, 0.05)
+    assert not step_decided(0.12, None, 0.1, 0.05)  # no interval: never
+    assert not step_decided(0.12, (None, None), 0.1, 0.05)
+    # both ends right, said so: the interval falls short of the threshold on the walk's
+    # side (a step taken reaches below it, a step stopped at reaches it), in a zone
+    assert within_zone(0.12, (0.06, 0.18), 0.1, 0.05)
+    assert within_zone(0.12, (0.06, 0.09), 0.1, 0.05)  # a lopsided bootstrap interval
+    assert not within_zone(0.12, (0.11, 0.18), 0.1, 0.05)
+    assert within_zone(0.08, (0.02, 0.14), 0.1, 0.05)
+    assert not within_zone(0.08, (0.02, 0.09), 0.1, 0.05)
+    assert not within_zone(0.12, (0.06, 0.18), 0.1, 0.0)
+
+
+def test_either_end_of_a_step_inside_the_zone_is_a_right_answer():
+    # gains 0.9, 0.2, 0.05 per unit: the walk at 0.1 stops at 4; with a zone of 0.05
+    # the step 4 -> 8 (0.05) is inside it, so 8 is right too; 2 is not (its step out
+    # gains 0.2, above 0.15)
+    ns, speedups = [1, 2, 4, 8], [1.0, 1.9, 2.3, 2.5]
+    assert acceptable_answers(ns, speedups, ns, 0.1, 0.0) == [4]
+    assert acceptable_answers(ns, speedups, ns, 0.1, 0.05) == [4, 8]
+    assert acceptable_answers(ns, speedups, ns, 0.1, 0.1) == [2, 4, 8]
+    assert recommend(ns, speedups, ns, threshold=0.1, indifference=0.5)["zone"] == 0.05
+
+
+def test_a_step_near_the_threshold_is_decided_inside_the_zone():
+    rng = np.random.default_rng(4)
+    # 2->4 gains about 0.1 per unit (1.82 -> 2.02) on 1 % noise: its interval is narrow
+    # but reaches across the threshold, so without a zone the answer is never decided;
+    # with one of +-0.05 it is, and both 2 and 4 are right
+    times = {1: noisy(rng, 100, 0.01, 5), 2: noisy(rng, 55, 0.01, 5),
+             4: noisy(rng, 49.5, 0.01, 5), 8: noisy(rng, 49, 0.01, 5)}  # fmt: skip
+    rec, found = decide(times)
+    assert not found["decided"] and found["undecided_steps"]
+    rec, found = decide(times, indifference=0.5)
+    assert found["decided"] and found["next_measurements"] is None, found
+    step = next(s for s in found["step_intervals"] if s[:2] == [2, 4])
+    assert within_zone(step[2], step[3:], rec["threshold"], rec["zone"]), step

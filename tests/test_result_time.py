@@ -159,6 +159,8 @@ def test_the_typical_wait_of_enough_past_jobs_and_the_bound_on_its_p90_tops_it(t
     assert t2.wait_now_corrected_s == 20.0 and t2.wait_s == 20.0 and t2.wait_hi_s == 20.0
     html = page(result)
     assert "95 % upper bound" in html and "corrected from 40 s" in html
+    # the top wait is the longer of the bound and the wait (queue.top_wait): said so
+    assert "or the wait itself where that is longer" in html
     assert "no past job of its shape known: no bound on its wait" in html  # t2's
     # fewer past jobs than queue_history_min_jobs: the wait now stands, the bound tops it
     _, points = times_of(on_slurm(study(), runs, {"slurm_partition": "debug"}, 30, 31, ask))

@@ -213,6 +213,21 @@ def test_an_adaptive_study_costs_its_charges_failed_runs_included():
     assert f"The study cost {spent:.3g} SU" in text
 
 
+def test_a_step_decided_inside_the_indifference_zone_says_both_ends_are_right():
+    """Issue 36: a step whose interval reaches across the threshold, narrower than the
+    zone, is decided; the words must not say "above 0.1" of an interval that is not."""
+    text, plans = adaptive_report([1, 2], {1: [10.0, 10.1, 9.9, 10.0], 2: [9.0, 9.15, 8.95, 9.1]})
+    assert plans[-1]["stop"]["reason"] == "decided"
+    assert (
+        "Decided by these runs: the step from 1 to 2 adds 0.10 [0.09, 0.12] speedup per unit, "
+        "within the indifference zone 0.1 ± 0.075, so N = 1 and N = 2 are both right "
+        "(95 % interval)."
+    ) in text, text
+    # the rounds' stop says it too
+    assert "N = 1 and N = 2 are both right: the step 1" in text
+    assert "adds 0.105 [0.0904, 0.122] speedup per unit, within the indifference zone" in text
+
+
 def test_a_decided_adaptive_answer_does_not_ask_for_fixed_repeats(tmp_path):
     """Issue 16: the default study answered "Decided by these runs", then told to raise
     `repeats` (which an adaptive study does not run) for its unstable points, and to
@@ -256,9 +271,11 @@ def test_a_round_the_budget_refused_names_its_candidates_by_n_measured_or_not():
 
 
 def test_a_grid_priced_at_time_limits_is_an_upper_bound_and_the_share_a_lower_one():
-    # t4 was never measured and no model prices it: its runs are priced at the time
-    # limit. The report said "would cost 0.414 SU (estimated ...): this study spent 3 %"
-    text, plans = adaptive_report([1, 2, 4], {1: [10.0, 10.1, 9.9, 10.0], 2: [5.0, 5.1, 4.9, 5.0]})
+    # t4 was never measured, and its neighbour's 20.3 minutes times the price's margin
+    # are above its 30-minute limit: its runs are priced at the time limit. The report
+    # said "would cost 0.414 SU (estimated ...): this study spent 3 %"
+    slow = {1: [1750.0, 1760.0, 1740.0, 1750.0], 2: [1220.0, 1230.0, 1210.0, 1220.0]}
+    text, plans = adaptive_report([1, 2, 4], slow)
     assert plans[-1]["priced_at_limit"] == ["t4"]
     assert "runs each would cost at most " in text
     assert (

@@ -19,6 +19,7 @@ from scalestudy.analysis.cluster.queue import request_waits
 from scalestudy.analysis.cluster.result_time import deadline_by_result, study_result_times
 from scalestudy.analysis.cost.cost import charges, cost_view
 from scalestudy.analysis.decisions.layouts import grid_cells, point_layout
+from scalestudy.analysis.decisions.recommendation import within_zone
 from scalestudy.analysis.decisions.request import study_requests
 from scalestudy.analysis.history.baseline import fingerprint
 from scalestudy.analysis.stats.predictions import jsonable, usable_runs
@@ -194,8 +195,8 @@ def answer(pred: dict, summary: pd.DataFrame, study: Study) -> dict:
         stopped_at = dict(zip(("from_n", "to_n", "marginal"), stopped, strict=True))
     peak = pred.get("peak")
     fits = pred["fits"]
-    said = ["threshold", "cheapest_meeting_deadline", "deadline_note", "fastest_within_budget",
-            "budget_note"]  # fmt: skip
+    said = ["threshold", "zone", "cheapest_meeting_deadline", "deadline_note",
+            "fastest_within_budget", "budget_note"]  # fmt: skip
     return (
         found
         | {k: rec[k] for k in said}
@@ -209,7 +210,9 @@ def answer(pred: dict, summary: pd.DataFrame, study: Study) -> dict:
             "next_measurements": rec.get("next_measurements"),
             # each step's marginal gain with its interval: [from, to, gain, lo, hi]
             "step_intervals": rec.get("step_intervals", []),
-            "steps": decision_steps(worth, stopped_at, rec.get("step_intervals", [])),
+            "steps": decision_steps(
+                worth, stopped_at, rec.get("step_intervals", []), rec["threshold"], rec["zone"]
+            ),
             "fitted": any(f["ok"] for f in fits),
             "provenance_note": pred["fit_note"] if pred.get("mixed_provenance") else None,
             "unstable": [p for p, why in pred["excluded"].items() if why.startswith("unstable")],
@@ -221,21 +224,26 @@ def answer(pred: dict, summary: pd.DataFrame, study: Study) -> dict:
     )
 
 
-def decision_steps(worth_n, stopped_at: dict | None, intervals: list) -> dict:
+def decision_steps(worth_n, stopped_at: dict | None, intervals: list, threshold: float,
+                   zone: float) -> dict:  # fmt: skip
     """The two steps the answer stands on, each gain with its interval: the step to the
-    recommended N and the step after it (None where there is none, or no interval)."""
+    recommended N and the step after it (None where there is none, or no interval),
+    and whether its interval reaches across the threshold inside the zone."""
     found = {"to": None, "after": None}
     after_from = (stopped_at or {}).get("from_n")
     for a, b, gain, lo, hi in intervals:
         which = "to" if b == worth_n else "after" if a == after_from else None
         if which and lo is not None:
-            found[which] = {"from_n": a, "to_n": b, "gain": gain, "lo": lo, "hi": hi}
+            inside = within_zone(gain, (lo, hi), threshold, zone)
+            found[which] = {"from_n": a, "to_n": b, "gain": gain, "lo": lo, "hi": hi,
+                            "within_zone": inside}  # fmt: skip
     return found
 
 
 def adaptive_answer(rounds: dict | None) -> dict:
     """An adaptive study's answer is decided as its last round judged it (target CI
-    included); what would decide it is the rounds section's, not more fixed repeats."""
+    included, unless out of reach); what would decide it is the rounds section's, not
+    more fixed repeats."""
     if rounds is None:
         return {}
     return {"decided": rounds["decided"], "next_measurements": None, "adaptive": True}

@@ -436,7 +436,8 @@ def step_text(step: contract.Step | None) -> dict | None:
     if step is None:
         return None
     return {"from_n": step.from_n, "to_n": step.to_n, "gain": fmt(step.gain, "{:.2f}"),
-            "lo": fmt(step.lo, "{:.2f}"), "hi": fmt(step.hi, "{:.2f}")}  # fmt: skip
+            "lo": fmt(step.lo, "{:.2f}"), "hi": fmt(step.hi, "{:.2f}"),
+            "within_zone": step.within_zone}  # fmt: skip
 
 
 def layout_text(cell) -> dict:
@@ -639,7 +640,7 @@ def study_view(
                 # the headline states efficiency without its interval, beside the speedup's
                 | {"efficiency_text": fmt(a.efficiency, pattern("efficiency"))}
                 | {"steps": {"to": step_text(a.steps.to), "after": step_text(a.steps.after)}}
-                | {"threshold": fmt(a.threshold, "{:g}")}
+                | {"threshold": fmt(a.threshold, "{:g}"), "zone": fmt(a.zone, "{:.2g}")}
                 # the answer's time to result, where Slurm gave waits
                 | {"result_text": result_text(found.time_to_result, a.point)}
                 # energy to result: the answer's cost in energy, where measured

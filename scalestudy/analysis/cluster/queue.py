@@ -127,16 +127,28 @@ def p90_bound(waits: list[float]) -> float | None:
     return None if k is None else float(sorted(waits)[k - 1])
 
 
-def backtest(waits: list[float]) -> tuple[int, int]:
+def top_wait(wait_now_s: float | None, bound_s: float | None) -> float | None:
+    """The top of a wait's interval: the bound on past waits, raised to the wait
+    --test-only sees now where that is longer. The bound assumes the queue as busy as
+    in its history; where it is busier now (a run of long jobs ahead), --test-only
+    sees it: on the test cluster the bound alone held for 79 % of 102 jobs, raised so
+    for 98 % (docs/slurm.md). None where neither is known."""
+    known = [w for w in (wait_now_s, bound_s) if w is not None]
+    return max(known) if known else None
+
+
+def backtest(waits: list[float], now: list[float | None] | None = None) -> tuple[int, int]:
     """How many waits (in time order) lie at or under the bound of the waits before
-    them, of how many had such a bound: (covered, tested)."""
+    them (raised to `now`'s wait predicted for that job where given: top_wait), of how
+    many had such a bound: (covered, tested)."""
     earlier: list[float] = []
     covered = tested = 0
-    for wait in waits:
+    for position, wait in enumerate(waits):
         k = bound_rank(len(earlier))
         if k is not None:
             tested += 1
-            covered += bool(wait <= earlier[k - 1])  # a plain int, for JSON
+            top = top_wait(None if now is None else now[position], earlier[k - 1])
+            covered += bool(wait <= top)  # a plain int, for JSON
         bisect.insort(earlier, wait)
     return covered, tested
 

@@ -8,9 +8,9 @@ queue wait beside the run time.
   estimate, not a bound either way: queue.NOT_A_BOUND; corrected by past jobs' run
   time to time limit where sacct knows it) and the median of past jobs of the same
   shape where at least `min_jobs` of them are known; basis "now" or "typical". The
-  interval's top wait is the 95 % upper bound on the 90th percentile of past waits of
-  the shape (queue.p90_bound) where there is one (29 past jobs or more), else the wait
-  itself. Slurm not reachable, or the shape refused, and no history: basis "unknown
+  interval's top wait is the larger of that wait and the 95 % upper bound on the 90th
+  percentile of past waits of the shape (queue.p90_bound, 29 past jobs or more;
+  queue.top_wait). Slurm not reachable, or the shape refused, and no history: basis "unknown
   wait" and no wait added. Locally there is no queue: wait 0, basis "local".
 - Time to result = wait + run time, its interval [wait + run's low end, top wait +
   run's high end]: a sum of medians, never an average of ratios.
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.cluster.queue import LOCAL, NOW, TYPICAL, UNKNOWN
+from scalestudy.analysis.cluster.queue import LOCAL, NOW, TYPICAL, UNKNOWN, top_wait
 from scalestudy.analysis.decisions.recommendation import meeting_deadline
 from scalestudy.analysis.decisions.request import full_length_seconds
 from scalestudy.analysis.stats.intervals import median_ci
@@ -61,8 +61,7 @@ def chosen_wait(asked: dict, queue: str, min_jobs: int | None) -> dict:
         wait, basis = now, NOW
     else:
         return {"wait_s": None, "wait_hi_s": None, "basis": UNKNOWN}
-    bound = asked["history_wait_bound_s"]
-    return {"wait_s": wait, "wait_hi_s": wait if bound is None else max(wait, bound),
+    return {"wait_s": wait, "wait_hi_s": top_wait(wait, asked["history_wait_bound_s"]),
             "basis": basis}  # fmt: skip
 
 

@@ -1,16 +1,20 @@
 """The price of a study before it runs: its jobs, their layout, and an estimate of
 each job's whole-job time and SU.
 
-A job's time is estimated, best first, from
+A job's time is estimated (job_price), best first, from
 1. the point's own earlier runs in this study (the median whole-job time of its
-   successful runs, from results/STUDY/runs.csv);
-2. the study's fitted scaling model (results/STUDY/analysis.json), for a point it has
-   not measured: the measured base time over the predicted speedup. Only where the
+   successful runs, from results/STUDY/runs.csv): "measured";
+2. for a point the study has not measured, conservatively: the slower of what its
+   measured neighbour says ("neighbour": neighbour_time) and the upper end of the
+   fitted scaling model's 95 % prediction band ("model": model_time; only where the
    model was fitted to whole-job time of a strong-scaling study, and only within the
-   range the model was drawn over (up to twice the largest measured N);
-3. the study's time limit (`resources.runtime`): an upper bound, marked as one.
+   range it was drawn over), times PRICE_MARGIN;
+3. the study's time limit (`resources.runtime`), where nothing is measured or the
+   estimate is above it: an upper bound (a run is killed at its limit), marked as one.
 SU are priced by scalestudy.analysis.cost.cost, on the study's (or the series') weights; a job's
-partition is unknown before it runs, so partition weights are not applied.
+partition is unknown before it runs, so partition weights are not applied. What runs
+cost is their measured time (cost.charges), however they were priced: a run slower
+than its price counts in full against a budget.
 """
 
 from __future__ import annotations
@@ -30,7 +34,14 @@ from scalestudy.model import Study
 from scalestudy.study.points import point_for
 from scalestudy.study.slurm import job_runtime, slurm_resources
 
-MEASURED, MODEL, LIMIT = "measured", "model", "limit"
+MEASURED, NEIGHBOUR, MODEL, LIMIT = "measured", "neighbour", "model", "limit"
+# An estimate from measurements is multiplied by this before it prices a point: the
+# neighbour's time assumes no speedup (or no loss of efficiency), which a curve past
+# its peak, a noisy run or a weak-scaling study's growing time can exceed. At 1.5,
+# 1.5-1.7 % of the simulated runs priced from a neighbour cost more than their price
+# (outliers, mostly), and none of 4 x 1000 budgeted studies went over its budget
+# (benchmarks/adaptive_simulator.py --budget).
+PRICE_MARGIN = 1.5
 
 
 def earlier_times(runs: pd.DataFrame | None) -> dict[str, list[float]]:
@@ -42,20 +53,79 @@ def earlier_times(runs: pd.DataFrame | None) -> dict[str, list[float]]:
 
 
 def model_time(study: Study, analysis: dict | None, series: str, n: int) -> float | None:
-    """Whole-job seconds at N the study's selected model predicts, or None where it
-    cannot say (no fit, another time basis, weak scaling, N outside its curve)."""
+    """Whole-job seconds at N by the upper end of the 95 % prediction band of the
+    study's selected model (its band's lowest speedup), or None where it cannot say
+    (no fit, no band, another time basis, weak scaling, N outside its curve)."""
     if not analysis or study.time != "wall" or study.scaling.kind != "strong":
         return None
     for fitted in analysis.get("series", []):
         curve = fitted.get("curve")
         if fitted.get("series") != series or not curve or not curve.get("base_time_s"):
             continue
-        ns, speedups = np.asarray(curve["n"], float), np.asarray(curve["speedup"], float)
-        if not ns.min() <= n <= ns.max():
+        ns = np.asarray(curve["n"], float)
+        slowest = np.asarray([math.nan if x is None else x for x in curve.get("band_lo") or []],
+                             float)  # fmt: skip
+        if len(slowest) != len(ns) or not ns.min() <= n <= ns.max():
             return None
-        speedup = float(np.interp(math.log(n), np.log(ns), speedups))
+        speedup = float(np.interp(math.log(n), np.log(ns), slowest))
         return curve["base_time_s"] / speedup if speedup > 0 else None
     return None
+
+
+def neighbour_time(n: int, measured: dict[int, float], weak: bool) -> tuple[float, int] | None:
+    """(whole-job seconds, the N it is taken from) of an unmeasured N, from the nearest
+    point tried below it (else above it); `measured`: N -> the median whole-job seconds
+    of each point tried (NaN: its runs all failed, which says nothing but "slow":
+    None). Assumed no faster than that neighbour: from below, adding units does not
+    make a run faster (strong scaling, so no speedup) nor slower (weak scaling: the
+    margin covers what it grows); from above, a strong-scaling point uses no more
+    unit-seconds than the larger one (efficiency does not fall as N falls), a
+    weak-scaling one no more time."""
+    below = [m for m in measured if m < n]
+    m = max(below) if below else min((m for m in measured if m > n), default=None)
+    if m is None or not math.isfinite(measured[m]):
+        return None
+    seconds = measured[m] if weak or m < n else measured[m] * m / n
+    return seconds, m
+
+
+def job_price(
+    n: int, measured: dict[int, float], limit_s: float, weak: bool = False,
+    model_s: float | None = None,
+) -> dict:  # fmt: skip
+    """A job's whole-job seconds at N and their basis (MEASURED, NEIGHBOUR, MODEL or
+    LIMIT), with `from_n`, the neighbour's N: from its own median where measured, else
+    the slower of neighbour_time and `model_s` (model_time) times PRICE_MARGIN, at
+    most `limit_s`, the time limit (the price where nothing is measured). `reserve_s`:
+    what a budget holds back for the run before it runs, the same with a measured
+    median too times PRICE_MARGIN (half the runs are slower than their median: rounds
+    admitted on medians went over their budget). The one rule of the plan, the
+    adaptive rounds and benchmarks/adaptive_simulator.py."""
+    if math.isfinite(measured.get(n, math.nan)):
+        reserve = min(measured[n] * PRICE_MARGIN, limit_s)
+        return {"seconds": measured[n], "basis": MEASURED, "from_n": n, "reserve_s": reserve}
+    estimates = []
+    if n not in measured and (found := neighbour_time(n, measured, weak)) is not None:
+        estimates.append((found[0], NEIGHBOUR, found[1]))
+    if n not in measured and model_s is not None and math.isfinite(model_s):
+        estimates.append((model_s, MODEL, None))
+    if estimates:
+        seconds, basis, from_n = max(estimates, key=lambda e: e[0])
+        if seconds * PRICE_MARGIN < limit_s:
+            seconds *= PRICE_MARGIN
+            return {"seconds": seconds, "basis": basis, "from_n": from_n, "reserve_s": seconds}
+    return {"seconds": limit_s, "basis": LIMIT, "from_n": None, "reserve_s": limit_s}
+
+
+def basis_text(price: dict, earlier_runs: int) -> str:
+    """What a price (job_price) is based on, in words; `earlier_runs`: the point's."""
+    if price["basis"] == MEASURED:
+        return f"median of {earlier_runs} earlier run{'s' if earlier_runs != 1 else ''}"
+    if price["basis"] == NEIGHBOUR:
+        return f"from N = {price['from_n']} measured, × {PRICE_MARGIN:g} margin"
+    if price["basis"] == MODEL:
+        return f"the fitted model's upper prediction, × {PRICE_MARGIN:g} margin"
+    return f"upper bound: the {price['seconds'] / SECONDS_PER_MINUTE:g}-min time limit"
 
 
 def study_plan(
@@ -68,6 +138,8 @@ def study_plan(
     `analysis` are the study's earlier results (None before its first run);
     `finished` the (point, repeat) whose good records exist (they will not run)."""
     times = earlier_times(runs)
+    # a point with runs but no successful one was tried: it prices nothing but itself
+    tried = set(runs["point"].astype(str)) if runs is not None and "point" in runs else set()
     # an adaptive study's later rounds are chosen from its runs: its plan is round 1
     first = (
         first_round(study.scaling.ns(), study.base_n(study.scaling.ns()), Rules.of(study))
@@ -78,17 +150,25 @@ def study_plan(
     for series in study.series_names:
         own = study.for_series(series)
         cost = Cost.of(study, series)
-        for n in sorted(own.scaling.ns()):
-            point = point_for(study, n, series)
-            if times.get(point.label):
-                seconds, basis = statistics.median(times[point.label]), MEASURED
-            elif (predicted := model_time(study, analysis, series, n)) is not None:
-                seconds, basis = predicted, MODEL
-            else:
-                seconds, basis = own.resources.runtime * SECONDS_PER_MINUTE, LIMIT
+        points = {n: point_for(study, n, series) for n in sorted(own.scaling.ns())}
+        measured = {
+            n: statistics.median(times[p.label]) if times.get(p.label) else math.nan
+            for n, p in points.items()
+            if p.label in tried or times.get(p.label)
+        }
+        for n, point in points.items():
+            price = job_price(
+                n,
+                measured,
+                own.resources.runtime * SECONDS_PER_MINUTE,
+                own.scaling.kind == "weak",
+                model_time(study, analysis, series, n),
+            )
+            seconds, basis = price["seconds"], price["basis"]
             repeats = study.repeats if first is None else first.get(n, 0)
             done = sum((point.label, k) in finished for k in range(1, repeats + 1))
             su = float(cost.su(point.cores, point.gpus, seconds))
+            reserve = float(cost.su(point.cores, point.gpus, price["reserve_s"]))
             rows.append(
                 point.as_dict()
                 | {
@@ -97,8 +177,11 @@ def study_plan(
                     "to_run": repeats - done,
                     "seconds": seconds,
                     "basis": basis,
+                    "price_from_n": price["from_n"],  # the point whose time priced it
+                    "price_basis": basis_text(price, len(times.get(point.label, []))),
                     "earlier_runs": len(times.get(point.label, [])),
                     "su_per_job": su,
+                    "su_reserve_per_job": reserve,
                     "su": su * repeats,
                     "su_to_run": su * (repeats - done),
                     "seconds_to_run": seconds * (repeats - done),
@@ -189,8 +272,10 @@ def round_plan(
         spent = charges(runs, study)["su"]
     priced = study_plan(study, runs)
     su_per_run = {int(r["n"]): r["su_per_job"] for r in priced["rows"]}
+    # a round is admitted within the budget on what it holds back (job_price)
+    reserve = {int(r["n"]): r["su_reserve_per_job"] for r in priced["rows"]}
     scale = {n: n / base for n in ns} if study.scaling.kind == "weak" else None
-    inputs, rules = (round_no, ns, base, made, samples, su_per_run, spent), Rules.of(study)
+    inputs, rules = (round_no, ns, base, made, samples, reserve, spent), Rules.of(study)
     plan = next_round(*inputs, rules, scale)
     if baseline is not None and samples and study.adaptive.settle_baseline:
         column = TIME_COLUMNS[study.time]
@@ -201,7 +286,7 @@ def round_plan(
             {("", n): x for n, x in now.items() if n in ns},
             {("", n): x for n, x in was.items()},
             study,
-            su_per_run,
+            reserve,
         )
     # a study stopped undecided: the config change that would plan a round again
     plan["to_decide"] = to_decide(plan, *inputs, rules=rules, scale=scale)
@@ -221,6 +306,8 @@ def round_plan(
             "study": study.name,
             "points": {label[n]: n for n in ns},
             "su_per_run": {label[n]: su_per_run[n] for n in ns},
+            # what each price is based on, in words (measured, a neighbour, the limit)
+            "price_basis": {label[int(r["n"])]: r["price_basis"] for r in priced["rows"]},
             # priced at their time limit: an upper bound
             "priced_at_limit": [label[int(r["n"])] for r in priced["rows"] if r["basis"] == LIMIT],
             "budget_su": study.budget_su,

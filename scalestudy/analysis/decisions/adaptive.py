@@ -26,7 +26,15 @@ from pathlib import Path
 import numpy as np
 
 from scalestudy.analysis.cost.cost import within_budget
-from scalestudy.analysis.decisions.recommendation import DECISION_LEVEL, recommend, step_intervals
+from scalestudy.analysis.decisions.recommendation import (
+    DECISION_LEVEL,
+    recommend,
+    step_decided,
+    step_intervals,
+    within_zone,
+    zone_half_width,
+    zone_text,
+)
 from scalestudy.analysis.stats.intervals import LEVEL, _t_quantile, ratio_ci
 
 DECIDED, BUDGET, LIMITS = "decided", "budget", "limits"
@@ -37,6 +45,7 @@ class Rules:
     """The stopping and selection settings of one adaptive study."""
 
     threshold: float  # recommend.min_marginal_speedup
+    indifference: float  # recommend.indifference: the zone, a share of the threshold
     target_ci: float  # relative half-width of the recommended point's speedup CI
     budget_su: float
     max_repeats: int
@@ -50,6 +59,7 @@ class Rules:
         a = study.adaptive
         return cls(
             threshold=study.recommend.min_marginal_speedup,
+            indifference=study.recommend.indifference,
             target_ci=a.target_ci,
             budget_su=study.budget_su,
             max_repeats=a.max_repeats,
@@ -57,6 +67,11 @@ class Rules:
             first_repeats=a.first_repeats,
             first_points=a.first_points,
         )
+
+    @property
+    def zone(self) -> float:
+        """The indifference zone's half-width around the threshold, in gain units."""
+        return zone_half_width(self.threshold, self.indifference)
 
 
 def first_round(candidates: list[int], base: int, rules: Rules) -> dict[int, int]:
@@ -86,7 +101,7 @@ def judge(
 
     speedup_cis = {n: speedup_of(n) for n in ns}  # N -> (speedup, lo, hi)
     speedups = [speedup_cis[n][0] for n in ns]
-    rec = recommend(ns, speedups, ns, threshold=rules.threshold)
+    rec = recommend(ns, speedups, ns, threshold=rules.threshold, indifference=rules.indifference)
     speedup_at = dict(zip(ns, speedups, strict=True))
     intervals = step_intervals(samples, {n: n for n in ns}, base, rec["steps"], scale)
     by_step = {tuple(s[:2]): iv for s, iv in zip(rec["steps"], intervals, strict=True)}
@@ -116,18 +131,33 @@ def judge(
     # measures that one alone (next_round)
     up = step_up(unmeasured, lower)
     fallback = up if up is not None and new and min(new) >= up and set(new) != {up} else None
+
+    def undecided(step) -> bool:
+        return not skips(unmeasured, *step[:2]) and not step_decided(
+            step[2], by_step[tuple(step[:2])], rules.threshold, rules.zone
+        )
+
     # repeats for a deciding step between neighbouring candidates (a step over
     # unmeasured ones is split by `new` first)
-    if recommended is not None and not skips(unmeasured, *recommended[:2]):
-        lo = (by_step[recommended[:2]] or (-math.inf,))[0]
-        if not lo >= rules.threshold:
-            need(sorted(moved_by(base, speedup_at, recommended[0], worth)),
-                 f"the step {recommended[0]}->{worth} may not pay")  # fmt: skip
-    if stopped is not None and not skips(unmeasured, *stopped[:2]):
-        hi = (by_step[tuple(stopped[:2])] or (None, math.inf))[1]
-        if not hi < rules.threshold:
-            need(sorted(moved_by(base, speedup_at, stopped[0], stopped[1])),
-                 f"the step {stopped[0]}->{stopped[1]} may pay")  # fmt: skip
+    if recommended is not None and undecided(recommended):
+        need(sorted(moved_by(base, speedup_at, recommended[0], worth)),
+             f"the step {recommended[0]}->{worth} may not pay")  # fmt: skip
+    if stopped is not None and undecided(stopped):
+        need(sorted(moved_by(base, speedup_at, stopped[0], stopped[1])),
+             f"the step {stopped[0]}->{stopped[1]} may pay")  # fmt: skip
+    # the points of the deciding steps need runs enough to trust their intervals: of 2
+    # runs, the bootstrap median takes 3 values, and decided answers were wrong in 5 %
+    # of the simulated studies (1-2 % when they must have 3). Asked for only once the
+    # steps are otherwise decided: before, those runs may go to points that end up
+    # deciding nothing.
+    deciding = {base} | {n for step in (recommended, stopped) if step for n in step[:2]}
+    for n in sorted(deciding & set(ns)) if not new and not needs else ():
+        if 2 <= usable[n] < min(MIN_DECIDING_RUNS, rules.max_repeats):
+            short[n] = (usable[n], MIN_DECIDING_RUNS)
+            need((n,), f"only {usable[n]} usable runs at N = {n}, too few to decide on")
+    # which N to ask for is decided on the steps; the speedup CI's target asks for
+    # runs too, but one out of reach (next_round) leaves the answer decided
+    answer_decided = not needs and not new and worth is not None
     ci = {"speedup": math.nan, "lo": math.nan, "hi": math.nan, "half_width": math.nan}
     if worth is not None and worth != base:
         speedup, lo, hi = speedup_cis[worth]
@@ -136,16 +166,6 @@ def judge(
         # not while a new point may still move the answer
         if not half <= rules.target_ci and not new:
             need((worth, base), f"the speedup at N = {worth} is not yet within the target")
-    # the points of the deciding steps need runs enough to trust their intervals: of 2
-    # runs, the bootstrap median takes 3 values, and decided answers were wrong in 5 %
-    # of the simulated studies (1-2 % when they must have 3). Asked for only once the
-    # answer is otherwise decided: before, those runs may go to points that end up
-    # deciding nothing.
-    deciding = {base} | {n for step in (recommended, stopped) if step for n in step[:2]}
-    for n in sorted(deciding & set(ns)) if not new and not needs else ():
-        if 2 <= usable[n] < min(MIN_DECIDING_RUNS, rules.max_repeats):
-            short[n] = (usable[n], MIN_DECIDING_RUNS)
-            need((n,), f"only {usable[n]} usable runs at N = {n}, too few to decide on")
     return {
         "base": base,
         "worth_n": worth,
@@ -168,6 +188,8 @@ def judge(
         # the next candidate up, where `new` goes beyond it
         "fallback": fallback,
         "decided": not needs and not new and worth is not None,
+        # decided but for the speedup CI's target
+        "answer_decided": answer_decided,
     }
 
 
@@ -305,12 +327,13 @@ def shrink_factors(judged: dict, n: int, rules: Rules, curtailed=()) -> dict[str
     for a, b, gain, lo, hi in judged["steps"]:
         if (
             lo is None
-            or not lo < rules.threshold <= hi
+            or step_decided(gain, (lo, hi), rules.threshold, rules.zone)
             or (a, b) in curtailed
             or n not in moved_by(judged["base"], judged["speedups"], a, b)
         ):
             continue
-        distance = abs(gain - rules.threshold)
+        # the interval must shrink to reach the zone's far edge
+        distance = abs(gain - rules.threshold) + rules.zone
         factor = (hi - lo) / 2 / distance if distance > 0 else math.inf
         factors["step"] = max(factors.get("step", 0.0), factor)
     ci = judged["speedup_ci"]
@@ -344,7 +367,11 @@ def curtailed_steps(judged: dict, runs: dict[int, int], rules: Rules) -> dict:
     z_level = norm.ppf((1 + DECISION_LEVEL) / 2)
     found = {}
     for a, b, gain, lo, hi in judged["steps"]:
-        if (a, b) not in judged["deciding"] or lo is None or not lo < rules.threshold <= hi:
+        if (
+            (a, b) not in judged["deciding"]
+            or lo is None
+            or step_decided(gain, (lo, hi), rules.threshold, rules.zone)
+        ):
             continue
         points = moved_by(judged["base"], judged["speedups"], a, b)
         if not any(runs.get(n, 0) < rules.max_repeats for n in points):
@@ -357,7 +384,11 @@ def curtailed_steps(judged: dict, runs: dict[int, int], rules: Rules) -> dict:
         se = (gain - lo if gain >= rules.threshold else hi - gain) / z_level
         left = math.sqrt(1 - have / rules.max_repeats)
         chance = float(norm.sf(abs(gain - rules.threshold) / (se * left)))
-        if chance < CURTAIL_CHANCE:
+        # nor while max_repeats runs would likely narrow the interval's side to the
+        # zone's far edge (width ~ 1/sqrt(runs)): then they decide the step
+        deciding_at_max = se * z_level * math.sqrt(have / rules.max_repeats)
+        decides = deciding_at_max <= abs(gain - rules.threshold) + rules.zone
+        if chance < CURTAIL_CHANCE and not decides:
             found[(a, b)] = chance
     return found
 
@@ -407,8 +438,13 @@ def next_round(
     else:
         judged = judge(candidates, samples, base, rules, scale)
         plan["judged"] = judged
-        if judged["decided"]:
-            return plan | {"stop": stop(DECIDED, decided_text(judged, rules))}
+        # a CI target that max_repeats runs at both its ends (the answer and the base)
+        # would not reach gets no runs, and does not stop the work on the steps
+        ci, ends = judged["speedup_ci"], sorted({judged["worth_n"], base} & set(runs))
+        reach = half_width_at_max_repeats(ci["half_width"], ends, judged["usable"], runs, rules)
+        beyond = set(ends) if reach > rules.target_ci else set()
+        if judged["decided"] or judged["answer_decided"] and beyond:
+            return plan | {"stop": stop(DECIDED, decided_text(judged, rules, reach))}
         if round_no > rules.max_rounds:
             return plan | {"stop": stop(LIMITS, f"{rules.max_rounds} rounds were run "
                                         "(max_rounds)")}  # fmt: skip
@@ -416,13 +452,9 @@ def next_round(
         new_runs = min(NEW_POINT_RUNS, rules.first_repeats, rules.max_repeats)
         for n, reason in judged["new"].items():
             added[n], why[n] = new_runs, reason
-        # a CI target that max_repeats runs at both its ends (the answer and the base)
-        # would not reach gets no runs, and does not stop the work on the steps
-        ci, ends = judged["speedup_ci"], sorted({judged["worth_n"], base} & set(runs))
-        reach = half_width_at_max_repeats(ci["half_width"], ends, judged["usable"], runs, rules)
-        beyond = set(ends) if reach > rules.target_ci else set()
         at_limit = []  # points that still decide the answer but have max_repeats runs
-        # such a study cannot be decided: steps that more runs would hardly change get none
+        # where the CI target is out of reach, steps that more runs would hardly change
+        # (nor decide) get none
         curtailed = curtailed_steps(judged, runs, rules) if beyond else {}
         open_steps = [step for step in judged["deciding"] if step not in curtailed]
         for n, reason in judged["needs"].items():
@@ -499,9 +531,8 @@ def next_round(
     return plan
 
 
-# The most that to_decide raises max_repeats to: beyond, the runs cost more than a
-# newcomer's study should, and the target is what to loosen
-MAX_REPEATS_RAISE = 4
+# the schema's maximum of adaptive.max_repeats
+MOST_REPEATS = 100
 
 
 def to_decide(plan: dict, *inputs, rules: Rules, scale=None) -> dict | None:
@@ -509,7 +540,7 @@ def to_decide(plan: dict, *inputs, rules: Rules, scale=None) -> dict | None:
     its arguments but the rules) stops undecided: the one change of the study's config
     after which its next run of the workflow plans a round again, and that round.
     Returns {"key" (as config/README.md names it), "value", "added": N -> runs,
-    "round_su", "runs_decide" (False: the looser rule decides on the runs that exist)},
+    "round_su", "runs_decide" (False: the changed rule decides on the runs that exist)},
     or None (decided, or no change within reach). The new round is planned as the
     workflow will: one round number on (the stopped plan's round is history), from the
     same runs."""
@@ -521,30 +552,11 @@ def to_decide(plan: dict, *inputs, rules: Rules, scale=None) -> dict | None:
         needed = significant_ceiling(plan["spent_su"] + refused["round_su"])
         return {"key": "budget_su", "value": needed, "added": refused["added"],
                 "round_su": refused["round_su"], "runs_decide": True}  # fmt: skip
-    tries = []  # (config key, its new value)
-    if round_no > rules.max_rounds:
-        tries.append(("max_rounds", round_no + 1))
-    else:
-        # twice the runs, or, where the CI target is what is out of reach, the fewest
-        # that reach it (up to MAX_REPEATS_RAISE times as many)
-        judged, runs = plan["judged"], rest[2]
-        ci, ends = judged["speedup_ci"], sorted({judged["worth_n"], judged["base"]} & set(runs))
-
-        def reach(max_repeats: int) -> float:
-            raised = replace(rules, max_repeats=max_repeats)
-            return half_width_at_max_repeats(ci["half_width"], ends, judged["usable"], runs, raised)
-
-        more = 2 * rules.max_repeats
-        if reach(rules.max_repeats) > rules.target_ci:
-            top = MAX_REPEATS_RAISE * rules.max_repeats
-            more = next(
-                (m for m in range(rules.max_repeats + 1, top) if not reach(m) > rules.target_ci),
-                top,
-            )
-        tries.append(("max_repeats", more))
-        looser = significant_ceiling(ci["half_width"])
-        if math.isfinite(looser) and rules.target_ci < looser < 1:
-            tries.append(("target_ci", looser))
+    # a study past max_rounds gets one more round (the stopped round counts); one at
+    # max_repeats, twice the runs (its deciding steps are what is undecided: an
+    # unreachable CI target no longer keeps it so)
+    tries = [("max_rounds", round_no + 1)] if round_no > rules.max_rounds else []
+    tries.append(("max_repeats", min(2 * rules.max_repeats, MOST_REPEATS)))
     for key, value in tries:
         then = next_round(round_no + 1, *rest, replace(rules, **{key: value}), scale)
         if then["stop"] is None or then["stop"]["reason"] == DECIDED:
@@ -597,14 +609,26 @@ def stop(reason: str, text: str) -> dict:
     return {"reason": reason, "text": text}
 
 
-def decided_text(judged: dict, rules: Rules) -> str:
+def decided_text(judged: dict, rules: Rules, reach: float = math.nan) -> str:
+    """'ask for N = 16 (speedup ...)', with the steps decided only by the zone ('N = 8
+    and N = 16 are both right: ...') and a CI target out of reach (`reach`: the
+    half-width max_repeats runs would give)."""
     worth, ci = judged["worth_n"], judged["speedup_ci"]
     words = f"ask for N = {worth}"
     if math.isfinite(ci["half_width"]):
         words += (
             f" (speedup {ci['speedup']:.3g}, 95 % CI {ci['lo']:.3g}-{ci['hi']:.3g}, "
-            f"±{100 * ci['half_width']:.1f} % against a target of ±{100 * rules.target_ci:g} %)"
+            f"±{100 * ci['half_width']:.1f} % against a target of ±{100 * rules.target_ci:g} %"
         )
+        if ci["half_width"] > rules.target_ci:
+            at = " and ".join(f"N = {n}" for n in sorted({judged["base"], worth}))
+            words += (f", out of reach: max_repeats = {rules.max_repeats} runs at {at} would "
+                      f"give about ±{100 * reach:.1f} %")  # fmt: skip
+        words += ")"
+    for a, b, gain, lo, hi in judged["steps"]:
+        if (a, b) in judged["deciding"] and within_zone(gain, (lo, hi), rules.threshold,
+                                                         rules.zone):  # fmt: skip
+            words += "; " + zone_text(a, b, gain, lo, hi, rules.threshold, rules.zone)
     return words
 
 

@@ -45,6 +45,7 @@ def recommend(
     costs=None,
     deadline_s: float | None = None,
     budget: float | None = None,
+    indifference: float = 0.0,
 ) -> dict:
     """What N to ask for.
 
@@ -60,7 +61,8 @@ def recommend(
     (then the faster); fastest_within_budget: among points with cost <= budget, the
     fastest (then the cheaper). Costs default to units x times (resource-seconds, what
     an allocation is charged). None with a note saying why, when not asked or nothing
-    qualifies."""
+    qualifies. `indifference` (recommend.indifference) sets "zone", the half-width
+    around the threshold within which a step is as good taken as not (decision)."""
     ns = np.asarray(ns, dtype=float).ravel()
     speedups = np.asarray(speedups, dtype=float).ravel()
     units = np.asarray(units, dtype=float).ravel()
@@ -90,6 +92,7 @@ def recommend(
         "steps": steps,
         "stopped_at": stopped,
         "threshold": threshold,
+        "zone": zone_half_width(threshold, indifference),
         "skipped_n": [_py(ns[i]) for i in skipped],
         "cheapest_meeting_deadline": None,
         "deadline_note": "no deadline given",
@@ -165,6 +168,59 @@ DECISION_BOOT = 2000
 MAX_MORE_REPEATS = 20  # advice beyond this many more runs a point says "at least"
 
 
+def zone_half_width(threshold: float, indifference: float) -> float:
+    """The indifference zone around the threshold, in gain units: a step whose gain
+    lies within threshold +- this is as good taken as not (`indifference` is
+    recommend.indifference, a share of the threshold)."""
+    return indifference * threshold
+
+
+def step_decided(gain: float, interval, threshold: float, zone: float) -> bool:
+    """Is the walk's choice at this step right, with 95 % confidence, up to the zone
+    (`zone`: its half-width, zone_half_width)? A step the walk takes (gain at least
+    the threshold) is when its interval's lower end is at least threshold - zone; a
+    step it stops at, when the upper end is below threshold + zone. As in
+    ranking-and-selection with an indifference zone (Bechhofer; Kim and Nelson): a
+    gain near the threshold is decided once its interval is narrower than the zone,
+    whichever side it falls on, instead of never. None (no interval): not decided."""
+    if interval is None or interval[0] is None:
+        return False
+    lo, hi = interval[:2]
+    return lo >= threshold - zone if gain >= threshold else hi < threshold + zone
+
+
+def within_zone(gain: float, interval, threshold: float, zone: float) -> bool:
+    """Does a step's interval fall short of the threshold on the walk's side (below it
+    for a step taken, at or above it for a step stopped at)? Decided (step_decided),
+    such a step lies inside the zone, and both its ends are right: the report says so."""
+    if zone <= 0 or interval is None or interval[0] is None:
+        return False
+    return interval[0] < threshold if gain >= threshold else interval[1] >= threshold
+
+
+def zone_text(a, b, gain: float, lo: float, hi: float, threshold: float, zone: float) -> str:
+    """The words of a step decided inside the zone (within_zone)."""
+    return (
+        f"N = {a} and N = {b} are both right: the step {a}->{b} adds {gain:.3g} "
+        f"[{lo:.3g}, {hi:.3g}] speedup per unit, within the indifference zone "
+        f"{threshold:g} ± {zone:.3g} (recommend.indifference)"
+    )
+
+
+def acceptable_answers(ns, speedups, units, threshold: float, zone: float) -> list:
+    """The N that are right up to the zone, on true (noise-free) speedups: every step
+    up to N gains at least threshold - zone, and the step out of N (if any) less than
+    threshold + zone. With zone 0, the walk's own answer (ties aside)."""
+    gains = recommend(ns, speedups, units, threshold=threshold)["steps"]
+    found = [_py(min(ns))]
+    for _, b, gain in gains:
+        if gain < threshold - zone:
+            break
+        found.append(b)
+    return [n for i, n in enumerate(found)
+            if i == len(gains) or gains[i][2] < threshold + zone]  # fmt: skip
+
+
 def step_intervals(
     samples: dict, units: dict, base_n, steps: list, scale=None, seed: int = 0
 ) -> list[tuple[float, float] | None]:
@@ -195,20 +251,16 @@ def step_intervals(
 
 
 def decision(rec: dict, intervals: list, runs_at: dict, su_at: dict) -> dict:
-    """Is the walk's answer decided? It is when the recommended step's marginal gain
-    interval lies above the threshold and the next step's below it. When it is not,
-    the cheapest measurements likely to decide it: more repeats at both ends of each
-    undecided step, as many as would shrink its interval (width ~ 1/sqrt(repeats))
-    to the distance between its gain and the threshold, with their SU (from each
-    point's SU per run)."""
-    threshold, steps = rec["threshold"], rec["steps"]
+    """Is the walk's answer decided? It is when the recommended step and the next one
+    are (step_decided: each interval on its side of the threshold, up to the zone).
+    When it is not, the cheapest measurements likely to decide it: more repeats at
+    both ends of each undecided step, as many as would shrink its interval (width ~
+    1/sqrt(repeats)) to the distance between its gain and the far edge of the zone,
+    with their SU (from each point's SU per run)."""
+    threshold, zone, steps = rec["threshold"], rec["zone"], rec["steps"]
     by_step = {tuple(s[:2]): iv for s, iv in zip(steps, intervals, strict=True)}
-    checks = []  # (step, must be above?)
     recommended = next((s for s in steps if s[1] == rec["worth_n"]), None)
-    if recommended is not None:
-        checks.append((recommended, True))
-    if rec["stopped_at"] is not None:
-        checks.append((rec["stopped_at"], False))
+    checks = [s for s in (recommended, rec["stopped_at"]) if s is not None]
     shown = [[a, b, gain, *(by_step[(a, b)] or (None, None))] for a, b, gain in steps]
     if rec["stopped_at"] is None:
         # every measured step still pays: nothing beyond is known
@@ -216,17 +268,15 @@ def decision(rec: dict, intervals: list, runs_at: dict, su_at: dict) -> dict:
                 "undecided_steps": []}  # fmt: skip
     more: dict = {}
     undecided = []
-    for (a, b, gain), above in checks:
+    for a, b, gain in checks:
         interval = by_step[(a, b)]
-        if interval is not None:
-            clear = interval[0] >= threshold if above else interval[1] < threshold
-            if clear:
-                continue
+        if step_decided(gain, interval, threshold, zone):
+            continue
         undecided.append([a, b])
         if interval is None:
             factor = 2.0  # no interval yet: as many runs again gives one
         else:
-            half, distance = (interval[1] - interval[0]) / 2, abs(gain - threshold)
+            half, distance = (interval[1] - interval[0]) / 2, abs(gain - threshold) + zone
             factor = (half / distance) ** 2 if distance > 0 else math.inf
         for n in (a, b):
             have = max(runs_at.get(n, 0), 1)

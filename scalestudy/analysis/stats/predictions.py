@@ -218,6 +218,7 @@ def recommendation(summary: pd.DataFrame, study: Study) -> dict:
         costs=summary["su"].to_numpy(dtype=float),
         deadline_s=options.deadline_s,
         budget=options.budget_su,
+        indifference=options.indifference,
     )
     return rec
 

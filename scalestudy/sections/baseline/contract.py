@@ -10,20 +10,44 @@ NO_CHANGE = "none"
 @dataclass(frozen=True)
 class PointChange:
     """One point now against the baseline: time ratio now / baseline with its 95 %
-    interval, and the change called (slower, faster or none)."""
+    interval, the change called (slower, faster or none) and the verdict
+    (scalestudy.analysis.stats.verdicts)."""
 
     series: str
     n: int
     ratio: float | None
     lo: float | None
     hi: float | None
-    p_value: float | None  # Welch's t-test on the log times
-    alpha: float  # the p a change needs: 0.05 over the points compared
+    p_value: float | None  # the t-test on the pooled log-scale variance
+    alpha: float | None  # the p a change needs here (its Holm step)
     change: str
+    verdict: str  # slower, faster, same or undecided
+    power: float | None  # of calling a change of twice the tolerance (same, undecided)
+    more_runs: int | None  # undecided: the runs now that would decide it
+    text: str  # the verdict in words
     runs_now: int
     runs_baseline: int
     time_now_s: float
     time_baseline_s: float
+
+
+@dataclass(frozen=True)
+class CurveVerdict:
+    """A series' whole curve now against the baseline (verdicts.verdicts): the mean
+    time ratio over its points with its 95 % interval, the slope of the log ratio
+    against log N, the joint test's p and the verdict."""
+
+    series: str
+    ratio: float | None
+    lo: float | None
+    hi: float | None
+    slope: float | None
+    p_value: float | None
+    changed: bool  # the curve's test rejected "no change"
+    verdict: str  # slower, faster, slower and faster, same or undecided
+    power: float | None
+    more_runs: int | None  # undecided: the runs now at every point that would decide it
+    text: str
 
 
 @dataclass(frozen=True)
@@ -113,6 +137,7 @@ class BaselineComparison:
     baseline: str
     tolerance: float
     points: list[PointChange]
+    verdicts: list[CurveVerdict]
     only_now: list[int]
     only_baseline: list[int]
     curves: list[CurveChange]

@@ -19,8 +19,6 @@ def view(b: BaselineComparison | None) -> dict | None:
     return shallow(b) | {
         "path": b.baseline,
         "tolerance": pct(b.tolerance),
-        # every point needs the same p (0.05 over the points compared)
-        "alpha": fmt(b.points[0].alpha if b.points else None, "{:.2g}"),
         "points": [
             shallow(p)
             | {

@@ -1,0 +1,284 @@
+"""Has a curve of times changed? From per-point log ratios (now / then) and one pooled
+log-scale variance: a verdict per point and for the whole curve, each slower, faster,
+same (with its power stated) or undecided (with the runs that would decide it). Pure
+functions; the one simulation (_union_level) draws from a fixed seed. The baseline
+check (analysis/history/baseline.py) uses it; any comparison of two sets of runs per
+point can (a paired one: `runs_other` infinite, the variance that of the paired
+differences).
+
+Statistical choices, and why (benchmarks/baseline_calls.py measures them):
+
+* One log-scale variance pooled over every point and both sides (run times vary by a
+  factor, about alike at every N): 3 runs a side at 5 points give 20 degrees of
+  freedom where a Welch test per point had 2-4, so a 10 % change at CV 5 % can be seen.
+* The whole curve first: a 2-df F test of intercept and slope of the log ratio
+  against log N (weighted least squares; the intercept at the mean log N is the mean
+  log ratio over the points): a uniform change and a ramp load on it, where no single
+  point need stand out. The curve changed when that test, or the smallest point p
+  (Bonferroni over the points), rejects: JOINT_SHARE of alpha to the joint test, the
+  rest to the points, both raised together until the union's size under no change
+  is alpha (_union_level: Bonferroni alone left it at 4.1 % at 5 points and 3 runs a
+  side, power given away). A study's false alarms stay below alpha.
+* Where: closed testing. Each point's hypothesis is rejected when the curve's is and
+  Bonferroni rejects every smaller set of points holding it: Holm's step-down with
+  thresholds alpha / (k - 1), alpha / (k - 1), alpha / (k - 2), ..., alpha.
+* The tolerance is applied to the estimate, not as a shifted null (a shifted null
+  needs about 4x the runs): slower or faster only when the test rejects AND the ratio
+  lies beyond 1 +- tolerance (the fitted curve somewhere, for the whole curve).
+* Same: not called, the ratio within 1 +- tolerance, and the test had power of at
+  least POWER to call a change of CHANGE_SEEN x tolerance (noncentral t, or F for the
+  curve, at the estimated variance; a point's power is that of its own step). Short of
+  that power the verdict is undecided, with the runs now that would bring it there
+  (none when the other side's runs alone keep it short).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+ALPHA = 0.05
+JOINT_SHARE = 0.5  # the joint test's share of alpha (benchmarks/baseline_calls.py)
+POWER = 0.8  # a "same" needs this power ...
+CHANGE_SEEN = 2.0  # ... against a change of this many tolerances
+MAX_MORE_RUNS = 50  # the most runs a point is searched for to decide it
+UNION_DRAWS = 20_000  # null draws that size the curve's test (its size within 0.2 %)
+
+SLOWER, FASTER, SAME, UNDECIDED = "slower", "faster", "same", "undecided"
+MIXED = "slower and faster"  # the curve: slower at some points, faster at others
+NO_VARIANCE = "undecided: no variance to judge by (one run a point, or identical times)"
+
+
+def pooled_log_variance(samples) -> tuple[float, int]:
+    """The variance of log times pooled over samples (each a sample's times), with its
+    degrees of freedom (runs less one per sample; samples of one run add none)."""
+    squares, df = 0.0, 0
+    for x in samples:
+        logs = np.log(np.asarray(x, dtype=float))
+        if logs.size > 1:
+            squares += float(np.sum((logs - logs.mean()) ** 2))
+            df += logs.size - 1
+    return (squares / df if df else math.nan), df
+
+
+def _same_text(tolerance: float, power: float, curve: bool) -> str:
+    chance = "above 0.99" if power > 0.99 else f"{power:.2f}"
+    where = (" over the curve", " at every point") if curve else ("", "")
+    return (
+        f"no change beyond {tolerance:.0%}{where[0]} (a {CHANGE_SEEN * tolerance:.0%} change"
+        f"{where[1]} would have been called with probability {chance})"
+    )
+
+
+def _change_text(ratio: float, lo: float, hi: float) -> str:
+    if ratio >= 1:
+        return f"slower by {ratio - 1:.0%} [{lo - 1:.0%}, {hi - 1:.0%}]"
+    return f"faster by {1 - ratio:.0%} [{1 - hi:.0%}, {1 - lo:.0%}]"
+
+
+def _point_power(se, df, threshold_p: float, tolerance: float) -> np.ndarray:
+    """Probability that a change of CHANGE_SEEN x tolerance is called: t beyond the
+    step's critical value and the estimate beyond the tolerance (se, df: arrays alike)."""
+    from scipy.stats import nct, t  # here: scipy.stats costs ~1 s of an import
+
+    critical = np.maximum(t.isf(threshold_p / 2, df), math.log1p(tolerance) / se)
+    return nct.sf(critical, df, math.log1p(CHANGE_SEEN * tolerance) / se)
+
+
+def _curve_power(weight, variance: float, df, alpha: float, q: int, tolerance: float):
+    """Probability that the joint test calls a uniform change of CHANGE_SEEN x tolerance
+    (weight: the sum of the points' 1 / variance factors; arrays alike with df)."""
+    from scipy.stats import f, ncf
+
+    shift = math.log1p(CHANGE_SEEN * tolerance)
+    return ncf.sf(f.isf(alpha, q, df), q, df, shift**2 * np.asarray(weight) / variance)
+
+
+def _design(weights: np.ndarray, centred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The curve's design (1, and log N centred, where 2 or more points) and X'WX."""
+    design = np.column_stack([np.ones(weights.size), centred])[:, : min(2, weights.size)]
+    return design, design.T @ (design * weights[:, None])
+
+
+@lru_cache(maxsize=512)
+def _union_level(weights: tuple, centred: tuple, df: int, alpha: float) -> float:
+    """The factor g by which both the joint test's and the points' shares of alpha are
+    raised so that "p_joint <= g x its share, or the smallest point p <= g x the
+    points' share / k" has size alpha under no change (g = 1, Bonferroni, has less):
+    the alpha-quantile of each null draw's smallest g that rejects it."""
+    from scipy.stats import f, t
+
+    rng = np.random.default_rng(0)
+    w, k = np.asarray(weights), len(weights)
+    design, info = _design(w, np.asarray(centred))
+    z = rng.standard_normal((UNION_DRAWS, k)) / np.sqrt(w)  # log ratios, sigma 1
+    s2 = rng.chisquare(df, UNION_DRAWS) / df
+    beta = np.linalg.solve(info, ((z * w) @ design).T).T  # one row a draw
+    q = design.shape[1]
+    p_joint = f.sf(np.einsum("mi,ij,mj->m", beta, info, beta) / (q * s2), q, df)
+    p_min = 2 * t.sf(np.max(np.abs(z) * np.sqrt(w), axis=1) / np.sqrt(s2), df)
+    g = np.minimum(p_joint / (JOINT_SHARE * alpha), p_min * k / ((1 - JOINT_SHARE) * alpha))
+    return float(np.quantile(g, alpha))
+
+
+def _fewest(powers) -> int | None:
+    """The first index (more runs: 0, 1, ...) whose power reaches POWER; None if none."""
+    reached = np.flatnonzero(np.asarray(powers) >= POWER)
+    return int(reached[0]) if reached.size else None
+
+
+def verdicts(
+    log_ratios,
+    runs_now,
+    runs_other,
+    variance: float,
+    df: int,
+    log_n,
+    tolerance: float,
+    alpha: float = ALPHA,
+) -> dict:
+    """Verdicts per point and for the curve (module docstring). Per point i: the log
+    ratio now / then, the runs on each side (the variance of the log ratio is
+    variance x (1 / runs_now + 1 / runs_other)), log N. `variance`, `df`: the pooled
+    log-scale variance (pooled_log_variance). Returns {"points": [...], "curve": {...}}:
+    ratio, interval (95 %), p, verdict, power, more_runs (the runs to add now at the
+    point, or at every point for the curve, that would decide it; None: none would) and
+    the verdict said in words."""
+    from scipy.stats import f, t
+
+    d = np.asarray(log_ratios, dtype=float)
+    n_now = np.asarray(runs_now, dtype=float)
+    n_other = np.asarray(runs_other, dtype=float)
+    x = np.asarray(log_n, dtype=float)
+    k = d.size
+    known = df > 0 and math.isfinite(variance) and variance > 0
+    scale = 1 / n_now + 1 / n_other
+    se = np.sqrt(variance * scale) if known else np.full(k, math.nan)
+    half = t.isf(ALPHA / 2, df) if known else math.nan  # 95 % intervals
+    p = 2 * t.sf(np.abs(d / se), df) if known else np.full(k, math.nan)
+    # the curve: weighted least squares of d on (1, log N - its weighted mean)
+    weights = 1 / scale
+    q = min(2, k)
+    centred = x - np.average(x, weights=weights)
+    design, info = _design(weights, centred)
+    beta = np.linalg.solve(info, design.T @ (weights * d))
+    fitted = design @ beta
+    p_joint = math.nan
+    if known and k > 1:
+        p_joint = float(f.sf(beta @ info @ beta / (q * variance), q, df))
+    # the curve changed: the joint test or the smallest point p, sized together
+    level = 1.0
+    if k == 1:
+        curve_rejected = bool(known and p[0] <= alpha)
+    elif known:
+        level = _union_level(tuple(weights), tuple(centred), df, alpha)
+        smallest = min(p_joint / (JOINT_SHARE * alpha), p.min() * k / ((1 - JOINT_SHARE) * alpha))
+        curve_rejected = bool(smallest <= level)
+    else:
+        curve_rejected = False
+    # where: Holm's step-down below the curve's test (closed testing)
+    steps = [alpha / max(k - 1, 1)] + [alpha / (k - j) for j in range(1, k)]
+    rejected = np.zeros(k, dtype=bool)
+    if curve_rejected:
+        for step, i in enumerate(np.argsort(p)):
+            if p[i] > steps[step]:
+                break
+            rejected[i] = True
+    threshold_of = dict(zip(np.argsort(p).tolist(), steps, strict=True)) if known else {}
+    beyond = math.log1p(tolerance), math.log1p(-tolerance)
+    points = []
+    for i in range(k):
+        ratio = math.exp(d[i])
+        lo, hi = math.exp(d[i] - half * se[i]), math.exp(d[i] + half * se[i])
+        power, more = math.nan, None
+        if rejected[i] and d[i] > beyond[0]:
+            verdict, text = SLOWER, _change_text(ratio, lo, hi)
+        elif rejected[i] and d[i] < beyond[1]:
+            verdict, text = FASTER, _change_text(ratio, lo, hi)
+        elif not known:
+            verdict, text = UNDECIDED, NO_VARIANCE
+        else:
+            # the power of the point's own Holm step, now and with more runs
+            step = threshold_of[i]
+            more_runs = np.arange(MAX_MORE_RUNS + 1)
+            powers = _point_power(
+                np.sqrt(variance * (1 / (n_now[i] + more_runs) + 1 / n_other[i])),
+                df + more_runs,
+                step,
+                tolerance,
+            )
+            power = float(powers[0])
+            if power >= POWER and beyond[1] <= d[i] <= beyond[0]:
+                verdict, text = SAME, _same_text(tolerance, power, curve=False)
+            else:
+                verdict = UNDECIDED
+                # where the estimate is beyond the tolerance, power enough says which
+                more = _fewest(powers[1:])
+                more = None if more is None else more + 1
+                text = "undecided: " + (
+                    f"{more} more run{'s' if more > 1 else ''} would decide it"
+                    if more
+                    else "more runs now cannot decide it alone"
+                )
+        points.append(
+            {
+                "ratio": ratio,
+                "lo": lo,
+                "hi": hi,
+                "p_value": float(p[i]),
+                "threshold": threshold_of.get(i, math.nan),
+                "verdict": verdict,
+                "power": power,
+                "more_runs": more,
+                "text": text,
+            }
+        )
+    # the curve's verdict: its mean ratio over the points (the intercept), and slope
+    mean_se = math.sqrt(variance / weights.sum()) if known else math.nan
+    ratio = math.exp(beta[0])
+    lo, hi = math.exp(beta[0] - half * mean_se), math.exp(beta[0] + half * mean_se)
+    signs = {v["verdict"] for v in points} & {SLOWER, FASTER}
+    signs |= {SLOWER for v in fitted if v > beyond[0]} | {FASTER for v in fitted if v < beyond[1]}
+    power, more = math.nan, None
+    if curve_rejected and signs:
+        verdict = MIXED if len(signs) > 1 else signs.pop()
+        text = (
+            "slower at some points, faster at others"
+            if verdict == MIXED
+            else f"{_change_text(ratio, lo, hi)} on average over the points"
+        )
+    elif not known:
+        verdict, text = UNDECIDED, NO_VARIANCE
+    else:
+        share = JOINT_SHARE * alpha * level if k > 1 else alpha
+        more_runs = np.arange(MAX_MORE_RUNS + 1)
+        weight = (1 / (1 / (n_now + more_runs[:, None]) + 1 / n_other)).sum(axis=1)
+        powers = _curve_power(weight, variance, df + k * more_runs, share, q, tolerance)
+        power = float(powers[0])
+        within = bool(np.all((fitted >= beyond[1]) & (fitted <= beyond[0])))
+        if power >= POWER and within:
+            verdict, text = SAME, _same_text(tolerance, power, curve=True)
+        else:
+            verdict = UNDECIDED
+            more = _fewest(powers[1:])
+            more = None if more is None else more + 1
+            text = "undecided: " + (
+                f"{more} more run{'s' if more > 1 else ''} at every point would decide it"
+                if more
+                else "more runs now cannot decide it alone"
+            )
+    curve = {
+        "ratio": ratio,
+        "lo": lo,
+        "hi": hi,
+        "slope": float(beta[1]) if q > 1 else 0.0,
+        "p_value": p_joint,
+        "changed": curve_rejected,
+        "verdict": verdict,
+        "power": power,
+        "more_runs": more,
+        "text": text,
+    }
+    return {"points": points, "curve": curve}
