@@ -16,13 +16,16 @@ each under 5 minutes. Figures are only worth reporting from a machine nobody els
 loads.
 
 Simulated (2026-11-27, 300 studies each; hiccups of 0.7-2.5 s in 15 % / 30 % of the
-runs at N = 2; of 1-4 s in 15 % / 30 %): the default before (40 batches, 3 first runs,
-target 10 %, max_repeats 8, max_rounds 4) decided 59 / 26 / 55 / 22 %; now (80
-batches, 4 first runs, target 15 %, max_repeats 6, max_rounds 3) 99.7 / 100 / 84 /
-70 %, its runs and rounds 203-207 s median, 208-309 s p90 (the report's aggregation,
-figures and page come on top, about 30 s). Its one give-up is the CI target's
-projection (adaptive.half_width_at_max_repeats): one slow run among 3 made the target
-look out of reach at max_repeats, and round 1 was the last.
+runs at N = 2; of 1-4 s in 15 % / 30 %), before the indifference zone (recommend.
+indifference): the default (40 batches, 3 first runs, target 10 %, max_repeats 8,
+max_rounds 4) decided 59 / 26 / 55 / 22 %: one slow run among 3 made the CI target
+look out of reach at max_repeats (adaptive.half_width_at_max_repeats), and round 1
+was the last; 80 batches, 4 first runs, target 15 %, max_repeats 6, max_rounds 3
+decided 99.7 / 100 / 84 / 70 %, in 203-207 s median (runs and rounds). With the zone
+(an unreachable CI target no longer keeps a clear step undecided) the default as it is
+decides 100 / 100 / 99.7 / 99.7 % in 116-118 s median, 120-218 s p90, so it stays as
+it is: the larger study would double its time for nothing (the report's aggregation,
+figures and page come on top of these times).
 
 Measured here (2026-11-27, a machine shared with other engineers: load 3-12, so not
 the quiet figures the goal asks for): 2 quiet runs, neither decided, 371 s and

@@ -768,7 +768,8 @@ def test_the_default_study_decides_though_a_hiccup_slows_one_of_its_runs():
     """Issue 37: `make report` on 2 cores often ended "Stopped at the limits, not
     decided": one run at 2 threads slowed by a 2 s burst of another program (1.4x the
     5.3 s of 2 x 40 batches) made the speedup's CI target look out of reach at
-    max_repeats from round 1's 3 runs, and round 1 was the last."""
+    max_repeats from round 1's 3 runs, and round 1 was the last. Since the
+    indifference zone a clear step decides the study, the CI target out of reach."""
     import yaml
 
     from benchmarks.default_study import SECONDS_PER_BATCH
