@@ -28,9 +28,10 @@ it is: the larger study would double its time for nothing (the report's aggregat
 figures and page come on top of these times).
 
 Measured here (2026-11-27, a machine shared with other engineers: load 3-12, so not
-the quiet figures the goal asks for): 2 quiet runs, neither decided, 371 s and
-1261 s: the runs at 2 threads were flagged "shared CPUs" (others took more than 10 %
-of their 2 CPUs) and left out, while t1's were clean (CV 3.4 %, 18.1-19.6 s). With
+the quiet figures the goal asks for), at 80 batches and 4 first runs: 2 runs, neither
+decided, 371 s and 1261 s: the runs at 2 threads were flagged "shared CPUs" (others
+took more than 10 % of their 2 CPUs) and left out, while t1's were clean (CV 3.4 %,
+18.1-19.6 s). With
 --hog, a 2-thread run's epochs took 23 s against 5 s (the nice-19 hog still took 0.99
 of its 2 cores: others_cores), every one flagged: beside a hog on the other core the
 2-thread point cannot be measured, whatever the study's size.
