@@ -312,6 +312,18 @@ class RefusedRound:
 
 
 @dataclass(frozen=True)
+class ToDecide:
+    """The one change of an undecided adaptive study's config after which the workflow
+    plans a round again, and that round (scalestudy.analysis.decisions.adaptive.to_decide)."""
+
+    key: str  # as config/README.md names it: budget_su, adaptive.max_repeats, ...
+    value: float
+    added: dict[str, int]  # point label -> runs the round adds
+    round_su: float
+    runs_decide: bool  # False: the looser rule decides on the runs that exist
+
+
+@dataclass(frozen=True)
 class TimedRun:
     n: int
     time_s: float
@@ -347,6 +359,8 @@ class Rounds:
     runs: list[TimedRun]
     later_runs: int
     budget_needed: float | None
+    # an undecided study: the config change that would plan a round again (None: none)
+    to_decide: ToDecide | None = None
     # where the config changed between rounds (none: one config throughout)
     configs: list[ConfigChange] = dataclasses.field(default_factory=list)
 

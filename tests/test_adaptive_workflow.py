@@ -95,7 +95,12 @@ def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflo
     report = (workflow.root / "results" / "report.html").read_text()
     assert "<h3>Rounds</h3>" in report and "Stopped at the limits, not decided" in report
     assert "2 at N = 1, 2 at N = 2" in report  # round 1
-    assert "raise <code>adaptive.max_repeats</code>" in report
+    # the report's first line says what would decide it: the round a raise plans
+    change = rounds[-1]["to_decide"]
+    assert change["key"] == "adaptive.max_repeats" and change["value"] > 4 and change["added"]
+    top = report.split("</h1>", 1)[1].lstrip()
+    assert top.startswith('<p class="warn not-decided">Not decided: <a href="#study-a">a</a>.')
+    assert f"set <code>adaptive.max_repeats: {change['value']}</code> in study" in top
 
     # nothing to do again; a deleted record is run again, and only it
     again = workflow.snakemake("--profile", "profiles/local")

@@ -420,7 +420,7 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
     def added_text(added: dict) -> str:
         return ", ".join(f"{k} at N = {rounds.points[p]}" for p, k in added.items())
 
-    refused = rounds.refused
+    refused, to_decide = rounds.refused, rounds.to_decide
     relative = rounds.relative_to_grid
     return shallow(rounds) | {
         "rows": [
@@ -439,6 +439,13 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
         "refused_text": added_text(refused.added) if refused else None,
         "refused_su": fmt(refused.round_su, "{:.3g}") if refused else None,
         "budget_needed": fmt(rounds.budget_needed, "{:.3g}"),
+        "to_decide": to_decide
+        and shallow(to_decide)
+        | {
+            "setting": f"{to_decide.key}: {to_decide.value:g}",
+            "added": added_text(to_decide.added),
+            "su": fmt(to_decide.round_su, "{:.2g}"),
+        },
     }
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.cost.cost import SECONDS_PER_MINUTE, Cost, charges, within_budget
-from scalestudy.analysis.decisions.adaptive import Rules, first_round, next_round
+from scalestudy.analysis.decisions.adaptive import Rules, first_round, next_round, to_decide
 from scalestudy.analysis.history.baseline import runs_for_comparison, times_by_point
 from scalestudy.analysis.stats.predictions import jsonable, times_by_n, usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS
@@ -275,7 +275,8 @@ def round_plan(
     # a round is admitted within the budget on what it holds back (job_price)
     reserve = {int(r["n"]): r["su_reserve_per_job"] for r in priced["rows"]}
     scale = {n: n / base for n in ns} if study.scaling.kind == "weak" else None
-    plan = next_round(round_no, ns, base, made, samples, reserve, spent, Rules.of(study), scale)
+    inputs, rules = (round_no, ns, base, made, samples, reserve, spent), Rules.of(study)
+    plan = next_round(*inputs, rules, scale)
     if baseline is not None and samples and study.adaptive.settle_baseline:
         column = TIME_COLUMNS[study.time]
         now = {n: x for (_, n), x in times_by_point(usable_runs(runs, study), column).items()}
@@ -287,8 +288,14 @@ def round_plan(
             study,
             reserve,
         )
+    # a study stopped undecided: the config change that would plan a round again
+    plan["to_decide"] = to_decide(plan, *inputs, rules=rules, scale=scale)
     by_label = {key: {label[int(n)]: v for n, v in plan[key].items()}
                 for key in ("totals", "added", "why")}  # fmt: skip
+    if plan["to_decide"]:
+        plan["to_decide"]["added"] = {
+            label[int(n)]: v for n, v in plan["to_decide"]["added"].items()
+        }
     if "refused" in plan:
         plan["refused"] |= {key: {label[int(n)]: v for n, v in plan["refused"][key].items()}
                             for key in ("added", "why")}  # fmt: skip

@@ -20,7 +20,7 @@ import hashlib
 import itertools
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -531,6 +531,48 @@ def next_round(
     return plan
 
 
+# the schema's maximum of adaptive.max_repeats
+MOST_REPEATS = 100
+
+
+def to_decide(plan: dict, *inputs, rules: Rules, scale=None) -> dict | None:
+    """Where `plan` (next_round's, of these `inputs`: its round number and the rest of
+    its arguments but the rules) stops undecided: the one change of the study's config
+    after which its next run of the workflow plans a round again, and that round.
+    Returns {"key" (as config/README.md names it), "value", "added": N -> runs,
+    "round_su", "runs_decide" (False: the changed rule decides on the runs that exist)},
+    or None (decided, or no change within reach). The new round is planned as the
+    workflow will: one round number on (the stopped plan's round is history), from the
+    same runs."""
+    if plan["stop"] is None or plan["stop"]["reason"] == DECIDED:
+        return None
+    round_no, *rest = inputs
+    if plan["stop"]["reason"] == BUDGET:
+        refused = plan["refused"]
+        needed = significant_ceiling(plan["spent_su"] + refused["round_su"])
+        return {"key": "budget_su", "value": needed, "added": refused["added"],
+                "round_su": refused["round_su"], "runs_decide": True}  # fmt: skip
+    # a study past max_rounds gets one more round (the stopped round counts); one at
+    # max_repeats, twice the runs (its deciding steps are what is undecided: an
+    # unreachable CI target no longer keeps it so)
+    tries = [("max_rounds", round_no + 1)] if round_no > rules.max_rounds else []
+    tries.append(("max_repeats", min(2 * rules.max_repeats, MOST_REPEATS)))
+    for key, value in tries:
+        then = next_round(round_no + 1, *rest, replace(rules, **{key: value}), scale)
+        if then["stop"] is None or then["stop"]["reason"] == DECIDED:
+            return {"key": f"adaptive.{key}", "value": value, "added": then["added"],
+                    "round_su": then["round_su"], "runs_decide": then["stop"] is None}  # fmt: skip
+    return None
+
+
+def significant_ceiling(value: float, digits: int = 2) -> float:
+    """`value` rounded up to `digits` significant digits: 0.1134 -> 0.12."""
+    if not value > 0:
+        return value
+    unit = 10 ** (math.floor(math.log10(value)) - digits + 1)
+    return round(math.ceil(value / unit - 1e-9) * unit, 12)
+
+
 def curtailed_text(judged: dict, curtailed: dict, rules: Rules) -> str:
     """'more runs would hardly change the answer: the step 16->32 (gain 0.13 [0.08,
     0.19]) would cross 0.1 with a chance of 4 % at max_repeats = 6 runs'."""
@@ -644,6 +686,8 @@ def rounds_summary(plans: list[dict], spent_su: float, grid_repeats: int) -> dic
         "points": last["points"],  # every candidate's label -> N, measured or not
         # the round the budget refused, and what it would have cost
         "refused": last.get("refused"),
+        # what would decide an undecided study: one config change and the round it plans
+        "to_decide": last.get("to_decide"),
         "budget_su": last["budget_su"],
         "spent_su": spent_su,
         "grid_repeats": grid_repeats,
