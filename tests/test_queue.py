@@ -162,6 +162,36 @@ def test_one_call_per_shape_and_a_refused_shape_says_why_in_its_row():
     assert "not a bound either way" in html
 
 
+def test_each_planned_job_is_priced_as_submitted():
+    """plan.json's jobs: on Slurm one per shared job (a comparison's a and b at one N),
+    its time and SU those of all its runs."""
+    import pandas as pd
+
+    paired = study_model({"workload": "command", "params": {"command": ["true"]},
+                          "scaling": {"axis": "threads", "points": [1, 2]}, "repeats": 2,
+                          "resources": {"runtime": 10},
+                          "compare": {"a": {}, "b": {"params": {"values": {"x": 2}}}}},
+                         "p")  # fmt: skip
+    # both t1 measured; b's t2 too: a's t2 is priced from its t1
+    runs = pd.DataFrame({"point": ["a-t1", "b-t1", "b-t2"], "status": ["ok"] * 3,
+                         "wall_s": [60.0, 70.0, 40.0]})  # fmt: skip
+    made = [study_plan(paired, runs)]
+    found = asked(made, {}, Sbatch({"--nodes=1": (0, SINCE_25_05)}))
+    (study,) = found["studies"]
+    assert [(j["point"], j["runs"]) for j in study["jobs"]] == [
+        ("a-t1, b-t1", 4), ("a-t2, b-t2", 4),
+    ]  # fmt: skip
+    rows = {r["label"]: r for r in made[0]["rows"]}
+    t1, t2 = study["jobs"]
+    assert t1["seconds"] == 2 * 60 + 2 * 70
+    assert t1["su"] == pytest.approx(
+        2 * rows["a-t1"]["su_per_job"] + 2 * rows["b-t1"]["su_per_job"]
+    )
+    # locally each run is a job of its own, its price its row's
+    local = predict(made, local_facts())["studies"][0]["jobs"]
+    assert len(local) == 8 and local[0]["point"] == "a-t1" and local[0]["runs"] == 1
+
+
 def test_slurm_out_of_reach_is_one_note_and_locally_every_wait_is_0():
     for cause, words in [
         (FileNotFoundError("sbatch"), "sbatch is not installed here"),

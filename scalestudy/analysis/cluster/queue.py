@@ -381,38 +381,48 @@ def predict(plans: list[dict], facts: dict) -> dict:
 
 
 def planned_jobs(plan: dict, queue: str) -> list[dict]:
-    """The jobs a plan will submit: one per run to come, or on Slurm one per packed
-    point (its repeats share a job), each with its layout and predicted start."""
-    packed = queue == "slurm" and plan["totals"]["slurm_jobs"] is not None
-    jobs = []
-    for row in plan["rows"]:
+    """The jobs a plan will submit: one per run to come, or on Slurm one per group of
+    runs that share a job (a packed point's repeats, a comparison's a and b at one N:
+    the row's slurm_job), each with its layout, its price (the runs' time and SU one
+    after another) and predicted start. A shared job's rows are alike in shape: its
+    layout and start are its first row's."""
+    groups: dict = {}
+    for position, row in enumerate(plan["rows"]):
         if not row["to_run"]:
             continue
-        for runs in [row["to_run"]] if packed else [1] * row["to_run"]:
-            jobs.append({
-                "point": row["label"],
-                "series": row["series"],
-                "n": row["n"],
-                "runs": runs,
-                "nodes": row["nodes"],
-                "layout": {key: row[key] for key in
-                           ("nodes", "tasks_per_node", "threads", "gpus_per_node")},
-                "seconds": row["seconds"] * runs,
-                "predicted_start": row["predicted_start"],
-                "predicted_wait_s": row["predicted_wait_s"],
-                "corrected_start": row["corrected_start"],
-                "corrected_wait_s": row["corrected_wait_s"],
-                "start_basis": row["start_basis"],
-                "queue_note": row["queue_note"],
-                "sbatch_test_only": row.get("sbatch_test_only"),
-                "history_wait_median_s": row["history_wait_median_s"],
-                "history_wait_p90_s": row["history_wait_p90_s"],
-                "history_jobs": row["history_jobs"],
-                "history_wait_bound_s": row["history_wait_bound_s"],
-                "history_wait_max_s": row["history_wait_max_s"],
-                "history_bound_covered": row["history_bound_covered"],
-                "history_bound_tested": row["history_bound_tested"],
-            })  # fmt: skip
+        if queue == SLURM and row["slurm_job"] is not None:
+            groups.setdefault(row["slurm_job"], []).append((row, row["to_run"]))
+        else:
+            for k in range(row["to_run"]):
+                groups[(position, k)] = [(row, 1)]
+    jobs = []
+    for shared in groups.values():
+        row = shared[0][0]
+        jobs.append({
+            "point": ", ".join(r["label"] for r, _ in shared),
+            "series": ", ".join(r["series"] for r, _ in shared if r["series"]),
+            "n": row["n"],
+            "runs": sum(runs for _, runs in shared),
+            "nodes": row["nodes"],
+            "layout": {key: row[key] for key in
+                       ("nodes", "tasks_per_node", "threads", "gpus_per_node")},
+            "seconds": sum(r["seconds"] * runs for r, runs in shared),
+            "su": sum(r["su_per_job"] * runs for r, runs in shared),
+            "predicted_start": row["predicted_start"],
+            "predicted_wait_s": row["predicted_wait_s"],
+            "corrected_start": row["corrected_start"],
+            "corrected_wait_s": row["corrected_wait_s"],
+            "start_basis": row["start_basis"],
+            "queue_note": row["queue_note"],
+            "sbatch_test_only": row.get("sbatch_test_only"),
+            "history_wait_median_s": row["history_wait_median_s"],
+            "history_wait_p90_s": row["history_wait_p90_s"],
+            "history_jobs": row["history_jobs"],
+            "history_wait_bound_s": row["history_wait_bound_s"],
+            "history_wait_max_s": row["history_wait_max_s"],
+            "history_bound_covered": row["history_bound_covered"],
+            "history_bound_tested": row["history_bound_tested"],
+        })  # fmt: skip
     return jobs
 
 
