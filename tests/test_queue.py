@@ -162,9 +162,9 @@ def test_one_call_per_shape_and_a_refused_shape_says_why_in_its_row():
     assert "not a bound either way" in html
 
 
-def test_each_planned_job_is_priced_as_submitted():
+def test_each_planned_job_is_priced_as_submitted_with_its_price_basis():
     """plan.json's jobs: on Slurm one per shared job (a comparison's a and b at one N),
-    its time and SU those of all its runs."""
+    its time and SU those of all its runs, and what the prices are based on."""
     import pandas as pd
 
     paired = study_model({"workload": "command", "params": {"command": ["true"]},
@@ -187,9 +187,17 @@ def test_each_planned_job_is_priced_as_submitted():
     assert t1["su"] == pytest.approx(
         2 * rows["a-t1"]["su_per_job"] + 2 * rows["b-t1"]["su_per_job"]
     )
+    assert (t1["price_basis"], t1["price_from_n"]) == ("median of 1 earlier run", 1)
+    assert t2["price_basis"] == (
+        f"a-t2: {rows['a-t2']['price_basis']}; b-t2: median of 1 earlier run"
+    )
+    assert t2["price_from_n"] == {"a-t2": 1, "b-t2": 2}
     # locally each run is a job of its own, its price its row's
     local = predict(made, local_facts())["studies"][0]["jobs"]
     assert len(local) == 8 and local[0]["point"] == "a-t1" and local[0]["runs"] == 1
+    assert (local[0]["price_basis"], local[0]["price_from_n"]) == (
+        rows["a-t1"]["price_basis"], 1,
+    )  # fmt: skip
 
 
 def test_slurm_out_of_reach_is_one_note_and_locally_every_wait_is_0():

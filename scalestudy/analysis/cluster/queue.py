@@ -384,8 +384,8 @@ def planned_jobs(plan: dict, queue: str) -> list[dict]:
     """The jobs a plan will submit: one per run to come, or on Slurm one per group of
     runs that share a job (a packed point's repeats, a comparison's a and b at one N:
     the row's slurm_job), each with its layout, its price (the runs' time and SU one
-    after another) and predicted start. A shared job's rows are alike in shape: its
-    layout and start are its first row's."""
+    after another, and what each price is based on) and predicted start. A shared job's
+    rows are alike in shape: its layout and start are its first row's."""
     groups: dict = {}
     for position, row in enumerate(plan["rows"]):
         if not row["to_run"]:
@@ -408,6 +408,11 @@ def planned_jobs(plan: dict, queue: str) -> list[dict]:
                        ("nodes", "tasks_per_node", "threads", "gpus_per_node")},
             "seconds": sum(r["seconds"] * runs for r, runs in shared),
             "su": sum(r["su_per_job"] * runs for r, runs in shared),
+            # per run's point where they differ: "a-t1: ...; b-t1: ..."
+            "price_basis": alike(shared, "price_basis",
+                                 lambda v: "; ".join(f"{k}: {t}" for k, t in v.items())),
+            # the N whose time priced the runs; {label: N} where they differ
+            "price_from_n": alike(shared, "price_from_n", lambda v: v),
             "predicted_start": row["predicted_start"],
             "predicted_wait_s": row["predicted_wait_s"],
             "corrected_start": row["corrected_start"],
@@ -424,6 +429,15 @@ def planned_jobs(plan: dict, queue: str) -> list[dict]:
             "history_bound_tested": row["history_bound_tested"],
         })  # fmt: skip
     return jobs
+
+
+def alike(shared: list, key: str, differ):
+    """A shared job's rows' value of `key` where they all have the same one, else
+    `differ` of {label: value}."""
+    values = {row["label"]: row[key] for row, _ in shared}
+    if len(set(values.values())) == 1:
+        return next(iter(values.values()))
+    return differ(values)
 
 
 # --- the waits of a study's requests, at aggregation (time to result) -------
