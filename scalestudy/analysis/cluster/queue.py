@@ -104,6 +104,12 @@ UNCORRECTED = (
 )
 
 
+# how often the top wait (top_wait) and the bound alone held, as measured on the test
+# cluster (benchmarks/queue_prediction.py --bound, 2026-11-27; docs/slurm.md): of
+# `jobs` backtested, under the bound alone and under the top wait
+TOP_WAIT_MEASURED = {"jobs": 102, "bound": 81, "top": 100}
+
+
 @cache  # the backtest asks it of every count of a shape's waits
 def bound_rank(n: int) -> int | None:
     """The rank k (1 = smallest) of n past waits that is a BOUND_LEVEL upper confidence
@@ -131,8 +137,8 @@ def top_wait(wait_now_s: float | None, bound_s: float | None) -> float | None:
     """The top of a wait's interval: the bound on past waits, raised to the wait
     --test-only sees now where that is longer. The bound assumes the queue as busy as
     in its history; where it is busier now (a run of long jobs ahead), --test-only
-    sees it: on the test cluster the bound alone held for 79 % of 102 jobs, raised so
-    for 98 % (docs/slurm.md). None where neither is known."""
+    sees it (TOP_WAIT_MEASURED: how often each held on the test cluster). None where
+    neither is known."""
     known = [w for w in (wait_now_s, bound_s) if w is not None]
     return max(known) if known else None
 
@@ -165,6 +171,28 @@ def history_coverage(jobs: list[dict]) -> dict:
         covered, tested = covered + c, tested + t
     return {"covered": covered, "tested": tested,
             "coverage": covered / tested if tested else None}  # fmt: skip
+
+
+def coverage_words(coverage: dict) -> str:
+    """What the top of a wait is and how often it held, in the plan's words: as measured
+    on the test cluster (TOP_WAIT_MEASURED), and the bound alone backtested over this
+    history (`coverage`: history_coverage; past jobs' --test-only waits are not known,
+    so the history cannot raise it)."""
+    jobs, bound, top = (TOP_WAIT_MEASURED[k] for k in ("jobs", "bound", "top"))
+    words = (
+        "Time to result takes as the top of a job's wait the bound on past waits, raised to "
+        "the wait sbatch --test-only predicts (corrected where it can be) where that is "
+        "longer: on the test "
+        f"cluster that held for {top} of {jobs} jobs ({100 * top / jobs:.1f} %), the bound "
+        f"alone for {bound} ({100 * bound / jobs:.1f} %; benchmarks/queue_prediction.py --bound)"
+    )
+    if not coverage["tested"]:
+        return words + ". No shape in the history has enough jobs to backtest the bound"
+    return words + (
+        ". Backtested over this history, each wait against the bound alone of the waits of "
+        f"its shape before it: {coverage['covered']} of {coverage['tested']} "
+        f"({100 * coverage['coverage']:.0f} %) were under it"
+    )
 
 
 def run_to_limit(jobs: list[dict]) -> dict | None:
@@ -360,6 +388,7 @@ def predict(plans: list[dict], facts: dict) -> dict:
                 row |= found | corrected(found.get("predicted_wait_s"), asked_at(facts), ratio)
     slurm = queue == SLURM
     history = slurm and facts["history"] is not None and history_note is None
+    coverage = history_coverage(past) if history else None
     return {
         "queue": queue,
         "asked_at": facts["asked_at"],
@@ -372,7 +401,9 @@ def predict(plans: list[dict], facts: dict) -> dict:
         "history": history,
         # the bound's backtest over every shape in the history, and --test-only's
         # correction (None: uncorrected, `correction_note` says why)
-        "coverage": history_coverage(past) if history else None,
+        "coverage": coverage,
+        # what the top of a wait is, and its coverage, measured and backtested
+        "coverage_words": coverage_words(coverage) if history else None,
         "run_to_limit": ratio,
         "correction_note": UNCORRECTED if slurm and note is None and ratio is None else None,
         "bound_min_jobs": BOUND_MIN_JOBS,
