@@ -96,6 +96,7 @@ def test_the_verdicts_in_the_reports_words():
     assert unsure.words == f"undecided: {unsure.more_pairs} more pairs would decide it"
     one = paired_ratio(a[:1], a[:1] * 1.5, 0.05)
     assert (one.verdict, one.ci_lo, one.ratio) == ("undecided", None, pytest.approx(1.5))
+    assert one.words == "undecided: no variance to judge by (one pair a point, or identical times)"
     assert paired_ratio(a[:0], a[:0], 0.05).pairs == 0
 
 

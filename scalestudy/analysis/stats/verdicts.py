@@ -48,7 +48,7 @@ UNION_DRAWS = 20_000  # null draws that size the curve's test (its size within 0
 
 SLOWER, FASTER, SAME, UNDECIDED = "slower", "faster", "same", "undecided"
 MIXED = "slower and faster"  # the curve: slower at some points, faster at others
-NO_VARIANCE = "undecided: no variance to judge by (one run a point, or identical times)"
+NO_VARIANCE = "undecided: no variance to judge by (one {unit} a point, or identical times)"
 
 
 def pooled_log_variance(samples) -> tuple[float, int]:
@@ -200,7 +200,7 @@ def verdicts(
         elif rejected[i] and d[i] < beyond[1]:
             verdict, text = FASTER, _change_text(ratio, lo, hi)
         elif not known:
-            verdict, text = UNDECIDED, NO_VARIANCE
+            verdict, text = UNDECIDED, NO_VARIANCE.format(unit=unit)
         else:
             # the power of the point's own Holm step, now and with more runs
             step = threshold_of[i]
@@ -252,7 +252,7 @@ def verdicts(
             else f"{_change_text(ratio, lo, hi)} on average over the points"
         )
     elif not known:
-        verdict, text = UNDECIDED, NO_VARIANCE
+        verdict, text = UNDECIDED, NO_VARIANCE.format(unit=unit)
     else:
         share = JOINT_SHARE * alpha * level if k > 1 else alpha
         more_runs = np.arange(MAX_MORE_RUNS + 1)
