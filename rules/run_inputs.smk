@@ -9,7 +9,7 @@ from scalestudy.records import RecordError, read_placed_record
 from scalestudy.redo import DISCARDED, RefusedRecords
 from scalestudy.study.points import point_for
 from scalestudy.study.run_spec import previous_paired_run, run_spec
-from scalestudy.study.slurm import slurm_resources
+from scalestudy.study.slurm import shared_job, slurm_resources
 
 # The input functions of a run's job (rules/run.smk) and of a profiling run
 # (rules/profile.smk): what it runs, what it asks the scheduler for, and when it runs
@@ -62,15 +62,13 @@ def get_pack_group(wildcards):
     them (submission.pack_repeats), or with both variants' runs of its point in a
     comparison (compare); None, a job of its own, otherwise, locally, and for a
     profiling run (profile_point, no repeat: its times are not used)."""
-    study = STUDIES[wildcards.study]
-    packs = study.submission.pack_repeats or study.compare is not None
-    if not packs or sm.local_exec(workflow) or "repeat" not in wildcards.keys():
+    if sm.local_exec(workflow) or "repeat" not in wildcards.keys():
         return None
-    # a comparison's variants a and b share the point's job: named by its N
-    point = (
-        wildcards.point if study.compare is None else f"n{get_point(wildcards)['n']}"
-    )
-    group = f"{PACK_GROUP}-{wildcards.study}-{point}"
+    study, row = STUDIES[wildcards.study], get_point(wildcards)
+    shared = shared_job(study, point_for(study, int(row["n"]), row["series"]))
+    if shared is None:
+        return None
+    group = f"{PACK_GROUP}-{shared}"
     sm.register_group(workflow, group, PACK_GROUP)
     return group
 

@@ -1,6 +1,7 @@
 """Issue 36, item 4: a paired comparison (studies.<name>.compare). Variants a and b run
 interleaved at each point, each pair's order drawn from a seed; the analysis gives each
-point's ratio b/a from its pairs with a t interval on the log differences, and a verdict."""
+point's ratio b/a from its pairs with a t interval on the log differences, and the
+regression check's verdict (stats/verdicts.py)."""
 
 import copy
 import json
@@ -12,7 +13,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from scalestudy.analysis.stats.paired import decide, paired_ratio, pairs_of
+from scalestudy.analysis.stats.paired import paired_ratios, pairs_of
+from scalestudy.analysis.stats.verdicts import pooled_log_variance, verdicts
 from scalestudy.compute.launch import interpreter, worker_processes
 from scalestudy.records import schema_errors
 from scalestudy.study.errors import ConfigError
@@ -46,6 +48,12 @@ def problems(study: dict) -> list[str]:
 # --- the interval and the verdict ------------------------------------------------------
 
 
+def paired_ratio(a, b, tolerance):
+    """b/a at a study's one point."""
+    (found,) = paired_ratios([(a, b)], [1], tolerance)
+    return found
+
+
 def test_the_paired_interval_is_student_t_on_the_log_differences():
     a = np.array([1.00, 1.30, 0.80, 1.10])
     b = a * np.array([1.10, 1.13, 1.08, 1.12])
@@ -59,7 +67,7 @@ def test_the_paired_interval_is_student_t_on_the_log_differences():
     )
     # the allocations' spread (a from 0.8 to 1.3) cancels: the interval is a few percent
     assert found.verdict == "slower"
-    assert found.words == "b is slower by 11 % [7 %, 14 %]"
+    assert found.words == "slower by 11% [7%, 14%]"
 
 
 def test_pairing_removes_the_noise_a_pair_shares_where_unpaired_runs_cannot_tell():
@@ -76,24 +84,40 @@ def test_pairing_removes_the_noise_a_pair_shares_where_unpaired_runs_cannot_tell
 def test_the_verdicts_in_the_reports_words():
     a = np.ones(5)
     faster = paired_ratio(a, a * np.array([0.80, 0.82, 0.78, 0.81, 0.79]), 0.05)
-    assert faster.verdict == "faster" and faster.words.startswith("b is faster by 20 % [")
-    same = paired_ratio(a, a * np.array([1.00, 1.01, 0.99, 1.00, 1.01]), 0.05)
-    assert (same.verdict, same.words, same.more_pairs) == ("same", "no change beyond 5 %", None)
-    unsure = paired_ratio(a, a * np.array([1.03, 0.97, 1.08, 1.01, 1.04]), 0.05)
+    assert faster.verdict == "faster" and faster.words.startswith("faster by 20% [")
+    same = paired_ratio(a, a * np.array([1.03, 0.97, 1.08, 1.01, 1.04]), 0.05)
+    assert (same.verdict, same.more_pairs) == ("same", None)
+    # a "same" states its power, as the baseline check's does
+    assert same.words == (
+        "no change beyond 5% (a 10% change would have been called with probability 0.98)"
+    )
+    unsure = paired_ratio(a[:3], a[:3] * np.array([1.03, 0.97, 1.08]), 0.05)
     assert unsure.verdict == "undecided"
     assert unsure.words == f"undecided: {unsure.more_pairs} more pairs would decide it"
     one = paired_ratio(a[:1], a[:1] * 1.5, 0.05)
     assert (one.verdict, one.ci_lo, one.ratio) == ("undecided", None, pytest.approx(1.5))
+    assert one.words == "undecided: no variance to judge by (one pair a point, or identical times)"
     assert paired_ratio(a[:0], a[:0], 0.05).pairs == 0
 
 
-def test_the_pairs_an_undecided_verdict_names_would_decide_it_and_no_fewer():
-    diffs = np.log([1.03, 0.97, 1.08, 1.01, 1.04])
-    mean, sd, n = diffs.mean(), diffs.std(ddof=1), len(diffs)
-    verdict, more = decide(mean, sd, n, 0.05)
-    assert verdict == "undecided" and more > 0
-    assert decide(mean, sd, n + more, 0.05)[0] != "undecided"
-    assert decide(mean, sd, n + more - 1, 0.05)[0] == "undecided"
+def test_the_points_share_one_variance_and_one_verdict_rule_with_the_baseline_check():
+    """Each point's log differences are judged by verdicts.py against their variance
+    pooled over the points, the other side's runs infinite; a point without pairs is
+    undecided and judged by nothing."""
+    a = np.ones(3)
+    at_1, at_2 = np.array([1.06, 0.95, 1.10]), np.array([1.20, 1.21, 1.19])
+    found = paired_ratios([(a, a * at_1), (a, a * at_2), (a[:0], a[:0])], [1, 2, 4], 0.05)
+    variance, df = pooled_log_variance([at_1, at_2])
+    expected = verdicts(
+        [np.log(at_1).mean(), np.log(at_2).mean()], [3, 3], [math.inf] * 2,
+        variance, df, np.log([1, 2]), 0.05, unit="pair",
+    )["points"]  # fmt: skip
+    for got, want in zip(found, expected, strict=False):
+        assert (got.ratio, got.ci_lo, got.ci_hi) == (want["ratio"], want["lo"], want["hi"])
+        assert (got.verdict, got.words, got.more_pairs) == (
+            want["verdict"], want["text"], want["more_runs"],
+        )  # fmt: skip
+    assert found[2].pairs == 0 and found[2].verdict == "undecided"
 
 
 def test_an_estimate_inside_the_tolerance_is_never_called_a_change():
@@ -252,7 +276,7 @@ def test_a_paired_study_runs_its_pairs_interleaved_and_reports_the_ratio(workflo
     (point,) = found["paired"]["points"]
     assert point["point"] == "t1" and point["pairs"] == 3
     assert point["ci_lo"] < point["ratio"] < point["ci_hi"] and point["ratio"] > 1.5
-    assert point["verdict"] == "slower" and point["words"].startswith("b is slower by ")
+    assert point["verdict"] == "slower" and point["words"].startswith("slower by ")
     html = (workflow.root / "results" / "report.html").read_text()
     assert "Paired comparison: b against a" in html
     assert f"<td>{point['ratio']:.3f}</td>" in html and point["words"] in html

@@ -240,9 +240,24 @@ def test_a_packed_study_says_how_many_slurm_jobs_its_runs_make():
 
     plan = study_plan(study(submission={"pack_repeats": True}))
     assert plan["totals"]["jobs"] == 9 and plan["totals"]["slurm_jobs"] == 3
+    # each point's job, named as the workflow's packing group (study.slurm.shared_job)
+    assert [r["slurm_job"] for r in plan["rows"]] == ["c-t1", "c-t2", "c-t4"]
     html = environment().get_template("plan.html.j2").render(title="t", plans=[plan], generated="")
     assert "9 jobs, about" in html
     assert "(on Slurm, 3 jobs: the repeats of a point share one" in html
+
+
+def test_a_paired_study_counts_one_slurm_job_per_point_for_both_variants():
+    """On Slurm a's and b's runs of a point share one job (its packing group,
+    study.slurm.shared_job), pack_repeats or not."""
+    from scalestudy.report.rendering import environment
+
+    paired = study(compare={"a": {}, "b": {"params": {"values": {"x": 2}}}})
+    plan = study_plan(paired)
+    assert plan["totals"]["jobs"] == 2 * 3 * 3 and plan["totals"]["slurm_jobs"] == 3
+    assert {r["slurm_job"] for r in plan["rows"]} == {"c-n1", "c-n2", "c-n4"}
+    html = environment().get_template("plan.html.j2").render(title="t", plans=[plan], generated="")
+    assert "(on Slurm, 3 jobs: a's and b's runs of a point share one, <code>compare</code>)" in html
 
 
 def test_the_plan_page_says_the_time_and_the_budget_as_two_sentences():

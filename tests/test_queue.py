@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 from datetime import datetime, timedelta
+from html import unescape
 
 import pytest
 
@@ -160,6 +161,44 @@ def test_one_call_per_shape_and_a_refused_shape_says_why_in_its_row():
     html = render(made, found)
     assert "Node count specification invalid" in html and "2024-05-01T10:00:00" in html
     assert "not a bound either way" in html
+
+
+def test_each_planned_job_is_priced_as_submitted_with_its_price_basis():
+    """plan.json's jobs: on Slurm one per shared job (a comparison's a and b at one N),
+    its time and SU those of all its runs, and what the prices are based on."""
+    import pandas as pd
+
+    paired = study_model({"workload": "command", "params": {"command": ["true"]},
+                          "scaling": {"axis": "threads", "points": [1, 2]}, "repeats": 2,
+                          "resources": {"runtime": 10},
+                          "compare": {"a": {}, "b": {"params": {"values": {"x": 2}}}}},
+                         "p")  # fmt: skip
+    # both t1 measured; b's t2 too: a's t2 is priced from its t1
+    runs = pd.DataFrame({"point": ["a-t1", "b-t1", "b-t2"], "status": ["ok"] * 3,
+                         "wall_s": [60.0, 70.0, 40.0]})  # fmt: skip
+    made = [study_plan(paired, runs)]
+    found = asked(made, {}, Sbatch({"--nodes=1": (0, SINCE_25_05)}))
+    (study,) = found["studies"]
+    assert [(j["point"], j["runs"]) for j in study["jobs"]] == [
+        ("a-t1, b-t1", 4), ("a-t2, b-t2", 4),
+    ]  # fmt: skip
+    rows = {r["label"]: r for r in made[0]["rows"]}
+    t1, t2 = study["jobs"]
+    assert t1["seconds"] == 2 * 60 + 2 * 70
+    assert t1["su"] == pytest.approx(
+        2 * rows["a-t1"]["su_per_job"] + 2 * rows["b-t1"]["su_per_job"]
+    )
+    assert (t1["price_basis"], t1["price_from_n"]) == ("median of 1 earlier run", 1)
+    assert t2["price_basis"] == (
+        f"a-t2: {rows['a-t2']['price_basis']}; b-t2: median of 1 earlier run"
+    )
+    assert t2["price_from_n"] == {"a-t2": 1, "b-t2": 2}
+    # locally each run is a job of its own, its price its row's
+    local = predict(made, local_facts())["studies"][0]["jobs"]
+    assert len(local) == 8 and local[0]["point"] == "a-t1" and local[0]["runs"] == 1
+    assert (local[0]["price_basis"], local[0]["price_from_n"]) == (
+        rows["a-t1"]["price_basis"], 1,
+    )  # fmt: skip
 
 
 def test_slurm_out_of_reach_is_one_note_and_locally_every_wait_is_0():
@@ -413,6 +452,13 @@ def test_too_little_history_for_a_bound_under_29_jobs_the_largest_wait_beside_it
     assert found["coverage"] == {"covered": 1, "tested": 2, "coverage": 0.5}
     html = render(made, found)
     assert "1 of 2 (50 %) were under it" in html and "15, 30 (31; backtest 1 of 2)" in html
+    # ... of the bound alone; what time to result uses is said, with its measured coverage
+    assert "against the bound alone of the waits of its shape before it" in html
+    assert (
+        "the top of a job's wait the bound on past waits, raised to the wait sbatch "
+        "--test-only predicts (corrected where it can be) where that is longer: on the test "
+        "cluster that held for 100 of 102 jobs (98.0 %), the bound alone for 81 (79.4 %;"
+    ) in unescape(html)
 
 
 def test_the_backtest_counts_each_wait_under_the_bound_of_those_before_it():

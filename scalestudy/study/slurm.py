@@ -61,6 +61,18 @@ def slurm_resources(point: Point, study: Study) -> dict:
     return res
 
 
+def shared_job(study: Study, point: Point) -> str | None:
+    """The Slurm job a run of the point shares with other runs, by name (None: a job of
+    its own): in a comparison both variants' runs of its N (compare), else its point's
+    repeats where the study packs them (submission.pack_repeats). The one rule of the
+    workflow's packing groups and of the plan's Slurm jobs."""
+    if study.compare is not None:
+        return f"{study.name}-n{point.n}"
+    if study.submission.pack_repeats:
+        return f"{study.name}-{point.label}"
+    return None
+
+
 def job_runtime(study: Study, point: Point) -> int:
     """Minutes one Slurm job of the point asks for: one run, or all the point's repeats
     when they are packed into one job (Snakemake sums a group's runtimes over the runs

@@ -105,6 +105,12 @@ UNCORRECTED = (
 )
 
 
+# how often the top wait (top_wait) and the bound alone held, as measured on the test
+# cluster (benchmarks/queue_prediction.py --bound, 2026-11-27; docs/slurm.md): of
+# `jobs` backtested, under the bound alone and under the top wait
+TOP_WAIT_MEASURED = {"jobs": 102, "bound": 81, "top": 100}
+
+
 @cache  # the backtest asks it of every count of a shape's waits
 def bound_rank(n: int) -> int | None:
     """The rank k (1 = smallest) of n past waits that is a BOUND_LEVEL upper confidence
@@ -132,8 +138,8 @@ def top_wait(wait_now_s: float | None, bound_s: float | None) -> float | None:
     """The top of a wait's interval: the bound on past waits, raised to the wait
     --test-only sees now where that is longer. The bound assumes the queue as busy as
     in its history; where it is busier now (a run of long jobs ahead), --test-only
-    sees it: on the test cluster the bound alone held for 79 % of 102 jobs, raised so
-    for 98 % (docs/slurm.md). None where neither is known."""
+    sees it (TOP_WAIT_MEASURED: how often each held on the test cluster). None where
+    neither is known."""
     known = [w for w in (wait_now_s, bound_s) if w is not None]
     return max(known) if known else None
 
@@ -166,6 +172,28 @@ def history_coverage(jobs: list[dict]) -> dict:
         covered, tested = covered + c, tested + t
     return {"covered": covered, "tested": tested,
             "coverage": covered / tested if tested else None}  # fmt: skip
+
+
+def coverage_words(coverage: dict) -> str:
+    """What the top of a wait is and how often it held, in the plan's words: as measured
+    on the test cluster (TOP_WAIT_MEASURED), and the bound alone backtested over this
+    history (`coverage`: history_coverage; past jobs' --test-only waits are not known,
+    so the history cannot raise it)."""
+    jobs, bound, top = (TOP_WAIT_MEASURED[k] for k in ("jobs", "bound", "top"))
+    words = (
+        "Time to result takes as the top of a job's wait the bound on past waits, raised to "
+        "the wait sbatch --test-only predicts (corrected where it can be) where that is "
+        "longer: on the test "
+        f"cluster that held for {top} of {jobs} jobs ({100 * top / jobs:.1f} %), the bound "
+        f"alone for {bound} ({100 * bound / jobs:.1f} %; benchmarks/queue_prediction.py --bound)"
+    )
+    if not coverage["tested"]:
+        return words + ". No shape in the history has enough jobs to backtest the bound"
+    return words + (
+        ". Backtested over this history, each wait against the bound alone of the waits of "
+        f"its shape before it: {coverage['covered']} of {coverage['tested']} "
+        f"({100 * coverage['coverage']:.0f} %) were under it"
+    )
 
 
 def run_to_limit(jobs: list[dict]) -> dict | None:
@@ -361,6 +389,7 @@ def predict(plans: list[dict], facts: dict) -> dict:
                 row |= found | corrected(found.get("predicted_wait_s"), asked_at(facts), ratio)
     slurm = queue == SLURM
     history = slurm and facts["history"] is not None and history_note is None
+    coverage = history_coverage(past) if history else None
     return {
         "queue": queue,
         "asked_at": facts["asked_at"],
@@ -373,7 +402,9 @@ def predict(plans: list[dict], facts: dict) -> dict:
         "history": history,
         # the bound's backtest over every shape in the history, and --test-only's
         # correction (None: uncorrected, `correction_note` says why)
-        "coverage": history_coverage(past) if history else None,
+        "coverage": coverage,
+        # what the top of a wait is, and its coverage, measured and backtested
+        "coverage_words": coverage_words(coverage) if history else None,
         "run_to_limit": ratio,
         "correction_note": UNCORRECTED if slurm and note is None and ratio is None else None,
         "bound_min_jobs": BOUND_MIN_JOBS,
@@ -382,39 +413,63 @@ def predict(plans: list[dict], facts: dict) -> dict:
 
 
 def planned_jobs(plan: dict, queue: str) -> list[dict]:
-    """The jobs a plan will submit: one per run to come, or on Slurm one per packed
-    point (its repeats share a job), each with its layout and predicted start."""
-    packed = queue == "slurm" and plan["totals"]["slurm_jobs"] is not None
-    jobs = []
-    for row in plan["rows"]:
+    """The jobs a plan will submit: one per run to come, or on Slurm one per group of
+    runs that share a job (a packed point's repeats, a comparison's a and b at one N:
+    the row's slurm_job), each with its layout, its price (the runs' time and SU one
+    after another, and what each price is based on) and predicted start. A shared job's
+    rows are alike in shape: its layout and start are its first row's."""
+    groups: dict = {}
+    for position, row in enumerate(plan["rows"]):
         if not row["to_run"]:
             continue
-        for runs in [row["to_run"]] if packed else [1] * row["to_run"]:
-            jobs.append({
-                "point": row["label"],
-                "series": row["series"],
-                "n": row["n"],
-                "runs": runs,
-                "nodes": row["nodes"],
-                "layout": {key: row[key] for key in
-                           ("nodes", "tasks_per_node", "threads", "gpus_per_node")},
-                "seconds": row["seconds"] * runs,
-                "predicted_start": row["predicted_start"],
-                "predicted_wait_s": row["predicted_wait_s"],
-                "corrected_start": row["corrected_start"],
-                "corrected_wait_s": row["corrected_wait_s"],
-                "start_basis": row["start_basis"],
-                "queue_note": row["queue_note"],
-                "sbatch_test_only": row.get("sbatch_test_only"),
-                "history_wait_median_s": row["history_wait_median_s"],
-                "history_wait_p90_s": row["history_wait_p90_s"],
-                "history_jobs": row["history_jobs"],
-                "history_wait_bound_s": row["history_wait_bound_s"],
-                "history_wait_max_s": row["history_wait_max_s"],
-                "history_bound_covered": row["history_bound_covered"],
-                "history_bound_tested": row["history_bound_tested"],
-            })  # fmt: skip
+        if queue == SLURM and row["slurm_job"] is not None:
+            groups.setdefault(row["slurm_job"], []).append((row, row["to_run"]))
+        else:
+            for k in range(row["to_run"]):
+                groups[(position, k)] = [(row, 1)]
+    jobs = []
+    for shared in groups.values():
+        row = shared[0][0]
+        jobs.append({
+            "point": ", ".join(r["label"] for r, _ in shared),
+            "series": ", ".join(r["series"] for r, _ in shared if r["series"]),
+            "n": row["n"],
+            "runs": sum(runs for _, runs in shared),
+            "nodes": row["nodes"],
+            "layout": {key: row[key] for key in
+                       ("nodes", "tasks_per_node", "threads", "gpus_per_node")},
+            "seconds": sum(r["seconds"] * runs for r, runs in shared),
+            "su": sum(r["su_per_job"] * runs for r, runs in shared),
+            # per run's point where they differ: "a-t1: ...; b-t1: ..."
+            "price_basis": alike(shared, "price_basis",
+                                 lambda v: "; ".join(f"{k}: {t}" for k, t in v.items())),
+            # the N whose time priced the runs; {label: N} where they differ
+            "price_from_n": alike(shared, "price_from_n", lambda v: v),
+            "predicted_start": row["predicted_start"],
+            "predicted_wait_s": row["predicted_wait_s"],
+            "corrected_start": row["corrected_start"],
+            "corrected_wait_s": row["corrected_wait_s"],
+            "start_basis": row["start_basis"],
+            "queue_note": row["queue_note"],
+            "sbatch_test_only": row.get("sbatch_test_only"),
+            "history_wait_median_s": row["history_wait_median_s"],
+            "history_wait_p90_s": row["history_wait_p90_s"],
+            "history_jobs": row["history_jobs"],
+            "history_wait_bound_s": row["history_wait_bound_s"],
+            "history_wait_max_s": row["history_wait_max_s"],
+            "history_bound_covered": row["history_bound_covered"],
+            "history_bound_tested": row["history_bound_tested"],
+        })  # fmt: skip
     return jobs
+
+
+def alike(shared: list, key: str, differ):
+    """A shared job's rows' value of `key` where they all have the same one, else
+    `differ` of {label: value}."""
+    values = {row["label"]: row[key] for row, _ in shared}
+    if len(set(values.values())) == 1:
+        return next(iter(values.values()))
+    return differ(values)
 
 
 # --- the waits of a study's requests, at aggregation (time to result) -------

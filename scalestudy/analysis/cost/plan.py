@@ -32,7 +32,7 @@ from scalestudy.analysis.stats.predictions import jsonable, times_by_n, usable_r
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.model import Study
 from scalestudy.study.points import point_for
-from scalestudy.study.slurm import job_runtime, slurm_resources
+from scalestudy.study.slurm import job_runtime, shared_job, slurm_resources
 
 MEASURED, NEIGHBOUR, MODEL, LIMIT = "measured", "neighbour", "model", "limit"
 # An estimate from measurements is multiplied by this before it prices a point: the
@@ -189,6 +189,9 @@ def study_plan(
                     # repeats' time), for sbatch --test-only (scalestudy.analysis.cluster.queue)
                     "slurm_resources": slurm_resources(point, study)
                     | {"runtime": job_runtime(study, point)},
+                    # the Slurm job its runs share (study.slurm.shared_job; None: each
+                    # run a job of its own)
+                    "slurm_job": shared_job(study, point),
                 }
             )
     totals = {
@@ -196,12 +199,11 @@ def study_plan(
         for key in ("su", "su_to_run", "seconds_to_run", "to_run", "done")
     }
     totals["jobs"] = sum(r["repeats"] for r in rows)
-    # on Slurm, a packed point's repeats share one job (the plan is made before any
-    # executor is chosen: locally each run stays a job of its own); finished ones
-    # count, as in "jobs"
-    totals["slurm_jobs"] = (
-        sum(r["repeats"] > 0 for r in rows) if study.submission.pack_repeats else None
-    )
+    # on Slurm, runs that share a job (a packed point's repeats, a comparison's a and
+    # b at one N) are one job (the plan is made before any executor is chosen: locally
+    # each run stays a job of its own); finished ones count, as in "jobs"
+    shared = {r["slurm_job"] for r in rows if r["repeats"] > 0}
+    totals["slurm_jobs"] = len(shared) if any(r["slurm_job"] for r in rows) else None
     totals["upper_bound"] = any(r["basis"] == LIMIT and r["to_run"] for r in rows)
     budget = study.budget_su
     return {
@@ -212,6 +214,8 @@ def study_plan(
         "totals": totals,
         "budget_su": budget,
         "over_budget": budget is not None and not within_budget(totals["su"], budget),
+        # a paired comparison: on Slurm a's and b's runs of a point share its job
+        "compare": study.compare is not None,
         # adaptive: these rows are round 1; later rounds stop within budget_su
         "adaptive": first is not None,
         # an adaptive study's runs of every round so far, and what they cost

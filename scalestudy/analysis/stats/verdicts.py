@@ -48,7 +48,7 @@ UNION_DRAWS = 20_000  # null draws that size the curve's test (its size within 0
 
 SLOWER, FASTER, SAME, UNDECIDED = "slower", "faster", "same", "undecided"
 MIXED = "slower and faster"  # the curve: slower at some points, faster at others
-NO_VARIANCE = "undecided: no variance to judge by (one run a point, or identical times)"
+NO_VARIANCE = "undecided: no variance to judge by (one {unit} a point, or identical times)"
 
 
 def pooled_log_variance(samples) -> tuple[float, int]:
@@ -138,6 +138,7 @@ def verdicts(
     log_n,
     tolerance: float,
     alpha: float = ALPHA,
+    unit: str = "run",
 ) -> dict:
     """Verdicts per point and for the curve (module docstring). Per point i: the log
     ratio now / then, the runs on each side (the variance of the log ratio is
@@ -145,7 +146,8 @@ def verdicts(
     log-scale variance (pooled_log_variance). Returns {"points": [...], "curve": {...}}:
     ratio, interval (95 %), p, verdict, power, more_runs (the runs to add now at the
     point, or at every point for the curve, that would decide it; None: none would) and
-    the verdict said in words."""
+    the verdict said in words (`unit`: what one of the runs is called, "pair" for a
+    paired comparison)."""
     from scipy.stats import f, t
 
     d = np.asarray(log_ratios, dtype=float)
@@ -198,7 +200,7 @@ def verdicts(
         elif rejected[i] and d[i] < beyond[1]:
             verdict, text = FASTER, _change_text(ratio, lo, hi)
         elif not known:
-            verdict, text = UNDECIDED, NO_VARIANCE
+            verdict, text = UNDECIDED, NO_VARIANCE.format(unit=unit)
         else:
             # the power of the point's own Holm step, now and with more runs
             step = threshold_of[i]
@@ -218,9 +220,9 @@ def verdicts(
                 more = _fewest(powers[1:])
                 more = None if more is None else more + 1
                 text = "undecided: " + (
-                    f"{more} more run{'s' if more > 1 else ''} would decide it"
+                    f"{more} more {unit}{'s' if more > 1 else ''} would decide it"
                     if more
-                    else "more runs now cannot decide it alone"
+                    else f"more {unit}s now cannot decide it alone"
                 )
         points.append(
             {
@@ -250,7 +252,7 @@ def verdicts(
             else f"{_change_text(ratio, lo, hi)} on average over the points"
         )
     elif not known:
-        verdict, text = UNDECIDED, NO_VARIANCE
+        verdict, text = UNDECIDED, NO_VARIANCE.format(unit=unit)
     else:
         share = JOINT_SHARE * alpha * level if k > 1 else alpha
         more_runs = np.arange(MAX_MORE_RUNS + 1)
@@ -265,9 +267,9 @@ def verdicts(
             more = _fewest(powers[1:])
             more = None if more is None else more + 1
             text = "undecided: " + (
-                f"{more} more run{'s' if more > 1 else ''} at every point would decide it"
+                f"{more} more {unit}{'s' if more > 1 else ''} at every point would decide it"
                 if more
-                else "more runs now cannot decide it alone"
+                else f"more {unit}s now cannot decide it alone"
             )
     curve = {
         "ratio": ratio,
