@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import shutil
 import subprocess
@@ -54,7 +53,10 @@ import pandas as pd
 import yaml
 
 from benchmarks.common import DATA_DIR, REPO, fashion_root
+from scalestudy.analysis.decisions.adaptive import load_round
 from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.model import SCHEMA_FILE
+from scalestudy.study.validation import checked_config, study_models
 
 WORKFLOW_PARTS = ["Snakefile", "rules", "scripts", "config", "profiles", "workloads", "report"]
 GOAL_S = 300
@@ -108,12 +110,14 @@ def adaptive_studies(root: Path) -> list[str]:
 def describe(root: Path, study: str) -> dict:
     """What one adaptive study's rounds and runs came to."""
     folder = root / "results" / study
-    plans = [json.loads(p.read_text()) for p in sorted(folder.glob("rounds/round*.json"),
-                                                        key=lambda p: int(p.stem[5:]))]  # fmt: skip
+    plans = [load_round(p) for p in sorted(folder.glob("rounds/round*.json"),
+                                           key=lambda p: int(p.stem[5:]))]  # fmt: skip
     last = plans[-1]
     runs = pd.read_csv(folder / "runs.csv")
     config = yaml.safe_load((root / "config" / "config.yaml").read_text())
-    column = TIME_COLUMNS[config["studies"][study].get("time", "wall")]
+    # the schema fills in the defaults (the time basis among them)
+    checked = checked_config(config, root / SCHEMA_FILE, root)
+    column = TIME_COLUMNS[study_models(checked)[study].time]
     points = {}
     for point, group in runs.groupby("point"):
         times = pd.to_numeric(group[column], errors="coerce")

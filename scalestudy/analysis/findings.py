@@ -50,6 +50,7 @@ from scalestudy.contract import (
     StoppedAt,
     StudyFacts,
     TimedRun,
+    ToDecide,
 )
 from scalestudy.model import Scaling, Study, base_series
 from scalestudy.records import finite, jsonable
@@ -250,6 +251,7 @@ def adaptive_findings(study: Study, runs: pd.DataFrame, rounds: dict | None) -> 
             "rounds": [Round(**r) for r in rounds["rounds"]],
             "stop": AdaptiveStop(**rounds["stop"]),
             "configs": [ConfigChange(**c) for c in rounds["configs"]],
+            "to_decide": rounds.get("to_decide") and ToDecide(**rounds["to_decide"]),
         },
         refused=refused and RefusedRound(**refused),
         runs=marked,
