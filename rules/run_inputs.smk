@@ -76,7 +76,10 @@ def get_pack_group(wildcards):
 def get_previous_paired_run(wildcards):
     """A comparison's run waits for the run before it in its point's drawn order
     (scalestudy.study.run_spec.paired_order), so that a and b run interleaved, each
-    pair next to each other; nothing outside a comparison."""
+    pair next to each other; nothing outside a comparison, nor for a profiler run
+    (rules/profile.smk: no repeat, its times are not used)."""
+    if "repeat" not in wildcards.keys():
+        return []
     row = get_point(wildcards)
     before = previous_paired_run(
         STUDIES[wildcards.study], int(row["n"]), row["series"], int(wildcards.repeat)
