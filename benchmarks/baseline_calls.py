@@ -203,6 +203,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--outliers", action="store_true")
+    parser.add_argument("--cv", type=float, nargs="+", default=CVS, help="the runs' CVs")
     args = parser.parse_args()
     tolerance = default_tolerance()
     rng = np.random.default_rng(args.seed)
@@ -210,10 +211,10 @@ def main() -> None:
         f"{args.pairs} pairs per cell, seed {args.seed}, points {POINTS}, {RUNS} runs a side, "
         f"tolerance {tolerance:g}, outliers {'on' if args.outliers else 'off'}"
     )
-    print(f"{'':42}" + "".join(f"{f'CV {cv:.0%}:   old      new':<34}" for cv in CVS))
+    print(f"{'':42}" + "".join(f"{f'CV {cv:.0%}:   old      new':<34}" for cv in args.cv))
     for label, kind, what, how in ROWS:
         cells = []
-        for cv in CVS:
+        for cv in args.cv:
             found = [
                 pair(kind, cv, tolerance, rng, args.outliers, **how) for _ in range(args.pairs)
             ]
@@ -223,7 +224,7 @@ def main() -> None:
             cells.append(f"{100 * old:12.1f} % {100 * new:6.1f} % {runs:<14}")
         print(f"{label:42}" + "".join(cells))
     sims = max(args.pairs // 5, 100)
-    for cv in CVS:
+    for cv in args.cv:
         found = paired_runs(cv, tolerance, sims, rng)
         print(
             f"runs a point for 80 % power, N = 4 +10 % called there, CV {cv:.0%}, "
