@@ -23,10 +23,11 @@ Statistical choices, and why (benchmarks/baseline_calls.py measures them):
   when that test, or the smallest point p (Bonferroni over the points), rejects:
   JOINT_SHARE of alpha to the shapes, the rest to the points, both raised together
   until the union's size under no change is alpha (_union_level: Bonferroni alone
-  gives power away). A study's false alarms stay below alpha (4.8-5.0 % at CV 5-20 %:
-  the tolerance leaves no slack to spend). The two shares are a trade: all of alpha
+  gives power away). A study's false alarms are held at alpha (4.8-5.0 % at CV 5-20 %
+  with log-normal runs, so no slack to spend; outliers raise them to about 6 %,
+  docs/baselines.md). The two shares are a trade: all of alpha
   to the points calls one point +10 % at most 34 %, all to the shapes a ramp at most
-  75 %; no sharing reaches both of issue 36's goals (75 %, 35 %).
+  75 %; no sharing reaches both goals (75 %, 35 %: benchmarks/baseline_calls.py).
 * Where: closed testing. Each point's hypothesis is rejected when the curve's is and
   Bonferroni rejects every smaller set of points holding it: Holm's step-down with
   thresholds alpha / (k - 1), alpha / (k - 1), alpha / (k - 2), ..., alpha.
