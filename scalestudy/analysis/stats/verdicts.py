@@ -143,10 +143,14 @@ def _union_level(weights: tuple, log_n: tuple, df: int, alpha: float) -> float:
     return float(np.quantile(g, alpha))
 
 
-def _fewest(powers) -> int | None:
-    """The first index (more runs: 0, 1, ...) whose power reaches POWER; None if none."""
-    reached = np.flatnonzero(np.asarray(powers) >= POWER)
-    return int(reached[0]) if reached.size else None
+def _undecided(powers, unit: str, where: str = "") -> tuple[int | None, str]:
+    """The fewest more runs (powers[k]: with k more) whose power reaches POWER, None if
+    none within MAX_MORE_RUNS, and the undecided verdict's words saying so."""
+    reached = np.flatnonzero(np.asarray(powers[1:]) >= POWER)
+    if not reached.size:
+        return None, f"undecided: more {unit}s now cannot decide it alone"
+    more = int(reached[0]) + 1
+    return more, f"undecided: {more} more {unit}{'s' if more > 1 else ''}{where} would decide it"
 
 
 def verdicts(
@@ -236,13 +240,7 @@ def verdicts(
             else:
                 verdict = UNDECIDED
                 # where the estimate is beyond the tolerance, power enough says which
-                more = _fewest(powers[1:])
-                more = None if more is None else more + 1
-                text = "undecided: " + (
-                    f"{more} more {unit}{'s' if more > 1 else ''} would decide it"
-                    if more
-                    else f"more {unit}s now cannot decide it alone"
-                )
+                more, text = _undecided(powers, unit)
         points.append(
             {
                 "ratio": ratio,
@@ -284,13 +282,7 @@ def verdicts(
             verdict, text = SAME, _same_text(tolerance, power, curve=True)
         else:
             verdict = UNDECIDED
-            more = _fewest(powers[1:])
-            more = None if more is None else more + 1
-            text = "undecided: " + (
-                f"{more} more {unit}{'s' if more > 1 else ''} at every point would decide it"
-                if more
-                else f"more {unit}s now cannot decide it alone"
-            )
+            more, text = _undecided(powers, unit, " at every point")
     curve = {
         "ratio": ratio,
         "lo": lo,
