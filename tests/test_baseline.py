@@ -329,3 +329,23 @@ def test_a_broken_archive_is_refused_before_any_job(tmp_path):
     # the newest archive as the baseline: said once, as the baseline
     last = study_model(STUDY | {"baseline": "last"})
     assert archive_problems(last, tmp_path) == []
+
+
+def test_runs_added_for_the_comparison_count_once_in_the_round_s_totals():
+    # the fault probe: the runs next_round had added to a point were counted again when
+    # settle_baseline added more there (totals 3 + 2 + 2 + extra instead of 3 + 2 + extra)
+    from scalestudy.analysis.history.baseline import runs_for_comparison
+
+    settle = {"settle_baseline": True, "target_ci": 0.2, "max_repeats": 12}
+    study = study_model(STUDY | {"adaptive": settle, "budget_su": 100, "baseline": "kept"})
+    rng = np.random.default_rng(5)  # undecided at every N: more runs are added at N = 4
+    now = {("", n): 10 / n * rng.lognormal(0, 0.05, 3) for n in (1, 2, 4)}
+    was = {("", n): 10 / n * rng.lognormal(0, 0.05, 3) for n in (1, 2, 4)}
+    before = {1: 3, 2: 3, 4: 3}
+    plan = {"round": 2, "totals": {1: 3, 2: 3, 4: 5}, "added": {4: 2}, "why": {4: "a step"},
+            "round_su": 0.0, "spent_su": 0.0, "stop": None}  # fmt: skip
+    settled = runs_for_comparison(plan, now, was, study, {1: 1e-3, 2: 1e-3, 4: 1e-3})
+    assert settled["added"][4] > plan["added"][4], (
+        "nothing added at N = 4: the probe proves nothing"
+    )
+    assert settled["totals"] == {n: before[n] + settled["added"].get(n, 0) for n in before}

@@ -471,7 +471,8 @@ def runs_for_comparison(plan: dict, now: dict, was: dict, study: Study, su_per_r
         round_su += extra * per_run
     if added == plan["added"]:
         return plan
-    totals = {n: plan["totals"].get(n, 0) + k for n, k in added.items()}
+    # plan["totals"] already holds the runs next_round added: count only these
+    totals = {n: plan["totals"].get(n, 0) + k - plan["added"].get(n, 0) for n, k in added.items()}
     return plan | {
         "added": added,
         "why": why,
