@@ -150,6 +150,12 @@ def test_pairs_are_a_and_b_of_one_repeat_both_successful_one_after_the_other():
         {"n": 1, "repeat": 4, "a": 2.0, "b": 2.2},
         {"n": 2, "repeat": 1, "a": 3.0, "b": 3.3},
     ]
+    # the fault probe: a run on shared CPUs (not usable) measured its pair; it still
+    # stands between its neighbours, so a's rep2 does not pair with b's rep4
+    runs = pd.DataFrame(rows, columns=columns)
+    usable = runs.drop(index=[0, 5])  # a's rep1 disturbed, b's rep4 disturbed
+    pairs = pairs_of(runs, "wall_s", usable)
+    assert pairs.to_dict("records") == [{"n": 2, "repeat": 1, "a": 3.0, "b": 3.3}]
 
 
 # --- the order of the runs -------------------------------------------------------------

@@ -39,11 +39,14 @@ class PairedRatio:
 NO_PAIRS = PairedRatio(0, None, None, None, "undecided", "undecided: no pairs", None)
 
 
-def pairs_of(runs: pd.DataFrame, time_column: str) -> pd.DataFrame:
+def pairs_of(
+    runs: pd.DataFrame, time_column: str, usable: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """One row per pair: N, the repeat, and a's and b's times (columns a, b), for the
-    repeats at which both variants' runs succeeded with a time, one right after the
-    other among the point's runs (a run run again alone, later, pairs with nothing);
-    by N, then repeat."""
+    repeats at which both variants' runs are usable (`usable`, a subset of `runs`, as
+    predictions.usable_runs gives it; default: those that succeeded) with a time, one
+    right after the other among the point's runs (a run run again alone, later, pairs
+    with nothing); by N, then repeat."""
     runs = runs.assign(variant=runs["series"].map(base_series))
     # each run's place among its point's runs, in the order they started
     place = runs.groupby("n")["started_at"].rank(method="first")
@@ -51,7 +54,8 @@ def pairs_of(runs: pd.DataFrame, time_column: str) -> pd.DataFrame:
     places = runs.pivot_table(index=["n", "repeat"], columns="variant", values="place",
                               aggfunc="first").reindex(columns=["a", "b"])  # fmt: skip
     adjacent = places[(places["a"] - places["b"]).abs() == 1].index
-    ok = runs[(runs["status"] == "ok") & runs[time_column].notna()]
+    ok = runs[runs["status"] == "ok"] if usable is None else runs.loc[usable.index]
+    ok = ok[ok[time_column].notna()]
     ok = ok[ok.set_index(["n", "repeat"]).index.isin(adjacent)]
     wide = ok.pivot_table(index=["n", "repeat"], columns="variant", values=time_column,
                           aggfunc="first")  # fmt: skip

@@ -1,6 +1,7 @@
 """The paired ratio b/a of each point, with its interval and verdict."""
 
 from scalestudy.analysis.stats.paired import paired_ratios, pairs_of
+from scalestudy.analysis.stats.predictions import usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.sections.paired.contract import DATA, Paired, PairedPoint
 from scalestudy.study.points import point_for
@@ -11,7 +12,8 @@ def produce(given) -> DATA:
     compare = study.compare
     if compare is None:
         return None
-    pairs = pairs_of(given.runs, TIME_COLUMNS[study.time])
+    # adjacency among all the point's runs; only usable ones (not disturbed) measure
+    pairs = pairs_of(given.runs, TIME_COLUMNS[study.time], usable_runs(given.runs, study))
     ns = sorted(study.scaling.ns())
     at = [pairs[pairs["n"] == n] for n in ns]
     found = paired_ratios(
