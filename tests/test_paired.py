@@ -299,3 +299,18 @@ def test_a_comparisons_job_asks_for_all_its_runs_time_within_the_partitions_limi
     assert runtime_problems(study, [point], one * 6, "sinfo") == []
     (problem,) = runtime_problems(study, [point], one * 6 - 1, "sinfo")
     assert problem.startswith(f"studies.s.compare: point a-t1 runs a's and b's 3 repeats of {one}")
+
+
+def test_a_paired_study_gets_no_second_unpaired_verdict_on_a_against_b():
+    # the fault probe: the series comparison (an unpaired test of the same runs) also
+    # judged a against b, and could contradict the paired verdict
+    from scalestudy.analysis.stats.predictions import compare_all_series
+
+    rows = [(s, n, r, "ok", t * (1.3 if s == "b" else 1.0))
+            for s in ("a", "b") for n, t in ((1, 2.0), (2, 1.0)) for r in (1, 2, 3)]  # fmt: skip
+    runs = pd.DataFrame(rows, columns=["series", "n", "repeat", "status", "wall_s"])
+    paired = checked_study(paired_study(), "s")
+    plain = {k: v for k, v in paired_study().items() if k != "compare"}
+    unpaired = checked_study(plain | {"series": {"a": {}, "b": {}}}, "s")
+    assert compare_all_series(runs, paired) == []
+    assert len(compare_all_series(runs, unpaired)) == 1

@@ -205,11 +205,13 @@ def recommendation_decision(
 
 
 def compare_all_series(runs: pd.DataFrame, study: Study) -> list[Comparison]:
-    """Each series against the first: do their times differ at the N both measured?"""
+    """Each series against the first: do their times differ at the N both measured?
+    Not for a paired comparison (`compare:`): its paired verdict answers that question,
+    and an unpaired test of the same runs would be a second, weaker answer to it."""
     time_col = TIME_COLUMNS[study.time]
     ok = runs[runs["status"] == "ok"]
     names = list(dict.fromkeys(runs["series"]))
-    if len(names) < 2:
+    if len(names) < 2 or study.compare is not None:
         return []
 
     def by_n(series: str) -> dict[int, np.ndarray]:
