@@ -87,7 +87,9 @@ def get_previous_paired_run(wildcards):
     if before is None:
         return []
     label = point_for(STUDIES[wildcards.study], int(row["n"]), before[0]).label
-    return [paths.record_path(wildcards.study, label, before[1])]
+    # an order, not a dependency on its content: a run redone later (make redo) leaves
+    # the runs after it, and what they measured, as they are
+    return [ancient(paths.record_path(wildcards.study, label, before[1]))]
 
 
 # records refused as their runs' (get_rerun_token): kept in discarded/, never overwritten

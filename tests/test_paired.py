@@ -6,6 +6,7 @@ regression check's verdict (stats/verdicts.py)."""
 import copy
 import json
 import math
+import os
 import sys
 
 import numpy as np
@@ -286,6 +287,12 @@ def test_a_paired_study_runs_its_pairs_interleaved_and_reports_the_ratio(workflo
     html = (workflow.root / "results" / "report.html").read_text()
     assert "Paired comparison: b against a" in html
     assert f"<td>{point['ratio']:.3f}</td>" in html and point["words"] in html
+    # the fault probe: a run redone (its record newer) made every later run of the
+    # chain outdated, and run again, losing what they had measured
+    first = runs / f"{drawn[0][0]}-t1" / f"rep{drawn[0][1]}.json"
+    os.utime(first)
+    dry = workflow.snakemake("--profile", "profiles/local", "-n")
+    assert "run_point" not in dry.output, dry.output[-3000:]
 
 
 def test_a_comparisons_job_asks_for_all_its_runs_time_within_the_partitions_limit():
