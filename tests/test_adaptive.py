@@ -782,3 +782,20 @@ def test_the_default_study_decides_though_a_hiccup_slows_one_of_its_runs():
     times[2][1] += 2.0  # the hiccup, in round 1
     stopped = rounds_until_stop(Rules.of(study), times)
     assert stopped["reason"] == DECIDED, stopped
+
+
+def test_the_rounds_section_names_the_same_budget_as_the_first_line():
+    # the fault probe: the Rounds section said spent + round (0.2784 as 0.278), the
+    # first line the same rounded up (0.28): two figures, one below what is needed
+    from scalestudy.analysis.decisions.adaptive import rounds_summary
+    from scalestudy.analysis.findings import adaptive_findings
+
+    runs = records_table({1: [10.0, 10.1, 9.9], 2: [120.0, 120.0, 120.0]})
+    killed = runs["n"] == 2
+    runs.loc[killed, ["status", "wall_s", "train_s"]] = ["failed", None, None]
+    runs["reason"] = np.where(killed, "time limit of 2 min reached", None)
+    runs["round"] = 1
+    study = study_model(ADAPTIVE_STUDY | {"budget_su": 0.3}, "a")
+    plan = round_plan(study, 2, runs)
+    rounds = adaptive_findings(study, runs, rounds_summary([plan], plan["spent_su"], 5))
+    assert rounds.budget_needed == plan["to_decide"]["value"]

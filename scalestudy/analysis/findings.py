@@ -18,6 +18,7 @@ import pandas as pd
 from scalestudy.analysis.cluster.queue import request_waits
 from scalestudy.analysis.cluster.result_time import deadline_by_result, study_result_times
 from scalestudy.analysis.cost.cost import charges, cost_view
+from scalestudy.analysis.decisions.adaptive import significant_ceiling
 from scalestudy.analysis.decisions.layouts import point_layout
 from scalestudy.analysis.decisions.recommendation import within_zone
 from scalestudy.analysis.decisions.request import study_requests
@@ -257,7 +258,10 @@ def adaptive_findings(study: Study, runs: pd.DataFrame, rounds: dict | None) -> 
         runs=marked,
         later_runs=sum(m.round > 1 for m in marked),
         # a budget stop: the SU the refused round needed on top of what was spent
-        budget_needed=rounds["spent_su"] + refused["round_su"] if refused else None,
+        # rounded up as the first line's (to_decide): one figure, never below the need
+        budget_needed=significant_ceiling(rounds["spent_su"] + refused["round_su"])
+        if refused
+        else None,
     )
 
 
