@@ -381,8 +381,8 @@ def test_packed_repeats_share_one_job_per_point_on_nodes_of_their_own(cluster, w
     refused = workflow.snakemake(*PROFILES, "--group-components", "pack=2", check=False)
     assert refused.returncode != 0
     assert (
-        "studies.packed.submission.pack_repeats packs 3 repeats, and Snakemake puts 2 in one job"
-        in refused.output
+        "studies.packed.submission.pack_repeats packs 3 runs in one job, and Snakemake puts 2 in "
+        "one job" in refused.output
     )
     assert "submitted with SLURM jobid" not in refused.output
     refused = workflow.snakemake(*PROFILES, "--resources", "timed_runs=2", check=False)

@@ -46,12 +46,25 @@ def test_an_oversubscribed_point_of_a_fixed_study_passes():
 def test_packing_with_too_few_group_components_is_refused():
     studies, _ = studies_and_points(p=threads_study([1, 2], submission={"pack_repeats": True}))
     (problem,) = packing_problems(studies, {"p"}, components=2, timed_runs=1, group="pack")
-    assert problem.startswith("studies.p.submission.pack_repeats packs 3 repeats")
+    assert problem.startswith("studies.p.submission.pack_repeats packs 3 runs in one job")
     assert "--group-components pack=2" in problem
     assert packing_problems(studies, {"p"}, components=100, timed_runs=1, group="pack") == []
     (timed,) = packing_problems(studies, {"p"}, components=100, timed_runs=2, group="pack")
     assert "--resources timed_runs=1" in timed and timed.endswith("not 2")
     assert packing_problems(studies, set(), components=1, timed_runs=2, group="pack") == []
+
+
+def test_a_comparison_s_job_is_checked_as_a_packed_one():
+    # the fault probe: a comparison packs a's and b's repeats in one job (6 runs here),
+    # but only pack_repeats was checked: 4 group components split it silently
+    from tests.test_paired import paired_study
+
+    studies, _ = studies_and_points(c=paired_study())
+    (problem,) = packing_problems(studies, {"c"}, components=4, timed_runs=1, group="pack")
+    assert problem.startswith("studies.c.compare packs 6 runs in one job")
+    assert packing_problems(studies, {"c"}, components=6, timed_runs=1, group="pack") == []
+    (timed,) = packing_problems(studies, {"c"}, components=100, timed_runs=2, group="pack")
+    assert timed.startswith("studies.c.compare needs one timed run at a time")
 
 
 def test_a_job_longer_than_its_partition_is_refused():

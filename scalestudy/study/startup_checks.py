@@ -168,25 +168,32 @@ def local_gpu_problems(
 def packing_problems(
     studies: dict[str, Study], running: set[str], components: int, timed_runs, group: str
 ) -> list[str]:
-    """Refuse to pack a study's repeats under settings that would not do it as asked:
-    Snakemake then submits the repeats in several jobs (fewer group-components than
-    repeats), or asks for them side by side, with their CPUs summed and one runtime,
-    and would time them at once (timed_runs not 1). `running`: the studies with runs
-    to submit; `components`: --group-components of `group`; `timed_runs`: --resources."""
-    packed = sorted(name for name in running if studies[name].submission.pack_repeats)
+    """Refuse to pack a study's runs (its repeats, or a comparison's pairs) under
+    settings that would not do it as asked: Snakemake then submits them in several
+    jobs (fewer group-components than runs), or asks for them side by side, with
+    their CPUs summed and one runtime, and would time them at once (timed_runs not
+    1). `running`: the studies with runs to submit; `components`: --group-components
+    of `group`; `timed_runs`: --resources."""
+    # the runs of one job, and the key that asks for it (a comparison's job holds both
+    # variants' repeats: study.slurm.shared_job)
+    packed = {name: (2 * studies[name].repeats, "compare") if studies[name].compare
+              else (studies[name].repeats, "submission.pack_repeats")
+              for name in sorted(running)
+              if studies[name].compare or studies[name].submission.pack_repeats}  # fmt: skip
     if not packed:
         return []
     problems = [
-        f"studies.{name}.submission.pack_repeats packs {studies[name].repeats} repeats, "
-        f"and Snakemake puts {components} in one job (--group-components "
-        f"{group}={components}; the Slurm profile gives {group}=100)"
-        for name in packed
-        if studies[name].repeats > components
+        f"studies.{name}.{key} packs {runs} runs in one job, and Snakemake puts "
+        f"{components} in one job (--group-components {group}={components}; the Slurm "
+        f"profile gives {group}=100)"
+        for name, (runs, key) in packed.items()
+        if runs > components
     ]
     if timed_runs != 1:
+        name, (_, key) = next(iter(packed.items()))
         problems.append(
-            f"studies.{packed[0]}.submission.pack_repeats needs one timed run at a time in a "
-            f"job (--resources timed_runs=1, as the Slurm profile gives), not {timed_runs}"
+            f"studies.{name}.{key} needs one timed run at a time in a job (--resources "
+            f"timed_runs=1, as the Slurm profile gives), not {timed_runs}"
         )
     return problems
 
