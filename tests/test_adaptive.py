@@ -799,3 +799,17 @@ def test_the_rounds_section_names_the_same_budget_as_the_first_line():
     plan = round_plan(study, 2, runs)
     rounds = adaptive_findings(study, runs, rounds_summary([plan], plan["spent_su"], 5))
     assert rounds.budget_needed == plan["to_decide"]["value"]
+
+
+def test_the_raise_of_max_repeats_stays_within_the_schema_s_maximum():
+    # to_decide's doubled max_repeats is capped by MOST_REPEATS, the schema's maximum
+    # written again in the code: this ties the two
+    import yaml
+
+    from scalestudy.analysis.decisions.adaptive import MOST_REPEATS
+    from scalestudy.model import SCHEMA_FILE
+    from tests.conftest import REPO
+
+    schema = yaml.safe_load((REPO / SCHEMA_FILE).read_text())
+    adaptive = schema["$defs"]["study"]["properties"]["adaptive"]["properties"]
+    assert adaptive["max_repeats"]["maximum"] == MOST_REPEATS
