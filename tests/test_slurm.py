@@ -461,6 +461,9 @@ def test_a_paired_study_runs_both_variants_in_one_job_per_point(cluster, workflo
         "repeats": 2,
         "resources": {"mem_mb": 500, "runtime": 2},
         "compare": {"a": {}, "b": {"params": {"values": {"delay": 1.0}}}},
+        # the two nodes share this machine's cores and run both points' jobs at once:
+        # every run is on shared CPUs, which the paired ratio otherwise leaves out
+        "include_shared": True,
     }
     workflow.write_config({"partition_limits": limits(), "studies": {"paired": paired}})
     start = time.perf_counter()
