@@ -94,11 +94,13 @@ NO_HISTORY = {"history_wait_median_s": None, "history_wait_p90_s": None, "histor
               "history_wait_bound_s": None, "history_wait_max_s": None,
               "history_bound_covered": 0, "history_bound_tested": 0}  # fmt: skip
 NO_CORRECTION = {"corrected_start": None, "corrected_wait_s": None}
+# a planned job's start, as its first row has it
+START_KEYS = ("predicted_start", "predicted_wait_s", "corrected_start", "corrected_wait_s",
+              "start_basis", "queue_note")  # fmt: skip
 
 # the bound on past waits (BOUND_LEVEL, BOUND_QUANTILE: scalestudy.thresholds) needs
 # BOUND_MIN_JOBS jobs, the least n whose largest wait is the bound (1 - q^n >= level): 29
 BOUND_MIN_JOBS = math.ceil(math.log(1 - BOUND_LEVEL) / math.log(BOUND_QUANTILE))
-TOO_LITTLE = "too little history for a bound"
 # where no ended past job gives --test-only's correction
 UNCORRECTED = (
     "sbatch --test-only's starts are uncorrected: no past job's run time to time limit is known"
@@ -445,20 +447,9 @@ def planned_jobs(plan: dict, queue: str) -> list[dict]:
                                  lambda v: "; ".join(f"{k}: {t}" for k, t in v.items())),
             # the N whose time priced the runs; {label: N} where they differ
             "price_from_n": alike(shared, "price_from_n", lambda v: v),
-            "predicted_start": row["predicted_start"],
-            "predicted_wait_s": row["predicted_wait_s"],
-            "corrected_start": row["corrected_start"],
-            "corrected_wait_s": row["corrected_wait_s"],
-            "start_basis": row["start_basis"],
-            "queue_note": row["queue_note"],
+            **{key: row[key] for key in START_KEYS},
             "sbatch_test_only": row.get("sbatch_test_only"),
-            "history_wait_median_s": row["history_wait_median_s"],
-            "history_wait_p90_s": row["history_wait_p90_s"],
-            "history_jobs": row["history_jobs"],
-            "history_wait_bound_s": row["history_wait_bound_s"],
-            "history_wait_max_s": row["history_wait_max_s"],
-            "history_bound_covered": row["history_bound_covered"],
-            "history_bound_tested": row["history_bound_tested"],
+            **{key: row[key] for key in NO_HISTORY},
         })  # fmt: skip
     return jobs
 
