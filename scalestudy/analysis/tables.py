@@ -314,27 +314,13 @@ def runs_from_measured(csv_path: str | Path, study: Study) -> pd.DataFrame:
             raise RecordError(f"{csv_path}: series {series!r}: use letters, digits and '_'")
         point = point_for(study, int(r.N), series, measured_per_node(r, csv_path))
         # a run that timed nothing but its whole, on what its point asks for
-        requested = {
-            "threads": point.threads,
-            "tasks_per_node": point.tasks_per_node,
-            "nodes": point.nodes,
-            "gpus_per_node": point.gpus_per_node,
-        }
-        record = {
-            "study": study.name,
-            "point": point.label,
-            "n": point.n,
-            "repeat": int(r.repeat),
-            "status": "ok",
-            "reason": None,
-            "wall_s": float(r.time_s),
-            "phases": [],
-            "metrics": {},
-            "resources": {"requested": requested, "mismatch": False, "mismatches": []},
-            "environment": {},
-            "started_at": None,
-            "finished_at": None,
-        }
+        layout = ("threads", "tasks_per_node", "nodes", "gpus_per_node")
+        requested = {key: getattr(point, key) for key in layout}
+        record = {"study": study.name, "point": point.label, "n": point.n,
+                  "repeat": int(r.repeat), "status": "ok", "reason": None,
+                  "wall_s": float(r.time_s), "phases": [], "metrics": {},
+                  "resources": {"requested": requested, "mismatch": False, "mismatches": []},
+                  "environment": {}, "started_at": None, "finished_at": None}  # fmt: skip
         rows.append(record_row(record) | {"series": series})
     return runs_table(rows)
 
@@ -471,8 +457,7 @@ def point_row(
     """One point's summary row: its own columns, each written here once (without the
     ratios to the base case, summarise_series, and the medians of the workload's metrics,
     metric_medians), and the times its speedup uses."""
-    keep_mismatched = study.include_mismatched
-    keep_disturbed = study.include_shared
+    keep_mismatched, keep_disturbed = study.include_mismatched, study.include_shared
     ok = group[group["status"] == "ok"]
     # a run that did not get what its point asked for, or whose CPUs others used,
     # does not measure that point
@@ -489,9 +474,7 @@ def point_row(
     )
     partition = next(iter(distinct_text(ok, "partition")), None)
     wall = median_or_nan(measured, "wall_s")
-    epochs = median_or_nan(ok, "epochs")
-    train = median_or_nan(ok, "train_s")
-    samples = median_or_nan(ok, "samples")
+    epochs, train, samples = (median_or_nan(ok, c) for c in ("epochs", "train_s", "samples"))
     jobs = distinct_text(group, "slurm_job_id")
     row = {
         "study": first["study"],

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.cost.cost import SECONDS_PER_HOUR, Cost
+from scalestudy.analysis.cost.cost import Cost
 from scalestudy.model import Study
 from scalestudy.records import jsonable
 from scalestudy.sections.gpu_verdict.contract import GpuSize, GpuVerdict
@@ -69,30 +69,16 @@ def crossover_size(cpu: CpuPoints, gpu: GpuPoints, sustained: bool = True):
     return None
 
 
-def break_even(cpu_best_su: float, gpu_su_rate: float, cpu_time_s: float) -> float:
-    """Speedup over a CPU point taking `cpu_time_s` per result that the GPU needs for its
-    result to cost `cpu_best_su` SU, given the GPU job's SU per hour `gpu_su_rate`
-    ((core_weight x cores + gpu_weight x gpus) of the GPU job).
-
-    The GPU costs cpu_best_su when its time is cpu_best_su / gpu_su_rate hours, so the
-    speedup needed is cpu_time_s / that time. Against the same CPU point it is the ratio
-    of SU rates: a 1-core + 1-GPU job at weights 1 and 2 (3 SU/h) against 4 cores
-    (4 SU/h) needs 0.75x, against 1 core 3x.
-    """
-    if cpu_best_su <= 0 or gpu_su_rate <= 0 or cpu_time_s <= 0:
-        raise ValueError("SU, SU rate and time must be positive")
-    gpu_time_at_break_even_s = cpu_best_su / gpu_su_rate * SECONDS_PER_HOUR
-    return cpu_time_s / gpu_time_at_break_even_s
-
-
 def compare_size(size, cpu_points, gpu_point) -> dict:
     """The figures of one size. A point may carry its series' name (CPU: (threads, time,
     su, name); GPU: (time, su, name)): the verdict names it; and after it why the point
     is unstable ("" if it is not): the verdict says so (unstable_points).
 
-    The break-even speedup assumes the GPU's SU per result shrink with its time:
-    speedup x gpu_su / best_cpu_su, which is `break_even` when times and SU share one
-    basis, and stays right when the times are training times and the SU whole-job."""
+    The break-even speedup (over the fastest CPU point, for the GPU to cost what the
+    cheapest does) assumes the GPU's SU per result shrink with its time: speedup x
+    gpu_su / best_cpu_su. Against the same CPU point it is the ratio of SU rates (a
+    1-core + 1-GPU job at weights 1 and 2, 3 SU/h, against 4 cores, 4 SU/h, needs
+    0.75x), and it stays right when the times are training times and the SU whole-job."""
     gpu_time, gpu_su = gpu_point[:2]
     fast, cheap = fastest(cpu_points), cheapest(cpu_points)
     fast_threads, fast_time, fast_su = fast[:3]
@@ -105,20 +91,15 @@ def compare_size(size, cpu_points, gpu_point) -> dict:
         "gpu_series": gpu_point[2] if len(gpu_point) > 2 else None,
         "fastest_cpu_series": fast[3] if len(fast) > 3 else None,
         "best_cpu_series": cheap[3] if len(cheap) > 3 else None,
-        "gpu_time_s": gpu_time,
-        "gpu_su": gpu_su,
-        "fastest_cpu_threads": fast_threads,
-        "fastest_cpu_time_s": fast_time,
+        "gpu_time_s": gpu_time, "gpu_su": gpu_su,
+        "fastest_cpu_threads": fast_threads, "fastest_cpu_time_s": fast_time,
         "fastest_cpu_su": fast_su,
-        "best_cpu_threads": cheap_threads,
-        "best_cpu_time_s": cheap_time,
-        "best_cpu_su": cheap_su,
+        "best_cpu_threads": cheap_threads, "best_cpu_time_s": cheap_time, "best_cpu_su": cheap_su,
         "speedup": speedup,
-        # speedup over the fastest CPU point that makes the GPU cost what the cheapest does
         "break_even_speedup": speedup * gpu_su / cheap_su,
         "gpu_faster": gpu_time < fast_time,
         "gpu_cheaper": gpu_su <= cheap_su,
-    }
+    }  # fmt: skip
 
 
 def _su(value: float) -> str:
@@ -211,11 +192,8 @@ def gpu_verdict(
             f"speed where {r['break_even_speedup']:.3g}x would break even"
         )
     named = [r] if worth_size is not None or crossover is None else [r, dear]
-    shaky = list(
-        dict.fromkeys(
-            p for row in named for p in unstable_points(cpu[row["size"]], gpu[row["size"]])
-        )
-    )
+    shaky = [p for row in named for p in unstable_points(cpu[row["size"]], gpu[row["size"]])]
+    shaky = list(dict.fromkeys(shaky))
     if shaky:
         text += (
             f". It rests on {'an unstable point' if len(shaky) == 1 else 'unstable points'}, "

@@ -167,28 +167,17 @@ def regression_check(now: dict, was: dict, tolerance: float) -> list[dict]:
             tolerance,
             ALPHA / len(series),
         )
-        points = []
-        for key, v in zip(keys, found["points"], strict=True):
-            points.append(
-                {
-                    "series": key[0],
-                    "n": key[1],
-                    "ratio": finite(v["ratio"]),
-                    "lo": finite(v["lo"]),
-                    "hi": finite(v["hi"]),
-                    "p_value": finite(v["p_value"]),
-                    "alpha": finite(v["threshold"]),
-                    "change": v["verdict"] if v["verdict"] in (SLOWER, FASTER) else NO_CHANGE,
-                    "verdict": v["verdict"],
-                    "power": finite(v["power"]),
-                    "more_runs": v["more_runs"],
-                    "text": v["text"],
-                    "runs_now": int(now[key].size),
-                    "runs_baseline": int(was[key].size),
-                    "time_now_s": float(np.median(now[key])),
-                    "time_baseline_s": float(np.median(was[key])),
-                }
-            )
+        points = [
+            {"series": key[0], "n": key[1],
+             **{k: finite(v[k]) for k in ("ratio", "lo", "hi", "p_value")},
+             "alpha": finite(v["threshold"]),
+             "change": v["verdict"] if v["verdict"] in (SLOWER, FASTER) else NO_CHANGE,
+             "verdict": v["verdict"], "power": finite(v["power"]), "more_runs": v["more_runs"],
+             "text": v["text"], "runs_now": int(now[key].size),
+             "runs_baseline": int(was[key].size), "time_now_s": float(np.median(now[key])),
+             "time_baseline_s": float(np.median(was[key]))}
+            for key, v in zip(keys, found["points"], strict=True)
+        ]  # fmt: skip
         curve = {k: finite(v) if isinstance(v, float) else v for k, v in found["curve"].items()}
         out.append({"series": name, "curve": curve, "points": points})
     return out
@@ -200,7 +189,7 @@ def point_changes(now: dict, was: dict, tolerance: float) -> list[dict]:
     return [p for found in regression_check(now, was, tolerance) for p in found["points"]]
 
 
-def speedups(times: dict, series: str, base_n: int, seed: int = 0) -> list[dict]:
+def speedups(times: dict, series: str, base_n: int) -> list[dict]:
     """A series' speedups against base_n with their 95 % intervals (for the figure)."""
     base = times.get((series, base_n))
     out = []
@@ -219,16 +208,10 @@ def curve_change(
     Bonferroni bootstrap interval over the k points compared; they differ where one
     interval excludes 1 beyond the tolerance (module docstring)."""
     keys = sorted(n for s, n in set(now) & set(was) if s == series and n != base_n)
+    found = {"series": series, "base_n": base_n, "differ": False, "tested": False}
     if (series, base_n) not in now or (series, base_n) not in was or not keys:
-        return {
-            "series": series,
-            "base_n": base_n,
-            "differ": False,
-            "tested": False,
-            "level": LEVEL,
-            "points": [],
-            "note": f"N = {base_n} (the base) or another common N is missing: not compared",
-        }
+        missing = f"N = {base_n} (the base) or another common N is missing: not compared"
+        return found | {"level": LEVEL, "points": [], "note": missing}
     level = 1 - (1 - LEVEL) / len(keys)
     rng = np.random.default_rng(seed)
     b_now, b_was = now[(series, base_n)], was[(series, base_n)]
@@ -248,25 +231,10 @@ def curve_change(
         p = log_contrast_p([b_now, x_now, b_was, x_was], [1, -1, -1, 1])
         called = p < 1 - level and _change(value, lo, hi, tolerance) != NO_CHANGE
         differ |= called
-        points.append(
-            {
-                "n": n,
-                "ratio": finite(value),
-                "lo": finite(lo),
-                "hi": finite(hi),
-                "p_value": finite(p),
-                "differs": bool(called),
-            }
-        )
-    return {
-        "series": series,
-        "base_n": base_n,
-        "differ": bool(differ),
-        "tested": True,
-        "level": level,
-        "points": points,
-        "note": "",
-    }
+        points.append({"n": n, "ratio": finite(value), "lo": finite(lo), "hi": finite(hi),
+                       "p_value": finite(p), "differs": bool(called)})  # fmt: skip
+    return found | {"differ": bool(differ), "tested": True, "level": level, "points": points,
+                    "note": ""}  # fmt: skip
 
 
 def model_changes(now: Analysis, was: dict) -> list[ModelChange]:
@@ -382,24 +350,16 @@ def compare(
         curve["times_p_value"] = finite(times["p_value"])
         curve["times_method"] = times["method"] or times.get("note", "")
         curves.append(curve)
-        shown.append(
-            {
-                "series": series,
-                "now": speedups(now_t, series, base_n, seed),
-                "baseline": speedups(was_t, series, base_n, seed),
-            }
-        )
+        shown.append({"series": series, "now": speedups(now_t, series, base_n),
+                      "baseline": speedups(was_t, series, base_n)})  # fmt: skip
     now_fp = analysis.findings.fingerprint
     was_fp = old.get("findings", {}).get("fingerprint")
     differences, fp_note = fingerprint_changes(now_fp, was_fp)
+    fingerprints = {"now": now_fp, "baseline": was_fp, "differences": differences,
+                    "note": fp_note}  # fmt: skip
     facts = old.get("findings", {}).get("study", {})
-    across = [
-        k
-        for k in ("workload", "params")
-        if facts
-        and facts.get(k)
-        != json.loads(json.dumps({"workload": study.workload, "params": study.params}))[k]
-    ]
+    mine = json.loads(json.dumps({"workload": study.workload, "params": study.params}))
+    across = [k for k in ("workload", "params") if facts and facts.get(k) != mine[k]]
     said = []
     for found in checked:
         named = f" ({found['series']})" if found["series"] else ""
@@ -416,12 +376,7 @@ def compare(
         "speedups": shown,
         "models": model_changes(analysis, old),
         "answers": answer_change(analysis, old),
-        "fingerprint": {
-            "now": now_fp,
-            "baseline": was_fp,
-            "differences": differences,
-            "note": fp_note,
-        },
+        "fingerprint": fingerprints,
         "across": across,
         "said": said,
     }
@@ -473,10 +428,5 @@ def runs_for_comparison(plan: dict, now: dict, was: dict, study: Study, su_per_r
         return plan
     # plan["totals"] already holds the runs next_round added: count only these
     totals = {n: plan["totals"].get(n, 0) + k - plan["added"].get(n, 0) for n, k in added.items()}
-    return plan | {
-        "added": added,
-        "why": why,
-        "round_su": round_su,
-        "stop": None,
-        "totals": plan["totals"] | totals,
-    }
+    return plan | {"added": added, "why": why, "round_su": round_su, "stop": None,
+                   "totals": plan["totals"] | totals}  # fmt: skip

@@ -56,9 +56,6 @@ def _tails(level: float) -> tuple[float, float]:
     return (1.0 - level) / 2.0, (1.0 + level) / 2.0
 
 
-# ---------------------------------------------------------------- medians
-
-
 @lru_cache(maxsize=1024)
 def _order_stat_rule(n: int, level: float, interpolate: bool) -> tuple[int, float, float]:
     """(d, lam, coverage): the CI of the median of n sorted values runs from
@@ -67,8 +64,6 @@ def _order_stat_rule(n: int, level: float, interpolate: bool) -> tuple[int, floa
     # scipy.stats costs ~1 s of every Snakemake start (each packed member's too)
     from scipy.stats import binom
 
-    # hand-written: SciPy has no interpolated interval; its exact one (quantile_test) is
-    # the interpolate=False case here, ~60x slower (benchmarks/stats_scipy.py)
     ds = np.arange(1, (n + 1) // 2 + 1)
     coverage = 1.0 - 2.0 * binom.cdf(ds - 1, n, 0.5)  # P(X_(d) <= median <= X_(n-d+1))
     reach = np.flatnonzero(coverage >= level - 1e-12)
@@ -109,15 +104,10 @@ def short_of_level(reached: float, level: float = LEVEL) -> float:
 
 
 def median_ci(times, level: float = LEVEL, interpolate: bool = True) -> tuple[float, float, float]:
-    """(median, lo, hi) with a CI of the true median time.
-
+    """(median, lo, hi) with a CI of the true median time (which interval: module
+    docstring; interpolate=False gives the exact, conservative order-statistic one).
     Non-finite values (failed runs) are dropped. n = 0: all nan; n = 1: (x, nan, nan).
-    Where a pair of order statistics reaches `level` (n >= 6 at 95 %), the
-    distribution-free interval between them; interpolate=False gives the exact,
-    conservative one (that of scipy.stats.quantile_test). Below (n <= 5), where
-    (min, max) covers only 75 % (n = 3) to 93.75 % (n = 5), a t interval on log times,
-    widened to hold the median: it covers 95 % when the noise is lognormal, more with
-    outliers, 93-94 % when right-skewed (`median_ci_coverage` says how much)."""
+    The t interval on log times (n <= 5 at 95 %) is widened to hold the median."""
     x = np.sort(_finite(times))
     n = x.size
     if n == 0:
@@ -136,9 +126,6 @@ def median_ci(times, level: float = LEVEL, interpolate: bool = True) -> tuple[fl
     lo = (1 - lam) * x[d - 1] + lam * x[min(d, n - 1)]
     hi = (1 - lam) * x[n - d] + lam * x[max(n - d - 1, 0)]
     return med, float(lo), float(hi)
-
-
-# ---------------------------------------------------------------- ratios
 
 
 def _boot_medians(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
@@ -198,9 +185,6 @@ def ratio_ci(base_times, times, level: float = LEVEL) -> tuple[float, float, flo
     # where the bootstrap had 89-90 % at 3 (benchmarks/coverage.py)
     lo, hi = _welch_log(a, b, level)
     return ratio, min(float(lo), ratio), max(float(hi), ratio)
-
-
-# ---------------------------------------------------------------- stability
 
 
 def instability(
