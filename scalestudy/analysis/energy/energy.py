@@ -101,9 +101,8 @@ def record_columns(record: dict) -> dict:
     epochs = [p for p in phases if p["kind"] == "epoch"]
     epoch_s = [p["seconds"] for p in epochs]
     # the whole run's window: the workload's run after start-up
-    run_s = (record.get("wall_s") or 0) - sum(
-        p["seconds"] for p in phases if p["kind"] == "startup"
-    )
+    startup_s = sum(p["seconds"] for p in phases if p["kind"] == "startup")
+    run_s = (record.get("wall_s") or 0) - startup_s
     columns = {}
     for name in ("gpu", "node"):
         part = energy.get(name) or {}
@@ -274,19 +273,11 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Ans
             values, source, why = point_energy(by_point.get(row.point, no_runs), True, True)
             median, lo, hi = intervals.median_ci(values)
             found[int(row.n)] = {
-                "series": name,
-                "point": row.point,
-                "n": int(row.n),
-                "runs": int(values.size),
-                "energy_j": median if values.size else None,
-                "energy_ci_lo": lo,
-                "energy_ci_hi": hi,
-                "source": source,
-                "source_words": SOURCE_WORDS.get(source),
-                "not_measured": why,
-                "time_s": row.time_s,
-                "values": values,
-            }
+                "series": name, "point": row.point, "n": int(row.n), "runs": int(values.size),
+                "energy_j": median if values.size else None, "energy_ci_lo": lo,
+                "energy_ci_hi": hi, "source": source, "source_words": SOURCE_WORDS.get(source),
+                "not_measured": why, "time_s": row.time_s, "values": values,
+            }  # fmt: skip
         base = next((found[int(r.n)] for r in rows.itertuples() if r.is_base), None)
         basis = base["source"] if base and base["source"] else _common(found)
         for p in found.values():
@@ -299,12 +290,10 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Ans
         for p in found.values():
             del p["values"]
         usable = [p for p in found.values() if p["comparable"]]
-        front = recommendation.pareto_front(
-            [p["time_s"] for p in usable], [p["energy_j"] for p in usable]
-        )
+        front = recommendation.pareto_front([p["time_s"] for p in usable],
+                                            [p["energy_j"] for p in usable])  # fmt: skip
         for p in found.values():
-            p["pareto"] = False
-            p["least"] = False
+            p["pareto"] = p["least"] = False
         for p, on in zip(usable, front, strict=True):
             p["pareto"] = bool(on)
         least = min(usable, key=lambda p: p["energy_j"], default=None)
@@ -312,8 +301,7 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Ans
             least["least"] = True
         points.extend(found.values())
         series_answers.append(_answer(name, found, base, least, answers))
-    measured = any(p["energy_j"] is not None for p in points)
-    why = None
+    measured, why = any(p["energy_j"] is not None for p in points), None
     if not measured:
         reasons = runs.loc[runs["status"] == "ok", "energy_result_why"].dropna().astype(str)
         why = reasons.value_counts().index[0] if len(reasons) else "no successful run"
