@@ -49,7 +49,7 @@ from scalestudy.analysis.stats.verdicts import (
     pooled_log_variance,
     verdicts,
 )
-from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.analysis.tables import TIME_COLUMNS, distinct_text
 from scalestudy.contract import Analysis, earlier_analysis
 from scalestudy.model import Study
 from scalestudy.paths import BASELINE_FILES
@@ -76,20 +76,11 @@ FINGERPRINT = {
 
 
 def distinct(runs: pd.DataFrame, column: str) -> str:
-    """The distinct values of a column over the runs, comma-separated, in order."""
+    """The distinct values of a column over the runs (each of a list's too), in order."""
     if column not in runs and f"env_{column}" in runs:
         column = f"env_{column}"
-    if column not in runs:
-        return ""
-    values: list[str] = []
-    for v in runs[column].dropna():
-        v = v.item() if hasattr(v, "item") else v
-        if isinstance(v, float) and v.is_integer():
-            v = int(v)  # a CSV read back gives 2.0 nodes: said as 2
-        for part in str(v).split(","):
-            if part and part not in values:
-                values.append(part)
-    return ", ".join(values)
+    parts = (part for text in distinct_text(runs, column) for part in text.split(","))
+    return ", ".join(dict.fromkeys(part for part in parts if part))
 
 
 def fingerprint(study: Study, runs: pd.DataFrame) -> dict[str, str]:

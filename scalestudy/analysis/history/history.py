@@ -59,12 +59,8 @@ def steps(items: list[tuple[str, dict, dict | None]], tolerance: float) -> list[
     faster) and what differs in the fingerprint."""
     rows, before = [], None
     for name, times, fp in items:
-        row = {
-            "name": name,
-            "times": {k: float(np.median(x)) for k, x in times.items()},
-            "changes": {},
-            "differences": [],
-        }
+        medians = {k: float(np.median(x)) for k, x in times.items()}
+        row = {"name": name, "times": medians, "changes": {}, "differences": []}
         if before is not None:
             for p in point_changes(times, before[0], tolerance):
                 if p["change"] != NO_CHANGE:

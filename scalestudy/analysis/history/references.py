@@ -35,6 +35,10 @@ VALUES = {
     "time_s": ("time_s", "time_ci_lo", "time_ci_hi"),
 }
 
+# what an expectation's words say after the measured value, by its status
+SAID = {"broken": ", its whole interval outside", "ok": "",
+        "unsure": ", outside, but its interval reaches the bounds (not called)"}  # fmt: skip
+
 
 def _bounds(lower, upper) -> str:
     if upper is None:
@@ -54,23 +58,9 @@ def judge(what: str, n: int, lower, upper, value, lo, hi) -> Expectation:
         above = upper is not None and value > upper
         sure_below = below and hi is not None and hi < lower
         sure_above = above and lo is not None and lo > upper
-        measured = f"measured {value:.3g}" + (
-            f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else ""
-        )
-        if sure_below or sure_above:
-            status = "broken"
-        elif below or above:
-            status = "unsure"
-        else:
-            status = "ok"
-        text = (
-            f"{wanted}: {measured}"
-            + {
-                "broken": ", its whole interval outside",
-                "unsure": ", outside, but its interval reaches the bounds (not called)",
-                "ok": "",
-            }[status]
-        )
+        interval = f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else ""
+        status = "broken" if sure_below or sure_above else "unsure" if below or above else "ok"
+        text = f"{wanted}: measured {value:.3g}{interval}{SAID[status]}"
     return Expectation(what, n, lower, upper, value, lo, hi, status, text)
 
 
