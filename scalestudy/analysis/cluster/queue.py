@@ -82,11 +82,7 @@ def parse_test_only(text: str) -> dict | None:
         start_time = datetime.fromisoformat(found["start"])
     except ValueError:
         start_time = None
-    return found | {
-        "job": int(found["job"]),
-        "cpus": int(found["cpus"]),
-        "start_time": start_time,
-    }
+    return found | {"job": int(found["job"]), "cpus": int(found["cpus"]), "start_time": start_time}
 
 
 NO_PREDICTION = {"predicted_start": None, "predicted_wait_s": None, "start_basis": None}
@@ -233,12 +229,9 @@ def read_prediction(returncode: int, output: str, now: datetime) -> dict:
     start = found["start_time"]
     if start.tzinfo is not None:  # Slurm prints local time; keep to the same clock
         start = start.astimezone().replace(tzinfo=None)
-    return {
-        "predicted_start": start.isoformat(timespec="seconds"),
-        "predicted_wait_s": float(max(0, round((start - now).total_seconds()))),
-        "start_basis": TEST_ONLY,
-        "queue_note": None,
-    }
+    return {"predicted_start": start.isoformat(timespec="seconds"),
+            "predicted_wait_s": float(max(0, round((start - now).total_seconds()))),
+            "start_basis": TEST_ONLY, "queue_note": None}  # fmt: skip
 
 
 def tres(text: str) -> dict[str, str]:
@@ -285,13 +278,9 @@ def parse_history(text: str) -> list[dict]:
 def job_shape(row: dict, partition: str | None) -> dict:
     """A plan row's job as sacct's history describes one: nodes, GPUs, CPUs, partition
     (None: the default, whichever it is) and time limit in minutes."""
-    return {
-        "nodes": row["nodes"],
-        "gpus": row["gpus"],
-        "cpus": row["cores"],
-        "partition": partition or None,
-        "minutes": row["slurm_resources"]["runtime"],
-    }
+    return {"nodes": row["nodes"], "gpus": row["gpus"], "cpus": row["cores"],
+            "partition": partition or None,
+            "minutes": row["slurm_resources"]["runtime"]}  # fmt: skip
 
 
 SHAPE_KEYS = ("nodes", "gpus", "cpus", "minutes", "partition")
@@ -316,15 +305,10 @@ def past_waits(jobs: list[dict], shape: dict) -> dict:
     if not waits:
         return dict(NO_HISTORY)
     covered, tested = backtest(waits)
-    return {
-        "history_wait_median_s": float(np.median(waits)),
-        "history_wait_p90_s": float(np.percentile(waits, 90)),
-        "history_jobs": len(waits),
-        "history_wait_bound_s": p90_bound(waits),
-        "history_wait_max_s": float(max(waits)),
-        "history_bound_covered": covered,
-        "history_bound_tested": tested,
-    }
+    return {"history_wait_median_s": float(np.median(waits)),
+            "history_wait_p90_s": float(np.percentile(waits, 90)), "history_jobs": len(waits),
+            "history_wait_bound_s": p90_bound(waits), "history_wait_max_s": float(max(waits)),
+            "history_bound_covered": covered, "history_bound_tested": tested}  # fmt: skip
 
 
 def past_jobs(facts: dict) -> tuple[list[dict], str | None]:
@@ -392,26 +376,21 @@ def predict(plans: list[dict], facts: dict) -> dict:
     slurm = queue == SLURM
     history = slurm and facts["history"] is not None and history_note is None
     coverage = history_coverage(past) if history else None
+    # history: whether the rows carry past waits (sacct answered); coverage: the bound's
+    # backtest over every shape in the history, and coverage_words what the top of a wait
+    # is, measured and backtested; run_to_limit: --test-only's correction (None:
+    # uncorrected, `correction_note` says why)
     return {
-        "queue": queue,
-        "asked_at": facts["asked_at"],
-        "calls": len(facts["test_only"]),
-        "note": note,
-        "bound": NOT_A_BOUND if slurm and note is None else None,
+        "queue": queue, "asked_at": facts["asked_at"], "calls": len(facts["test_only"]),
+        "note": note, "bound": NOT_A_BOUND if slurm and note is None else None,
         "history_days": facts["history_days"] if slurm else None,
-        "history_note": history_note,
-        # whether the rows carry past waits (sacct answered)
-        "history": history,
-        # the bound's backtest over every shape in the history, and --test-only's
-        # correction (None: uncorrected, `correction_note` says why)
-        "coverage": coverage,
-        # what the top of a wait is, and its coverage, measured and backtested
+        "history_note": history_note, "history": history, "coverage": coverage,
         "coverage_words": coverage_words(coverage) if history else None,
         "run_to_limit": ratio,
         "correction_note": UNCORRECTED if slurm and note is None and ratio is None else None,
         "bound_min_jobs": BOUND_MIN_JOBS,
         "studies": [{"study": plan["study"], "jobs": planned_jobs(plan, queue)} for plan in plans],
-    }
+    }  # fmt: skip
 
 
 def planned_jobs(plan: dict, queue: str) -> list[dict]:
@@ -506,13 +485,7 @@ def request_waits(requests: list[PointRequest], facts: dict) -> dict:
                     "wait_now_corrected_s": corrected(now, None, ratio)["corrected_wait_s"],
                     "queue_note": answer["queue_note"],
                 }
-    return {
-        "queue": LOCAL if local else SLURM,
-        "asked_at": facts["asked_at"],
-        "calls": len(facts["test_only"]),
-        "note": note,
-        "history_note": history_note,
-        "history_days": None if local else facts["history_days"],
-        "run_to_limit": None if local else ratio,
-        "points": points,
-    }
+    return {"queue": LOCAL if local else SLURM, "asked_at": facts["asked_at"],
+            "calls": len(facts["test_only"]), "note": note, "history_note": history_note,
+            "history_days": None if local else facts["history_days"],
+            "run_to_limit": None if local else ratio, "points": points}  # fmt: skip
