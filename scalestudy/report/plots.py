@@ -174,9 +174,7 @@ def figure_path(out_dir: Path, name: str) -> Path:
 
 
 def _save(fig, out_dir: Path, name: str) -> None:
-    _mark(fig)
-    if fig.get_layout_engine() is None:
-        fig.tight_layout()
+    _mark(fig)  # every figure is laid out by _axes's constrained layout
     fig.savefig(figure_path(out_dir, name), format="svg")
     plt.close(fig)
 

@@ -414,9 +414,7 @@ def planned_jobs(plan: dict, queue: str) -> list[dict]:
         jobs.append({
             "point": ", ".join(r["label"] for r, _ in shared),
             "series": ", ".join(r["series"] for r, _ in shared if r["series"]),
-            "n": row["n"],
-            "runs": sum(runs for _, runs in shared),
-            "nodes": row["nodes"],
+            "n": row["n"], "runs": sum(runs for _, runs in shared), "nodes": row["nodes"],
             "layout": {key: row[key] for key in
                        ("nodes", "tasks_per_node", "threads", "gpus_per_node")},
             "seconds": sum(r["seconds"] * runs for r, runs in shared),

@@ -36,17 +36,9 @@ def _pick(candidates: np.ndarray, first: np.ndarray, second: np.ndarray, ns: np.
     return int(candidates[order[0]])
 
 
-def recommend(
-    ns,
-    speedups,
-    units,
-    threshold: float = 0.1,
-    times=None,
-    costs=None,
-    deadline_s: float | None = None,
-    budget: float | None = None,
-    indifference: float = 0.0,
-) -> dict:
+def recommend(ns, speedups, units, threshold: float = 0.1, times=None, costs=None,
+              deadline_s: float | None = None, budget: float | None = None,
+              indifference: float = 0.0) -> dict:  # fmt: skip
     """What N to ask for (the choices: module docstring).
 
     (a) worth_n: the walk up while a step's marginal gain d(speedup)/d(units) is at
@@ -249,10 +241,9 @@ def decision(rec: dict, intervals: list, runs_at: dict, su_at: dict) -> dict:
     recommended = next((s for s in steps if s[1] == rec["worth_n"]), None)
     checks = [s for s in (recommended, rec["stopped_at"]) if s is not None]
     shown = [[a, b, gain, *(by_step[(a, b)] or (None, None))] for a, b, gain in steps]
+    settled = {"step_intervals": shown, "next_measurements": None, "undecided_steps": []}
     if rec["stopped_at"] is None:
-        # every measured step still pays: nothing beyond is known
-        return {"decided": False, "step_intervals": shown, "next_measurements": None,
-                "undecided_steps": []}  # fmt: skip
+        return {"decided": False} | settled  # every measured step still pays: nothing beyond
     more: dict = {}
     undecided = []
     for a, b, gain in checks:
@@ -271,8 +262,7 @@ def decision(rec: dict, intervals: list, runs_at: dict, su_at: dict) -> dict:
             extra = MAX_MORE_REPEATS if need - have > MAX_MORE_REPEATS else math.ceil(need - have)
             more[n] = max(more.get(n, 0), max(extra, 1), 2 - runs_at.get(n, 0))
     if not undecided:
-        return {"decided": True, "step_intervals": shown, "next_measurements": None,
-                "undecided_steps": []}  # fmt: skip
+        return {"decided": True} | settled
     su = sum(k * su_at[n] for n, k in more.items() if np.isfinite(su_at.get(n, np.nan)))
     repeats = [{"n": n, "more": k, "at_least": k >= MAX_MORE_REPEATS}
                for n, k in sorted(more.items())]  # fmt: skip

@@ -3,10 +3,8 @@
 Inputs, per problem size (any orderable number: matrix size, samples, ...):
   cpu: {size: [(threads, time_s, su_per_result), ...]}   every CPU point measured
   gpu: {size: (time_s, su_per_result)}                    the GPU point
-`from_frame` builds both from a DataFrame with columns series ("cpu"/"gpu"),
-size, n (threads or GPUs), time_s, cores, gpus and su (or a cost to price them:
-several rows per point are repeats: their median is used; with several GPU points
-at a size, the fastest is the GPU point).
+(`from_frame` builds both from a DataFrame; with several GPU points at a size, the
+fastest is the GPU point).
 
 Two figures, two bases, both stated in the report: `time_s` is the time the study's
 speedups use (its `time`: whole job, training only or steady epoch), which says
@@ -62,11 +60,13 @@ def crossover_size(cpu: CpuPoints, gpu: GpuPoints, sustained: bool = True):
     no run supports; measure more sizes to narrow it down.
     """
     sizes = common_sizes(cpu, gpu)
-    faster = [gpu[s][0] < fastest(cpu[s])[1] for s in sizes]
-    for i, size in enumerate(sizes):
-        if faster[i] and (not sustained or all(faster[i:])):
-            return size
-    return None
+    return first_size(sizes, [gpu[s][0] < fastest(cpu[s])[1] for s in sizes], sustained)
+
+
+def first_size(sizes: list, holds: list[bool], sustained: bool):
+    """The smallest size where `holds` (with `sustained`, at every larger one too)."""
+    found = (s for i, s in enumerate(sizes) if holds[i] and (not sustained or all(holds[i:])))
+    return next(found, None)
 
 
 def compare_size(size, cpu_points, gpu_point) -> dict:
@@ -149,11 +149,7 @@ def gpu_verdict(
     if not sizes:
         raise ValueError("no problem size was measured on both the CPU and the GPU")
     rows = [compare_size(s, cpu[s], gpu[s]) for s in sizes]
-    worth = [r["gpu_faster"] and r["gpu_cheaper"] for r in rows]
-    worth_size = next(
-        (r["size"] for i, r in enumerate(rows) if worth[i] and (not sustained or all(worth[i:]))),
-        None,
-    )
+    worth_size = first_size(sizes, [r["gpu_faster"] and r["gpu_cheaper"] for r in rows], sustained)
     crossover = crossover_size(cpu, gpu, sustained)
     if worth_size is not None:
         r = rows[sizes.index(worth_size)]
@@ -180,11 +176,8 @@ def gpu_verdict(
         )
     else:
         r = rows[-1]
-        where = (
-            f"at any measured {size_param} (up to {r['size']}): {at(r['size'])}"
-            if size_param
-            else f"{at(r['size'])}:"
-        )
+        where = (f"at any measured {size_param} (up to {r['size']}): {at(r['size'])}"
+                 if size_param else f"{at(r['size'])}:")  # fmt: skip
         text = (
             f"GPU not worth it {where} SU per result {_su(r['gpu_su'])} vs "
             f"{_su(r['best_cpu_su'])} (best CPU point: "

@@ -6,16 +6,12 @@ tables and the two analyses; every random draw comes from ``np.random.default_rn
 Statistical choices, and why:
 
 * The regression check (scalestudy/analysis/stats/verdicts.py says how and why): per
-  series, one log-scale variance pooled over its points now and then; first the
-  whole curve (its mean log ratio, and intercept and slope against log N), then each
-  point by closed testing (Holm), the tolerance applied to the estimate. Each point
-  and each curve gets slower, faster, same (with the power said) or undecided (with
-  the runs that would decide it); alpha is split over the series. A point's ratio is
-  now / baseline of geometric means (the ratio of medians under multiplicative
-  noise) with its 95 % interval on the pooled variance (ratios of single runs are
-  never averaged). At 3 runs a side and CV 5 %, Welch tests per point with
-  Bonferroni, which it replaces, called a 10 % slowdown of every point in 34 % of
-  studies, the check in 99 % (benchmarks/baseline_calls.py prints both).
+  series, the whole curve, then each point; alpha is split over the series. A point's
+  ratio is now / baseline of geometric means (the ratio of medians under
+  multiplicative noise) with its 95 % interval on the pooled variance. At 3 runs a
+  side and CV 5 %, Welch tests per point with Bonferroni, which it replaces, called a
+  10 % slowdown of every point in 34 % of studies, the check in 99 %
+  (benchmarks/baseline_calls.py prints both).
 * The speedup curves differ when at some N the speedup ratio (now / baseline, four
   medians, each sample resampled on its own) has a Bonferroni interval (level
   1 - 0.05 / k over k points) that excludes 1, beyond the tolerance, and the t-test of
@@ -60,19 +56,10 @@ from scalestudy.study.baseline import runs_csv_text
 N_BOOT = 2000
 # The fingerprint: label -> the runs table's column (a record's environment field under
 # its own name; tables.PARTS: env_ before it where another part took the name)
-FINGERPRINT = {
-    "cluster": "slurm_cluster",
-    "partition": "partition",
-    "hosts": "host",
-    "nodes": "nodes",
-    "cpu": "cpu_model",
-    "gpu": "gpu_models",
-    "python": "python",
-    "pytorch": "torch",
-    "cuda": "cuda",
-    "driver": "gpu_driver",
-    "workflow commit": "workflow_commit",
-}
+FINGERPRINT = {"cluster": "slurm_cluster", "partition": "partition", "hosts": "host",
+               "nodes": "nodes", "cpu": "cpu_model", "gpu": "gpu_models", "python": "python",
+               "pytorch": "torch", "cuda": "cuda", "driver": "gpu_driver",
+               "workflow commit": "workflow_commit"}  # fmt: skip
 
 
 def distinct(runs: pd.DataFrame, column: str) -> str:
@@ -356,21 +343,13 @@ def compare(
         named = f" ({found['series']})" if found["series"] else ""
         said.append(f"the curve{named}: {found['curve']['text']}")
         said += [f"N = {p['n']}{named}: {p['text']}" for p in found["points"]]
-    return {
-        "baseline": str(folder),
-        "tolerance": tolerance,
-        "points": points,
-        "verdicts": [{"series": found["series"]} | found["curve"] for found in checked],
-        "only_now": sorted({n for s, n in set(now_t) - set(was_t)}),
-        "only_baseline": sorted({n for s, n in set(was_t) - set(now_t)}),
-        "curves": curves,
-        "speedups": shown,
-        "models": model_changes(analysis, old),
-        "answers": answer_change(analysis, old),
-        "fingerprint": fingerprints,
-        "across": across,
-        "said": said,
-    }
+    return {"baseline": str(folder), "tolerance": tolerance, "points": points,
+            "verdicts": [{"series": found["series"]} | found["curve"] for found in checked],
+            "only_now": sorted({n for s, n in set(now_t) - set(was_t)}),
+            "only_baseline": sorted({n for s, n in set(was_t) - set(now_t)}),
+            "curves": curves, "speedups": shown, "models": model_changes(analysis, old),
+            "answers": answer_change(analysis, old), "fingerprint": fingerprints,
+            "across": across, "said": said}  # fmt: skip
 
 
 def undecided_points(now: dict, was: dict, tolerance: float) -> dict[int, tuple[int, str]]:

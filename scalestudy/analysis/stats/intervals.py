@@ -25,14 +25,11 @@ on lognormal, right-skewed and one-outlier-in-ten noise, CV 2-15 %, 3-8 runs):
   or an outlier by the modified z-score (median and MAD, which the outlier itself
   cannot drag along) that also lies more than 5 % from the median.
 
-Both CIs are hand-written; benchmarks/stats_scipy.py measures them against SciPy:
-
-* ``scipy.stats.quantile_test(x).confidence_interval()`` gives the exact interval
-  [X_(d), X_(n-d+1)], the same numbers as ``median_ci(interpolate=False)`` for n >= 6
-  (tests/test_intervals.py checks it), but not the interpolated one used by default,
-  and about 60x slower.
-* ``scipy.stats.ttest_ind(log a, log b, equal_var=False).confidence_interval()`` gives
-  the same speedup interval (tested too), vectorised here for benchmarks/coverage.py.
+Both CIs are hand-written (benchmarks/stats_scipy.py measures them against SciPy;
+tests/test_intervals.py checks they agree): ``scipy.stats.quantile_test`` gives only
+the exact interval (``median_ci(interpolate=False)``), about 60x slower;
+``scipy.stats.ttest_ind(log a, log b, equal_var=False)`` the same speedup interval,
+vectorised here for benchmarks/coverage.py.
 """
 
 from __future__ import annotations
@@ -139,8 +136,7 @@ def _boot_medians(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.nd
 
 
 def _t_quantile(level: float, df):
-    # imported here, not at the top: see _order_stat_rule
-    from scipy.stats import t
+    from scipy.stats import t  # here, not at the top: see _order_stat_rule
 
     return t.ppf((1.0 + level) / 2.0, df)
 
@@ -181,8 +177,6 @@ def ratio_ci(base_times, times, level: float = LEVEL) -> tuple[float, float, flo
         return ratio, math.nan, math.nan
     if a.min() == a.max() and b.min() == b.max():  # equal runs: exactly no width
         return ratio, ratio, ratio
-    # Welch on log times, not the percentile bootstrap: >= 95 % coverage at 2-8 runs
-    # where the bootstrap had 89-90 % at 3 (benchmarks/coverage.py)
     lo, hi = _welch_log(a, b, level)
     return ratio, min(float(lo), ratio), max(float(hi), ratio)
 
@@ -190,14 +184,12 @@ def ratio_ci(base_times, times, level: float = LEVEL) -> tuple[float, float, flo
 def instability(
     times, cv_limit=CV_LIMIT, z_limit=Z_LIMIT, names=None, min_deviation=MIN_DEVIATION
 ) -> dict:
-    """Flags a point whose repeats disagree: coefficient of variation above `cv_limit`,
-    or outliers with |modified z| = |0.6745 (x - median) / MAD| > `z_limit`
-    (Iglewicz & Hoaglin) that lie more than `min_deviation` (a share of the median)
-    from the median: of few or very tight runs the MAD is tiny, and three runs 0.5 %
-    apart gave a |z| of 20. MAD = 0 finds no outliers by z. Outlier indices refer to
-    `times` as given (non-finite values are skipped); the reason names them by `names`
-    (one per time, e.g. the runs' files: rep3), else by those indices. Fewer than 2
-    values: not judged."""
+    """Flags a point whose repeats disagree: CV above `cv_limit`, or outliers with
+    |modified z| = |0.6745 (x - median) / MAD| > `z_limit` (Iglewicz & Hoaglin; MAD = 0
+    finds none) more than `min_deviation` of the median away: of few or very tight runs
+    the MAD is tiny (three runs 0.5 % apart gave a |z| of 20). Outlier indices refer to
+    `times` as given; the reason names them by `names` (one per time, e.g. rep3), else
+    by those indices. Fewer than 2 finite values: not judged."""
     x = np.asarray(times, dtype=float).ravel()
     where = np.flatnonzero(np.isfinite(x))
     v = x[where]
