@@ -290,9 +290,8 @@ def runs_from_measured(csv_path: str | Path, study: Study) -> pd.DataFrame:
     if not repeated.empty:
         first = tuple(repeated.iloc[0][keys])
         lines = [i + 2 for i in repeated.index if tuple(table.loc[i, keys]) == first]
-        run = ", ".join(
-            f"{k}={v}" if k == "series" else f"{k}={v:g}" for k, v in zip(keys, first, strict=True)
-        )
+        pairs = zip(keys, first, strict=True)
+        run = ", ".join(f"{k}={v}" if k == "series" else f"{k}={v:g}" for k, v in pairs)
         raise RecordError(
             f"{csv_path}: lines {', '.join(map(str, lines))} are the same run ({run}): "
             "a run counts once; give each its own repeat number"
@@ -526,10 +525,8 @@ def summarise_series(runs: pd.DataFrame, study: Study, time_col: str) -> pd.Data
     if base_row.empty:
         raise ValueError(f"base case N={base} has no runs")
     su_base = base_row["su"].iloc[0]
-    ratio = np.array(
-        [intervals.ratio_ci(times[base], times[n]) for n in map(int, summary["n"])],
-        dtype=float,
-    )
+    ratios = [intervals.ratio_ci(times[base], times[n]) for n in map(int, summary["n"])]
+    ratio = np.array(ratios, dtype=float)
     if study.scaling.kind == "weak":
         # the problem grows with N: efficiency is t_base / t_N itself, and the speedup
         # is Gustafson's scaled speedup, (N / N_base) x t_base / t_N
@@ -569,8 +566,6 @@ def summarise(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
         raise ValueError("no runs to summarise")
     time_col = TIME_COLUMNS[study.time]
     runs = runs.assign(series=runs["series"].astype(object).fillna("") if "series" in runs else "")
-    parts = [
-        summarise_series(group, study.for_series(name), time_col)
-        for name, group in runs.groupby("series", sort=False)
-    ]
+    groups = runs.groupby("series", sort=False)
+    parts = [summarise_series(group, study.for_series(name), time_col) for name, group in groups]
     return pd.concat(parts, ignore_index=True)

@@ -45,8 +45,7 @@ def _axes(title: str, xlabel: str, ylabel: str):
     # constrained layout makes room for the legend outside the axes (_legend)
     fig, ax = plt.subplots(figsize=(FIG_WIDTH, FIG_HEIGHT), dpi=100, layout="constrained")
     ax.set_title(title, fontsize=11)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set(xlabel=xlabel, ylabel=ylabel)
     return fig, ax
 
 
@@ -112,11 +111,6 @@ def axis_top(values, floor: float, headroom: float) -> float:
         tops = numbers[np.isfinite(numbers)] * headroom
     tops = tops[np.isfinite(tops)]
     return max(floor, float(tops.max())) if len(tops) else floor
-
-
-def plain_linear_axes(ax) -> None:
-    """Linear axes with plain tick labels: no offset, no scientific notation."""
-    ax.ticklabel_format(style="plain", useOffset=False)
 
 
 def extrapolated_ticks(ns, top: float) -> list[float]:
@@ -324,7 +318,7 @@ def pareto_figure(summary: pd.DataFrame, xlabel: str):
             ax.annotate(f"N={r.n}", (r.su, r.time_s), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")  # fmt: skip
     ax.grid(True, alpha=0.3)
-    plain_linear_axes(ax)
+    ax.ticklabel_format(style="plain", useOffset=False)  # no offset, no scientific notation
     _legend(ax)
     return fig
 
@@ -431,7 +425,7 @@ def energy_figure(energy: Energy | None):
             ax.annotate(f"N={p.n}" + (" least" if p.least else ""), (p.energy_j / 1000, p.time_s),
                         fontsize=7, xytext=(3, 3), textcoords="offset points")  # fmt: skip
     ax.grid(True, alpha=0.3)
-    plain_linear_axes(ax)
+    ax.ticklabel_format(style="plain", useOffset=False)  # no offset, no scientific notation
     _legend(ax)
     return fig
 

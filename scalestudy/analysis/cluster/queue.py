@@ -9,15 +9,12 @@ prediction is no bound either way: it may miss pending jobs of higher priority (
 early), and takes every job ahead to run to its time limit (too late; on the test
 cluster it came late, benchmarks/queue_prediction.py).
 
-Beside it, the waits of past jobs of the same shape (nodes, GPUs, CPUs,
-partition, time limit), from one sacct call: Start minus Eligible of every user's
-jobs over the last `queue_history_days`, as median and a 95 % upper confidence bound
-on the 90th percentile by the binomial (order-statistic) method of QBETS/BMBP
-(p90_bound: distribution-free; it needs BOUND_MIN_JOBS past jobs), with the number of
-jobs and the bound's backtested coverage (each wait against the bound of the waits
-before it). The same history corrects --test-only's wait by the median ratio of run
-time to time limit of past jobs that ended (run_to_limit): --test-only takes every
-job ahead to run to its limit.
+Beside it, the waits of past jobs of the same shape (past_waits), from one sacct call
+over every user's jobs of the last `queue_history_days`: median, and a 95 % upper
+confidence bound on the 90th percentile by the binomial (order-statistic) method of
+QBETS/BMBP (p90_bound: distribution-free), backtested. The same history corrects
+--test-only's wait by the median ratio of run time to time limit of past jobs that
+ended (run_to_limit): --test-only takes every job ahead to run to its limit.
 
 Locally there is no queue: every job's wait is 0, basis "local".
 
@@ -181,8 +178,8 @@ def coverage_words(coverage: dict) -> str:
     words = (
         "Time to result takes as the top of a job's wait the bound on past waits, raised to "
         "the wait sbatch --test-only predicts (corrected where it can be) where that is "
-        "longer: on the test "
-        f"cluster that held for {top} of {jobs} jobs ({100 * top / jobs:.1f} %), the bound "
+        f"longer: on the test cluster that held for {top} of {jobs} jobs "
+        f"({100 * top / jobs:.1f} %), the bound "
         f"alone for {bound} ({100 * bound / jobs:.1f} %; benchmarks/queue_prediction.py --bound)"
     )
     if not coverage["tested"]:
@@ -255,9 +252,7 @@ def parse_history(text: str) -> list[dict]:
             waited = datetime.fromisoformat(start) - datetime.fromisoformat(eligible)
         except ValueError:  # Unknown, None: not started (or never eligible)
             continue
-        asked = tres(req)
-        seconds = slurm_seconds(limit)
-        ran = slurm_seconds(elapsed)
+        asked, seconds, ran = tres(req), slurm_seconds(limit), slurm_seconds(elapsed)
         ended = not state.startswith(("RUNNING", "PENDING", "REQUEUED", "SUSPENDED"))
         cpus, gpus = asked.get("cpu", ""), asked.get("gres/gpu", "0")
         jobs.append({
@@ -337,9 +332,8 @@ def started(facts: dict, resources: dict) -> tuple[dict, str | None]:
     try:
         command = probe_command(resources, facts["site"])
     except WorkflowError as e:  # the plugin would refuse to submit it too
-        return NO_PREDICTION | {
-            "queue_note": f"the Slurm plugin would not submit this job: {e}"
-        }, None
+        refused = f"the Slurm plugin would not submit this job: {e}"
+        return NO_PREDICTION | {"queue_note": refused}, None
     asked = {"sbatch_test_only": shlex.join(command)}
     answer = facts["test_only"].get(asked["sbatch_test_only"])
     if answer is None:  # asking stopped before it, or the command was never asked
@@ -478,11 +472,9 @@ def request_waits(requests: list[PointRequest], facts: dict) -> dict:
             answer, note = started(facts, r.resources)
             if note is None:
                 now = answer["predicted_wait_s"]
-                found |= {
-                    "wait_now_s": now,
-                    "wait_now_corrected_s": corrected(now, None, ratio)["corrected_wait_s"],
-                    "queue_note": answer["queue_note"],
-                }
+                fixed = corrected(now, None, ratio)["corrected_wait_s"]
+                found |= {"wait_now_s": now, "wait_now_corrected_s": fixed,
+                          "queue_note": answer["queue_note"]}  # fmt: skip
     return {"queue": LOCAL if local else SLURM, "asked_at": facts["asked_at"],
             "calls": len(facts["test_only"]), "note": note, "history_note": history_note,
             "history_days": None if local else facts["history_days"],

@@ -102,8 +102,10 @@ def compare_size(size, cpu_points, gpu_point) -> dict:
     }  # fmt: skip
 
 
-def _su(value: float) -> str:
-    return f"{value:.3g}"
+def _su_against(row: dict) -> str:
+    """A size's GPU SU per result against the cheapest CPU point's, in the verdict's words."""
+    return (f"SU per result {row['gpu_su']:.3g} vs {row['best_cpu_su']:.3g} (best CPU point: "
+            f"{_threads(row['best_cpu_threads'])})")  # fmt: skip
 
 
 def _threads(n: int) -> str:
@@ -154,10 +156,8 @@ def gpu_verdict(
     if worth_size is not None:
         r = rows[sizes.index(worth_size)]
         text = (
-            f"GPU worth it {at(worth_size)}{_named(r)}: SU per result {_su(r['gpu_su'])} vs "
-            f"{_su(r['best_cpu_su'])} (best CPU point: {_threads(r['best_cpu_threads'])}), "
-            f"{r['speedup']:.3g}x faster than the fastest CPU point "
-            f"({_threads(r['fastest_cpu_threads'])})"
+            f"GPU worth it {at(worth_size)}{_named(r)}: {_su_against(r)}, {r['speedup']:.3g}x "
+            f"faster than the fastest CPU point ({_threads(r['fastest_cpu_threads'])})"
         )
     elif crossover is not None:
         r = rows[sizes.index(crossover)]
@@ -168,21 +168,17 @@ def gpu_verdict(
             f"{_named(r)} "
             f"({r['speedup']:.3g}x the fastest CPU point, {_threads(r['fastest_cpu_threads'])}) "
             f"but not cheaper {at(dear['size']) if size_param else 'there'}: "
-            f"SU per result {_su(dear['gpu_su'])} vs "
-            f"{_su(dear['best_cpu_su'])} (best CPU point: "
-            f"{_threads(dear['best_cpu_threads'])}); it needs "
-            f"{dear['break_even_speedup']:.3g}x there to break even and has "
-            f"{dear['speedup']:.3g}x. Worth it only when time to result matters more than SU"
+            f"{_su_against(dear)}; it needs {dear['break_even_speedup']:.3g}x there to break "
+            f"even and has {dear['speedup']:.3g}x. Worth it only when time to result matters "
+            "more than SU"
         )
     else:
         r = rows[-1]
         where = (f"at any measured {size_param} (up to {r['size']}): {at(r['size'])}"
                  if size_param else f"{at(r['size'])}:")  # fmt: skip
         text = (
-            f"GPU not worth it {where} SU per result {_su(r['gpu_su'])} vs "
-            f"{_su(r['best_cpu_su'])} (best CPU point: "
-            f"{_threads(r['best_cpu_threads'])}), {r['speedup']:.3g}x the fastest CPU point's "
-            f"speed where {r['break_even_speedup']:.3g}x would break even"
+            f"GPU not worth it {where} {_su_against(r)}, {r['speedup']:.3g}x the fastest CPU "
+            f"point's speed where {r['break_even_speedup']:.3g}x would break even"
         )
     named = [r] if worth_size is not None or crossover is None else [r, dear]
     shaky = [p for row in named for p in unstable_points(cpu[row["size"]], gpu[row["size"]])]
@@ -190,8 +186,7 @@ def gpu_verdict(
     if shaky:
         text += (
             f". It rests on {'an unstable point' if len(shaky) == 1 else 'unstable points'}, "
-            f"whose repeats disagree: {'; '.join(shaky)}; more repeats could "
-            "change it"
+            f"whose repeats disagree: {'; '.join(shaky)}; more repeats could change it"
         )
     sizes = [GpuSize(**jsonable(r)) for r in rows]
     worth_it = worth_size is not None

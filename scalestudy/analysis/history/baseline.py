@@ -135,16 +135,10 @@ def regression_check(now: dict, was: dict, tolerance: float) -> list[dict]:
         if not keys:
             continue
         variance, df = pooled_log_variance([now[k] for k in keys] + [was[k] for k in keys])
-        found = verdicts(
-            [np.log(now[k]).mean() - np.log(was[k]).mean() for k in keys],
-            [now[k].size for k in keys],
-            [was[k].size for k in keys],
-            variance,
-            df,
-            [math.log(k[1]) for k in keys],
-            tolerance,
-            ALPHA / len(series),
-        )
+        found = verdicts([np.log(now[k]).mean() - np.log(was[k]).mean() for k in keys],
+                         [now[k].size for k in keys], [was[k].size for k in keys], variance,
+                         df, [math.log(k[1]) for k in keys], tolerance,
+                         ALPHA / len(series))  # fmt: skip
         points = [
             {"series": key[0], "n": key[1],
              **{k: finite(v[k]) for k in ("ratio", "lo", "hi", "p_value")},
@@ -170,13 +164,10 @@ def point_changes(now: dict, was: dict, tolerance: float) -> list[dict]:
 def speedups(times: dict, series: str, base_n: int) -> list[dict]:
     """A series' speedups against base_n with their 95 % intervals (for the figure)."""
     base = times.get((series, base_n))
-    out = []
-    for (s, n), x in sorted(times.items()):
-        if s != series or base is None:
-            continue
-        value, lo, hi = ratio_ci(base, x)
-        out.append({"n": n, "speedup": finite(value), "lo": finite(lo), "hi": finite(hi)})
-    return out
+    found = [(n, ratio_ci(base, x)) for (s, n), x in sorted(times.items())
+             if s == series and base is not None]  # fmt: skip
+    return [{"n": n, "speedup": finite(value), "lo": finite(lo), "hi": finite(hi)}
+            for n, (value, lo, hi) in found]  # fmt: skip
 
 
 def curve_change(
@@ -202,9 +193,8 @@ def curve_change(
         value = (np.median(b_now) / np.median(x_now)) / (np.median(b_was) / np.median(x_was))
         lo = hi = math.nan
         if not few and x_now.size > 1 and x_was.size > 1:
-            boot = (boot_base_now / _boot_medians(x_now, N_BOOT, rng)) / (
-                boot_base_was / _boot_medians(x_was, N_BOOT, rng)
-            )
+            boot_now = boot_base_now / _boot_medians(x_now, N_BOOT, rng)
+            boot = boot_now / (boot_base_was / _boot_medians(x_was, N_BOOT, rng))
             lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
         p = log_contrast_p([b_now, x_now, b_was, x_was], [1, -1, -1, 1])
         called = p < 1 - level and _change(value, lo, hi, tolerance) != NO_CHANGE
@@ -234,9 +224,8 @@ def model_changes(now: Analysis, was: dict) -> list[ModelChange]:
             known = None not in (lo, hi, b_lo, b_hi)
             apart = bool(known and (hi < b_lo or b_hi < lo))
             was = theirs["params"].get(p)
-            out.append(
-                ModelChange(fit.series, fit.selected, p, value, lo, hi, was, b_lo, b_hi, apart)
-            )
+            out.append(ModelChange(fit.series, fit.selected, p, value, lo, hi, was, b_lo, b_hi,
+                                   apart))  # fmt: skip
     return out
 
 
@@ -271,12 +260,8 @@ def fingerprint_changes(now: dict, was: dict | None) -> tuple[list[dict], str]:
     unknown (records and analyses made before fingerprints)."""
     if was is None:
         return [], "the baseline's environment is unknown (its analysis has no fingerprint)"
-    differ = [
-        {"key": k, "baseline": was.get(k, ""), "now": now.get(k, "")}
-        for k in now
-        if was.get(k, "") != now.get(k, "")
-    ]
-    return differ, ""
+    return [{"key": k, "baseline": was.get(k, ""), "now": now.get(k, "")}
+            for k in now if was.get(k, "") != now.get(k, "")], ""  # fmt: skip
 
 
 def read_runs_csv(path: str | Path) -> pd.DataFrame:
@@ -314,11 +299,8 @@ def compare(
     curves, shown = [], []
     for fit in analysis.series:
         series = fit.series or ""
-        base_n = (
-            fit.base_n
-            if fit.base_n is not None
-            else min((n for s, n in now_t if s == series), default=None)
-        )
+        smallest = min((n for s, n in now_t if s == series), default=None)
+        base_n = fit.base_n if fit.base_n is not None else smallest
         if base_n is None:
             continue
         curve = curve_change(now_t, was_t, series, base_n, tolerance, seed)
@@ -385,9 +367,8 @@ def runs_for_comparison(plan: dict, now: dict, was: dict, study: Study, su_per_r
         have = plan["totals"].get(n, 0)
         extra = min(more - added.get(n, 0), adaptive.max_repeats - have)
         per_run = su_per_run.get(n, math.inf)
-        while extra > 0 and not within_budget(
-            plan["spent_su"] + round_su + extra * per_run, study.budget_su
-        ):
+        while extra > 0 and not within_budget(plan["spent_su"] + round_su + extra * per_run,
+                                              study.budget_su):  # fmt: skip
             extra -= 1
         if extra <= 0:
             continue

@@ -4,9 +4,8 @@ analyses and runs nothing:
 
     python -m scalestudy.analysis.history.references [STUDY ...]   (or: make check [STUDY=...])
 
-checks the studies named, or every study of the config that states expectations (a
-missing analysis is a broken one); results of studies not in the config are named, not
-checked.
+checks the studies named, or every study of the config that states expectations
+(check_config).
 
 An expectation is broken when the measured value's whole 95 % interval lies outside its
 bounds (the runs show it is not met); unsure when the value is outside but its interval
@@ -74,9 +73,8 @@ def expectations(study: Study, summary: pd.DataFrame) -> list[Expectation]:
             n = int(key)
             rows = summary[summary["n"] == n] if "n" in summary else summary.iloc[0:0]
             row = rows.iloc[0] if len(rows) else None
-            value, lo, hi = (
-                (None, None, None) if row is None else (finite(row.get(c)) for c in columns)
-            )
+            found = (None,) * 3 if row is None else (finite(row.get(c)) for c in columns)
+            value, lo, hi = found
             out.append(judge(what, n, lower, upper, value, lo, hi))
     return out
 

@@ -116,11 +116,7 @@ def compare_series(
     floor = _smallest_p(null, exact, tol)
     kind = "exact" if exact else f"{n_perm} random"
     note = f"only {null.size} joint splits: p cannot be below {floor:.3g}" if floor > 0.05 else ""
-    result.update(
-        p_value=p,
-        significant=bool(p < 0.05),
-        method=f"stratified permutation over {len(used)} N ({kind} joint splits)",
-        note=note,
-        mean_log_ratio=observed / len(strata),
-    )
+    method = f"stratified permutation over {len(used)} N ({kind} joint splits)"
+    result.update(p_value=p, significant=bool(p < 0.05), method=method, note=note,
+                  mean_log_ratio=observed / len(strata))  # fmt: skip
     return result
