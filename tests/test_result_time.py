@@ -85,7 +85,7 @@ def page(result) -> str:
 
 
 def times_of(result) -> dict:
-    found = result.analysis_as_read().findings.time_to_result
+    found = result.analysis_as_read().section("time_to_result")
     return found, {p.point: p for p in found.points}
 
 

@@ -131,7 +131,7 @@ def test_thread_and_node_studies_run_through_the_slurm_plugin(cluster, workflow)
                            "results/report.html")  # fmt: skip
         print(f"aggregation and report again, Slurm asked: {time.perf_counter() - start:.1f} s")
     found = json.loads((workflow.root / "results" / "ddp_nodes" / "analysis.json").read_text())
-    times = found["findings"]["time_to_result"]
+    times = found["time_to_result"]
     assert times["queue"] == "slurm" and times["note"] is None and times["calls"] == 2
     n1, n2 = ({p["point"]: p for p in times["points"]}[k] for k in ("n1", "n2"))
     assert n1["wait_now_s"] < 30 and n2["wait_now_s"] >= 300 - 60

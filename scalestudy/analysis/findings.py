@@ -15,13 +15,11 @@ from dataclasses import asdict, replace
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.cluster.queue import request_waits
-from scalestudy.analysis.cluster.result_time import deadline_by_result, study_result_times
+from scalestudy.analysis.cluster.result_time import deadline_by_result
 from scalestudy.analysis.cost.cost import charges, cost_view
 from scalestudy.analysis.decisions.adaptive import significant_ceiling
 from scalestudy.analysis.decisions.layouts import point_layout
 from scalestudy.analysis.decisions.recommendation import within_zone
-from scalestudy.analysis.decisions.request import study_requests
 from scalestudy.analysis.history.baseline import fingerprint
 from scalestudy.analysis.stats.predictions import usable_runs
 from scalestudy.analysis.tables import (
@@ -44,6 +42,7 @@ from scalestudy.contract import (
     MoreRuns,
     NextMeasurements,
     RefusedRound,
+    Requests,
     Round,
     Rounds,
     SeriesFit,
@@ -55,6 +54,7 @@ from scalestudy.contract import (
 )
 from scalestudy.model import Scaling, Study, base_series
 from scalestudy.records import finite, jsonable
+from scalestudy.sections.time_to_result.contract import ResultTimes
 from scalestudy.study.points import point_for
 from scalestudy.study.workload_bridge import workload_capabilities
 from scalestudy.thresholds import efficiency_band
@@ -271,14 +271,13 @@ def study_findings(
     runs: pd.DataFrame,
     predictions: dict,
     rounds: dict | None,
-    cluster: dict,
-    min_jobs: int | None,
-    accounted: tuple[dict, str | None],
+    requests: Requests,
+    times: ResultTimes | None,
 ) -> Findings:
     """The report's numbers of one study (`predictions`: study_predictions; `rounds`: an
-    adaptive study's, adaptive.rounds_summary; `cluster`, `min_jobs`:
-    what Slurm said of it and the past jobs that make a typical wait, for the time to
-    result; `accounted`: Slurm accounting's figures, request.read_accounting)."""
+    adaptive study's, adaptive.rounds_summary; `requests`: request.study_requests;
+    `times`: each point's time to result, result_time.study_result_times, which judges
+    the deadline where Slurm gave waits)."""
     base = summary[summary["is_base"]]
     # only the columns said, so that walking the rows stays cheap for wide tables
     failures = runs.loc[runs["status"] != "ok", ["point", "repeat", "reason"]]
@@ -288,12 +287,6 @@ def study_findings(
     disturbed = runs[["point", "repeat"]].assign(disturbed=disturbed)
     facts = study_facts(study)
     per_point = runs.groupby("n")["repeat"].nunique()
-    requests = study_requests(study, summary, runs, accounted)
-    # each point's time to result, with the waits Slurm gave where the study's jobs queue
-    # there; none for times measured elsewhere
-    asked = requests.points
-    waits = asked and request_waits(asked, cluster)
-    times = study_result_times(runs, asked, waits, min_jobs) if asked else None
     answers = [answer(p, summary, study) for p in predictions["series"]]
     if rounds is not None:
         # an adaptive study's answer is decided as its last round judged it (target CI
@@ -341,6 +334,4 @@ def study_findings(
         ddp=ddp_findings(summary, study) if facts.distributed else None,
         framework=framework_share(summary),
         fingerprint=fingerprint(study, runs),
-        # the queue wait beside the run time
-        time_to_result=times,
     )

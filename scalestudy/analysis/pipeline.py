@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from scalestudy.analysis.cluster.result_time import study_result_times
 from scalestudy.analysis.cost.cost import charges
 from scalestudy.analysis.decisions.adaptive import load_round, round_of_run, rounds_summary
 from scalestudy.analysis.decisions.request import read_accounting, study_requests
@@ -29,6 +30,7 @@ from scalestudy.contract import Analysis
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
 from scalestudy.sections import SECTIONS, part
+from scalestudy.sections.time_to_result.contract import ResultTimes
 from scalestudy.slurm import load_facts, local_facts, probe_commands
 
 
@@ -68,7 +70,8 @@ class Aggregation:
 @dataclass(frozen=True)
 class Given:
     """What a section's producer is given (scalestudy.sections): the study, its runs and
-    summary, its analysis without sections, and aggregation's other inputs."""
+    summary, its analysis without sections, aggregation's other inputs, and what the
+    answers were judged by (time to result)."""
 
     study: Study
     runs: pd.DataFrame
@@ -76,6 +79,7 @@ class Given:
     analysis: Analysis
     baseline: Path | None
     archives: list[Path]
+    time_to_result: ResultTimes | None
 
 
 def tables(
@@ -133,15 +137,16 @@ def analyse(
     runs, summary = tables(study, runs, accounted, plans)
     predictions = study_predictions(summary, runs, study)
     rounds = rounds_summary(plans, charges(runs, study).su, study.repeats) if plans else None
+    requests = study_requests(study, summary, runs, accounted)
+    # with the waits Slurm gave where the study's jobs queue there
+    times = study_result_times(runs, requests.points, cluster, min_jobs)
     # an adaptive study's rounds are written once, in the findings
     found = Analysis(
         **predictions,
-        findings=study_findings(
-            study, summary, runs, predictions, rounds, cluster, min_jobs, accounted
-        ),
+        findings=study_findings(study, summary, runs, predictions, rounds, requests, times),
     )
     kept = [Path(a) for a in archives]
-    given = Given(study, runs, summary, found, baseline and Path(baseline), kept)
+    given = Given(study, runs, summary, found, baseline and Path(baseline), kept, times)
     sections = {name: part(name, "produce").produce(given) for name in SECTIONS}
     return Aggregation(runs, summary, replace(found, sections=sections))
 

@@ -21,7 +21,6 @@ from scalestudy.contract import (
     Analysis,
     Comparison,
     PointRequest,
-    ResultTimes,
     Rounds,
     SeriesFit,
 )
@@ -449,55 +448,6 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
     }
 
 
-# --- time to result: the queue wait beside the run time ----------------------
-
-SECONDS = Significant(3, " s")
-
-
-def seconds_with_interval(value, lo, hi) -> str:
-    """A time with its interval, "306 s [306, 307]"; the time alone where the interval
-    is a point."""
-    text = fmt(value, SECONDS.fixed([value]))
-    if value is None or (lo == value and hi == value):
-        return text
-    form = SECONDS.fixed([value, lo, hi]).removesuffix(" s")
-    return f"{text} [{fmt(lo, form)}, {fmt(hi, form)}]"
-
-
-def result_times_view(times: ResultTimes | None) -> dict | None:
-    """Each point's time to result and its wait in words' numbers, keyed by point; the
-    earliest of each series keyed by series (the template names it beside the answer)."""
-    if times is None:
-        return None
-    by_point = {
-        p.point: shallow(p)
-        | {
-            "result": seconds_with_interval(p.result_s, p.result_lo_s, p.result_hi_s),
-            "run": seconds_with_interval(p.run_s, p.run_lo_s, p.run_hi_s),
-            "wait": fmt(p.wait_s, SECONDS.fixed([p.wait_s])),
-            "wait_hi": fmt(p.wait_hi_s, SECONDS.fixed([p.wait_hi_s])),
-        }
-        for p in times.points
-    }
-    return shallow(times) | {
-        "local": times.queue == "local",
-        "by_point": by_point,
-        "earliest": {e.series: by_point[e.point] for e in times.earliest},
-        "bases": sorted({p.basis for p in times.points}),
-    }
-
-
-def result_text(times: ResultTimes | None, point: str | None) -> str | None:
-    """A point's time to result as the summary at the top says it, only where Slurm
-    gave waits (locally the results table's time says it)."""
-    if times is None or not times.waits_known or point is None:
-        return None
-    for p in times.points:
-        if p.point == point:
-            return seconds_with_interval(p.result_s, p.result_lo_s, p.result_hi_s)
-    return None
-
-
 # --- the study ---------------------------------------------------------------------------
 
 
@@ -534,6 +484,9 @@ def study_view(
         shown |= {"step_time_median_s", "plain_step_time_median_s"}
     answers = found.answers
     requests = [request_view(r) for r in found.requests.points]
+    # each section's view, in the registry's order (scalestudy.sections)
+    views = {name: part(name, "view").view(analysis.sections[name]) for name in SECTIONS}
+    result_text = part("time_to_result", "view").result_text
     return (
         shallow(study)
         | shallow(found)
@@ -576,7 +529,7 @@ def study_view(
                 | {"steps": {"to": step_text(a.steps.to), "after": step_text(a.steps.after)}}
                 | {"threshold": fmt(a.threshold, "{:g}"), "zone": fmt(a.zone, "{:.2g}")}
                 # the answer's time to result, where Slurm gave waits
-                | {"result_text": result_text(found.time_to_result, a.point)}
+                | {"result_text": result_text(views["time_to_result"], a.point)}
                 # energy to result: the answer's cost in energy, where measured
                 | {"energy": part("energy", "view").energy_of_answer(energy, a.series)}
                 for a in answers
@@ -598,14 +551,18 @@ def study_view(
             and cells(shallow(framework), ["lightning_ms", "plain_ms", "share"]),
             "charges": cells(shallow(found.charges), ["core_hours", "gpu_hours", "su"]),
             "fingerprint": [(k, v) for k, v in found.fingerprint.items() if v],
-            # time to result
-            "result_times": result_times_view(found.time_to_result),
-            # each section's view, in the registry's order (scalestudy.sections), and
-            # its place in the study's part (its view's PLACE; by default after the fits)
+            # the answers' and the requests' time to result
+            "result_times": views["time_to_result"],
+            # each section's template and place in the study's part (its view's PLACE;
+            # by default after the fits)
             "sections": [
-                {"template": f"section:{name}", "v": v, "place": getattr(view, "PLACE", "fits")}
-                for name in SECTIONS
-                if (v := (view := part(name, "view")).view(analysis.sections[name])) is not None
+                {
+                    "template": f"section:{name}",
+                    "v": v,
+                    "place": getattr(part(name, "view"), "PLACE", "fits"),
+                }
+                for name, v in views.items()
+                if v is not None
             ],
         }
     )

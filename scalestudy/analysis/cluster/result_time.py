@@ -23,18 +23,13 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.cluster.queue import LOCAL, NOW, TYPICAL, UNKNOWN, top_wait
+from scalestudy.analysis.cluster.queue import LOCAL, NOW, TYPICAL, UNKNOWN, request_waits, top_wait
 from scalestudy.analysis.decisions.recommendation import meeting_deadline
 from scalestudy.analysis.decisions.request import full_length_seconds
 from scalestudy.analysis.stats.intervals import median_ci
-from scalestudy.contract import (
-    Answer,
-    EarliestResult,
-    PointRequest,
-    PointResult,
-    ResultTimes,
-)
+from scalestudy.contract import Answer, PointRequest
 from scalestudy.records import jsonable
+from scalestudy.sections.time_to_result.contract import EarliestResult, PointResult, ResultTimes
 
 
 def run_time(runs: pd.DataFrame) -> dict:
@@ -97,10 +92,14 @@ def earliest(points: list[dict], series: str) -> EarliestResult | None:
 
 
 def study_result_times(
-    runs: pd.DataFrame, requests: list[PointRequest], waits: dict, min_jobs: int | None
-) -> ResultTimes:
+    runs: pd.DataFrame, requests: list[PointRequest], cluster: dict, min_jobs: int | None
+) -> ResultTimes | None:
     """Every point's time to result, the earliest of each series, and what was asked
-    (waits: queue.request_waits)."""
+    (`cluster`: what Slurm said of the study, its waits read by queue.request_waits);
+    None without requests (times measured elsewhere: no jobs to queue)."""
+    if not requests:
+        return None
+    waits = request_waits(requests, cluster)
     points = []
     for r in requests:
         asked = waits["points"][r.point]
