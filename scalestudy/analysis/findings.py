@@ -42,7 +42,6 @@ from scalestudy.contract import (
     MoreRuns,
     NextMeasurements,
     RefusedRound,
-    Requests,
     Round,
     Rounds,
     SeriesFit,
@@ -271,13 +270,11 @@ def study_findings(
     runs: pd.DataFrame,
     predictions: dict,
     rounds: dict | None,
-    requests: Requests,
     times: ResultTimes | None,
 ) -> Findings:
     """The report's numbers of one study (`predictions`: study_predictions; `rounds`: an
-    adaptive study's, adaptive.rounds_summary; `requests`: request.study_requests;
-    `times`: each point's time to result, result_time.study_result_times, which judges
-    the deadline where Slurm gave waits)."""
+    adaptive study's, adaptive.rounds_summary; `times`: each point's time to result,
+    result_time.study_result_times, which judges the deadline where Slurm gave waits)."""
     base = summary[summary["is_base"]]
     # only the columns said, so that walking the rows stays cheap for wide tables
     failures = runs.loc[runs["status"] != "ok", ["point", "repeat", "reason"]]
@@ -328,8 +325,6 @@ def study_findings(
         answers=answers,
         # an adaptive study's rounds: what each measured and why, and why it stopped
         adaptive=adaptive_findings(study, runs, rounds),
-        # what to ask the scheduler for at each point, and what the runs used of it
-        requests=requests,
         metrics=shown_metrics(summary, runs),
         ddp=ddp_findings(summary, study) if facts.distributed else None,
         framework=framework_share(summary),

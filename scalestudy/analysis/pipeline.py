@@ -30,6 +30,7 @@ from scalestudy.contract import Analysis
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
 from scalestudy.sections import SECTIONS, part
+from scalestudy.sections.requests.contract import Requests
 from scalestudy.sections.time_to_result.contract import ResultTimes
 from scalestudy.slurm import load_facts, local_facts, probe_commands
 
@@ -71,7 +72,7 @@ class Aggregation:
 class Given:
     """What a section's producer is given (scalestudy.sections): the study, its runs and
     summary, its analysis without sections, aggregation's other inputs, and what the
-    answers were judged by (time to result)."""
+    answers were judged by (the requests' time to result)."""
 
     study: Study
     runs: pd.DataFrame
@@ -79,6 +80,7 @@ class Given:
     analysis: Analysis
     baseline: Path | None
     archives: list[Path]
+    requests: Requests
     time_to_result: ResultTimes | None
 
 
@@ -143,10 +145,10 @@ def analyse(
     # an adaptive study's rounds are written once, in the findings
     found = Analysis(
         **predictions,
-        findings=study_findings(study, summary, runs, predictions, rounds, requests, times),
+        findings=study_findings(study, summary, runs, predictions, rounds, times),
     )
     kept = [Path(a) for a in archives]
-    given = Given(study, runs, summary, found, baseline and Path(baseline), kept, times)
+    given = Given(study, runs, summary, found, baseline and Path(baseline), kept, requests, times)
     sections = {name: part(name, "produce").produce(given) for name in SECTIONS}
     return Aggregation(runs, summary, replace(found, sections=sections))
 

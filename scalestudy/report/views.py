@@ -20,7 +20,6 @@ from scalestudy import contract
 from scalestudy.contract import (
     Analysis,
     Comparison,
-    PointRequest,
     Rounds,
     SeriesFit,
 )
@@ -373,35 +372,6 @@ def comparison_view(c: Comparison) -> dict:
     }
 
 
-def gigabytes(mb) -> str:
-    """A measured memory in GB, two significant digits."""
-    return fmt(mb and mb / 1024, "{:.2g} GB")
-
-
-def request_view(r: PointRequest) -> dict:
-    """One point's request, its numbers formatted (--mem as the analysis words it)."""
-    return shallow(r) | {
-        "mem": r.mem_text or "–",
-        "asked_mem": r.asked_mem_text or "–",
-        "peak_mem": gigabytes(r.peak_mem_mb),
-        "time": fmt(r.time_min, "{} min"),
-        "slowest": fmt(r.slowest_s, "{:.3g} s"),
-        "cpu_busy_pct": fmt(r.cpu_busy and 100 * r.cpu_busy, "{:.0f} %"),
-        "memory_used_pct": fmt(r.memory_used and 100 * r.memory_used, "{:.0f} %"),
-        "gpu_util": fmt(r.gpu_util_pct, "{:.0f} %"),
-        "sacct_cpu_busy_pct": fmt(r.sacct_cpu_busy and 100 * r.sacct_cpu_busy, "{:.0f} %"),
-        "sacct_peak_mem": gigabytes(r.sacct_peak_mem_mb),
-    }
-
-
-def request_for(answer: contract.Answer, requests: list[PointRequest]) -> dict | None:
-    """The request of the point an answer recommends, formatted."""
-    for r in requests:
-        if r.series == answer.series and r.n == answer.worth_n:
-            return request_view(r)
-    return None
-
-
 def step_text(step: contract.Step | None) -> dict | None:
     """A step the answer stands on, its gain and interval to two decimals."""
     if step is None:
@@ -483,10 +453,10 @@ def study_view(
     if framework:
         shown |= {"step_time_median_s", "plain_step_time_median_s"}
     answers = found.answers
-    requests = [request_view(r) for r in found.requests.points]
     # each section's view, in the registry's order (scalestudy.sections)
     views = {name: part(name, "view").view(analysis.sections[name]) for name in SECTIONS}
     result_text = part("time_to_result", "view").result_text
+    request_for = part("requests", "view").request_for
     return (
         shallow(study)
         | shallow(found)
@@ -522,7 +492,7 @@ def study_view(
             # the answer's numbers in the results table's formats
             "answers": [
                 shallow(a)
-                | {"request": request_for(a, found.requests.points)}
+                | {"request": request_for(analysis.section("requests"), a)}
                 | {"cells": cells(shallow(a), ANSWER)}
                 # the headline states efficiency without its interval, beside the speedup's
                 | {"efficiency_text": fmt(a.efficiency, pattern("efficiency"))}
@@ -535,11 +505,6 @@ def study_view(
                 for a in answers
             ],
             "any_fitted": any(a.fitted for a in answers),
-            "requests": requests,
-            "requests_asked": any(r.sbatch for r in found.requests.points),
-            "requests_sacct": any(r.sacct_cpu_busy is not None for r in found.requests.points),
-            "requests_gpus": any(r.gpus for r in found.requests.points),
-            "accounting_note": found.requests.accounting_note,
             "adaptive": adaptive_view(found.adaptive),
             "models": [
                 models_view(p, a.usable_points)

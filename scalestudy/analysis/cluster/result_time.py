@@ -27,8 +27,9 @@ from scalestudy.analysis.cluster.queue import LOCAL, NOW, TYPICAL, UNKNOWN, requ
 from scalestudy.analysis.decisions.recommendation import meeting_deadline
 from scalestudy.analysis.decisions.request import full_length_seconds
 from scalestudy.analysis.stats.intervals import median_ci
-from scalestudy.contract import Answer, PointRequest
+from scalestudy.contract import Answer
 from scalestudy.records import jsonable
+from scalestudy.sections.requests.contract import PointRequest
 from scalestudy.sections.time_to_result.contract import EarliestResult, PointResult, ResultTimes
 
 
