@@ -44,7 +44,6 @@ from scalestudy.contract import (
     RefusedRound,
     Round,
     Rounds,
-    SeriesFit,
     Step,
     StoppedAt,
     StudyFacts,
@@ -53,6 +52,7 @@ from scalestudy.contract import (
 )
 from scalestudy.model import Scaling, Study, base_series
 from scalestudy.records import finite, jsonable
+from scalestudy.sections.series.contract import SeriesFit
 from scalestudy.sections.time_to_result.contract import ResultTimes
 from scalestudy.study.points import point_for
 from scalestudy.study.workload_bridge import workload_capabilities
@@ -192,7 +192,6 @@ def answer(pred: SeriesFit, summary: pd.DataFrame, study: Study) -> Answer:
         more = NextMeasurements([MoreRuns(**m) for m in more["repeats"]], more["su"])
     # each step's marginal gain with its interval: [from, to, gain, lo, hi]
     intervals = rec.get("step_intervals", [])
-    fits = pred.fits
     return Answer(
         series=pred.series, worth_n=worth, base_n=pred.base_n,
         **{k: rec[k] for k in SAID},
@@ -205,13 +204,10 @@ def answer(pred: SeriesFit, summary: pd.DataFrame, study: Study) -> Answer:
         next_measurements=more,
         step_intervals=intervals,
         steps=decision_steps(worth, stopped_at, intervals, rec["threshold"], rec["zone"]),
-        fitted=any(f.ok for f in fits),
+        fitted=any(f.ok for f in pred.fits),
         provenance_note=pred.fit_note if pred.mixed_provenance else None,
         unstable=[p for p, why in pred.excluded.items() if why.startswith("unstable")],
-        # how many points a fit could use, where no model fitted
-        usable_points=max(f.n_points for f in fits)
-        if fits and not any(f.ok for f in fits)
-        else None,
+        usable_points=pred.usable_points,
         **point,
     )  # fmt: skip
 

@@ -30,8 +30,6 @@ from scalestudy.contract import Analysis
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
 from scalestudy.sections import SECTIONS, part
-from scalestudy.sections.requests.contract import Requests
-from scalestudy.sections.time_to_result.contract import ResultTimes
 from scalestudy.slurm import load_facts, local_facts, probe_commands
 
 
@@ -71,8 +69,8 @@ class Aggregation:
 @dataclass(frozen=True)
 class Given:
     """What a section's producer is given (scalestudy.sections): the study, its runs and
-    summary, its analysis without sections, aggregation's other inputs, and what the
-    answers were judged by (the requests' time to result)."""
+    summary, its analysis (of the sections, only those made before the findings), and
+    aggregation's other inputs."""
 
     study: Study
     runs: pd.DataFrame
@@ -80,8 +78,6 @@ class Given:
     analysis: Analysis
     baseline: Path | None
     archives: list[Path]
-    requests: Requests
-    time_to_result: ResultTimes | None
 
 
 def tables(
@@ -142,13 +138,17 @@ def analyse(
     requests = study_requests(study, summary, runs, accounted)
     # with the waits Slurm gave where the study's jobs queue there
     times = study_result_times(runs, requests.points, cluster, min_jobs)
-    # an adaptive study's rounds are written once, in the findings
+    # sections the answers are made from, made before the findings (their producers
+    # hand them on)
+    made = {"series": predictions["series"], "requests": requests, "time_to_result": times}
     found = Analysis(
-        **predictions,
-        findings=study_findings(study, summary, runs, predictions, rounds, times),
+        predictions["comparisons"],
+        # an adaptive study's rounds are written once, in the findings
+        study_findings(study, summary, runs, predictions, rounds, times),
+        made,
     )
     kept = [Path(a) for a in archives]
-    given = Given(study, runs, summary, found, baseline and Path(baseline), kept, requests, times)
+    given = Given(study, runs, summary, found, baseline and Path(baseline), kept)
     sections = {name: part(name, "produce").produce(given) for name in SECTIONS}
     return Aggregation(runs, summary, replace(found, sections=sections))
 

@@ -21,10 +21,10 @@ from scalestudy.contract import (
     Analysis,
     Comparison,
     Rounds,
-    SeriesFit,
 )
 from scalestudy.records import RecordError, finite, read_record
 from scalestudy.sections import SECTIONS, part
+from scalestudy.sections.series.contract import SeriesFit
 from scalestudy.sections.telemetry.contract import TELEMETRY  # the telemetry section's columns
 from scalestudy.thresholds import BANDS_WORDS, INSTABILITY_WORDS, band_words
 
@@ -323,38 +323,6 @@ def ddp_view(summary: list[dict], ddp: list[contract.DdpPoint]) -> dict:
     return {"columns": [label(c) for c in order], "order": order, "rows": view}
 
 
-def models_view(pred: SeriesFit, usable_points: int | None) -> dict:
-    """The fitted models of one series, for the report's table."""
-    fits = [
-        shallow(f)
-        | {
-            "params": [
-                {
-                    "name": k,
-                    "value": fmt(v, "{:.4g}"),
-                    "lo": fmt(f.param_ci.get(k, (None, None))[0], "{:.3g}"),
-                    "hi": fmt(f.param_ci.get(k, (None, None))[1], "{:.3g}"),
-                }
-                for k, v in f.params.items()
-            ],
-            "r2": fmt(f.r2, "{:.4f}"),
-            "aicc": fmt(f.aicc, "{:.2f}"),
-            "weight": fmt(f.weight, "{:.0%}"),
-            "selected": f.name == pred.selected,
-        }
-        for f in pred.fits
-        if f.ok
-    ]
-    return shallow(pred) | {
-        "fits": fits,
-        "fit_note": pred.fit_note or "",
-        "usable_points": usable_points,
-        # a model that did not fit beside one that did, with why
-        "unfitted": [f for f in pred.fits if not f.ok] if fits else [],
-        "bound": None if pred.bound is None else fmt(pred.bound, "{:.2f}"),
-    }
-
-
 def comparison_view(c: Comparison) -> dict:
     return shallow(c) | {
         "a": c.a or "(default)",
@@ -442,7 +410,7 @@ def study_view(
     energy = analysis.section("energy")
     rows = summary.to_dict("records")
     has_series = any(series_of(r) for r in rows)
-    results = results_view(rows, analysis.series, has_series)
+    results = results_view(rows, analysis.section("series"), has_series)
     distributed = study.distributed
     ddp = ddp_view(rows, found.ddp) if distributed else None
     framework = found.framework
@@ -506,10 +474,6 @@ def study_view(
             ],
             "any_fitted": any(a.fitted for a in answers),
             "adaptive": adaptive_view(found.adaptive),
-            "models": [
-                models_view(p, a.usable_points)
-                for p, a in zip(analysis.series, answers, strict=True)
-            ],
             "comparisons": [comparison_view(c) for c in analysis.comparisons],
             "ddp": ddp,
             "framework": framework

@@ -21,7 +21,8 @@ from pathlib import Path
 SECTIONS = {
     name: f"{__name__}.{name}"
     for name in ("time_to_result", "staging", "energy", "baseline", "history", "references",
-                 "jobs", "received", "layouts", "requests", "gpu_verdict", "telemetry", "paired")
+                 "jobs", "received", "layouts", "requests", "gpu_verdict", "telemetry", "series",
+                 "paired")
 }  # fmt: skip
 
 

@@ -18,9 +18,10 @@ import pandas as pd
 from scalestudy.analysis.decisions.recommendation import decision, recommend, step_intervals
 from scalestudy.analysis.stats import comparison, models
 from scalestudy.analysis.tables import TIME_COLUMNS
-from scalestudy.contract import Comparison, Curve, Fit, Peak, SeriesFit, TestAtN
+from scalestudy.contract import Comparison, TestAtN
 from scalestudy.model import Study
 from scalestudy.records import jsonable
+from scalestudy.sections.series.contract import Curve, Fit, Peak, SeriesFit
 
 # Where a run happened, as far as it changes its speed. Runs of one series must agree
 # on all of them before their times enter one fit.

@@ -1,8 +1,8 @@
-"""Time to result (scalestudy.analysis.cluster.result_time): made before the findings,
-whose answers judge the deadline by it."""
+"""Time to result (scalestudy.analysis.cluster.result_time): made
+before the findings, whose answers are made from it (scalestudy.analysis.pipeline)."""
 
 from scalestudy.sections.time_to_result.contract import DATA
 
 
 def produce(given) -> DATA:
-    return given.time_to_result
+    return given.analysis.section("time_to_result")
