@@ -138,17 +138,13 @@ def analyse(
     requests = study_requests(study, summary, runs, accounted)
     # with the waits Slurm gave where the study's jobs queue there
     times = study_result_times(runs, requests.points, cluster, min_jobs)
-    # sections the answers are made from, made before the findings (their producers
-    # hand them on)
+    # an adaptive study's rounds are written once, in the findings
+    findings = study_findings(study, summary, runs, predictions, rounds, times)
+    # the sections the answers are made from: made first, their producers hand them on
     made = {"series": predictions["series"], "requests": requests, "time_to_result": times}
-    found = Analysis(
-        predictions["comparisons"],
-        # an adaptive study's rounds are written once, in the findings
-        study_findings(study, summary, runs, predictions, rounds, times),
-        made,
-    )
-    kept = [Path(a) for a in archives]
-    given = Given(study, runs, summary, found, baseline and Path(baseline), kept)
+    found = Analysis(predictions["comparisons"], findings, made)
+    given = Given(study, runs, summary, found, baseline and Path(baseline),
+                  [Path(a) for a in archives])  # fmt: skip
     sections = {name: part(name, "produce").produce(given) for name in SECTIONS}
     return Aggregation(runs, summary, replace(found, sections=sections))
 

@@ -17,11 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from scalestudy import contract
-from scalestudy.contract import (
-    Analysis,
-    Comparison,
-    Rounds,
-)
+from scalestudy.contract import Analysis, Comparison, Rounds
 from scalestudy.records import RecordError, finite, read_record
 from scalestudy.sections import SECTIONS, part
 from scalestudy.sections.series.contract import SeriesFit

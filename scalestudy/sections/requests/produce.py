@@ -1,8 +1,5 @@
-"""What to ask for, per point (scalestudy.analysis.decisions.request): made
-before the findings, whose answers are made from it (scalestudy.analysis.pipeline)."""
-
-from scalestudy.sections.requests.contract import DATA
+"""The requests (analysis.decisions.request), made first: the answers are made from it."""
 
 
-def produce(given) -> DATA:
+def produce(given):
     return given.analysis.section("requests")

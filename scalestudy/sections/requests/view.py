@@ -1,5 +1,4 @@
-"""What to ask for, per point, in the report: the table after the layouts (each answer
-names its own point's request, request_for)."""
+"""What to ask for, per point, in the report (and each answer's own, request_for)."""
 
 from scalestudy.report.views import fmt, shallow
 from scalestudy.sections.requests.contract import PointRequest, Requests
@@ -14,11 +13,10 @@ def view(requests: Requests) -> dict | None:
     points = requests.points
     if not any(r.sbatch for r in points):
         return None
-    return {
+    return shallow(requests) | {
         "points": [request_view(r) for r in points],
         "sacct": any(r.sacct_cpu_busy is not None for r in points),
         "gpus": any(r.gpus for r in points),
-        "accounting_note": requests.accounting_note,
     }
 
 

@@ -1,8 +1,5 @@
-"""Each series' scaling models (scalestudy.analysis.stats.predictions): made
-before the findings, whose answers are made from it (scalestudy.analysis.pipeline)."""
-
-from scalestudy.sections.series.contract import DATA
+"""The scaling models (analysis.stats.predictions), made first: the answers are made from it."""
 
 
-def produce(given) -> DATA:
+def produce(given):
     return given.analysis.section("series")

@@ -1,8 +1,5 @@
-"""Time to result (scalestudy.analysis.cluster.result_time): made
-before the findings, whose answers are made from it (scalestudy.analysis.pipeline)."""
-
-from scalestudy.sections.time_to_result.contract import DATA
+"""Time to result (analysis.cluster.result_time), made first: the answers are made from it."""
 
 
-def produce(given) -> DATA:
+def produce(given):
     return given.analysis.section("time_to_result")

@@ -1,5 +1,4 @@
-"""Time to result in the report: said once after the answers (each answer's own line,
-the nav's column and the requests' column read the same view)."""
+"""Time to result in the report, said once after the answers (and read by each answer)."""
 
 from scalestudy.report.views import Significant, fmt, shallow
 from scalestudy.sections.time_to_result.contract import ResultTimes
