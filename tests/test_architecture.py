@@ -469,7 +469,7 @@ def test_no_issue_numbers_in_the_code():
 LOADS = {
     "contract.py": {"from_json", "earlier_analysis"},
     "slurm.py": {"load_facts"},
-    "analysis/decisions/adaptive.py": {"load_round"},
+    "analysis/decisions/adaptive.py": {"load"},
     "records.py": {"_fast_validator", "_validator", "parse_record_text"},
     "analysis/tables.py": {"metric_columns"},
     "study/errors.py": {"yaml_problem"},

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from scalestudy.analysis.cost.cost import charges
-from scalestudy.analysis.decisions.adaptive import load_round, round_of_run, rounds_summary
+from scalestudy.analysis.decisions.adaptive import RoundPlan, round_of_run, rounds_summary
 from scalestudy.analysis.decisions.request import read_accounting, study_requests
 from scalestudy.analysis.energy.energy import with_energy
 from scalestudy.analysis.findings import study_findings
@@ -79,7 +79,10 @@ class Given:
 
 
 def tables(
-    study: Study, runs: pd.DataFrame, accounted: tuple[dict, str | None], plans: Sequence[dict] = ()
+    study: Study,
+    runs: pd.DataFrame,
+    accounted: tuple[dict, str | None],
+    plans: Sequence[RoundPlan] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The runs table as the analysis reads it (each run's energy, with Slurm
     accounting's `accounted`: read_accounting; its round; split by provenance), and
@@ -113,7 +116,7 @@ def probe_commands_of(
 def analyse(
     study: Study,
     runs: pd.DataFrame,
-    plans: Sequence[dict] = (),
+    plans: Sequence[RoundPlan] = (),
     baseline: str | Path | None = None,
     archives: Sequence[str | Path] = (),
     cluster: dict | None = None,
@@ -158,6 +161,6 @@ def aggregate(
     """The whole aggregation from files: records (or the measured CSV), an adaptive
     study's round plans, the baseline's folder, the study's archives and its cluster
     facts (results/<study>/cluster.json; None: locally); `min_jobs` as for analyse."""
-    plans = [load_round(path) for path in rounds]
+    plans = [RoundPlan.load(path) for path in rounds]
     facts = None if cluster is None else load_facts(cluster)
     return analyse(study, read_runs(study, inputs), plans, baseline, archives, facts, min_jobs)

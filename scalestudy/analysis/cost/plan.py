@@ -21,15 +21,23 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.cost.cost import SECONDS_PER_MINUTE, Cost, charges, within_budget
-from scalestudy.analysis.decisions.adaptive import Rules, first_round, next_round, to_decide
+from scalestudy.analysis.decisions.adaptive import (
+    RoundPlan,
+    Rules,
+    first_round,
+    next_round,
+    to_decide,
+)
 from scalestudy.analysis.history.baseline import runs_for_comparison, times_by_point
 from scalestudy.analysis.stats.predictions import jsonable, times_by_n, usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.contract import AdaptiveStop, RefusedRound
 from scalestudy.model import Study
 from scalestudy.study.points import point_for
 from scalestudy.study.slurm import job_runtime, shared_job, slurm_resources
@@ -256,9 +264,9 @@ def round_plan(
     round_no: int,
     runs: pd.DataFrame | None,
     baseline: pd.DataFrame | None = None,
-) -> dict:
+) -> RoundPlan:
     """The plan of round `round_no` of an adaptive study (scalestudy.analysis.decisions.adaptive),
-    from the runs of the rounds before it (tables.read_runs; None before round 1), as JSON keyed by
+    from the runs of the rounds before it (tables.read_runs; None before round 1), keyed by
     point label: the runs each point should have once the round is done ("totals"),
     those it adds and why, its estimated SU, the SU spent so far, and the stopping
     reason, if the study stops here. `baseline`: the runs table of the study's baseline;
@@ -293,27 +301,28 @@ def round_plan(
             reserve,
         )
     # a study stopped undecided: the config change that would plan a round again
-    plan["to_decide"] = to_decide(plan, *inputs, rules=rules, scale=scale)
-    by_label = {key: {label[int(n)]: v for n, v in plan[key].items()}
-                for key in ("totals", "added", "why")}  # fmt: skip
-    if plan["to_decide"]:
-        plan["to_decide"]["added"] = {
-            label[int(n)]: v for n, v in plan["to_decide"]["added"].items()
-        }
-    if "refused" in plan:
-        plan["refused"] |= {key: {label[int(n)]: v for n, v in plan["refused"][key].items()}
-                            for key in ("added", "why")}  # fmt: skip
-    return jsonable(
-        plan
-        | by_label
-        | {
-            "study": study.name,
-            "points": {label[n]: n for n in ns},
-            "su_per_run": {label[n]: su_per_run[n] for n in ns},
-            # what each price is based on, in words (measured, a neighbour, the limit)
-            "price_basis": {label[int(r["n"])]: r["price_basis"] for r in priced["rows"]},
-            # priced at their time limit: an upper bound
-            "priced_at_limit": [label[int(r["n"])] for r in priced["rows"] if r["basis"] == LIMIT],
-            "budget_su": study.budget_su,
-        }  # fmt: skip
+    decide = to_decide(plan, *inputs, rules=rules, scale=scale)
+
+    def labelled(by_n: dict) -> dict:
+        return {label[int(n)]: v for n, v in by_n.items()}
+
+    refused = plan.get("refused")
+    return RoundPlan(
+        round=round_no,
+        totals=labelled(plan["totals"]),
+        added=labelled(plan["added"]),
+        why=labelled(plan["why"]),
+        round_su=float(plan["round_su"]),
+        spent_su=float(spent),
+        stop=plan["stop"] and AdaptiveStop(**plan["stop"]),
+        judged=jsonable(plan["judged"]),
+        refused=refused
+        and RefusedRound(labelled(refused["added"]), labelled(refused["why"]), refused["round_su"]),
+        to_decide=decide and replace(decide, added=labelled(decide.added)),
+        study=study.name,
+        points={label[n]: n for n in ns},
+        su_per_run={label[n]: su_per_run[n] for n in ns},
+        price_basis={label[int(r["n"])]: r["price_basis"] for r in priced["rows"]},
+        priced_at_limit=[label[int(r["n"])] for r in priced["rows"] if r["basis"] == LIMIT],
+        budget_su=study.budget_su,
     )
