@@ -456,10 +456,15 @@ def test_runs_are_given_the_round_that_added_them_and_the_cost_is_summed():
         round_file(3, {"t1": 5, "t2": 4}, {}, AdaptiveStop(DECIDED, "decided")),
     ]
     assert [round_of_run(plans, "t1", k) for k in (1, 3, 4, 5, 6)] == [1, 1, 2, 2, None]
-    summary = rounds_summary(plans, spent_su=1.2, grid_repeats=3)
-    assert [r["round"] for r in summary["rounds"]] == [1, 2]
-    assert summary["decided"] and math.isclose(summary["grid_su"], 3 * 0.3)
-    assert math.isclose(summary["relative_to_grid"], 1.2 / 0.9)
+    study = study_model(ADAPTIVE_STUDY, "a")
+    runs = records_table({1: [10.0] * 5, 2: [5.0] * 4})
+    runs["round"] = [
+        round_of_run(plans, *run) for run in runs[["point", "repeat"]].itertuples(False)
+    ]
+    summary = rounds_summary(plans, runs, study)
+    assert [r.round for r in summary.rounds] == [1, 2] and summary.later_runs == 3
+    assert summary.decided and math.isclose(summary.grid_su, study.repeats * 0.3)
+    assert math.isclose(summary.relative_to_grid, charges(runs, study).su / summary.grid_su)
 
 
 def test_a_round_s_plan_is_written_and_read_back_by_its_one_pair(tmp_path):
@@ -816,9 +821,6 @@ def test_the_default_study_decides_though_a_hiccup_slows_one_of_its_runs():
 def test_the_rounds_section_names_the_same_budget_as_the_first_line():
     # the fault probe: the Rounds section said spent + round (0.2784 as 0.278), the
     # first line the same rounded up (0.28): two figures, one below what is needed
-    from scalestudy.analysis.decisions.adaptive import rounds_summary
-    from scalestudy.analysis.findings import adaptive_findings
-
     runs = records_table({1: [10.0, 10.1, 9.9], 2: [120.0, 120.0, 120.0]})
     killed = runs["n"] == 2
     runs.loc[killed, ["status", "wall_s", "train_s"]] = ["failed", None, None]
@@ -826,7 +828,7 @@ def test_the_rounds_section_names_the_same_budget_as_the_first_line():
     runs["round"] = 1
     study = study_model(ADAPTIVE_STUDY | {"budget_su": 0.3}, "a")
     plan = round_plan(study, 2, runs)
-    rounds = adaptive_findings(study, runs, rounds_summary([plan], plan.spent_su, 5))
+    rounds = rounds_summary([plan], runs, study)
     assert rounds.budget_needed == plan.to_decide.value
 
 

@@ -276,7 +276,7 @@ def test_a_grid_priced_at_time_limits_is_an_upper_bound_and_the_share_a_lower_on
     # said "would cost 0.414 SU (estimated ...): this study spent 3 %"
     slow = {1: [1750.0, 1760.0, 1740.0, 1750.0], 2: [1220.0, 1230.0, 1210.0, 1220.0]}
     text, plans = adaptive_report([1, 2, 4], slow)
-    assert plans[-1]["priced_at_limit"] == ["t4"]
+    assert plans[-1].priced_at_limit == ["t4"]
     assert "runs each would cost at most " in text
     assert (
         "(candidates never measured are priced at their time limit): this study spent at "

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from scalestudy.analysis.cost.cost import charges
 from scalestudy.analysis.decisions.adaptive import RoundPlan, round_of_run, rounds_summary
 from scalestudy.analysis.decisions.request import read_accounting, study_requests
 from scalestudy.analysis.energy.energy import with_energy
@@ -135,7 +134,7 @@ def analyse(
     accounted = ({}, None) if study.measured is not None else read_accounting(cluster["accounting"])
     runs, summary = tables(study, runs, accounted, plans)
     predictions = study_predictions(summary, runs, study)
-    rounds = rounds_summary(plans, charges(runs, study).su, study.repeats) if plans else None
+    rounds = rounds_summary(plans, runs, study) if plans else None
     # an adaptive study's rounds are written once, in the findings
     found = Analysis(
         **predictions,

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from scalestudy.analysis.cost.cost import within_budget
+from scalestudy.analysis.cost.cost import charges, within_budget
 from scalestudy.analysis.decisions.recommendation import (
     DECISION_LEVEL,
     recommend,
@@ -37,7 +38,19 @@ from scalestudy.analysis.decisions.recommendation import (
     zone_text,
 )
 from scalestudy.analysis.stats.intervals import LEVEL, _t_quantile, ratio_ci
-from scalestudy.contract import AdaptiveStop, RefusedRound, ToDecide, _convert, _Where
+from scalestudy.analysis.stats.predictions import usable_runs
+from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.contract import (
+    AdaptiveStop,
+    ConfigChange,
+    RefusedRound,
+    Round,
+    Rounds,
+    TimedRun,
+    ToDecide,
+    _convert,
+    _Where,
+)
 from scalestudy.records import jsonable, write_json_atomic
 
 DECIDED, BUDGET, LIMITS = "decided", "budget", "limits"
@@ -683,45 +696,53 @@ def config_fingerprint(study_config: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
-def config_changes(plans: list[RoundPlan]) -> list[dict]:
-    """Where the rounds' config changed: [{"round", "config"}] from the first round,
-    one entry per config in order; [] when every round was planned under one (or the
-    plans predate fingerprints)."""
+def config_changes(plans: list[RoundPlan]) -> list[ConfigChange]:
+    """Where the rounds' config changed, from the first round, one entry per config in
+    order; [] when every round was planned under one (or the plans predate
+    fingerprints)."""
     runs = [
-        {"round": p.round, "config": p.config_fingerprint}
+        ConfigChange(p.round, p.config_fingerprint)
         for i, p in enumerate(plans)
         if i == 0 or p.config_fingerprint != plans[i - 1].config_fingerprint
     ]
     return runs if len(runs) > 1 else []
 
 
-def rounds_summary(plans: list[RoundPlan], spent_su: float, grid_repeats: int) -> dict:
+def rounds_summary(plans: list[RoundPlan], runs: pd.DataFrame, study) -> Rounds:
     """What the report says of an adaptive study's rounds: what each added and why,
-    its SU, the stopping reason, and the study's SU against the full grid of the same
-    candidates at `grid_repeats` runs each (priced as the last plan prices a run:
-    measured where the point was, else estimated)."""
-    last = plans[-1]
-    grid_su = grid_repeats * sum(last.su_per_run.values())
-    return {
-        "rounds": [
-            {"round": p.round, "added": p.added, "why": p.why, "su": p.round_su}
-            for p in plans
-            if p.added
-        ],
-        "stop": asdict(last.stop),
-        # the config each run of rounds was planned under, where it changed
-        "configs": config_changes(plans),
-        "decided": last.stop.reason == DECIDED,
-        "points": last.points,
-        "refused": last.refused and asdict(last.refused),
-        "to_decide": last.to_decide and asdict(last.to_decide),
-        "budget_su": last.budget_su,
-        "spent_su": spent_su,
-        "grid_repeats": grid_repeats,
-        "grid_su": grid_su,
-        "grid_su_estimated": not set(last.totals) >= set(last.points),
+    its SU, the stopping reason, each usable run's time and round (`runs`: with their
+    round, pipeline.tables) for the figures, and the study's SU against the full grid
+    of the same candidates at `repeats` runs each (priced as the last plan prices a
+    run: measured where the point was, else estimated)."""
+    last, spent_su = plans[-1], charges(runs, study).su
+    grid_su = study.repeats * sum(last.su_per_run.values())
+    usable = usable_runs(runs, study)
+    times = pd.to_numeric(usable[TIME_COLUMNS[study.time]], errors="coerce")
+    marked = [
+        TimedRun(int(n), float(t), int(r), jsonable(s))
+        for n, t, r, s in zip(usable["n"], times, usable["round"], usable["series"], strict=True)
+        if np.isfinite(t) and pd.notna(r)
+    ]
+    return Rounds(
+        rounds=[Round(p.round, p.added, p.why, p.round_su) for p in plans if p.added],
+        stop=last.stop,
+        decided=last.stop.reason == DECIDED,
+        points=last.points,
+        refused=last.refused,
+        budget_su=last.budget_su,
+        spent_su=spent_su,
+        grid_repeats=study.repeats,
+        grid_su=grid_su,
+        grid_su_estimated=not set(last.totals) >= set(last.points),
         # some candidate priced at its time limit: the grid's SU is at most grid_su,
         # and this study's share of it at least relative_to_grid
-        "grid_su_bound": bool(last.priced_at_limit),
-        "relative_to_grid": spent_su / grid_su if grid_su > 0 else None,
-    }
+        grid_su_bound=bool(last.priced_at_limit),
+        relative_to_grid=spent_su / grid_su if grid_su > 0 else None,
+        runs=marked,
+        later_runs=sum(m.round > 1 for m in marked),
+        # a budget stop: the SU the refused round needed on top of what was spent,
+        # rounded up as the first line's (to_decide): one figure, never below the need
+        budget_needed=last.refused and significant_ceiling(spent_su + last.refused.round_su),
+        to_decide=last.to_decide,
+        configs=config_changes(plans),
+    )
