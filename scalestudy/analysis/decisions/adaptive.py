@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from scalestudy import contract
 from scalestudy.analysis.cost.cost import charges, within_budget
 from scalestudy.analysis.decisions.recommendation import (
     DECISION_LEVEL,
@@ -40,17 +41,6 @@ from scalestudy.analysis.decisions.recommendation import (
 from scalestudy.analysis.stats.intervals import LEVEL, _t_quantile, ratio_ci
 from scalestudy.analysis.stats.predictions import usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS
-from scalestudy.contract import (
-    AdaptiveStop,
-    ConfigChange,
-    RefusedRound,
-    Round,
-    Rounds,
-    TimedRun,
-    ToDecide,
-    _convert,
-    _Where,
-)
 from scalestudy.records import jsonable, write_json_atomic
 
 DECIDED, BUDGET, LIMITS = "decided", "budget", "limits"
@@ -551,7 +541,7 @@ def next_round(
 MOST_REPEATS = 100
 
 
-def to_decide(plan: dict, *inputs, rules: Rules, scale=None) -> ToDecide | None:
+def to_decide(plan: dict, *inputs, rules: Rules, scale=None) -> contract.ToDecide | None:
     """Where `plan` (next_round's, of these `inputs`: its round number and the rest of
     its arguments but the rules) stops undecided: the one change of the study's config
     after which its next run of the workflow plans a round again, and that round (its
@@ -564,7 +554,7 @@ def to_decide(plan: dict, *inputs, rules: Rules, scale=None) -> ToDecide | None:
     if plan["stop"]["reason"] == BUDGET:
         refused = plan["refused"]
         needed = significant_ceiling(plan["spent_su"] + refused["round_su"])
-        return ToDecide("budget_su", needed, refused["added"], refused["round_su"], True)
+        return contract.ToDecide("budget_su", needed, refused["added"], refused["round_su"], True)
     # a study past max_rounds gets one more round (the stopped round counts); one at
     # max_repeats, twice the runs (its deciding steps are what is undecided: an
     # unreachable CI target no longer keeps it so)
@@ -573,8 +563,8 @@ def to_decide(plan: dict, *inputs, rules: Rules, scale=None) -> ToDecide | None:
     for key, value in tries:
         then = next_round(round_no + 1, *rest, replace(rules, **{key: value}), scale)
         if then["stop"] is None or then["stop"]["reason"] == DECIDED:
-            return ToDecide(f"adaptive.{key}", value, then["added"], then["round_su"],
-                            runs_decide=then["stop"] is None)  # fmt: skip
+            return contract.ToDecide(f"adaptive.{key}", value, then["added"], then["round_su"],
+                                     runs_decide=then["stop"] is None)  # fmt: skip
     return None
 
 
@@ -647,28 +637,27 @@ def decided_text(judged: dict, rules: Rules, reach: float = math.nan) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class RoundPlan:
-    """A round's plan, results/<study>/rounds/round<r>.json (cost.plan.round_plan),
-    keyed by point label; stop, refused and to_decide as in the analysis's Rounds."""
+    """A round's plan, results/<study>/rounds/round<r>.json (cost.plan.round_plan), by
+    point label. `totals`: the runs each point has once the round is done."""
 
     round: int
-    totals: dict[str, int]  # the runs each point should have once the round is done
+    totals: dict[str, int]
     added: dict[str, int]
     why: dict[str, str]
     round_su: float
     spent_su: float
-    stop: AdaptiveStop | None  # None: the round runs
+    stop: contract.AdaptiveStop | None  # None: the round runs
     judged: dict[str, Any] | None  # judge's view of the runs (None: round 1)
-    refused: RefusedRound | None = None  # the round the budget refused
+    refused: contract.RefusedRound | None = None  # the round the budget refused
     # an undecided study: the one config change that would plan a round again
-    to_decide: ToDecide | None = None
+    to_decide: contract.ToDecide | None = None
     study: str
     points: dict[str, int]  # every candidate's label -> N, measured or not
     su_per_run: dict[str, float]
     price_basis: dict[str, str]  # what each price is based on, in words
     priced_at_limit: list[str]  # the points priced at their time limit: an upper bound
     budget_su: float
-    # the config it was planned under (rules/adaptive.smk, get_round_config) and its
-    # fingerprint (config_fingerprint; None in plans made before them)
+    # the config it was planned under (get_round_config) and its fingerprint
     config_fingerprint: str | None = None
     config: dict[str, Any] | None = None
 
@@ -678,10 +667,9 @@ class RoundPlan:
 
     @classmethod
     def load(cls, path: str | Path) -> RoundPlan:
-        """A round's plan; OSError or ValueError (ContractError naming a key): none to
-        read."""
-        return _convert(cls, json.loads(Path(path).read_text()), _Where(str(path), cls.__name__),
-                        strict=False)  # fmt: skip
+        """OSError or ValueError (ContractError naming a key): none to read."""
+        where = contract._Where(str(path), cls.__name__)
+        return contract._convert(cls, json.loads(Path(path).read_text()), where, strict=False)
 
 
 def round_of_run(plans: list[RoundPlan], point: str, repeat: int) -> int | None:
@@ -696,35 +684,27 @@ def config_fingerprint(study_config: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
-def config_changes(plans: list[RoundPlan]) -> list[ConfigChange]:
-    """Where the rounds' config changed, from the first round, one entry per config in
-    order; [] when every round was planned under one (or the plans predate
-    fingerprints)."""
-    runs = [
-        ConfigChange(p.round, p.config_fingerprint)
-        for i, p in enumerate(plans)
-        if i == 0 or p.config_fingerprint != plans[i - 1].config_fingerprint
-    ]
-    return runs if len(runs) > 1 else []
-
-
-def rounds_summary(plans: list[RoundPlan], runs: pd.DataFrame, study) -> Rounds:
+def rounds_summary(plans: list[RoundPlan], runs: pd.DataFrame, study) -> contract.Rounds:
     """What the report says of an adaptive study's rounds: what each added and why,
     its SU, the stopping reason, each usable run's time and round (`runs`: with their
     round, pipeline.tables) for the figures, and the study's SU against the full grid
     of the same candidates at `repeats` runs each (priced as the last plan prices a
     run: measured where the point was, else estimated)."""
     last, spent_su = plans[-1], charges(runs, study).su
+    # where the rounds' config changed (none: one config throughout, or plans made
+    # before fingerprints)
+    configs = [contract.ConfigChange(p.round, p.config_fingerprint) for i, p in enumerate(plans)
+               if not i or p.config_fingerprint != plans[i - 1].config_fingerprint]  # fmt: skip
     grid_su = study.repeats * sum(last.su_per_run.values())
     usable = usable_runs(runs, study)
     times = pd.to_numeric(usable[TIME_COLUMNS[study.time]], errors="coerce")
     marked = [
-        TimedRun(int(n), float(t), int(r), jsonable(s))
+        contract.TimedRun(int(n), float(t), int(r), jsonable(s))
         for n, t, r, s in zip(usable["n"], times, usable["round"], usable["series"], strict=True)
         if np.isfinite(t) and pd.notna(r)
     ]
-    return Rounds(
-        rounds=[Round(p.round, p.added, p.why, p.round_su) for p in plans if p.added],
+    return contract.Rounds(
+        rounds=[contract.Round(p.round, p.added, p.why, p.round_su) for p in plans if p.added],
         stop=last.stop,
         decided=last.stop.reason == DECIDED,
         points=last.points,
@@ -744,5 +724,5 @@ def rounds_summary(plans: list[RoundPlan], runs: pd.DataFrame, study) -> Rounds:
         # rounded up as the first line's (to_decide): one figure, never below the need
         budget_needed=last.refused and significant_ceiling(spent_su + last.refused.round_su),
         to_decide=last.to_decide,
-        configs=config_changes(plans),
+        configs=configs if len(configs) > 1 else [],
     )
