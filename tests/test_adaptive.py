@@ -579,7 +579,7 @@ def test_a_round_plan_jumps_over_candidates_that_cannot_be_the_answer():
 def test_the_plan_page_prices_round_one_and_refuses_a_budget_below_it():
     study = study_model(ADAPTIVE_STUDY | {"budget_su": 0.1}, "a")
     plan = study_plan(study)
-    assert plan["adaptive"] and [r["repeats"] for r in plan["rows"]] == [3, 3, 0]
+    assert plan.adaptive and [r["repeats"] for r in plan.rows] == [3, 3, 0]
     problem = budget_problem(plan)
     assert problem.startswith("studies.a.budget_su: round 1 of the adaptive study is estimated")
     assert "0.3 SU" in problem and "0.1 SU" in problem and "first_repeats" in problem
