@@ -12,27 +12,21 @@ from __future__ import annotations
 
 from dataclasses import asdict, replace
 
-import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.cluster.result_time import deadline_by_result
 from scalestudy.analysis.cost.cost import charges, cost_view
-from scalestudy.analysis.decisions.adaptive import significant_ceiling
 from scalestudy.analysis.decisions.layouts import point_layout
 from scalestudy.analysis.decisions.recommendation import within_zone
 from scalestudy.analysis.history.baseline import fingerprint
-from scalestudy.analysis.stats.predictions import usable_runs
 from scalestudy.analysis.tables import (
-    TIME_COLUMNS,
     metric_columns,
     shared_machines,
     study_quality_metric,
 )
 from scalestudy.contract import (
-    AdaptiveStop,
     Answer,
     BaseCase,
-    ConfigChange,
     DdpPoint,
     DecisionSteps,
     Failure,
@@ -41,14 +35,10 @@ from scalestudy.contract import (
     Mismatch,
     MoreRuns,
     NextMeasurements,
-    RefusedRound,
-    Round,
     Rounds,
     Step,
     StoppedAt,
     StudyFacts,
-    TimedRun,
-    ToDecide,
 )
 from scalestudy.model import Scaling, Study, base_series
 from scalestudy.records import finite, jsonable
@@ -226,46 +216,12 @@ def decision_steps(worth_n, stopped_at: StoppedAt | None, intervals: list, thres
     return DecisionSteps(**found)
 
 
-def adaptive_findings(study: Study, runs: pd.DataFrame, rounds: dict | None) -> Rounds | None:
-    """An adaptive study's rounds (scalestudy.analysis.decisions.adaptive.rounds_summary), with
-    each usable run's time and round for the figures, and what it would take to
-    decide an undecided answer."""
-    if rounds is None:
-        return None
-    usable = usable_runs(runs, study)
-    times = pd.to_numeric(usable[TIME_COLUMNS[study.time]], errors="coerce")
-    marked = [
-        TimedRun(int(n), float(t), int(r), jsonable(s))
-        for n, t, r, s in zip(usable["n"], times, usable["round"], usable["series"], strict=True)
-        if np.isfinite(t) and pd.notna(r)
-    ]
-    rounds = jsonable(rounds)
-    refused = rounds.pop("refused")
-    return Rounds(
-        **rounds
-        | {
-            "rounds": [Round(**r) for r in rounds["rounds"]],
-            "stop": AdaptiveStop(**rounds["stop"]),
-            "configs": [ConfigChange(**c) for c in rounds["configs"]],
-            "to_decide": rounds.get("to_decide") and ToDecide(**rounds["to_decide"]),
-        },
-        refused=refused and RefusedRound(**refused),
-        runs=marked,
-        later_runs=sum(m.round > 1 for m in marked),
-        # a budget stop: the SU the refused round needed on top of what was spent
-        # rounded up as the first line's (to_decide): one figure, never below the need
-        budget_needed=significant_ceiling(rounds["spent_su"] + refused["round_su"])
-        if refused
-        else None,
-    )
-
-
 def study_findings(
     study: Study,
     summary: pd.DataFrame,
     runs: pd.DataFrame,
     predictions: dict,
-    rounds: dict | None,
+    rounds: Rounds | None,
     times: ResultTimes | None,
 ) -> Findings:
     """The report's numbers of one study (`predictions`: study_predictions; `rounds`: an
@@ -285,7 +241,7 @@ def study_findings(
         # an adaptive study's answer is decided as its last round judged it (target CI
         # included, unless out of reach); what would decide it is the rounds section's,
         # not more fixed repeats
-        answers = [replace(a, decided=rounds["decided"], next_measurements=None, adaptive=True)
+        answers = [replace(a, decided=rounds.decided, next_measurements=None, adaptive=True)
                    for a in answers]  # fmt: skip
     if times is not None:  # the deadline by time to result, where Slurm gave waits
         answers = [deadline_by_result(a, times, summary, study.recommend.deadline_s)
@@ -320,7 +276,7 @@ def study_findings(
         ],
         answers=answers,
         # an adaptive study's rounds: what each measured and why, and why it stopped
-        adaptive=adaptive_findings(study, runs, rounds),
+        adaptive=rounds,
         metrics=shown_metrics(summary, runs),
         ddp=ddp_findings(summary, study) if facts.distributed else None,
         framework=framework_share(summary),

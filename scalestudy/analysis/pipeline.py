@@ -19,8 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from scalestudy.analysis.cluster.result_time import study_result_times
-from scalestudy.analysis.cost.cost import charges
-from scalestudy.analysis.decisions.adaptive import load_round, round_of_run, rounds_summary
+from scalestudy.analysis.decisions.adaptive import RoundPlan, round_of_run, rounds_summary
 from scalestudy.analysis.decisions.request import read_accounting, study_requests
 from scalestudy.analysis.energy.energy import with_energy
 from scalestudy.analysis.findings import study_findings
@@ -81,7 +80,10 @@ class Given:
 
 
 def tables(
-    study: Study, runs: pd.DataFrame, accounted: tuple[dict, str | None], plans: Sequence[dict] = ()
+    study: Study,
+    runs: pd.DataFrame,
+    accounted: tuple[dict, str | None],
+    plans: Sequence[RoundPlan] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The runs table as the analysis reads it (each run's energy, with Slurm
     accounting's `accounted`: read_accounting; its round; split by provenance), and
@@ -115,7 +117,7 @@ def probe_commands_of(
 def analyse(
     study: Study,
     runs: pd.DataFrame,
-    plans: Sequence[dict] = (),
+    plans: Sequence[RoundPlan] = (),
     baseline: str | Path | None = None,
     archives: Sequence[str | Path] = (),
     cluster: dict | None = None,
@@ -134,7 +136,7 @@ def analyse(
     accounted = ({}, None) if study.measured is not None else read_accounting(cluster["accounting"])
     runs, summary = tables(study, runs, accounted, plans)
     predictions = study_predictions(summary, runs, study)
-    rounds = rounds_summary(plans, charges(runs, study).su, study.repeats) if plans else None
+    rounds = rounds_summary(plans, runs, study) if plans else None
     requests = study_requests(study, summary, runs, accounted)
     # with the waits Slurm gave where the study's jobs queue there
     times = study_result_times(runs, requests.points, cluster, min_jobs)
@@ -161,6 +163,6 @@ def aggregate(
     """The whole aggregation from files: records (or the measured CSV), an adaptive
     study's round plans, the baseline's folder, the study's archives and its cluster
     facts (results/<study>/cluster.json; None: locally); `min_jobs` as for analyse."""
-    plans = [load_round(path) for path in rounds]
+    plans = [RoundPlan.load(path) for path in rounds]
     facts = None if cluster is None else load_facts(cluster)
     return analyse(study, read_runs(study, inputs), plans, baseline, archives, facts, min_jobs)
