@@ -14,12 +14,10 @@ from dataclasses import asdict, replace
 
 import pandas as pd
 
-from scalestudy.analysis.cluster.queue import request_waits
-from scalestudy.analysis.cluster.result_time import deadline_by_result, study_result_times
+from scalestudy.analysis.cluster.result_time import deadline_by_result
 from scalestudy.analysis.cost.cost import charges, cost_view
 from scalestudy.analysis.decisions.layouts import point_layout
 from scalestudy.analysis.decisions.recommendation import within_zone
-from scalestudy.analysis.decisions.request import study_requests
 from scalestudy.analysis.history.baseline import fingerprint
 from scalestudy.analysis.tables import (
     metric_columns,
@@ -38,13 +36,14 @@ from scalestudy.contract import (
     MoreRuns,
     NextMeasurements,
     Rounds,
-    SeriesFit,
     Step,
     StoppedAt,
     StudyFacts,
 )
 from scalestudy.model import Scaling, Study, base_series
 from scalestudy.records import finite, jsonable
+from scalestudy.sections.series.contract import SeriesFit
+from scalestudy.sections.time_to_result.contract import ResultTimes
 from scalestudy.study.points import point_for
 from scalestudy.study.workload_bridge import workload_capabilities
 from scalestudy.thresholds import efficiency_band
@@ -183,7 +182,6 @@ def answer(pred: SeriesFit, summary: pd.DataFrame, study: Study) -> Answer:
         more = NextMeasurements([MoreRuns(**m) for m in more["repeats"]], more["su"])
     # each step's marginal gain with its interval: [from, to, gain, lo, hi]
     intervals = rec.get("step_intervals", [])
-    fits = pred.fits
     return Answer(
         series=pred.series, worth_n=worth, base_n=pred.base_n,
         **{k: rec[k] for k in SAID},
@@ -196,13 +194,10 @@ def answer(pred: SeriesFit, summary: pd.DataFrame, study: Study) -> Answer:
         next_measurements=more,
         step_intervals=intervals,
         steps=decision_steps(worth, stopped_at, intervals, rec["threshold"], rec["zone"]),
-        fitted=any(f.ok for f in fits),
+        fitted=any(f.ok for f in pred.fits),
         provenance_note=pred.fit_note if pred.mixed_provenance else None,
         unstable=[p for p, why in pred.excluded.items() if why.startswith("unstable")],
-        # how many points a fit could use, where no model fitted
-        usable_points=max(f.n_points for f in fits)
-        if fits and not any(f.ok for f in fits)
-        else None,
+        usable_points=pred.usable_points,
         **point,
     )  # fmt: skip
 
@@ -227,14 +222,11 @@ def study_findings(
     runs: pd.DataFrame,
     predictions: dict,
     rounds: Rounds | None,
-    cluster: dict,
-    min_jobs: int | None,
-    accounted: tuple[dict, str | None],
+    times: ResultTimes | None,
 ) -> Findings:
     """The report's numbers of one study (`predictions`: study_predictions; `rounds`: an
-    adaptive study's, adaptive.rounds_summary; `cluster`, `min_jobs`:
-    what Slurm said of it and the past jobs that make a typical wait, for the time to
-    result; `accounted`: Slurm accounting's figures, request.read_accounting)."""
+    adaptive study's, adaptive.rounds_summary; `times`: each point's time to result,
+    result_time.study_result_times, which judges the deadline where Slurm gave waits)."""
     base = summary[summary["is_base"]]
     # only the columns said, so that walking the rows stays cheap for wide tables
     failures = runs.loc[runs["status"] != "ok", ["point", "repeat", "reason"]]
@@ -244,12 +236,6 @@ def study_findings(
     disturbed = runs[["point", "repeat"]].assign(disturbed=disturbed)
     facts = study_facts(study)
     per_point = runs.groupby("n")["repeat"].nunique()
-    requests = study_requests(study, summary, runs, accounted)
-    # each point's time to result, with the waits Slurm gave where the study's jobs queue
-    # there; none for times measured elsewhere
-    asked = requests.points
-    waits = asked and request_waits(asked, cluster)
-    times = study_result_times(runs, asked, waits, min_jobs) if asked else None
     answers = [answer(p, summary, study) for p in predictions["series"]]
     if rounds is not None:
         # an adaptive study's answer is decided as its last round judged it (target CI
@@ -291,12 +277,8 @@ def study_findings(
         answers=answers,
         # an adaptive study's rounds: what each measured and why, and why it stopped
         adaptive=rounds,
-        # what to ask the scheduler for at each point, and what the runs used of it
-        requests=requests,
         metrics=shown_metrics(summary, runs),
         ddp=ddp_findings(summary, study) if facts.distributed else None,
         framework=framework_share(summary),
         fingerprint=fingerprint(study, runs),
-        # the queue wait beside the run time
-        time_to_result=times,
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from scalestudy.analysis.cluster.result_time import study_result_times
 from scalestudy.analysis.decisions.adaptive import RoundPlan, round_of_run, rounds_summary
 from scalestudy.analysis.decisions.request import read_accounting, study_requests
 from scalestudy.analysis.energy.energy import with_energy
@@ -67,7 +68,8 @@ class Aggregation:
 @dataclass(frozen=True)
 class Given:
     """What a section's producer is given (scalestudy.sections): the study, its runs and
-    summary, its analysis without sections, and aggregation's other inputs."""
+    summary, its analysis (of the sections, only those made before the findings), and
+    aggregation's other inputs."""
 
     study: Study
     runs: pd.DataFrame
@@ -135,15 +137,16 @@ def analyse(
     runs, summary = tables(study, runs, accounted, plans)
     predictions = study_predictions(summary, runs, study)
     rounds = rounds_summary(plans, runs, study) if plans else None
+    requests = study_requests(study, summary, runs, accounted)
+    # with the waits Slurm gave where the study's jobs queue there
+    times = study_result_times(runs, requests.points, cluster, min_jobs)
     # an adaptive study's rounds are written once, in the findings
-    found = Analysis(
-        **predictions,
-        findings=study_findings(
-            study, summary, runs, predictions, rounds, cluster, min_jobs, accounted
-        ),
-    )
-    kept = [Path(a) for a in archives]
-    given = Given(study, runs, summary, found, baseline and Path(baseline), kept)
+    findings = study_findings(study, summary, runs, predictions, rounds, times)
+    # the sections the answers are made from: made first, their producers hand them on
+    made = {"series": predictions["series"], "requests": requests, "time_to_result": times}
+    found = Analysis(predictions["comparisons"], findings, made)
+    given = Given(study, runs, summary, found, baseline and Path(baseline),
+                  [Path(a) for a in archives])  # fmt: skip
     sections = {name: part(name, "produce").produce(given) for name in SECTIONS}
     return Aggregation(runs, summary, replace(found, sections=sections))
 

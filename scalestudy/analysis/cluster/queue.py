@@ -36,7 +36,7 @@ from functools import cache
 
 from snakemake_interface_common.exceptions import WorkflowError
 
-from scalestudy.contract import PointRequest
+from scalestudy.sections.requests.contract import PointRequest
 from scalestudy.slurm import (
     HISTORY_FIELDS,
     LOCAL,
