@@ -393,13 +393,18 @@ def test_crossover_at_the_right_size():
 
 
 def test_break_even_speedup():
-    # 1 core + 1 GPU at weights 1 and 2: 3 SU per hour
-    assert verdict.break_even(4.0, 3.0, 3600.0) == pytest.approx(0.75)  # vs 4 cores for 1 h
-    assert verdict.break_even(1.0, 3.0, 3600.0) == pytest.approx(3.0)  # vs 1 core for 1 h
+    # 1 core + 1 GPU at weights 1 and 2: 3 SU per hour (0.5 h: 1.5 SU)
+    gpu = (1800.0, 1.5)
+
+    def break_even(*cpu_points):  # CPU points: (threads, seconds, SU)
+        return verdict.compare_size(1, cpu_points, gpu)["break_even_speedup"]
+
+    assert break_even((4, 3600.0, 4.0)) == pytest.approx(0.75)  # vs 4 cores for 1 h
+    assert break_even((1, 3600.0, 1.0)) == pytest.approx(3.0)  # vs 1 core for 1 h
     # vs the cheapest point (1 core, 1 h: 1 SU) with the fastest taking 0.5 h: 1.5x
-    assert verdict.break_even(1.0, 3.0, 1800.0) == pytest.approx(1.5)
+    assert break_even((1, 3600.0, 1.0), (4, 1800.0, 2.0)) == pytest.approx(1.5)
     with pytest.raises(ValueError):
-        verdict.break_even(0.0, 3.0, 1.0)
+        break_even((1, 1.0, 0.0))
 
 
 def test_verdict_worth_it():

@@ -77,18 +77,12 @@ def derived_columns(record: dict) -> dict:
     return {
         "study": record["study"],
         "series": "",  # the series its point belongs to: runs_from_records
-        "point": record["point"],
-        "n": record["n"],
-        "repeat": record["repeat"],
-        "run_id": record.get("run_id"),
-        "status": status,
-        "reason": reason,
+        "point": record["point"], "n": record["n"], "repeat": record["repeat"],
+        "run_id": record.get("run_id"), "status": status, "reason": reason,
         "wall_s": wall if ok else None,
         "elapsed_s": wall,  # charged whether or not the run succeeded
         "train_s": kinds["epoch"] if ok and kinds["epoch"] else None,
-        "startup_s": kinds["startup"],
-        "data_s": kinds["data"],
-        "eval_s": kinds["eval"],
+        "startup_s": kinds["startup"], "data_s": kinds["data"], "eval_s": kinds["eval"],
         "other_s": None if wall is None else max(0.0, wall - sum(filter(None, kinds.values()))),
         "epochs": len(epochs),
         "samples": sum(p.get("samples") or 0 for p in phases if p["kind"] == "epoch") or None,
@@ -96,16 +90,12 @@ def derived_columns(record: dict) -> dict:
         "warmup_s": epochs[0] if ok and len(epochs) > 1 else None,
         "steady_epoch_s": statistics.median(epochs[1:]) if ok and len(epochs) > 1 else None,
         # what the point asked for (what it received is in the received part)
-        "threads": req["threads"],
-        "cores": req["threads"] * req["tasks_per_node"] * req["nodes"],
-        "gpus": req["gpus_per_node"] * req["nodes"],
-        "nodes": req["nodes"],
+        "threads": req["threads"], "cores": req["threads"] * req["tasks_per_node"] * req["nodes"],
+        "gpus": req["gpus_per_node"] * req["nodes"], "nodes": req["nodes"],
         "mismatch": record["resources"]["mismatch"],
         "mismatches": "; ".join(record["resources"]["mismatches"]),
-        "started_at": record["started_at"],
-        "finished_at": record["finished_at"],
-        "queue_wait_s": queue_wait(env),
-        "partition": env.get("slurm_partition"),
+        "started_at": record["started_at"], "finished_at": record["finished_at"],
+        "queue_wait_s": queue_wait(env), "partition": env.get("slurm_partition"),
         # other timed runs on its host at the same time, from the host's ledger (and,
         # within the study, by host and time: runs_table)
         "overlaps": "; ".join(o["run"] for o in overlaps),
@@ -115,7 +105,7 @@ def derived_columns(record: dict) -> dict:
         "disturbed": None,  # why others disturbed the run, if they did: disturbed_reasons
         # energy read by counters in the run, or why not (scalestudy.analysis.energy.energy)
         **energy.record_columns(record),
-    }
+    }  # fmt: skip
 
 
 def flat_fields(part: dict | None) -> dict:
@@ -292,17 +282,16 @@ def runs_from_measured(csv_path: str | Path, study: Study) -> pd.DataFrame:
         table[col] = values
     if (table["N"] != table["N"].round()).any():
         raise RecordError(f"{csv_path}: N must be whole numbers")
+    keys = ["series", "N"] if "series" in table else ["N"]
     if "repeat" not in table:
-        keys = ["series", "N"] if "series" in table else ["N"]
         table["repeat"] = table.groupby(keys).cumcount() + 1
-    keys = ["series", "N", "repeat"] if "series" in table else ["N", "repeat"]
+    keys.append("repeat")
     repeated = table[table.duplicated(keys, keep=False)]
     if not repeated.empty:
         first = tuple(repeated.iloc[0][keys])
         lines = [i + 2 for i in repeated.index if tuple(table.loc[i, keys]) == first]
-        run = ", ".join(
-            f"{k}={v}" if k == "series" else f"{k}={v:g}" for k, v in zip(keys, first, strict=True)
-        )
+        pairs = zip(keys, first, strict=True)
+        run = ", ".join(f"{k}={v}" if k == "series" else f"{k}={v:g}" for k, v in pairs)
         raise RecordError(
             f"{csv_path}: lines {', '.join(map(str, lines))} are the same run ({run}): "
             "a run counts once; give each its own repeat number"
@@ -314,27 +303,13 @@ def runs_from_measured(csv_path: str | Path, study: Study) -> pd.DataFrame:
             raise RecordError(f"{csv_path}: series {series!r}: use letters, digits and '_'")
         point = point_for(study, int(r.N), series, measured_per_node(r, csv_path))
         # a run that timed nothing but its whole, on what its point asks for
-        requested = {
-            "threads": point.threads,
-            "tasks_per_node": point.tasks_per_node,
-            "nodes": point.nodes,
-            "gpus_per_node": point.gpus_per_node,
-        }
-        record = {
-            "study": study.name,
-            "point": point.label,
-            "n": point.n,
-            "repeat": int(r.repeat),
-            "status": "ok",
-            "reason": None,
-            "wall_s": float(r.time_s),
-            "phases": [],
-            "metrics": {},
-            "resources": {"requested": requested, "mismatch": False, "mismatches": []},
-            "environment": {},
-            "started_at": None,
-            "finished_at": None,
-        }
+        layout = ("threads", "tasks_per_node", "nodes", "gpus_per_node")
+        requested = {key: getattr(point, key) for key in layout}
+        record = {"study": study.name, "point": point.label, "n": point.n,
+                  "repeat": int(r.repeat), "status": "ok", "reason": None,
+                  "wall_s": float(r.time_s), "phases": [], "metrics": {},
+                  "resources": {"requested": requested, "mismatch": False, "mismatches": []},
+                  "environment": {}, "started_at": None, "finished_at": None}  # fmt: skip
         rows.append(record_row(record) | {"series": series})
     return runs_table(rows)
 
@@ -471,8 +446,7 @@ def point_row(
     """One point's summary row: its own columns, each written here once (without the
     ratios to the base case, summarise_series, and the medians of the workload's metrics,
     metric_medians), and the times its speedup uses."""
-    keep_mismatched = study.include_mismatched
-    keep_disturbed = study.include_shared
+    keep_mismatched, keep_disturbed = study.include_mismatched, study.include_shared
     ok = group[group["status"] == "ok"]
     # a run that did not get what its point asked for, or whose CPUs others used,
     # does not measure that point
@@ -484,56 +458,40 @@ def point_row(
     first = group.iloc[0]
     median, lo, hi = intervals.median_ci(times)
     # an outlier is named as its record's file is (rep3), not by its position
-    noise = intervals.instability(
-        times, names=[f"rep{k}" for k in measured.loc[timed.index, "repeat"]]
-    )
+    names = [f"rep{k}" for k in measured.loc[timed.index, "repeat"]]
+    noise = intervals.instability(times, names=names)
     partition = next(iter(distinct_text(ok, "partition")), None)
     wall = median_or_nan(measured, "wall_s")
-    epochs = median_or_nan(ok, "epochs")
-    train = median_or_nan(ok, "train_s")
-    samples = median_or_nan(ok, "samples")
+    epochs, train, samples = (median_or_nan(ok, c) for c in ("epochs", "train_s", "samples"))
     jobs = distinct_text(group, "slurm_job_id")
     row = {
-        "study": first["study"],
-        "series": first.get("series", "") or "",
-        "point": first["point"],
-        "n": int(first["n"]),
-        "is_base": int(first["n"]) == base,
-        "repeats": len(group),
-        "repeats_ok": len(ok),
-        "time_s": median,
-        "time_ci_lo": lo,
-        "time_ci_hi": hi,
+        "study": first["study"], "series": first.get("series", "") or "",
+        "point": first["point"], "n": int(first["n"]), "is_base": int(first["n"]) == base,
+        "repeats": len(group), "repeats_ok": len(ok),
+        "time_s": median, "time_ci_lo": lo, "time_ci_hi": hi,
         # the level the interval reaches where few runs keep it below the stated 95 %
         # (NaN where it reaches it): the report says it beside the interval
         "time_ci_level": intervals.short_of_level(
-            intervals.median_ci_coverage(int(np.isfinite(times).sum()))
-        ),
+            intervals.median_ci_coverage(int(np.isfinite(times).sum()))),
         "time_min_s": float(times.min()) if len(times) else math.nan,
         "time_max_s": float(times.max()) if len(times) else math.nan,
-        "cv": noise["cv"],
-        "unstable": noise["unstable"],
-        "unstable_reason": noise["reason"],
-        "wall_s": median_or_nan(ok, "wall_s"),
-        "train_s": train,
+        "cv": noise["cv"], "unstable": noise["unstable"], "unstable_reason": noise["reason"],
+        "wall_s": median_or_nan(ok, "wall_s"), "train_s": train,
         "warmup_s": median_or_nan(ok, "warmup_s"),
         "steady_epoch_s": median_or_nan(ok, "steady_epoch_s"),
         "time_per_epoch_s": train / epochs if epochs and epochs > 0 else math.nan,
         # charged for the whole job, whatever time the speedup uses; `study` is the
         # series' own view (summarise), so its cost override is in study.cost
-        "su": Cost.of(study).su(
-            first["cores"], first["gpus"], wall, partition, median_or_nan(measured, "energy_j")
-        ),
+        "su": Cost.of(study).su(first["cores"], first["gpus"], wall, partition,
+                                median_or_nan(measured, "energy_j")),
         # the source's throughput: samples x epochs / time, over the whole job
         "throughput": samples / wall if samples and wall else math.nan,
-        "global_batch": global_batch(ok),
-        "job_ids": " ".join(jobs),
+        "global_batch": global_batch(ok), "job_ids": " ".join(jobs),
         "quality": median_of(ok, quality_metric),
-        "cores": int(first["cores"]),
-        "gpus": int(first["gpus"]),
+        "cores": int(first["cores"]), "gpus": int(first["gpus"]),
         "nodes": int(first["nodes"]) if pd.notna(first.get("nodes")) else 1,
         "world_size": median_or_nan(ok, "world_size"),
-    }
+    }  # fmt: skip
     row["status_kind"], row["status"] = point_status(group, keep_mismatched, keep_disturbed)
     return row, times
 
@@ -567,10 +525,8 @@ def summarise_series(runs: pd.DataFrame, study: Study, time_col: str) -> pd.Data
     if base_row.empty:
         raise ValueError(f"base case N={base} has no runs")
     su_base = base_row["su"].iloc[0]
-    ratio = np.array(
-        [intervals.ratio_ci(times[base], times[n]) for n in map(int, summary["n"])],
-        dtype=float,
-    )
+    ratios = [intervals.ratio_ci(times[base], times[n]) for n in map(int, summary["n"])]
+    ratio = np.array(ratios, dtype=float)
     if study.scaling.kind == "weak":
         # the problem grows with N: efficiency is t_base / t_N itself, and the speedup
         # is Gustafson's scaled speedup, (N / N_base) x t_base / t_N
@@ -610,8 +566,6 @@ def summarise(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
         raise ValueError("no runs to summarise")
     time_col = TIME_COLUMNS[study.time]
     runs = runs.assign(series=runs["series"].astype(object).fillna("") if "series" in runs else "")
-    parts = [
-        summarise_series(group, study.for_series(name), time_col)
-        for name, group in runs.groupby("series", sort=False)
-    ]
+    groups = runs.groupby("series", sort=False)
+    parts = [summarise_series(group, study.for_series(name), time_col) for name, group in groups]
     return pd.concat(parts, ignore_index=True)

@@ -28,13 +28,8 @@ from scalestudy.thresholds import EFFICIENCY_BANDS, band_words  # noqa: E402
 
 # the efficiency figure's shade of each band (scalestudy.thresholds): colour, alpha
 BAND_SHADES = {"excellent": ("tab:green", 0.12), "good": ("gold", 0.15), "poor": ("tab:red", 0.07)}
-PHASE_COLUMNS = {
-    "startup_s": "start-up (imports)",
-    "data_s": "data loading",
-    "train_s": "training",
-    "eval_s": "evaluation",
-    "other_s": "other",
-}
+PHASE_COLUMNS = {"startup_s": "start-up (imports)", "data_s": "data loading",
+                 "train_s": "training", "eval_s": "evaluation", "other_s": "other"}  # fmt: skip
 AXIS_LABELS = {
     "threads": "threads N", "devices": "processes / GPUs per node N", "nodes": "nodes N",
     "processes": "processes N (total)", "gpus": "GPUs N (total)", "cores": "cores N (total)",
@@ -43,19 +38,15 @@ AXIS_LABELS = {
 
 FIG_WIDTH, FIG_HEIGHT = 5.2, 3.6  # inches, before the legend below the axes
 # What a figure says where its study has nothing to draw (the report does not show it).
-NOTHING_TO_DRAW = {
-    "layouts": "no grid in this study",
-    "baseline": "no baseline in this study",
-    "energy": "energy not measured",
-}
+NOTHING_TO_DRAW = {"layouts": "no grid in this study", "baseline": "no baseline in this study",
+                   "energy": "energy not measured"}  # fmt: skip
 
 
 def _axes(title: str, xlabel: str, ylabel: str):
     # constrained layout makes room for the legend outside the axes (_legend)
     fig, ax = plt.subplots(figsize=(FIG_WIDTH, FIG_HEIGHT), dpi=100, layout="constrained")
     ax.set_title(title, fontsize=11)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set(xlabel=xlabel, ylabel=ylabel)
     return fig, ax
 
 
@@ -99,14 +90,9 @@ class PlainLogFormatter(Formatter):
         lo, hi = sorted(self.axis.get_view_interval())
         decades = np.log10(hi / lo) if lo > 0 else np.inf
         mantissa = round(x / 10 ** np.floor(np.log10(x) + 1e-9), 6)
-        if (
-            mantissa == 1
-            or decades <= 0.8
-            or (decades <= 1.6 and mantissa in (2, 3, 5))
-            or (decades <= 3 and mantissa in (2, 5))
-        ):
-            return plain_number(x)
-        return ""
+        shown = (mantissa == 1 or decades <= 0.8 or (decades <= 1.6 and mantissa in (2, 3, 5))
+                 or (decades <= 3 and mantissa in (2, 5)))  # fmt: skip
+        return plain_number(x) if shown else ""
 
 
 def plain_log_axis(axis) -> None:
@@ -126,11 +112,6 @@ def axis_top(values, floor: float, headroom: float) -> float:
         tops = numbers[np.isfinite(numbers)] * headroom
     tops = tops[np.isfinite(tops)]
     return max(floor, float(tops.max())) if len(tops) else floor
-
-
-def plain_linear_axes(ax) -> None:
-    """Linear axes with plain tick labels: no offset, no scientific notation."""
-    ax.ticklabel_format(style="plain", useOffset=False)
 
 
 def extrapolated_ticks(ns, top: float) -> list[float]:
@@ -188,9 +169,7 @@ def figure_path(out_dir: Path, name: str) -> Path:
 
 
 def _save(fig, out_dir: Path, name: str) -> None:
-    _mark(fig)
-    if fig.get_layout_engine() is None:
-        fig.tight_layout()
+    _mark(fig)  # every figure is laid out by _axes's constrained layout
     fig.savefig(figure_path(out_dir, name), format="svg")
     plt.close(fig)
 
@@ -208,11 +187,16 @@ def _write_note(out_dir: Path, name: str, text: str) -> None:
     )
 
 
+def series_colours(series) -> list[tuple[str, str]]:
+    """(series name, its colour) of each distinct name, in order: the first in black."""
+    names = list(dict.fromkeys(series))
+    colours = ["black"] + sns.color_palette("tab10", max(len(names) - 1, 1)).as_hex()
+    return list(zip(names, colours, strict=False))
+
+
 def by_series(summary: pd.DataFrame):
     """(series name, its rows, its colour): one line per series, the first in black."""
-    names = list(dict.fromkeys(summary["series"].fillna("")))
-    colours = ["black"] + sns.color_palette("tab10", max(len(names) - 1, 1)).as_hex()
-    for name, colour in zip(names, colours, strict=False):
+    for name, colour in series_colours(summary["series"].fillna("")):
         yield name, summary[summary["series"].fillna("") == name], colour
 
 
@@ -264,16 +248,13 @@ def speedup_figure(summary: pd.DataFrame, fitted: list[SeriesFit], xlabel: str):
         error_bars(ax, ok, "speedup", colour, f"measured{suffix} (base N={base})")
         curve = fits[name].curve if name in fits else None
         if curve:
-            n = pd.Series(curve.n, dtype=float)
-            s = pd.Series(curve.speedup, dtype=float)
-            lo = pd.Series(curve.band_lo, dtype=float)
-            hi = pd.Series(curve.band_hi, dtype=float)
+            drawn = (curve.n, curve.speedup, curve.band_lo, curve.band_hi)
+            n, s, lo, hi = (pd.Series(v, dtype=float) for v in drawn)
             inside = n <= curve.measured_max_n
             model = fits[name].selected
             # the curve is against the measured base median, as the measured speedups
             # (scalestudy.analysis.stats.predictions); older analyses, or a base without a
-            # time, used
-            # the model's own t(base): say so on the figure
+            # time, used the model's own t(base): say so on the figure
             against = "" if curve.base_source == "measured" else ", vs its own t(base)"
             ax.plot(n[inside], s[inside], "-", color=colour, alpha=0.5, lw=1,
                     label=f"model: {model}{suffix}{against}")  # fmt: skip
@@ -338,7 +319,7 @@ def pareto_figure(summary: pd.DataFrame, xlabel: str):
             ax.annotate(f"N={r.n}", (r.su, r.time_s), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")  # fmt: skip
     ax.grid(True, alpha=0.3)
-    plain_linear_axes(ax)
+    ax.ticklabel_format(style="plain", useOffset=False)  # no offset, no scientific notation
     _legend(ax)
     return fig
 
@@ -348,14 +329,8 @@ def phases_figure(runs: pd.DataFrame, xlabel: str):
     ok = runs[runs["status"] == "ok"]
     cols = [c for c in PHASE_COLUMNS if pd.to_numeric(ok[c], errors="coerce").notna().any()]
     if ok.empty or cols == ["other_s"] or not cols:
-        ax.text(
-            0.5,
-            0.5,
-            "no phase times recorded\n(times measured elsewhere)",
-            ha="center",
-            va="center",
-            transform=ax.transAxes,
-        )
+        ax.text(0.5, 0.5, "no phase times recorded\n(times measured elsewhere)", ha="center",
+                va="center", transform=ax.transAxes)  # fmt: skip
         ax.set_xticks([])
         return fig
     medians = ok.groupby("n")[cols].median(numeric_only=False).apply(pd.to_numeric)
@@ -367,24 +342,16 @@ def phases_figure(runs: pd.DataFrame, xlabel: str):
     return fig
 
 
-def layouts_figure(grid: Grid | None):
+def layouts_figure(grid: Grid):
     """A grid study's heat map: efficiency (against the grid's one base case) of every
     layout, its median time written in the cell, and dashed lines through the cells of
-    equal total. A study without a grid gets a figure that says so (not shown)."""
-    if grid is None:
-        fig, ax = _axes("Layouts", "", "")
-        ax.text(0.5, 0.5, NOTHING_TO_DRAW["layouts"], ha="center", va="center")
-        ax.set_axis_off()
-        return fig
+    equal total. (A study without a grid gets a note instead: write_figures.)"""
     rows, columns = grid.rows, grid.columns
     values = np.array(
         [[np.nan if c.efficiency is None else 100 * c.efficiency for c in r.cells] for r in rows]
     )
-    fig, ax = _axes(
-        "Efficiency of each layout (%)",
-        grid.along_key.replace("_", " "),
-        grid.line_key.replace("_", " "),
-    )
+    fig, ax = _axes("Efficiency of each layout (%)", grid.along_key.replace("_", " "),
+                    grid.line_key.replace("_", " "))  # fmt: skip
     ax.grid(False)
     image = ax.imshow(values, cmap="RdYlGn", vmin=50, vmax=100, aspect="auto", origin="lower")
     fig.colorbar(image, ax=ax, label="efficiency (%)")
@@ -406,14 +373,10 @@ def layouts_figure(grid: Grid | None):
     return fig
 
 
-def baseline_figure(baseline: BaselineComparison | None, xlabel: str):
+def baseline_figure(baseline: BaselineComparison, xlabel: str):
     """Both speedup curves, now and the baseline's, with their 95 % intervals as bands.
-    A study without a baseline gets a figure that says so (not shown)."""
+    (A study without a baseline gets a note instead: write_figures.)"""
     fig, ax = _axes("Speedup: now and the baseline", xlabel, "speedup")
-    if baseline is None:
-        ax.text(0.5, 0.5, NOTHING_TO_DRAW["baseline"], ha="center", va="center")
-        ax.set_axis_off()
-        return fig
     for curves in baseline.speedups:
         tag = f" ({curves.series})" if curves.series else ""
         for points, name, colour in ((curves.baseline, "baseline", "grey"),
@@ -445,9 +408,7 @@ def energy_figure(energy: Energy | None):
                 transform=ax.transAxes)  # fmt: skip
         ax.set_axis_off()
         return fig
-    names = list(dict.fromkeys(p.series for p in energy.points))
-    colours = ["black"] + sns.color_palette("tab10", max(len(names) - 1, 1)).as_hex()
-    for name, colour in zip(names, colours, strict=False):
+    for name, colour in series_colours(p.series for p in energy.points):
         points = [p for p in energy.points if p.series == name and p.comparable
                   and p.energy_j is not None and p.time_s is not None]  # fmt: skip
         if not points:
@@ -465,12 +426,9 @@ def energy_figure(energy: Energy | None):
             ax.annotate(f"N={p.n}" + (" least" if p.least else ""), (p.energy_j / 1000, p.time_s),
                         fontsize=7, xytext=(3, 3), textcoords="offset points")  # fmt: skip
     ax.grid(True, alpha=0.3)
-    plain_linear_axes(ax)
+    ax.ticklabel_format(style="plain", useOffset=False)  # no offset, no scientific notation
     _legend(ax)
     return fig
-
-
-# --- end of energy to result ------------------------------------------------------------
 
 
 def not_drawn(name: str, error: Exception):
@@ -482,13 +440,8 @@ def not_drawn(name: str, error: Exception):
     return fig
 
 
-def write_figures(
-    summary: pd.DataFrame,
-    runs: pd.DataFrame,
-    axis: str,
-    out_dir: Path,
-    analysis: Analysis | None = None,
-) -> list:
+def write_figures(summary: pd.DataFrame, runs: pd.DataFrame, axis: str, out_dir: Path,
+                  analysis: Analysis | None = None) -> list:  # fmt: skip
     """The study's figures, from its summary, runs and analysis (None: measured times
     only, no model)."""
     out_dir = Path(out_dir)
@@ -497,25 +450,22 @@ def write_figures(
     # text as text, not glyph outlines: SVGs several times smaller, and searchable
     plt.rcParams["svg.fonttype"] = "none"
     xlabel = AXIS_LABELS[axis]
+    grid = analysis and analysis.section("layouts").grid
+    baseline = analysis and analysis.section("baseline")
+    energy = analysis and analysis.section("energy")
+    fitted = analysis.section("series") if analysis else []
     makers = {
         "times": lambda: times_figure(summary, xlabel, analysis and analysis.findings.adaptive),
-        "speedup": lambda: speedup_figure(
-            summary, analysis.section("series") if analysis else [], xlabel
-        ),
+        "speedup": lambda: speedup_figure(summary, fitted, xlabel),
         "pareto": lambda: pareto_figure(summary, xlabel),
         "efficiency": lambda: efficiency_figure(summary, xlabel),
         "cost": lambda: cost_figure(summary, xlabel),
         "phases": lambda: phases_figure(runs, xlabel),
-        "layouts": lambda: layouts_figure(analysis and analysis.section("layouts").grid),
-        "baseline": lambda: baseline_figure(analysis and analysis.section("baseline"), xlabel),
-        "energy": lambda: energy_figure(analysis and analysis.section("energy")),
+        "layouts": lambda: layouts_figure(grid),
+        "baseline": lambda: baseline_figure(baseline, xlabel),
+        "energy": lambda: energy_figure(energy),
     }
-    energy = analysis and analysis.section("energy")
-    drawn = {
-        "layouts": analysis and analysis.section("layouts").grid,
-        "baseline": analysis and analysis.section("baseline"),
-        "energy": energy and energy.measured,
-    }
+    drawn = {"layouts": grid, "baseline": baseline, "energy": energy and energy.measured}
     for name in FIGURES:
         if name in drawn and not drawn[name]:
             _write_note(out_dir, name, NOTHING_TO_DRAW[name])

@@ -9,15 +9,12 @@ prediction is no bound either way: it may miss pending jobs of higher priority (
 early), and takes every job ahead to run to its time limit (too late; on the test
 cluster it came late, benchmarks/queue_prediction.py).
 
-Beside it, the waits of past jobs of the same shape (nodes, GPUs, CPUs,
-partition, time limit), from one sacct call: Start minus Eligible of every user's
-jobs over the last `queue_history_days`, as median and a 95 % upper confidence bound
-on the 90th percentile by the binomial (order-statistic) method of QBETS/BMBP
-(p90_bound: distribution-free; it needs BOUND_MIN_JOBS past jobs), with the number of
-jobs and the bound's backtested coverage (each wait against the bound of the waits
-before it). The same history corrects --test-only's wait by the median ratio of run
-time to time limit of past jobs that ended (run_to_limit): --test-only takes every
-job ahead to run to its limit.
+Beside it, the waits of past jobs of the same shape (past_waits), from one sacct call
+over every user's jobs of the last `queue_history_days`: median, and a 95 % upper
+confidence bound on the 90th percentile by the binomial (order-statistic) method of
+QBETS/BMBP (p90_bound: distribution-free), backtested. The same history corrects
+--test-only's wait by the median ratio of run time to time limit of past jobs that
+ended (run_to_limit): --test-only takes every job ahead to run to its limit.
 
 Locally there is no queue: every job's wait is 0, basis "local".
 
@@ -82,11 +79,7 @@ def parse_test_only(text: str) -> dict | None:
         start_time = datetime.fromisoformat(found["start"])
     except ValueError:
         start_time = None
-    return found | {
-        "job": int(found["job"]),
-        "cpus": int(found["cpus"]),
-        "start_time": start_time,
-    }
+    return found | {"job": int(found["job"]), "cpus": int(found["cpus"]), "start_time": start_time}
 
 
 NO_PREDICTION = {"predicted_start": None, "predicted_wait_s": None, "start_basis": None}
@@ -94,11 +87,13 @@ NO_HISTORY = {"history_wait_median_s": None, "history_wait_p90_s": None, "histor
               "history_wait_bound_s": None, "history_wait_max_s": None,
               "history_bound_covered": 0, "history_bound_tested": 0}  # fmt: skip
 NO_CORRECTION = {"corrected_start": None, "corrected_wait_s": None}
+# a planned job's start, as its first row has it
+START_KEYS = ("predicted_start", "predicted_wait_s", "corrected_start", "corrected_wait_s",
+              "start_basis", "queue_note")  # fmt: skip
 
 # the bound on past waits (BOUND_LEVEL, BOUND_QUANTILE: scalestudy.thresholds) needs
 # BOUND_MIN_JOBS jobs, the least n whose largest wait is the bound (1 - q^n >= level): 29
 BOUND_MIN_JOBS = math.ceil(math.log(1 - BOUND_LEVEL) / math.log(BOUND_QUANTILE))
-TOO_LITTLE = "too little history for a bound"
 # where no ended past job gives --test-only's correction
 UNCORRECTED = (
     "sbatch --test-only's starts are uncorrected: no past job's run time to time limit is known"
@@ -183,8 +178,8 @@ def coverage_words(coverage: dict) -> str:
     words = (
         "Time to result takes as the top of a job's wait the bound on past waits, raised to "
         "the wait sbatch --test-only predicts (corrected where it can be) where that is "
-        "longer: on the test "
-        f"cluster that held for {top} of {jobs} jobs ({100 * top / jobs:.1f} %), the bound "
+        f"longer: on the test cluster that held for {top} of {jobs} jobs "
+        f"({100 * top / jobs:.1f} %), the bound "
         f"alone for {bound} ({100 * bound / jobs:.1f} %; benchmarks/queue_prediction.py --bound)"
     )
     if not coverage["tested"]:
@@ -231,12 +226,9 @@ def read_prediction(returncode: int, output: str, now: datetime) -> dict:
     start = found["start_time"]
     if start.tzinfo is not None:  # Slurm prints local time; keep to the same clock
         start = start.astimezone().replace(tzinfo=None)
-    return {
-        "predicted_start": start.isoformat(timespec="seconds"),
-        "predicted_wait_s": float(max(0, round((start - now).total_seconds()))),
-        "start_basis": TEST_ONLY,
-        "queue_note": None,
-    }
+    return {"predicted_start": start.isoformat(timespec="seconds"),
+            "predicted_wait_s": float(max(0, round((start - now).total_seconds()))),
+            "start_basis": TEST_ONLY, "queue_note": None}  # fmt: skip
 
 
 def tres(text: str) -> dict[str, str]:
@@ -260,9 +252,7 @@ def parse_history(text: str) -> list[dict]:
             waited = datetime.fromisoformat(start) - datetime.fromisoformat(eligible)
         except ValueError:  # Unknown, None: not started (or never eligible)
             continue
-        asked = tres(req)
-        seconds = slurm_seconds(limit)
-        ran = slurm_seconds(elapsed)
+        asked, seconds, ran = tres(req), slurm_seconds(limit), slurm_seconds(elapsed)
         ended = not state.startswith(("RUNNING", "PENDING", "REQUEUED", "SUSPENDED"))
         cpus, gpus = asked.get("cpu", ""), asked.get("gres/gpu", "0")
         jobs.append({
@@ -283,13 +273,9 @@ def parse_history(text: str) -> list[dict]:
 def job_shape(row: dict, partition: str | None) -> dict:
     """A plan row's job as sacct's history describes one: nodes, GPUs, CPUs, partition
     (None: the default, whichever it is) and time limit in minutes."""
-    return {
-        "nodes": row["nodes"],
-        "gpus": row["gpus"],
-        "cpus": row["cores"],
-        "partition": partition or None,
-        "minutes": row["slurm_resources"]["runtime"],
-    }
+    return {"nodes": row["nodes"], "gpus": row["gpus"], "cpus": row["cores"],
+            "partition": partition or None,
+            "minutes": row["slurm_resources"]["runtime"]}  # fmt: skip
 
 
 SHAPE_KEYS = ("nodes", "gpus", "cpus", "minutes", "partition")
@@ -314,15 +300,10 @@ def past_waits(jobs: list[dict], shape: dict) -> dict:
     if not waits:
         return dict(NO_HISTORY)
     covered, tested = backtest(waits)
-    return {
-        "history_wait_median_s": float(np.median(waits)),
-        "history_wait_p90_s": float(np.percentile(waits, 90)),
-        "history_jobs": len(waits),
-        "history_wait_bound_s": p90_bound(waits),
-        "history_wait_max_s": float(max(waits)),
-        "history_bound_covered": covered,
-        "history_bound_tested": tested,
-    }
+    return {"history_wait_median_s": float(np.median(waits)),
+            "history_wait_p90_s": float(np.percentile(waits, 90)), "history_jobs": len(waits),
+            "history_wait_bound_s": p90_bound(waits), "history_wait_max_s": float(max(waits)),
+            "history_bound_covered": covered, "history_bound_tested": tested}  # fmt: skip
 
 
 def past_jobs(facts: dict) -> tuple[list[dict], str | None]:
@@ -351,9 +332,8 @@ def started(facts: dict, resources: dict) -> tuple[dict, str | None]:
     try:
         command = probe_command(resources, facts["site"])
     except WorkflowError as e:  # the plugin would refuse to submit it too
-        return NO_PREDICTION | {
-            "queue_note": f"the Slurm plugin would not submit this job: {e}"
-        }, None
+        refused = f"the Slurm plugin would not submit this job: {e}"
+        return NO_PREDICTION | {"queue_note": refused}, None
     asked = {"sbatch_test_only": shlex.join(command)}
     answer = facts["test_only"].get(asked["sbatch_test_only"])
     if answer is None:  # asking stopped before it, or the command was never asked
@@ -390,26 +370,21 @@ def predict(plans: list[dict], facts: dict) -> dict:
     slurm = queue == SLURM
     history = slurm and facts["history"] is not None and history_note is None
     coverage = history_coverage(past) if history else None
+    # history: whether the rows carry past waits (sacct answered); coverage: the bound's
+    # backtest over every shape in the history, and coverage_words what the top of a wait
+    # is, measured and backtested; run_to_limit: --test-only's correction (None:
+    # uncorrected, `correction_note` says why)
     return {
-        "queue": queue,
-        "asked_at": facts["asked_at"],
-        "calls": len(facts["test_only"]),
-        "note": note,
-        "bound": NOT_A_BOUND if slurm and note is None else None,
+        "queue": queue, "asked_at": facts["asked_at"], "calls": len(facts["test_only"]),
+        "note": note, "bound": NOT_A_BOUND if slurm and note is None else None,
         "history_days": facts["history_days"] if slurm else None,
-        "history_note": history_note,
-        # whether the rows carry past waits (sacct answered)
-        "history": history,
-        # the bound's backtest over every shape in the history, and --test-only's
-        # correction (None: uncorrected, `correction_note` says why)
-        "coverage": coverage,
-        # what the top of a wait is, and its coverage, measured and backtested
+        "history_note": history_note, "history": history, "coverage": coverage,
         "coverage_words": coverage_words(coverage) if history else None,
         "run_to_limit": ratio,
         "correction_note": UNCORRECTED if slurm and note is None and ratio is None else None,
         "bound_min_jobs": BOUND_MIN_JOBS,
         "studies": [{"study": plan.study, "jobs": planned_jobs(plan, queue)} for plan in plans],
-    }
+    }  # fmt: skip
 
 
 def planned_jobs(plan: dict, queue: str) -> list[dict]:
@@ -433,9 +408,7 @@ def planned_jobs(plan: dict, queue: str) -> list[dict]:
         jobs.append({
             "point": ", ".join(r["label"] for r, _ in shared),
             "series": ", ".join(r["series"] for r, _ in shared if r["series"]),
-            "n": row["n"],
-            "runs": sum(runs for _, runs in shared),
-            "nodes": row["nodes"],
+            "n": row["n"], "runs": sum(runs for _, runs in shared), "nodes": row["nodes"],
             "layout": {key: row[key] for key in
                        ("nodes", "tasks_per_node", "threads", "gpus_per_node")},
             "seconds": sum(r["seconds"] * runs for r, runs in shared),
@@ -445,20 +418,9 @@ def planned_jobs(plan: dict, queue: str) -> list[dict]:
                                  lambda v: "; ".join(f"{k}: {t}" for k, t in v.items())),
             # the N whose time priced the runs; {label: N} where they differ
             "price_from_n": alike(shared, "price_from_n", lambda v: v),
-            "predicted_start": row["predicted_start"],
-            "predicted_wait_s": row["predicted_wait_s"],
-            "corrected_start": row["corrected_start"],
-            "corrected_wait_s": row["corrected_wait_s"],
-            "start_basis": row["start_basis"],
-            "queue_note": row["queue_note"],
+            **{key: row[key] for key in START_KEYS},
             "sbatch_test_only": row.get("sbatch_test_only"),
-            "history_wait_median_s": row["history_wait_median_s"],
-            "history_wait_p90_s": row["history_wait_p90_s"],
-            "history_jobs": row["history_jobs"],
-            "history_wait_bound_s": row["history_wait_bound_s"],
-            "history_wait_max_s": row["history_wait_max_s"],
-            "history_bound_covered": row["history_bound_covered"],
-            "history_bound_tested": row["history_bound_tested"],
+            **{key: row[key] for key in NO_HISTORY},
         })  # fmt: skip
     return jobs
 
@@ -510,18 +472,10 @@ def request_waits(requests: list[PointRequest], facts: dict) -> dict:
             answer, note = started(facts, r.resources)
             if note is None:
                 now = answer["predicted_wait_s"]
-                found |= {
-                    "wait_now_s": now,
-                    "wait_now_corrected_s": corrected(now, None, ratio)["corrected_wait_s"],
-                    "queue_note": answer["queue_note"],
-                }
-    return {
-        "queue": LOCAL if local else SLURM,
-        "asked_at": facts["asked_at"],
-        "calls": len(facts["test_only"]),
-        "note": note,
-        "history_note": history_note,
-        "history_days": None if local else facts["history_days"],
-        "run_to_limit": None if local else ratio,
-        "points": points,
-    }
+                fixed = corrected(now, None, ratio)["corrected_wait_s"]
+                found |= {"wait_now_s": now, "wait_now_corrected_s": fixed,
+                          "queue_note": answer["queue_note"]}  # fmt: skip
+    return {"queue": LOCAL if local else SLURM, "asked_at": facts["asked_at"],
+            "calls": len(facts["test_only"]), "note": note, "history_note": history_note,
+            "history_days": None if local else facts["history_days"],
+            "run_to_limit": None if local else ratio, "points": points}  # fmt: skip

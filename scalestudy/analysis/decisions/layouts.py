@@ -33,8 +33,8 @@ from scalestudy.thresholds import efficiency_band
 
 def point_layout(study: Study, series: str, n: int) -> Layout:
     """Where a point of a series runs: nodes, processes per node, threads each, GPUs per
-    node (a series split by provenance runs as its configured series)."""
-    point = point_for(study, n, base_series(series))
+    node (a series split by provenance runs as its configured series; none: "")."""
+    point = point_for(study, n, base_series(series if isinstance(series, str) else ""))
     return Layout(point.nodes, point.tasks_per_node, point.threads, point.gpus_per_node)
 
 
@@ -100,8 +100,7 @@ def grid_cells(study: Study, summary: pd.DataFrame, best: list[Total]) -> Grid |
     base = smallest.loc[smallest["time_s"].astype(float).idxmin()] if len(smallest) else None
     cells = {}
     for _, row in summary.iterrows():
-        series = row["series"] if isinstance(row["series"], str) else ""
-        lay = point_layout(study, series, int(row["n"]))
+        lay = point_layout(study, row["series"], int(row["n"]))
         efficiency = None
         if base is not None and pd.notna(row["time_s"]) and row["time_s"] > 0:
             efficiency = float(base["time_s"] * base["n"] / (row["time_s"] * row["n"]))

@@ -36,33 +36,19 @@ def _pick(candidates: np.ndarray, first: np.ndarray, second: np.ndarray, ns: np.
     return int(candidates[order[0]])
 
 
-def recommend(
-    ns,
-    speedups,
-    units,
-    threshold: float = 0.1,
-    times=None,
-    costs=None,
-    deadline_s: float | None = None,
-    budget: float | None = None,
-    indifference: float = 0.0,
-) -> dict:
-    """What N to ask for.
+def recommend(ns, speedups, units, threshold: float = 0.1, times=None, costs=None,
+              deadline_s: float | None = None, budget: float | None = None,
+              indifference: float = 0.0) -> dict:  # fmt: skip
+    """What N to ask for (the choices: module docstring).
 
-    (a) worth_n: walking up from the smallest N, a step to the next measured point is
-    worth it while its marginal gain d(speedup)/d(units) >= threshold; the walk stops at
-    the first step below (later gains would need paying for that poor step first).
-    Points with a non-finite speedup (failed) are skipped: the step goes from the last
-    good point to the next good one; they are listed in "skipped_n". "steps" lists the
-    marginal gain of every step between good points, "stopped_at" the first one below
-    threshold (None if none). Units must not fall as N rises; a step that adds no units
-    has marginal +inf if it gains speed.
-    (b) cheapest_meeting_deadline: among points with time <= deadline_s, the lowest cost
-    (then the faster); fastest_within_budget: among points with cost <= budget, the
-    fastest (then the cheaper). Costs default to units x times (resource-seconds, what
-    an allocation is charged). None with a note saying why, when not asked or nothing
-    qualifies. `indifference` (recommend.indifference) sets "zone", the half-width
-    around the threshold within which a step is as good taken as not (decision)."""
+    (a) worth_n: the walk up while a step's marginal gain d(speedup)/d(units) is at
+    least threshold; "steps" lists every step's gain between good points, "stopped_at"
+    the first below threshold (None if none), "skipped_n" the failed points. Units must
+    not fall as N rises; a step that adds no units has marginal +inf if it gains speed.
+    (b) cheapest_meeting_deadline and fastest_within_budget: None with a note saying
+    why, when not asked or nothing qualifies. `indifference` (recommend.indifference)
+    sets "zone", the half-width around the threshold within which a step is as good
+    taken as not (decision)."""
     ns = np.asarray(ns, dtype=float).ravel()
     speedups = np.asarray(speedups, dtype=float).ravel()
     units = np.asarray(units, dtype=float).ravel()
@@ -87,18 +73,11 @@ def recommend(
                 worth = step[1]
             else:
                 stopped = step
-    result = {
-        "worth_n": worth,
-        "steps": steps,
-        "stopped_at": stopped,
-        "threshold": threshold,
-        "zone": zone_half_width(threshold, indifference),
-        "skipped_n": [_py(ns[i]) for i in skipped],
-        "cheapest_meeting_deadline": None,
-        "deadline_note": "no deadline given",
-        "fastest_within_budget": None,
-        "budget_note": "no budget given",
-    }
+    result = {"worth_n": worth, "steps": steps, "stopped_at": stopped, "threshold": threshold,
+              "zone": zone_half_width(threshold, indifference),
+              "skipped_n": [_py(ns[i]) for i in skipped],
+              "cheapest_meeting_deadline": None, "deadline_note": "no deadline given",
+              "fastest_within_budget": None, "budget_note": "no budget given"}  # fmt: skip
     if deadline_s is None and budget is None:
         return result
     if times is None:
@@ -262,10 +241,9 @@ def decision(rec: dict, intervals: list, runs_at: dict, su_at: dict) -> dict:
     recommended = next((s for s in steps if s[1] == rec["worth_n"]), None)
     checks = [s for s in (recommended, rec["stopped_at"]) if s is not None]
     shown = [[a, b, gain, *(by_step[(a, b)] or (None, None))] for a, b, gain in steps]
+    settled = {"step_intervals": shown, "next_measurements": None, "undecided_steps": []}
     if rec["stopped_at"] is None:
-        # every measured step still pays: nothing beyond is known
-        return {"decided": False, "step_intervals": shown, "next_measurements": None,
-                "undecided_steps": []}  # fmt: skip
+        return {"decided": False} | settled  # every measured step still pays: nothing beyond
     more: dict = {}
     undecided = []
     for a, b, gain in checks:
@@ -284,19 +262,10 @@ def decision(rec: dict, intervals: list, runs_at: dict, su_at: dict) -> dict:
             extra = MAX_MORE_REPEATS if need - have > MAX_MORE_REPEATS else math.ceil(need - have)
             more[n] = max(more.get(n, 0), max(extra, 1), 2 - runs_at.get(n, 0))
     if not undecided:
-        return {"decided": True, "step_intervals": shown, "next_measurements": None,
-                "undecided_steps": []}  # fmt: skip
+        return {"decided": True} | settled
     su = sum(k * su_at[n] for n, k in more.items() if np.isfinite(su_at.get(n, np.nan)))
-    return {
-        "decided": False,
-        "step_intervals": shown,
-        # steps whose interval still reaches across the threshold
-        "undecided_steps": undecided,
-        "next_measurements": {
-            "repeats": [
-                {"n": n, "more": k, "at_least": k >= MAX_MORE_REPEATS}
-                for n, k in sorted(more.items())
-            ],  # fmt: skip
-            "su": float(su),
-        },
-    }
+    repeats = [{"n": n, "more": k, "at_least": k >= MAX_MORE_REPEATS}
+               for n, k in sorted(more.items())]  # fmt: skip
+    # undecided_steps: the steps whose interval still reaches across the threshold
+    return {"decided": False, "step_intervals": shown, "undecided_steps": undecided,
+            "next_measurements": {"repeats": repeats, "su": float(su)}}  # fmt: skip

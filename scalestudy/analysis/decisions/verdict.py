@@ -3,10 +3,8 @@
 Inputs, per problem size (any orderable number: matrix size, samples, ...):
   cpu: {size: [(threads, time_s, su_per_result), ...]}   every CPU point measured
   gpu: {size: (time_s, su_per_result)}                    the GPU point
-`from_frame` builds both from a DataFrame with columns series ("cpu"/"gpu"),
-size, n (threads or GPUs), time_s, cores, gpus and su (or a cost to price them:
-several rows per point are repeats: their median is used; with several GPU points
-at a size, the fastest is the GPU point).
+(`from_frame` builds both from a DataFrame; with several GPU points at a size, the
+fastest is the GPU point).
 
 Two figures, two bases, both stated in the report: `time_s` is the time the study's
 speedups use (its `time`: whole job, training only or steady epoch), which says
@@ -29,7 +27,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.cost.cost import SECONDS_PER_HOUR, Cost
+from scalestudy.analysis.cost.cost import Cost
 from scalestudy.model import Study
 from scalestudy.records import jsonable
 from scalestudy.sections.gpu_verdict.contract import GpuSize, GpuVerdict
@@ -62,27 +60,13 @@ def crossover_size(cpu: CpuPoints, gpu: GpuPoints, sustained: bool = True):
     no run supports; measure more sizes to narrow it down.
     """
     sizes = common_sizes(cpu, gpu)
-    faster = [gpu[s][0] < fastest(cpu[s])[1] for s in sizes]
-    for i, size in enumerate(sizes):
-        if faster[i] and (not sustained or all(faster[i:])):
-            return size
-    return None
+    return first_size(sizes, [gpu[s][0] < fastest(cpu[s])[1] for s in sizes], sustained)
 
 
-def break_even(cpu_best_su: float, gpu_su_rate: float, cpu_time_s: float) -> float:
-    """Speedup over a CPU point taking `cpu_time_s` per result that the GPU needs for its
-    result to cost `cpu_best_su` SU, given the GPU job's SU per hour `gpu_su_rate`
-    ((core_weight x cores + gpu_weight x gpus) of the GPU job).
-
-    The GPU costs cpu_best_su when its time is cpu_best_su / gpu_su_rate hours, so the
-    speedup needed is cpu_time_s / that time. Against the same CPU point it is the ratio
-    of SU rates: a 1-core + 1-GPU job at weights 1 and 2 (3 SU/h) against 4 cores
-    (4 SU/h) needs 0.75x, against 1 core 3x.
-    """
-    if cpu_best_su <= 0 or gpu_su_rate <= 0 or cpu_time_s <= 0:
-        raise ValueError("SU, SU rate and time must be positive")
-    gpu_time_at_break_even_s = cpu_best_su / gpu_su_rate * SECONDS_PER_HOUR
-    return cpu_time_s / gpu_time_at_break_even_s
+def first_size(sizes: list, holds: list[bool], sustained: bool):
+    """The smallest size where `holds` (with `sustained`, at every larger one too)."""
+    found = (s for i, s in enumerate(sizes) if holds[i] and (not sustained or all(holds[i:])))
+    return next(found, None)
 
 
 def compare_size(size, cpu_points, gpu_point) -> dict:
@@ -90,9 +74,11 @@ def compare_size(size, cpu_points, gpu_point) -> dict:
     su, name); GPU: (time, su, name)): the verdict names it; and after it why the point
     is unstable ("" if it is not): the verdict says so (unstable_points).
 
-    The break-even speedup assumes the GPU's SU per result shrink with its time:
-    speedup x gpu_su / best_cpu_su, which is `break_even` when times and SU share one
-    basis, and stays right when the times are training times and the SU whole-job."""
+    The break-even speedup (over the fastest CPU point, for the GPU to cost what the
+    cheapest does) assumes the GPU's SU per result shrink with its time: speedup x
+    gpu_su / best_cpu_su. Against the same CPU point it is the ratio of SU rates (a
+    1-core + 1-GPU job at weights 1 and 2, 3 SU/h, against 4 cores, 4 SU/h, needs
+    0.75x), and it stays right when the times are training times and the SU whole-job."""
     gpu_time, gpu_su = gpu_point[:2]
     fast, cheap = fastest(cpu_points), cheapest(cpu_points)
     fast_threads, fast_time, fast_su = fast[:3]
@@ -105,24 +91,21 @@ def compare_size(size, cpu_points, gpu_point) -> dict:
         "gpu_series": gpu_point[2] if len(gpu_point) > 2 else None,
         "fastest_cpu_series": fast[3] if len(fast) > 3 else None,
         "best_cpu_series": cheap[3] if len(cheap) > 3 else None,
-        "gpu_time_s": gpu_time,
-        "gpu_su": gpu_su,
-        "fastest_cpu_threads": fast_threads,
-        "fastest_cpu_time_s": fast_time,
+        "gpu_time_s": gpu_time, "gpu_su": gpu_su,
+        "fastest_cpu_threads": fast_threads, "fastest_cpu_time_s": fast_time,
         "fastest_cpu_su": fast_su,
-        "best_cpu_threads": cheap_threads,
-        "best_cpu_time_s": cheap_time,
-        "best_cpu_su": cheap_su,
+        "best_cpu_threads": cheap_threads, "best_cpu_time_s": cheap_time, "best_cpu_su": cheap_su,
         "speedup": speedup,
-        # speedup over the fastest CPU point that makes the GPU cost what the cheapest does
         "break_even_speedup": speedup * gpu_su / cheap_su,
         "gpu_faster": gpu_time < fast_time,
         "gpu_cheaper": gpu_su <= cheap_su,
-    }
+    }  # fmt: skip
 
 
-def _su(value: float) -> str:
-    return f"{value:.3g}"
+def _su_against(row: dict) -> str:
+    """A size's GPU SU per result against the cheapest CPU point's, in the verdict's words."""
+    return (f"SU per result {row['gpu_su']:.3g} vs {row['best_cpu_su']:.3g} (best CPU point: "
+            f"{_threads(row['best_cpu_threads'])})")  # fmt: skip
 
 
 def _threads(n: int) -> str:
@@ -168,19 +151,13 @@ def gpu_verdict(
     if not sizes:
         raise ValueError("no problem size was measured on both the CPU and the GPU")
     rows = [compare_size(s, cpu[s], gpu[s]) for s in sizes]
-    worth = [r["gpu_faster"] and r["gpu_cheaper"] for r in rows]
-    worth_size = next(
-        (r["size"] for i, r in enumerate(rows) if worth[i] and (not sustained or all(worth[i:]))),
-        None,
-    )
+    worth_size = first_size(sizes, [r["gpu_faster"] and r["gpu_cheaper"] for r in rows], sustained)
     crossover = crossover_size(cpu, gpu, sustained)
     if worth_size is not None:
         r = rows[sizes.index(worth_size)]
         text = (
-            f"GPU worth it {at(worth_size)}{_named(r)}: SU per result {_su(r['gpu_su'])} vs "
-            f"{_su(r['best_cpu_su'])} (best CPU point: {_threads(r['best_cpu_threads'])}), "
-            f"{r['speedup']:.3g}x faster than the fastest CPU point "
-            f"({_threads(r['fastest_cpu_threads'])})"
+            f"GPU worth it {at(worth_size)}{_named(r)}: {_su_against(r)}, {r['speedup']:.3g}x "
+            f"faster than the fastest CPU point ({_threads(r['fastest_cpu_threads'])})"
         )
     elif crossover is not None:
         r = rows[sizes.index(crossover)]
@@ -191,36 +168,25 @@ def gpu_verdict(
             f"{_named(r)} "
             f"({r['speedup']:.3g}x the fastest CPU point, {_threads(r['fastest_cpu_threads'])}) "
             f"but not cheaper {at(dear['size']) if size_param else 'there'}: "
-            f"SU per result {_su(dear['gpu_su'])} vs "
-            f"{_su(dear['best_cpu_su'])} (best CPU point: "
-            f"{_threads(dear['best_cpu_threads'])}); it needs "
-            f"{dear['break_even_speedup']:.3g}x there to break even and has "
-            f"{dear['speedup']:.3g}x. Worth it only when time to result matters more than SU"
+            f"{_su_against(dear)}; it needs {dear['break_even_speedup']:.3g}x there to break "
+            f"even and has {dear['speedup']:.3g}x. Worth it only when time to result matters "
+            "more than SU"
         )
     else:
         r = rows[-1]
-        where = (
-            f"at any measured {size_param} (up to {r['size']}): {at(r['size'])}"
-            if size_param
-            else f"{at(r['size'])}:"
-        )
+        where = (f"at any measured {size_param} (up to {r['size']}): {at(r['size'])}"
+                 if size_param else f"{at(r['size'])}:")  # fmt: skip
         text = (
-            f"GPU not worth it {where} SU per result {_su(r['gpu_su'])} vs "
-            f"{_su(r['best_cpu_su'])} (best CPU point: "
-            f"{_threads(r['best_cpu_threads'])}), {r['speedup']:.3g}x the fastest CPU point's "
-            f"speed where {r['break_even_speedup']:.3g}x would break even"
+            f"GPU not worth it {where} {_su_against(r)}, {r['speedup']:.3g}x the fastest CPU "
+            f"point's speed where {r['break_even_speedup']:.3g}x would break even"
         )
     named = [r] if worth_size is not None or crossover is None else [r, dear]
-    shaky = list(
-        dict.fromkeys(
-            p for row in named for p in unstable_points(cpu[row["size"]], gpu[row["size"]])
-        )
-    )
+    shaky = [p for row in named for p in unstable_points(cpu[row["size"]], gpu[row["size"]])]
+    shaky = list(dict.fromkeys(shaky))
     if shaky:
         text += (
             f". It rests on {'an unstable point' if len(shaky) == 1 else 'unstable points'}, "
-            f"whose repeats disagree: {'; '.join(shaky)}; more repeats could "
-            "change it"
+            f"whose repeats disagree: {'; '.join(shaky)}; more repeats could change it"
         )
     sizes = [GpuSize(**jsonable(r)) for r in rows]
     worth_it = worth_size is not None

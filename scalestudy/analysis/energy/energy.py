@@ -47,12 +47,8 @@ from scalestudy.sections.energy.contract import Energy, EnergyAnswer, EnergyPoin
 # the runs table's energy columns from a record (record_columns): per counter, the
 # run's whole figure and the figure of the phases each `time` basis uses, or why none
 BASES = {"wall": "", "train": "_train", "steady": "_steady"}
-RECORD_COLUMNS = tuple(
-    f"energy_{part}{basis}_{what}"
-    for part in ("gpu", "node")
-    for basis in BASES.values()
-    for what in ("j", "why")
-)
+RECORD_COLUMNS = tuple(f"energy_{part}{basis}_{what}" for part in ("gpu", "node")
+                       for basis in BASES.values() for what in ("j", "why"))  # fmt: skip
 NO_RECORD_ENERGY = "no counter: the record holds no energy reading"
 NO_PHASE_ENERGY = "no energy per phase in the record (it was made before phases were read)"
 # what each basis's energy covers, as the report says it
@@ -101,9 +97,8 @@ def record_columns(record: dict) -> dict:
     epochs = [p for p in phases if p["kind"] == "epoch"]
     epoch_s = [p["seconds"] for p in epochs]
     # the whole run's window: the workload's run after start-up
-    run_s = (record.get("wall_s") or 0) - sum(
-        p["seconds"] for p in phases if p["kind"] == "startup"
-    )
+    startup_s = sum(p["seconds"] for p in phases if p["kind"] == "startup")
+    run_s = (record.get("wall_s") or 0) - startup_s
     columns = {}
     for name in ("gpu", "node"):
         part = energy.get(name) or {}
@@ -172,15 +167,9 @@ def _taken(row, basis: str, s_j, s_why) -> tuple[float | None, str | None, str |
         return None, None, "the run failed"
     # a run that asked for no GPU: its GPU counter is no reason worth saying
     no_gpu = getattr(row, "gpus", None) == 0
-    reasons = [
-        f"{what}: {text}"
-        for what, text in (
-            ("GPU", None if no_gpu else getattr(row, f"energy_gpu{basis}_why")),
-            ("node", getattr(row, f"energy_node{basis}_why")),
-            ("Slurm", s_why),
-        )
-        if isinstance(text, str) and text
-    ]
+    said = (("GPU", None if no_gpu else getattr(row, f"energy_gpu{basis}_why")),
+            ("node", getattr(row, f"energy_node{basis}_why")), ("Slurm", s_why))  # fmt: skip
+    reasons = [f"{what}: {text}" for what, text in said if isinstance(text, str) and text]
     return None, None, "; ".join(reasons) or "no counter: no energy reading"
 
 
@@ -255,7 +244,7 @@ def point_energy(
 
 def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Answer], study):
     """Per point the median energy per result (one run) with its 95 % interval, its ratio
-    to the base case (ratio of medians, bootstrap interval) and the energy Pareto front
+    to the base case (ratio of medians, Welch interval: ratio_ci) and the energy Pareto front
     against time; per series the least-energy point and what the recommended point costs
     in energy against the base case. None for a study without records (times measured
     elsewhere)."""
@@ -274,37 +263,24 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Ans
             values, source, why = point_energy(by_point.get(row.point, no_runs), True, True)
             median, lo, hi = intervals.median_ci(values)
             found[int(row.n)] = {
-                "series": name,
-                "point": row.point,
-                "n": int(row.n),
-                "runs": int(values.size),
-                "energy_j": median if values.size else None,
-                "energy_ci_lo": lo,
-                "energy_ci_hi": hi,
-                "source": source,
-                "source_words": SOURCE_WORDS.get(source),
-                "not_measured": why,
-                "time_s": row.time_s,
-                "values": values,
-            }
+                "series": name, "point": row.point, "n": int(row.n), "runs": int(values.size),
+                "energy_j": median if values.size else None, "energy_ci_lo": lo,
+                "energy_ci_hi": hi, "source": source, "source_words": SOURCE_WORDS.get(source),
+                "not_measured": why, "time_s": row.time_s, "values": values,
+            }  # fmt: skip
         base = next((found[int(r.n)] for r in rows.itertuples() if r.is_base), None)
         basis = base["source"] if base and base["source"] else _common(found)
         for p in found.values():
             p["comparable"] = p["source"] == basis and p["source"] is not None
-            p["relative_energy"] = p["relative_ci_lo"] = p["relative_ci_hi"] = None
-            if p["comparable"] and base is not None and base["source"] == basis:
-                p["relative_energy"], p["relative_ci_lo"], p["relative_ci_hi"] = intervals.ratio_ci(
-                    p["values"], base["values"]
-                )
+            related = p["comparable"] and base is not None and base["source"] == basis
+            ratio = intervals.ratio_ci(p["values"], base["values"]) if related else (None,) * 3
+            p["relative_energy"], p["relative_ci_lo"], p["relative_ci_hi"] = ratio
+            p["pareto"] = p["least"] = False
         for p in found.values():
             del p["values"]
         usable = [p for p in found.values() if p["comparable"]]
-        front = recommendation.pareto_front(
-            [p["time_s"] for p in usable], [p["energy_j"] for p in usable]
-        )
-        for p in found.values():
-            p["pareto"] = False
-            p["least"] = False
+        front = recommendation.pareto_front([p["time_s"] for p in usable],
+                                            [p["energy_j"] for p in usable])  # fmt: skip
         for p, on in zip(usable, front, strict=True):
             p["pareto"] = bool(on)
         least = min(usable, key=lambda p: p["energy_j"], default=None)
@@ -312,8 +288,7 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Ans
             least["least"] = True
         points.extend(found.values())
         series_answers.append(_answer(name, found, base, least, answers))
-    measured = any(p["energy_j"] is not None for p in points)
-    why = None
+    measured, why = any(p["energy_j"] is not None for p in points), None
     if not measured:
         reasons = runs.loc[runs["status"] == "ok", "energy_result_why"].dropna().astype(str)
         why = reasons.value_counts().index[0] if len(reasons) else "no successful run"

@@ -6,16 +6,12 @@ tables and the two analyses; every random draw comes from ``np.random.default_rn
 Statistical choices, and why:
 
 * The regression check (scalestudy/analysis/stats/verdicts.py says how and why): per
-  series, one log-scale variance pooled over its points now and then; first the
-  whole curve (its mean log ratio, and intercept and slope against log N), then each
-  point by closed testing (Holm), the tolerance applied to the estimate. Each point
-  and each curve gets slower, faster, same (with the power said) or undecided (with
-  the runs that would decide it); alpha is split over the series. A point's ratio is
-  now / baseline of geometric means (the ratio of medians under multiplicative
-  noise) with its 95 % interval on the pooled variance (ratios of single runs are
-  never averaged). At 3 runs a side and CV 5 %, Welch tests per point with
-  Bonferroni, which it replaces, called a 10 % slowdown of every point in 34 % of
-  studies, the check in 99 % (benchmarks/baseline_calls.py prints both).
+  series, the whole curve, then each point; alpha is split over the series. A point's
+  ratio is now / baseline of geometric means (the ratio of medians under
+  multiplicative noise) with its 95 % interval on the pooled variance. At 3 runs a
+  side and CV 5 %, Welch tests per point with Bonferroni, which it replaces, called a
+  10 % slowdown of every point in 34 % of studies, the check in 99 %
+  (benchmarks/baseline_calls.py prints both).
 * The speedup curves differ when at some N the speedup ratio (now / baseline, four
   medians, each sample resampled on its own) has a Bonferroni interval (level
   1 - 0.05 / k over k points) that excludes 1, beyond the tolerance, and the t-test of
@@ -49,7 +45,7 @@ from scalestudy.analysis.stats.verdicts import (
     pooled_log_variance,
     verdicts,
 )
-from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.analysis.tables import TIME_COLUMNS, distinct_text
 from scalestudy.contract import Analysis, earlier_analysis
 from scalestudy.model import Study
 from scalestudy.paths import BASELINE_FILES
@@ -60,36 +56,18 @@ from scalestudy.study.baseline import runs_csv_text
 N_BOOT = 2000
 # The fingerprint: label -> the runs table's column (a record's environment field under
 # its own name; tables.PARTS: env_ before it where another part took the name)
-FINGERPRINT = {
-    "cluster": "slurm_cluster",
-    "partition": "partition",
-    "hosts": "host",
-    "nodes": "nodes",
-    "cpu": "cpu_model",
-    "gpu": "gpu_models",
-    "python": "python",
-    "pytorch": "torch",
-    "cuda": "cuda",
-    "driver": "gpu_driver",
-    "workflow commit": "workflow_commit",
-}
+FINGERPRINT = {"cluster": "slurm_cluster", "partition": "partition", "hosts": "host",
+               "nodes": "nodes", "cpu": "cpu_model", "gpu": "gpu_models", "python": "python",
+               "pytorch": "torch", "cuda": "cuda", "driver": "gpu_driver",
+               "workflow commit": "workflow_commit"}  # fmt: skip
 
 
 def distinct(runs: pd.DataFrame, column: str) -> str:
-    """The distinct values of a column over the runs, comma-separated, in order."""
+    """The distinct values of a column over the runs (each of a list's too), in order."""
     if column not in runs and f"env_{column}" in runs:
         column = f"env_{column}"
-    if column not in runs:
-        return ""
-    values: list[str] = []
-    for v in runs[column].dropna():
-        v = v.item() if hasattr(v, "item") else v
-        if isinstance(v, float) and v.is_integer():
-            v = int(v)  # a CSV read back gives 2.0 nodes: said as 2
-        for part in str(v).split(","):
-            if part and part not in values:
-                values.append(part)
-    return ", ".join(values)
+    parts = (part for text in distinct_text(runs, column) for part in text.split(","))
+    return ", ".join(dict.fromkeys(part for part in parts if part))
 
 
 def fingerprint(study: Study, runs: pd.DataFrame) -> dict[str, str]:
@@ -157,38 +135,21 @@ def regression_check(now: dict, was: dict, tolerance: float) -> list[dict]:
         if not keys:
             continue
         variance, df = pooled_log_variance([now[k] for k in keys] + [was[k] for k in keys])
-        found = verdicts(
-            [np.log(now[k]).mean() - np.log(was[k]).mean() for k in keys],
-            [now[k].size for k in keys],
-            [was[k].size for k in keys],
-            variance,
-            df,
-            [math.log(k[1]) for k in keys],
-            tolerance,
-            ALPHA / len(series),
-        )
-        points = []
-        for key, v in zip(keys, found["points"], strict=True):
-            points.append(
-                {
-                    "series": key[0],
-                    "n": key[1],
-                    "ratio": finite(v["ratio"]),
-                    "lo": finite(v["lo"]),
-                    "hi": finite(v["hi"]),
-                    "p_value": finite(v["p_value"]),
-                    "alpha": finite(v["threshold"]),
-                    "change": v["verdict"] if v["verdict"] in (SLOWER, FASTER) else NO_CHANGE,
-                    "verdict": v["verdict"],
-                    "power": finite(v["power"]),
-                    "more_runs": v["more_runs"],
-                    "text": v["text"],
-                    "runs_now": int(now[key].size),
-                    "runs_baseline": int(was[key].size),
-                    "time_now_s": float(np.median(now[key])),
-                    "time_baseline_s": float(np.median(was[key])),
-                }
-            )
+        found = verdicts([np.log(now[k]).mean() - np.log(was[k]).mean() for k in keys],
+                         [now[k].size for k in keys], [was[k].size for k in keys], variance,
+                         df, [math.log(k[1]) for k in keys], tolerance,
+                         ALPHA / len(series))  # fmt: skip
+        points = [
+            {"series": key[0], "n": key[1],
+             **{k: finite(v[k]) for k in ("ratio", "lo", "hi", "p_value")},
+             "alpha": finite(v["threshold"]),
+             "change": v["verdict"] if v["verdict"] in (SLOWER, FASTER) else NO_CHANGE,
+             "verdict": v["verdict"], "power": finite(v["power"]), "more_runs": v["more_runs"],
+             "text": v["text"], "runs_now": int(now[key].size),
+             "runs_baseline": int(was[key].size), "time_now_s": float(np.median(now[key])),
+             "time_baseline_s": float(np.median(was[key]))}
+            for key, v in zip(keys, found["points"], strict=True)
+        ]  # fmt: skip
         curve = {k: finite(v) if isinstance(v, float) else v for k, v in found["curve"].items()}
         out.append({"series": name, "curve": curve, "points": points})
     return out
@@ -200,16 +161,13 @@ def point_changes(now: dict, was: dict, tolerance: float) -> list[dict]:
     return [p for found in regression_check(now, was, tolerance) for p in found["points"]]
 
 
-def speedups(times: dict, series: str, base_n: int, seed: int = 0) -> list[dict]:
+def speedups(times: dict, series: str, base_n: int) -> list[dict]:
     """A series' speedups against base_n with their 95 % intervals (for the figure)."""
     base = times.get((series, base_n))
-    out = []
-    for (s, n), x in sorted(times.items()):
-        if s != series or base is None:
-            continue
-        value, lo, hi = ratio_ci(base, x)
-        out.append({"n": n, "speedup": finite(value), "lo": finite(lo), "hi": finite(hi)})
-    return out
+    found = [(n, ratio_ci(base, x)) for (s, n), x in sorted(times.items())
+             if s == series and base is not None]  # fmt: skip
+    return [{"n": n, "speedup": finite(value), "lo": finite(lo), "hi": finite(hi)}
+            for n, (value, lo, hi) in found]  # fmt: skip
 
 
 def curve_change(
@@ -219,16 +177,10 @@ def curve_change(
     Bonferroni bootstrap interval over the k points compared; they differ where one
     interval excludes 1 beyond the tolerance (module docstring)."""
     keys = sorted(n for s, n in set(now) & set(was) if s == series and n != base_n)
+    found = {"series": series, "base_n": base_n, "differ": False, "tested": False}
     if (series, base_n) not in now or (series, base_n) not in was or not keys:
-        return {
-            "series": series,
-            "base_n": base_n,
-            "differ": False,
-            "tested": False,
-            "level": LEVEL,
-            "points": [],
-            "note": f"N = {base_n} (the base) or another common N is missing: not compared",
-        }
+        missing = f"N = {base_n} (the base) or another common N is missing: not compared"
+        return found | {"level": LEVEL, "points": [], "note": missing}
     level = 1 - (1 - LEVEL) / len(keys)
     rng = np.random.default_rng(seed)
     b_now, b_was = now[(series, base_n)], was[(series, base_n)]
@@ -241,32 +193,16 @@ def curve_change(
         value = (np.median(b_now) / np.median(x_now)) / (np.median(b_was) / np.median(x_was))
         lo = hi = math.nan
         if not few and x_now.size > 1 and x_was.size > 1:
-            boot = (boot_base_now / _boot_medians(x_now, N_BOOT, rng)) / (
-                boot_base_was / _boot_medians(x_was, N_BOOT, rng)
-            )
+            boot_now = boot_base_now / _boot_medians(x_now, N_BOOT, rng)
+            boot = boot_now / (boot_base_was / _boot_medians(x_was, N_BOOT, rng))
             lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
         p = log_contrast_p([b_now, x_now, b_was, x_was], [1, -1, -1, 1])
         called = p < 1 - level and _change(value, lo, hi, tolerance) != NO_CHANGE
         differ |= called
-        points.append(
-            {
-                "n": n,
-                "ratio": finite(value),
-                "lo": finite(lo),
-                "hi": finite(hi),
-                "p_value": finite(p),
-                "differs": bool(called),
-            }
-        )
-    return {
-        "series": series,
-        "base_n": base_n,
-        "differ": bool(differ),
-        "tested": True,
-        "level": level,
-        "points": points,
-        "note": "",
-    }
+        points.append({"n": n, "ratio": finite(value), "lo": finite(lo), "hi": finite(hi),
+                       "p_value": finite(p), "differs": bool(called)})  # fmt: skip
+    return found | {"differ": bool(differ), "tested": True, "level": level, "points": points,
+                    "note": ""}  # fmt: skip
 
 
 def model_changes(now: Analysis, was: dict) -> list[ModelChange]:
@@ -288,9 +224,8 @@ def model_changes(now: Analysis, was: dict) -> list[ModelChange]:
             known = None not in (lo, hi, b_lo, b_hi)
             apart = bool(known and (hi < b_lo or b_hi < lo))
             was = theirs["params"].get(p)
-            out.append(
-                ModelChange(fit.series, fit.selected, p, value, lo, hi, was, b_lo, b_hi, apart)
-            )
+            out.append(ModelChange(fit.series, fit.selected, p, value, lo, hi, was, b_lo, b_hi,
+                                   apart))  # fmt: skip
     return out
 
 
@@ -325,12 +260,8 @@ def fingerprint_changes(now: dict, was: dict | None) -> tuple[list[dict], str]:
     unknown (records and analyses made before fingerprints)."""
     if was is None:
         return [], "the baseline's environment is unknown (its analysis has no fingerprint)"
-    differ = [
-        {"key": k, "baseline": was.get(k, ""), "now": now.get(k, "")}
-        for k in now
-        if was.get(k, "") != now.get(k, "")
-    ]
-    return differ, ""
+    return [{"key": k, "baseline": was.get(k, ""), "now": now.get(k, "")}
+            for k in now if was.get(k, "") != now.get(k, "")], ""  # fmt: skip
 
 
 def read_runs_csv(path: str | Path) -> pd.DataFrame:
@@ -368,11 +299,8 @@ def compare(
     curves, shown = [], []
     for fit in analysis.section("series"):
         series = fit.series or ""
-        base_n = (
-            fit.base_n
-            if fit.base_n is not None
-            else min((n for s, n in now_t if s == series), default=None)
-        )
+        smallest = min((n for s, n in now_t if s == series), default=None)
+        base_n = fit.base_n if fit.base_n is not None else smallest
         if base_n is None:
             continue
         curve = curve_change(now_t, was_t, series, base_n, tolerance, seed)
@@ -382,49 +310,28 @@ def compare(
         curve["times_p_value"] = finite(times["p_value"])
         curve["times_method"] = times["method"] or times.get("note", "")
         curves.append(curve)
-        shown.append(
-            {
-                "series": series,
-                "now": speedups(now_t, series, base_n, seed),
-                "baseline": speedups(was_t, series, base_n, seed),
-            }
-        )
+        shown.append({"series": series, "now": speedups(now_t, series, base_n),
+                      "baseline": speedups(was_t, series, base_n)})  # fmt: skip
     now_fp = analysis.findings.fingerprint
     was_fp = old.get("findings", {}).get("fingerprint")
     differences, fp_note = fingerprint_changes(now_fp, was_fp)
+    fingerprints = {"now": now_fp, "baseline": was_fp, "differences": differences,
+                    "note": fp_note}  # fmt: skip
     facts = old.get("findings", {}).get("study", {})
-    across = [
-        k
-        for k in ("workload", "params")
-        if facts
-        and facts.get(k)
-        != json.loads(json.dumps({"workload": study.workload, "params": study.params}))[k]
-    ]
+    mine = json.loads(json.dumps({"workload": study.workload, "params": study.params}))
+    across = [k for k in ("workload", "params") if facts and facts.get(k) != mine[k]]
     said = []
     for found in checked:
         named = f" ({found['series']})" if found["series"] else ""
         said.append(f"the curve{named}: {found['curve']['text']}")
         said += [f"N = {p['n']}{named}: {p['text']}" for p in found["points"]]
-    return {
-        "baseline": str(folder),
-        "tolerance": tolerance,
-        "points": points,
-        "verdicts": [{"series": found["series"]} | found["curve"] for found in checked],
-        "only_now": sorted({n for s, n in set(now_t) - set(was_t)}),
-        "only_baseline": sorted({n for s, n in set(was_t) - set(now_t)}),
-        "curves": curves,
-        "speedups": shown,
-        "models": model_changes(analysis, old),
-        "answers": answer_change(analysis, old),
-        "fingerprint": {
-            "now": now_fp,
-            "baseline": was_fp,
-            "differences": differences,
-            "note": fp_note,
-        },
-        "across": across,
-        "said": said,
-    }
+    return {"baseline": str(folder), "tolerance": tolerance, "points": points,
+            "verdicts": [{"series": found["series"]} | found["curve"] for found in checked],
+            "only_now": sorted({n for s, n in set(now_t) - set(was_t)}),
+            "only_baseline": sorted({n for s, n in set(was_t) - set(now_t)}),
+            "curves": curves, "speedups": shown, "models": model_changes(analysis, old),
+            "answers": answer_change(analysis, old), "fingerprint": fingerprints,
+            "across": across, "said": said}  # fmt: skip
 
 
 def undecided_points(now: dict, was: dict, tolerance: float) -> dict[int, tuple[int, str]]:
@@ -460,9 +367,8 @@ def runs_for_comparison(plan: dict, now: dict, was: dict, study: Study, su_per_r
         have = plan["totals"].get(n, 0)
         extra = min(more - added.get(n, 0), adaptive.max_repeats - have)
         per_run = su_per_run.get(n, math.inf)
-        while extra > 0 and not within_budget(
-            plan["spent_su"] + round_su + extra * per_run, study.budget_su
-        ):
+        while extra > 0 and not within_budget(plan["spent_su"] + round_su + extra * per_run,
+                                              study.budget_su):  # fmt: skip
             extra -= 1
         if extra <= 0:
             continue
@@ -473,10 +379,5 @@ def runs_for_comparison(plan: dict, now: dict, was: dict, study: Study, su_per_r
         return plan
     # plan["totals"] already holds the runs next_round added: count only these
     totals = {n: plan["totals"].get(n, 0) + k - plan["added"].get(n, 0) for n, k in added.items()}
-    return plan | {
-        "added": added,
-        "why": why,
-        "round_su": round_su,
-        "stop": None,
-        "totals": plan["totals"] | totals,
-    }
+    return plan | {"added": added, "why": why, "round_su": round_su, "stop": None,
+                   "totals": plan["totals"] | totals}  # fmt: skip

@@ -59,12 +59,8 @@ def steps(items: list[tuple[str, dict, dict | None]], tolerance: float) -> list[
     faster) and what differs in the fingerprint."""
     rows, before = [], None
     for name, times, fp in items:
-        row = {
-            "name": name,
-            "times": {k: float(np.median(x)) for k, x in times.items()},
-            "changes": {},
-            "differences": [],
-        }
+        medians = {k: float(np.median(x)) for k, x in times.items()}
+        row = {"name": name, "times": medians, "changes": {}, "differences": []}
         if before is not None:
             for p in point_changes(times, before[0], tolerance):
                 if p["change"] != NO_CHANGE:
@@ -78,16 +74,14 @@ def steps(items: list[tuple[str, dict, dict | None]], tolerance: float) -> list[
 
 def history(study: str, tolerance: float, workdir: Path = Path(".")) -> list[dict]:
     """The history of a study from its archives and its results now (steps)."""
-    return steps(
-        [(name, *read_entry(folder)) for name, folder in entries(study, workdir)], tolerance
-    )
+    items = [(name, *read_entry(folder)) for name, folder in entries(study, workdir)]
+    return steps(items, tolerance)
 
 
 def history_section(
     folders: list[Path], now: dict, now_fp: dict | None, tolerance: float
 ) -> list[HistoryEntry]:
-    """The report's history: the archives in `folders`, oldest
-    first, then the runs now."""
+    """The report's history: the archives in `folders`, oldest first, then the runs now."""
     items = [(f.name, *read_entry(f)) for f in folders] + [("now", now, now_fp)]
     return [
         HistoryEntry(row["name"], [HistoryPoint(s, int(n), t, row["changes"].get((s, n), NO_CHANGE))

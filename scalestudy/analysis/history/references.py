@@ -4,9 +4,8 @@ analyses and runs nothing:
 
     python -m scalestudy.analysis.history.references [STUDY ...]   (or: make check [STUDY=...])
 
-checks the studies named, or every study of the config that states expectations (a
-missing analysis is a broken one); results of studies not in the config are named, not
-checked.
+checks the studies named, or every study of the config that states expectations
+(check_config).
 
 An expectation is broken when the measured value's whole 95 % interval lies outside its
 bounds (the runs show it is not met); unsure when the value is outside but its interval
@@ -35,6 +34,10 @@ VALUES = {
     "time_s": ("time_s", "time_ci_lo", "time_ci_hi"),
 }
 
+# what an expectation's words say after the measured value, by its status
+SAID = {"broken": ", its whole interval outside", "ok": "",
+        "unsure": ", outside, but its interval reaches the bounds (not called)"}  # fmt: skip
+
 
 def _bounds(lower, upper) -> str:
     if upper is None:
@@ -54,23 +57,9 @@ def judge(what: str, n: int, lower, upper, value, lo, hi) -> Expectation:
         above = upper is not None and value > upper
         sure_below = below and hi is not None and hi < lower
         sure_above = above and lo is not None and lo > upper
-        measured = f"measured {value:.3g}" + (
-            f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else ""
-        )
-        if sure_below or sure_above:
-            status = "broken"
-        elif below or above:
-            status = "unsure"
-        else:
-            status = "ok"
-        text = (
-            f"{wanted}: {measured}"
-            + {
-                "broken": ", its whole interval outside",
-                "unsure": ", outside, but its interval reaches the bounds (not called)",
-                "ok": "",
-            }[status]
-        )
+        interval = f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else ""
+        status = "broken" if sure_below or sure_above else "unsure" if below or above else "ok"
+        text = f"{wanted}: measured {value:.3g}{interval}{SAID[status]}"
     return Expectation(what, n, lower, upper, value, lo, hi, status, text)
 
 
@@ -84,9 +73,8 @@ def expectations(study: Study, summary: pd.DataFrame) -> list[Expectation]:
             n = int(key)
             rows = summary[summary["n"] == n] if "n" in summary else summary.iloc[0:0]
             row = rows.iloc[0] if len(rows) else None
-            value, lo, hi = (
-                (None, None, None) if row is None else (finite(row.get(c)) for c in columns)
-            )
+            found = (None,) * 3 if row is None else (finite(row.get(c)) for c in columns)
+            value, lo, hi = found
             out.append(judge(what, n, lower, upper, value, lo, hi))
     return out
 

@@ -34,18 +34,15 @@ from scalestudy.analysis.stats.intervals import LEVEL, _finite, ratio_ci
 def _split_statistics(log_a, log_b, n_perm, rng) -> tuple[float, np.ndarray, bool]:
     """mean(log b) - mean(log a), and the same statistic over every split of the pooled
     values into groups of the same sizes (exact) or over n_perm random splits."""
-    # hand-written: 4-14x faster than scipy.stats.permutation_test, which also refuses a
-    # sample of one run (benchmarks/stats_scipy.py; module docstring)
     x = np.concatenate([log_a, log_b])
     na, m = log_a.size, x.size
     nb = m - na
     total = x.sum()
-    if math.comb(m, na) <= n_perm:
+    exact = math.comb(m, na) <= n_perm
+    if exact:
         chosen = np.array(list(itertools.combinations(range(m), na)), dtype=np.intp)
-        exact = True
     else:
         chosen = np.argsort(rng.random((n_perm, m)), axis=1)[:, :na]
-        exact = False
     sum_a = x[chosen].sum(axis=1)
     null = (total - sum_a) / nb - sum_a / na
     observed = (total - log_a.sum()) / nb - log_a.sum() / na
@@ -66,17 +63,10 @@ def _smallest_p(null: np.ndarray, exact: bool, tol: float) -> float:
 def compare_series(
     a_by_n: dict, b_by_n: dict, n_perm: int = 5000, seed: int = 0, level: float = LEVEL
 ) -> dict:
-    """Do two series (e.g. two GPU models) differ in time?
-
-    Per common N: ratio = median(b)/median(a) with a Welch CI on log times (`ratio_ci`), and a
-    two-sided permutation test of the difference of mean log times: exact (every split)
-    when there are at most n_perm splits, else n_perm random ones. Exact splits keep the
-    test valid at any sample size, which is why no Mann-Whitney fallback is needed; the
-    note says when so few splits exist that p cannot get below 0.05.
-    Overall: a stratified permutation test, labels shuffled within each N, statistic =
-    sum over N of the per-N differences (the average log ratio). N with one run in each
-    series get no per-N test but do count there (a sign flip each). p = nan, with a note,
-    when there is no common N to compare."""
+    """Do two series (e.g. two GPU models) differ in time? (The tests: module docstring.)
+    Per common N: ratio = median(b)/median(a) with a Welch CI on log times (`ratio_ci`)
+    and the permutation test's p; N with one run in each series get no per-N test but
+    count in the overall one. p = nan, with a note, when there is no common N."""
     rng = np.random.default_rng(seed)
     common = sorted(set(a_by_n) & set(b_by_n))
     per_n, strata, used = [], [], []
@@ -103,24 +93,18 @@ def compare_series(
             if floor > 0.05:
                 entry["note"] = f"{null.size} splits only: p cannot be below {floor:.3g}"
         per_n.append(entry)
-    result = {
-        "per_n": per_n,
-        "common_n": used,
-        "p_value": math.nan,
-        "significant": False,
-        "mean_log_ratio": math.nan,
-    }
+    result = {"per_n": per_n, "common_n": used, "p_value": math.nan, "significant": False,
+              "mean_log_ratio": math.nan}  # fmt: skip
     if not strata:
         result.update(method="", note="no common N with runs in both series: no test")
         return result
     observed = sum(s[0] for s in strata)
     tol = max(s[3] for s in strata) * len(strata)
-    n_joint = math.prod(s[1].size for s in strata)
-    if all(s[2] for s in strata) and n_joint <= n_perm:
+    exact = all(s[2] for s in strata) and math.prod(s[1].size for s in strata) <= n_perm
+    if exact:
         null = np.zeros(1)
         for s in strata:
             null = np.add.outer(null, s[1]).ravel()
-        exact = True
     else:
         null = np.zeros(n_perm)
         for _, stratum_null, stratum_exact, _ in strata:
@@ -128,16 +112,11 @@ def compare_series(
                 null += stratum_null[rng.integers(0, stratum_null.size, n_perm)]
             else:  # n_perm random splits, independent of the other strata's
                 null += stratum_null
-        exact = False
     p = _p_value(observed, null, exact, tol)
     floor = _smallest_p(null, exact, tol)
     kind = "exact" if exact else f"{n_perm} random"
     note = f"only {null.size} joint splits: p cannot be below {floor:.3g}" if floor > 0.05 else ""
-    result.update(
-        p_value=p,
-        significant=bool(p < 0.05),
-        method=f"stratified permutation over {len(used)} N ({kind} joint splits)",
-        note=note,
-        mean_log_ratio=observed / len(strata),
-    )
+    method = f"stratified permutation over {len(used)} N ({kind} joint splits)"
+    result.update(p_value=p, significant=bool(p < 0.05), method=method, note=note,
+                  mean_log_ratio=observed / len(strata))  # fmt: skip
     return result

@@ -25,14 +25,11 @@ on lognormal, right-skewed and one-outlier-in-ten noise, CV 2-15 %, 3-8 runs):
   or an outlier by the modified z-score (median and MAD, which the outlier itself
   cannot drag along) that also lies more than 5 % from the median.
 
-Both CIs are hand-written; benchmarks/stats_scipy.py measures them against SciPy:
-
-* ``scipy.stats.quantile_test(x).confidence_interval()`` gives the exact interval
-  [X_(d), X_(n-d+1)], the same numbers as ``median_ci(interpolate=False)`` for n >= 6
-  (tests/test_intervals.py checks it), but not the interpolated one used by default,
-  and about 60x slower.
-* ``scipy.stats.ttest_ind(log a, log b, equal_var=False).confidence_interval()`` gives
-  the same speedup interval (tested too), vectorised here for benchmarks/coverage.py.
+Both CIs are hand-written (benchmarks/stats_scipy.py measures them against SciPy;
+tests/test_intervals.py checks they agree): ``scipy.stats.quantile_test`` gives only
+the exact interval (``median_ci(interpolate=False)``), about 60x slower;
+``scipy.stats.ttest_ind(log a, log b, equal_var=False)`` the same speedup interval,
+vectorised here for benchmarks/coverage.py.
 """
 
 from __future__ import annotations
@@ -56,9 +53,6 @@ def _tails(level: float) -> tuple[float, float]:
     return (1.0 - level) / 2.0, (1.0 + level) / 2.0
 
 
-# ---------------------------------------------------------------- medians
-
-
 @lru_cache(maxsize=1024)
 def _order_stat_rule(n: int, level: float, interpolate: bool) -> tuple[int, float, float]:
     """(d, lam, coverage): the CI of the median of n sorted values runs from
@@ -67,8 +61,6 @@ def _order_stat_rule(n: int, level: float, interpolate: bool) -> tuple[int, floa
     # scipy.stats costs ~1 s of every Snakemake start (each packed member's too)
     from scipy.stats import binom
 
-    # hand-written: SciPy has no interpolated interval; its exact one (quantile_test) is
-    # the interpolate=False case here, ~60x slower (benchmarks/stats_scipy.py)
     ds = np.arange(1, (n + 1) // 2 + 1)
     coverage = 1.0 - 2.0 * binom.cdf(ds - 1, n, 0.5)  # P(X_(d) <= median <= X_(n-d+1))
     reach = np.flatnonzero(coverage >= level - 1e-12)
@@ -109,15 +101,10 @@ def short_of_level(reached: float, level: float = LEVEL) -> float:
 
 
 def median_ci(times, level: float = LEVEL, interpolate: bool = True) -> tuple[float, float, float]:
-    """(median, lo, hi) with a CI of the true median time.
-
+    """(median, lo, hi) with a CI of the true median time (which interval: module
+    docstring; interpolate=False gives the exact, conservative order-statistic one).
     Non-finite values (failed runs) are dropped. n = 0: all nan; n = 1: (x, nan, nan).
-    Where a pair of order statistics reaches `level` (n >= 6 at 95 %), the
-    distribution-free interval between them; interpolate=False gives the exact,
-    conservative one (that of scipy.stats.quantile_test). Below (n <= 5), where
-    (min, max) covers only 75 % (n = 3) to 93.75 % (n = 5), a t interval on log times,
-    widened to hold the median: it covers 95 % when the noise is lognormal, more with
-    outliers, 93-94 % when right-skewed (`median_ci_coverage` says how much)."""
+    The t interval on log times (n <= 5 at 95 %) is widened to hold the median."""
     x = np.sort(_finite(times))
     n = x.size
     if n == 0:
@@ -138,9 +125,6 @@ def median_ci(times, level: float = LEVEL, interpolate: bool = True) -> tuple[fl
     return med, float(lo), float(hi)
 
 
-# ---------------------------------------------------------------- ratios
-
-
 def _boot_medians(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """Medians of n_boot resamples of x (baseline.py's speedup-curve comparison). With x
     sorted, sorting the drawn indices sorts the resample; small integers sort about 3x
@@ -152,8 +136,7 @@ def _boot_medians(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.nd
 
 
 def _t_quantile(level: float, df):
-    # imported here, not at the top: see _order_stat_rule
-    from scipy.stats import t
+    from scipy.stats import t  # here, not at the top: see _order_stat_rule
 
     return t.ppf((1.0 + level) / 2.0, df)
 
@@ -194,26 +177,19 @@ def ratio_ci(base_times, times, level: float = LEVEL) -> tuple[float, float, flo
         return ratio, math.nan, math.nan
     if a.min() == a.max() and b.min() == b.max():  # equal runs: exactly no width
         return ratio, ratio, ratio
-    # Welch on log times, not the percentile bootstrap: >= 95 % coverage at 2-8 runs
-    # where the bootstrap had 89-90 % at 3 (benchmarks/coverage.py)
     lo, hi = _welch_log(a, b, level)
     return ratio, min(float(lo), ratio), max(float(hi), ratio)
-
-
-# ---------------------------------------------------------------- stability
 
 
 def instability(
     times, cv_limit=CV_LIMIT, z_limit=Z_LIMIT, names=None, min_deviation=MIN_DEVIATION
 ) -> dict:
-    """Flags a point whose repeats disagree: coefficient of variation above `cv_limit`,
-    or outliers with |modified z| = |0.6745 (x - median) / MAD| > `z_limit`
-    (Iglewicz & Hoaglin) that lie more than `min_deviation` (a share of the median)
-    from the median: of few or very tight runs the MAD is tiny, and three runs 0.5 %
-    apart gave a |z| of 20. MAD = 0 finds no outliers by z. Outlier indices refer to
-    `times` as given (non-finite values are skipped); the reason names them by `names`
-    (one per time, e.g. the runs' files: rep3), else by those indices. Fewer than 2
-    values: not judged."""
+    """Flags a point whose repeats disagree: CV above `cv_limit`, or outliers with
+    |modified z| = |0.6745 (x - median) / MAD| > `z_limit` (Iglewicz & Hoaglin; MAD = 0
+    finds none) more than `min_deviation` of the median away: of few or very tight runs
+    the MAD is tiny (three runs 0.5 % apart gave a |z| of 20). Outlier indices refer to
+    `times` as given; the reason names them by `names` (one per time, e.g. rep3), else
+    by those indices. Fewer than 2 finite values: not judged."""
     x = np.asarray(times, dtype=float).ravel()
     where = np.flatnonzero(np.isfinite(x))
     v = x[where]
