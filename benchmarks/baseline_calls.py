@@ -43,8 +43,9 @@ from scalestudy.analysis.history.baseline import (
     point_changes,
     regression_check,
 )
+from scalestudy.analysis.stats import verdicts as rule
 from scalestudy.analysis.stats.intervals import ratio_ci
-from scalestudy.analysis.stats.verdicts import MIXED, SLOWER, pooled_log_variance, verdicts
+from scalestudy.analysis.stats.verdicts import FASTER, MIXED, SLOWER, pooled_log_variance, verdicts
 from scalestudy.model import SCHEMA_FILE
 from scalestudy.study.validation import checked_config, study_models
 
@@ -53,7 +54,10 @@ CVS = (0.05, 0.10)
 RUNS = 3
 SETTLE_MAX = 9  # settle_baseline's cap (max_repeats) in these rows
 PAIRED_CORRELATION = 0.75  # the allocation's share of a run's log-time variance
-CHANGED = {SLOWER, MIXED, "faster"}
+CHANGED = {SLOWER, MIXED, FASTER}
+# the check's share of alpha to "slower": today's tests, two-sided (alpha split evenly
+# between the ways), beside the rule's split
+SPLITS = {"even": 0.5, "new": rule.SLOWER_SHARE}
 
 
 def default_tolerance() -> float:
@@ -108,10 +112,14 @@ def scenario(kind: str, rng) -> tuple[dict, int | None]:
         return dict.fromkeys(POINTS, 1.0), None
     if kind == "all":
         return dict.fromkeys(POINTS, 1.1), None
+    if kind == "all faster":
+        return dict.fromkeys(POINTS, 0.9), None
     if kind == "ramp":
         return {n: 1 + 0.1 * i / (len(POINTS) - 1) for i, n in enumerate(POINTS)}, None
     changed = int(rng.choice(POINTS[1:]))
-    return {n: 1.1 if n == changed else 1.0 for n in POINTS}, changed
+    return {
+        n: (0.9 if kind == "one faster" else 1.1) if n == changed else 1.0 for n in POINTS
+    }, changed
 
 
 def settle(now: dict, was: dict, truth: dict, cv: float, tolerance, rng, outliers) -> dict:
@@ -130,33 +138,50 @@ def settle(now: dict, was: dict, truth: dict, cv: float, tolerance, rng, outlier
             return now
 
 
+def split(share: float, judge, *args):
+    """judge(*args) with the check's share of alpha to "slower" set to share."""
+    kept, rule.SLOWER_SHARE = rule.SLOWER_SHARE, share
+    try:
+        return judge(*args)
+    finally:
+        rule.SLOWER_SHARE = kept
+
+
 def pair(kind, cv, tolerance, rng, outliers, baseline_runs=RUNS, settled=False) -> dict:
+    """One pair judged by each method: Welch per point ("old", on the new rule's runs)
+    and the check at each split of SPLITS, each settling its own undecided points."""
     truth = true_times(rng)
     factor, changed = scenario(kind, rng)
     was = {("", n): draw(t, cv, baseline_runs, rng, outliers) for n, t in truth.items()}
     slower = {n: t * factor[n] for n, t in truth.items()}
-    now = {("", n): draw(t, cv, RUNS, rng, outliers) for n, t in slower.items()}
-    if settled:
-        now = settle(now, was, slower, cv, tolerance, rng, outliers)
-    (found,) = regression_check(now, was, tolerance)
-    new = {p["n"]: p["change"] for p in found["points"]}
+    first = {("", n): draw(t, cv, RUNS, rng, outliers) for n, t in slower.items()}
+    way = FASTER if "faster" in kind else SLOWER
+    out = {}
+    for method, share in SPLITS.items():
+        now = dict(first)
+        if settled:
+            now = split(share, settle, now, was, slower, cv, tolerance, rng, outliers)
+        (found,) = split(share, regression_check, now, was, tolerance)
+        calls = {p["n"]: p["change"] for p in found["points"]}
+        out |= {
+            f"{method}_any": found["curve"]["verdict"] in CHANGED
+            or any(c != "none" for c in calls.values()),
+            f"{method}_curve": found["curve"]["verdict"] == way,
+            f"{method}_at": changed is not None and calls[changed] == way,
+            f"{method}_runs": np.mean([x.size for x in now.values()]),
+        }
     old = old_calls(now, was, tolerance)
-    return {
-        "changed": changed,
-        "new_any": found["curve"]["verdict"] in CHANGED or any(c != "none" for c in new.values()),
+    return out | {
         "old_any": any(c != "none" for c in old.values()),
-        "new_slower": found["curve"]["verdict"] == SLOWER,
-        "old_slower": any(c == SLOWER for c in old.values()),
-        "new_at": changed is not None and new[changed] == SLOWER,
-        "old_at": changed is not None and old[changed] == SLOWER,
-        "runs": np.mean([x.size for x in now.values()]),
+        "old_curve": any(c == way for c in old.values()),
+        "old_at": changed is not None and old[changed] == way,
     }
 
 
 ROWS = [
     ("false alarms (any call, per study)", "none", "any", {}),
-    ("all points +10 %: curve called slower", "all", "slower", {}),
-    ("ramp 0 to +10 %: curve called slower", "ramp", "slower", {}),
+    ("all points +10 %: curve called slower", "all", "curve", {}),
+    ("ramp 0 to +10 %: curve called slower", "ramp", "curve", {}),
     ("one point +10 %: called at that point", "one", "at", {}),
     ("  with settle_baseline (baseline 3 runs)", "one", "at", {"settled": True}),
     (
@@ -165,6 +190,8 @@ ROWS = [
         "at",
         {"settled": True, "baseline_runs": 9},
     ),
+    ("all points -10 %: curve called faster", "all faster", "curve", {}),
+    ("one point -10 %: called faster there", "one faster", "at", {}),
 ]
 
 
@@ -215,17 +242,25 @@ def main() -> None:
         f"{args.pairs} pairs per cell, seed {args.seed}, points {POINTS}, {RUNS} runs a side, "
         f"tolerance {tolerance:g}, outliers {'on' if args.outliers else 'off'}"
     )
-    print(f"{'':42}" + "".join(f"{f'CV {cv:.0%}:   old      new':<34}" for cv in args.cv))
+    methods = ["old", *SPLITS]
+    print(
+        f"{'':42}"
+        + "".join(
+            f"{f'CV {cv:.0%}:':>10}" + "".join(f"{m:>9}" for m in methods) + " " * 12
+            for cv in args.cv
+        )
+    )
     for label, kind, what, how in ROWS:
         cells = []
         for cv in args.cv:
             found = [
                 pair(kind, cv, tolerance, rng, args.outliers, **how) for _ in range(args.pairs)
             ]
-            old = np.mean([f[f"old_{what}"] for f in found])
-            new = np.mean([f[f"new_{what}"] for f in found])
-            runs = f"({np.mean([f['runs'] for f in found]):.1f} runs/N)" if how else ""
-            cells.append(f"{100 * old:12.1f} % {100 * new:6.1f} % {runs:<14}")
+            cell = "".join(
+                f"{100 * np.mean([f[f'{m}_{what}'] for f in found]):7.1f} %" for m in methods
+            )
+            runs = "/".join(f"{np.mean([f[f'{m}_runs'] for f in found]):.1f}" for m in SPLITS)
+            cells.append(f"{'':10}{cell}" + (f" ({runs} runs/N)" if how else " " * 12))
         print(f"{label:42}" + "".join(cells))
     sims = max(args.pairs // 5, 100)
     for cv in args.cv:

@@ -50,15 +50,17 @@ from functools import lru_cache
 import numpy as np
 
 ALPHA = 0.05
-JOINT_SHARE = 0.5  # the shapes' share of alpha (benchmarks/baseline_calls.py)
+SLOWER_SHARE = 0.8  # of alpha to calling "slower" (4 %), the rest to "faster" (1 %)
+JOINT_SHARE = 0.5  # of a direction's alpha to the shapes, the rest to the points
 POWER = 0.8  # a "same" needs this power ...
-CHANGE_SEEN = 2.0  # ... against a change of this many tolerances
+CHANGE_SEEN = 2.0  # ... against a slowdown of this many tolerances
 MAX_MORE_RUNS = 50  # the most runs a point is searched for to decide it
-UNION_DRAWS = 20_000  # null draws that size the curve's test (its size within 0.2 %)
+UNION_DRAWS = 20_000  # null draws that size the curve's test (its size within 0.1 %)
 
 SLOWER, FASTER, SAME, UNDECIDED = "slower", "faster", "same", "undecided"
 MIXED = "slower and faster"  # the curve: slower at some points, faster at others
 NO_VARIANCE = "undecided: no variance to judge by (one {unit} a point, or identical times)"
+SIGNS = {SLOWER: 1, FASTER: -1}  # the sign of a change's log ratio
 
 
 def pooled_log_variance(samples) -> tuple[float, int]:
@@ -73,12 +75,15 @@ def pooled_log_variance(samples) -> tuple[float, int]:
     return (squares / df if df else math.nan), df
 
 
-def _same_text(tolerance: float, power: float, curve: bool) -> str:
-    chance = "above 0.99" if power > 0.99 else f"{power:.2f}"
+def _same_text(tolerance: float, slower: float, faster: float, curve: bool) -> str:
+    """The words of a "same": the power to call a slowdown, and a speedup, of
+    CHANGE_SEEN x tolerance."""
+    chance = ["above 0.99" if p > 0.99 else f"{p:.2f}" for p in (slower, faster)]
     where = (" over the curve", " at every point") if curve else ("", "")
+    seen = f"{CHANGE_SEEN * tolerance:.0%}"
     return (
-        f"no change beyond {tolerance:.0%}{where[0]} (a {CHANGE_SEEN * tolerance:.0%} change"
-        f"{where[1]} would have been called with probability {chance})"
+        f"no change beyond {tolerance:.0%}{where[0]} (a {seen} slowdown{where[1]} would have"
+        f" been called with probability {chance[0]}, a {seen} speedup {chance[1]})"
     )
 
 
@@ -88,13 +93,15 @@ def _change_text(ratio: float, lo: float, hi: float) -> str:
     return f"faster by {1 - ratio:.0%} [{1 - hi:.0%}, {1 - lo:.0%}]"
 
 
-def _point_power(se, df, threshold_p: float, tolerance: float) -> np.ndarray:
-    """Probability that a change of CHANGE_SEEN x tolerance is called: t beyond the
-    step's critical value and the estimate beyond the tolerance (se, df: arrays alike)."""
+def _power(se, df, threshold_p: float, tolerance: float, sign: int) -> np.ndarray:
+    """Probability that a change of CHANGE_SEEN x tolerance the way of sign is called:
+    its one-sided t beyond threshold_p's critical value and the estimate beyond the
+    tolerance (se, df: arrays alike)."""
     from scipy.stats import nct, t  # here: scipy.stats costs ~1 s of an import
 
-    critical = np.maximum(t.isf(threshold_p / 2, df), math.log1p(tolerance) / se)
-    return nct.sf(critical, df, math.log1p(CHANGE_SEEN * tolerance) / se)
+    beyond = sign * math.log1p(sign * tolerance)
+    critical = np.maximum(t.isf(threshold_p, df), beyond / se)
+    return nct.sf(critical, df, sign * math.log1p(sign * CHANGE_SEEN * tolerance) / se)
 
 
 def _shapes(log_n: np.ndarray) -> np.ndarray:
@@ -108,14 +115,14 @@ def _shapes(log_n: np.ndarray) -> np.ndarray:
     return np.stack([np.ones(log_n.size), grows, 1 - grows])
 
 
-def _shapes_p(d: np.ndarray, weights: np.ndarray, shapes: np.ndarray, variance, df):
-    """The shapes' joint p, Bonferroni over them: each shape v's t is v'Wd over
-    sqrt(variance v'Wv) (W: the points' weights). d: one row of log ratios per study,
-    variance: one per study."""
+def _shapes_p(d: np.ndarray, weights: np.ndarray, shapes: np.ndarray, variance, df, sign):
+    """The shapes' joint one-sided p (the way of sign), Bonferroni over them: each shape
+    v's t is v'Wd over sqrt(variance v'Wv) (W: the points' weights). d: one row of log
+    ratios per study, variance: one per study."""
     from scipy.stats import t
 
     spread = np.sqrt(np.asarray(variance)[..., None] * ((shapes * weights) * shapes).sum(axis=1))
-    p = 2 * t.sf(np.abs((d * weights) @ shapes.T) / spread, df)
+    p = t.sf(sign * ((d * weights) @ shapes.T) / spread, df)
     return np.minimum(1.0, shapes.shape[0] * p.min(axis=-1))
 
 
@@ -126,21 +133,57 @@ def _design(weights: np.ndarray, centred: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 @lru_cache(maxsize=512)
-def _union_level(weights: tuple, log_n: tuple, df: int, alpha: float) -> float:
-    """The factor g by which both the shapes' and the points' shares of alpha are
-    raised so that "p_joint <= g x its share, or the smallest point p <= g x the
-    points' share / k" has size alpha under no change (g = 1, Bonferroni, has less):
-    the alpha-quantile of each null draw's smallest g that rejects it."""
+def _union_level(weights: tuple, log_n: tuple, df: int, level: float) -> float:
+    """The factor g by which both the shapes' and the points' shares of a direction's
+    level are raised so that "p_joint <= g x its share, or the smallest point p <= g x
+    the points' share / k" has size `level` under no change (g = 1, Bonferroni, has
+    less): the level-quantile of each null draw's smallest g that rejects it (the
+    slower way; the faster is its mirror image)."""
     from scipy.stats import t
 
     rng = np.random.default_rng(0)
     w, k = np.asarray(weights), len(weights)
     z = rng.standard_normal((UNION_DRAWS, k)) / np.sqrt(w)  # log ratios, sigma 1
     s2 = rng.chisquare(df, UNION_DRAWS) / df
-    p_joint = _shapes_p(z, w, _shapes(np.asarray(log_n)), s2, df)
-    p_min = 2 * t.sf(np.max(np.abs(z) * np.sqrt(w), axis=1) / np.sqrt(s2), df)
-    g = np.minimum(p_joint / (JOINT_SHARE * alpha), p_min * k / ((1 - JOINT_SHARE) * alpha))
-    return float(np.quantile(g, alpha))
+    p_joint = _shapes_p(z, w, _shapes(np.asarray(log_n)), s2, df, 1)
+    p_min = t.sf(np.max(z * np.sqrt(w), axis=1) / np.sqrt(s2), df)
+    g = np.minimum(p_joint / (JOINT_SHARE * level), p_min * k / ((1 - JOINT_SHARE) * level))
+    return float(np.quantile(g, level))
+
+
+def _one_way(sign: int, level: float, d, se, weights, log_n, variance, df) -> dict:
+    """The tests that call changes the way of sign at `level`: each point's one-sided
+    p; the curve's (its shapes' p, and whether the union rejects); each point's Holm
+    step and whether it rejects; and the p that a change at one point alone, or one
+    at every point (the shift), passes for certain."""
+    from scipy.stats import t
+
+    k = d.size
+    p = t.sf(sign * d / se, df)
+    if k == 1:
+        p_joint, changed, alone, shift = math.nan, bool(p[0] <= level), level, level
+    else:
+        p_joint = float(_shapes_p(d, weights, _shapes(log_n), variance, df, sign))
+        g = _union_level(tuple(weights), tuple(log_n), df, level)
+        smallest = min(p_joint / JOINT_SHARE, p.min() * k / (1 - JOINT_SHARE)) / level
+        changed = bool(smallest <= g)
+        alone = (1 - JOINT_SHARE) * level * g / k
+        shift = JOINT_SHARE * level * g / _shapes(log_n).shape[0]
+    # where: Holm's step-down below the curve's test (closed testing)
+    order = np.argsort(p)
+    steps = np.empty(k)
+    steps[order] = [level / max(k - 1, 1)] + [level / (k - j) for j in range(1, k)]
+    rejected = np.zeros(k, dtype=bool)
+    rejected[order] = changed & np.cumprod(p[order] <= steps[order]).astype(bool)
+    return {
+        "p": p,
+        "p_joint": p_joint,
+        "changed": changed,
+        "steps": steps,
+        "rejected": rejected,
+        "alone": alone,
+        "shift": shift,
+    }
 
 
 def _undecided(powers, unit: str, where: str = "") -> tuple[int | None, str]:
@@ -168,10 +211,11 @@ def verdicts(
     ratio now / then, the runs on each side (the variance of the log ratio is
     variance x (1 / runs_now + 1 / runs_other)), log N. `variance`, `df`: the pooled
     log-scale variance (pooled_log_variance). Returns {"points": [...], "curve": {...}}:
-    ratio, interval (95 %), p, verdict, power, more_runs (the runs to add now at the
-    point, or at every point for the curve, that would decide it; None: none would) and
-    the verdict said in words (`unit`: what one of the runs is called, "pair" for a
-    paired comparison)."""
+    ratio, interval (95 %), p (one-sided, the way of the estimate), its threshold (a
+    point's Holm step), verdict, power (of calling a slowdown of CHANGE_SEEN x
+    tolerance), more_runs (the runs to add now at the point, or at every point for the
+    curve, that would decide it; None: none would) and the verdict said in words
+    (`unit`: what one of the runs is called, "pair" for a paired comparison)."""
     from scipy.stats import t
 
     d = np.asarray(log_ratios, dtype=float)
@@ -183,71 +227,52 @@ def verdicts(
     scale = 1 / n_now + 1 / n_other
     se = np.sqrt(variance * scale) if known else np.full(k, math.nan)
     half = t.isf(ALPHA / 2, df) if known else math.nan  # 95 % intervals
-    p = 2 * t.sf(np.abs(d / se), df) if known else np.full(k, math.nan)
     # the curve's estimate: weighted least squares of d on (1, log N - its weighted mean)
     weights = 1 / scale
-    q = min(2, k)
     centred = x - np.average(x, weights=weights)
     design, info = _design(weights, centred)
     beta = np.linalg.solve(info, design.T @ (weights * d))
     fitted = design @ beta
-    shapes = _shapes(x)
-    p_joint = float(_shapes_p(d, weights, shapes, variance, df)) if known and k > 1 else math.nan
-    # the curve changed: the shapes' test or the smallest point p, sized together
-    level = 1.0
-    if k == 1:
-        curve_rejected = bool(known and p[0] <= alpha)
-    elif known:
-        level = _union_level(tuple(weights), tuple(x), df, alpha)
-        smallest = min(p_joint / (JOINT_SHARE * alpha), p.min() * k / ((1 - JOINT_SHARE) * alpha))
-        curve_rejected = bool(smallest <= level)
-    else:
-        curve_rejected = False
-    # where: Holm's step-down below the curve's test (closed testing)
-    steps = [alpha / max(k - 1, 1)] + [alpha / (k - j) for j in range(1, k)]
-    rejected = np.zeros(k, dtype=bool)
-    if curve_rejected:
-        for step, i in enumerate(np.argsort(p)):
-            if p[i] > steps[step]:
-                break
-            rejected[i] = True
-    threshold_of = dict(zip(np.argsort(p).tolist(), steps, strict=True)) if known else {}
-    beyond = math.log1p(tolerance), math.log1p(-tolerance)
+    beyond = {SLOWER: math.log1p(tolerance), FASTER: math.log1p(-tolerance)}
+    levels = {SLOWER: alpha * SLOWER_SHARE, FASTER: alpha * (1 - SLOWER_SHARE)}
+    ways = {
+        way: _one_way(sign, levels[way], d, se, weights, x, variance, df)
+        for way, sign in SIGNS.items()
+        if known
+    }
+    more_runs = np.arange(MAX_MORE_RUNS + 1)
+    if known:
+        # a change at one point alone, called each way: now, and slower with more runs
+        se_more = np.sqrt(variance * (1 / (n_now[:, None] + more_runs) + 1 / n_other[:, None]))
+        slower = _power(se_more, df + more_runs, ways[SLOWER]["alone"], tolerance, 1)
+        faster = _power(se_more[:, 0], df, ways[FASTER]["alone"], tolerance, -1)
     points = []
     for i in range(k):
         ratio = math.exp(d[i])
         lo, hi = math.exp(d[i] - half * se[i]), math.exp(d[i] + half * se[i])
         power, more = math.nan, None
-        if rejected[i] and d[i] > beyond[0]:
-            verdict, text = SLOWER, _change_text(ratio, lo, hi)
-        elif rejected[i] and d[i] < beyond[1]:
-            verdict, text = FASTER, _change_text(ratio, lo, hi)
+        called = [way for way, test in ways.items() if test["rejected"][i]
+                  and SIGNS[way] * d[i] > SIGNS[way] * beyond[way]]  # fmt: skip
+        if called:
+            verdict, text = called[0], _change_text(ratio, lo, hi)
         elif not known:
             verdict, text = UNDECIDED, NO_VARIANCE.format(unit=unit)
         else:
-            # the power of the point's own Holm step, now and with more runs
-            step = threshold_of[i]
-            more_runs = np.arange(MAX_MORE_RUNS + 1)
-            powers = _point_power(
-                np.sqrt(variance * (1 / (n_now[i] + more_runs) + 1 / n_other[i])),
-                df + more_runs,
-                step,
-                tolerance,
-            )
-            power = float(powers[0])
-            if power >= POWER and beyond[1] <= d[i] <= beyond[0]:
-                verdict, text = SAME, _same_text(tolerance, power, curve=False)
+            power = float(slower[i, 0])
+            if power >= POWER and beyond[FASTER] <= d[i] <= beyond[SLOWER]:
+                verdict, text = SAME, _same_text(tolerance, power, faster[i], curve=False)
             else:
                 verdict = UNDECIDED
                 # where the estimate is beyond the tolerance, power enough says which
-                more, text = _undecided(powers, unit)
+                more, text = _undecided(slower[i], unit)
+        way = SLOWER if d[i] >= 0 else FASTER
         points.append(
             {
                 "ratio": ratio,
                 "lo": lo,
                 "hi": hi,
-                "p_value": float(p[i]),
-                "threshold": threshold_of.get(i, math.nan),
+                "p_value": float(ways[way]["p"][i]) if known else math.nan,
+                "threshold": float(ways[way]["steps"][i]) if known else math.nan,
                 "verdict": verdict,
                 "power": power,
                 "more_runs": more,
@@ -258,10 +283,18 @@ def verdicts(
     mean_se = math.sqrt(variance / weights.sum()) if known else math.nan
     ratio = math.exp(beta[0])
     lo, hi = math.exp(beta[0] - half * mean_se), math.exp(beta[0] + half * mean_se)
-    signs = {v["verdict"] for v in points} & {SLOWER, FASTER}
-    signs |= {SLOWER for v in fitted if v > beyond[0]} | {FASTER for v in fitted if v < beyond[1]}
+    # a way called: its test rejects and a point called, or the fitted curve, beyond
+    signs = {
+        way
+        for way, test in ways.items()
+        if test["changed"]
+        and (
+            any(v["verdict"] == way for v in points)
+            or np.any(SIGNS[way] * fitted > SIGNS[way] * beyond[way])
+        )
+    }
     power, more = math.nan, None
-    if curve_rejected and signs:
+    if signs:
         verdict = MIXED if len(signs) > 1 else signs.pop()
         text = (
             "slower at some points, faster at others"
@@ -271,25 +304,25 @@ def verdicts(
     elif not known:
         verdict, text = UNDECIDED, NO_VARIANCE.format(unit=unit)
     else:
-        # the shift at every point called by its own shape at the shapes' share
-        share = JOINT_SHARE * alpha * level / shapes.shape[0] if k > 1 else alpha
-        more_runs = np.arange(MAX_MORE_RUNS + 1)
+        # a shift at every point, called each way by its own shape at its share
         weight = (1 / (1 / (n_now + more_runs[:, None]) + 1 / n_other)).sum(axis=1)
-        powers = _point_power(np.sqrt(variance / weight), df + k * more_runs, share, tolerance)
-        power = float(powers[0])
-        within = bool(np.all((fitted >= beyond[1]) & (fitted <= beyond[0])))
+        se_more = np.sqrt(variance / weight)
+        slower = _power(se_more, df + k * more_runs, ways[SLOWER]["shift"], tolerance, 1)
+        faster = _power(se_more[0], df, ways[FASTER]["shift"], tolerance, -1)
+        power = float(slower[0])
+        within = bool(np.all((fitted >= beyond[FASTER]) & (fitted <= beyond[SLOWER])))
         if power >= POWER and within:
-            verdict, text = SAME, _same_text(tolerance, power, curve=True)
+            verdict, text = SAME, _same_text(tolerance, power, faster, curve=True)
         else:
             verdict = UNDECIDED
-            more, text = _undecided(powers, unit, " at every point")
+            more, text = _undecided(slower, unit, " at every point")
     curve = {
         "ratio": ratio,
         "lo": lo,
         "hi": hi,
-        "slope": float(beta[1]) if q > 1 else 0.0,
-        "p_value": p_joint,
-        "changed": curve_rejected,
+        "slope": float(beta[1]) if k > 1 else 0.0,
+        "p_value": ways[SLOWER if beta[0] >= 0 else FASTER]["p_joint"] if known else math.nan,
+        "changed": any(test["changed"] for test in ways.values()),
         "verdict": verdict,
         "power": power,
         "more_runs": more,
