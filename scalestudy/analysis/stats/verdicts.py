@@ -17,7 +17,7 @@ points, 3 runs a side, 1000 pairs, seed 1):
   there to catch slowdowns, and two-sided tests (alpha split evenly) cannot reach
   both goals: a ramp 0 to +10 % called 70 % (goal 75 %), one point +10 % 30 % (35 %;
   all of alpha to the points gives at most 34 %). One-sided: 78 % and 37 %. The price
-  is said: a 10 % speedup of one point is called 22 % of the time, not 30 %.
+  is said: a 10 % speedup of one point is called 25 % of the time, not 38 %.
 * The whole curve first: the changes a scaling curve shows are a shift at every
   point, or one that grows with log N from none at the smallest N (more
   communication) or fades with it (a slower parallel part). Each shape's weighted
