@@ -69,7 +69,7 @@ def test_a_same_verdict_states_its_power():
 
 
 def delivered(way: str, runs: int, cv: float, points: int, sims: int) -> tuple[float, float]:
-    """The mean power a "same" or "undecided" at point 2 (of `points`, 6 runs a side)
+    """The mean power a "same" or "undecided" at point 2 (of `points`, `runs` a side)
     states to call a 10 % change `way` (a speedup's: said by a "same"), and how often
     that change, at that point alone, is called: seeded, one-sided tests."""
     rng = np.random.default_rng(5)
@@ -127,7 +127,7 @@ def test_a_ramp_and_one_point_are_called_as_often_as_the_goals_ask():
     # +10 % at N = 16 called slower (goal 75 %), one point +10 % called there (goal
     # 35 %, benchmarks/baseline_calls.py). The rule's one-sided tests call about 78 %
     # and 37 % (here 451 and 219); the two-sided tests they replaced 67 % and 30 %
-    # (385 and 171): each bound about 2 standard errors from the rule's rate
+    # (385 and 171): each bound 2-3.5 standard errors below the rule's rate
     rng = np.random.default_rng(2)
     log_n = np.log(POINTS)
     grows = (log_n - log_n.min()) / np.ptp(log_n)
