@@ -47,13 +47,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
 from benchmarks.common import DATA_DIR, REPO, fashion_root
-from scalestudy.analysis.decisions.adaptive import load_round
+from scalestudy.analysis.decisions.adaptive import RoundPlan
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.model import SCHEMA_FILE
 from scalestudy.study.validation import checked_config, study_models
@@ -110,8 +111,8 @@ def adaptive_studies(root: Path) -> list[str]:
 def describe(root: Path, study: str) -> dict:
     """What one adaptive study's rounds and runs came to."""
     folder = root / "results" / study
-    plans = [load_round(p) for p in sorted(folder.glob("rounds/round*.json"),
-                                           key=lambda p: int(p.stem[5:]))]  # fmt: skip
+    plans = [RoundPlan.load(p) for p in sorted(folder.glob("rounds/round*.json"),
+                                               key=lambda p: int(p.stem[5:]))]  # fmt: skip
     last = plans[-1]
     runs = pd.read_csv(folder / "runs.csv")
     config = yaml.safe_load((root / "config" / "config.yaml").read_text())
@@ -131,9 +132,9 @@ def describe(root: Path, study: str) -> dict:
             "cv": float(times[ok].std() / times[ok].mean()) if ok.sum() > 1 else float("nan"),
         }
     return {
-        "decided": last["stop"]["reason"] == "decided",
-        "stop": last["stop"],
-        "rounds": [{"round": p["round"], "added": p["added"]} for p in plans if p["added"]],
+        "decided": last.stop.reason == "decided",
+        "stop": asdict(last.stop),
+        "rounds": [{"round": p.round, "added": p.added} for p in plans if p.added],
         "points": points,
     }
 

@@ -2,7 +2,7 @@ import itertools
 from pathlib import Path
 
 from scalestudy import paths
-from scalestudy.analysis.decisions.adaptive import config_fingerprint, load_round
+from scalestudy.analysis.decisions.adaptive import RoundPlan, config_fingerprint
 
 # Adaptive studies: their runs are chosen round by round.
 ADAPTIVE = [name for name, study in STUDIES.items() if study.adaptive is not None]
@@ -28,14 +28,10 @@ def adaptive_rounds(study):
     current = config_fingerprint(CONFIG["studies"][study])
     for round_no in itertools.count(1):
         path = checkpoints.adaptive_round.get(study=study, round=round_no).output.plan
-        plan = load_round(path)
+        plan = RoundPlan.load(path)
         rounds.append((path, plan))
         later = Path(paths.ROUND.format(study=study, round=round_no + 1)).exists()
-        if (
-            plan["stop"]
-            and not later
-            and plan.get("config_fingerprint", current) == current
-        ):
+        if plan.stop and not later and (plan.config_fingerprint or current) == current:
             return rounds
 
 
@@ -43,7 +39,7 @@ def planned_round(study, round_no):
     """The plan in a round's file, if it holds one (None: not planned yet)."""
     path = Path(paths.ROUND.format(study=study, round=round_no))
     try:
-        return load_round(path)
+        return RoundPlan.load(path)
     except (OSError, ValueError):
         return None
 
@@ -53,8 +49,8 @@ def get_round_config(wildcards):
     the one its file says it was planned under, so that a changed config never plans
     it again (Snakemake would see its params change and rewrite the history)."""
     plan = planned_round(wildcards.study, int(wildcards.round))
-    if plan is not None and isinstance(plan.get("config"), dict):
-        return plan["config"]
+    if plan is not None and plan.config is not None:
+        return plan.config
     return CONFIG["studies"][wildcards.study]
 
 
@@ -62,7 +58,7 @@ def adaptive_records(study):
     """The records an adaptive study's last round judged (every run its rounds made),
     and any later repeat already on disk: runs that plans made before a change of the
     config or the code asked for are never dropped from the answer."""
-    totals = dict(adaptive_rounds(study)[-1][1]["totals"])
+    totals = dict(adaptive_rounds(study)[-1][1].totals)
     for point in POINTS.loc[study, "point"]:
         on_disk = len(list(paths.records_on_disk(study, point)))
         if on_disk > totals.get(point, 0):
@@ -83,9 +79,9 @@ def get_round_records(wildcards):
     if round_no == 1:
         return []
     previous = checkpoints.adaptive_round.get(study=wildcards.study, round=round_no - 1)
-    plan = load_round(previous.output.plan)
+    plan = RoundPlan.load(previous.output.plan)
     # ancient: a record redone after the round was planned does not plan it again
-    return [ancient(path) for path in records_of(wildcards.study, plan["totals"])]
+    return [ancient(path) for path in records_of(wildcards.study, plan.totals)]
 
 
 def get_study_rounds(wildcards):

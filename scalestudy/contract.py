@@ -27,6 +27,7 @@ from typing import Any
 from scalestudy.model import Request, Scaling
 from scalestudy.records import RecordError, write_text_atomic
 from scalestudy.sections import SECTIONS, part
+from scalestudy.sections.series.contract import Peak
 
 AGAIN = "aggregate the study again"
 
@@ -36,64 +37,6 @@ class ContractError(ValueError):
 
 
 # --- the parts -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Fit:
-    """One scaling model fitted to a series (scalestudy.analysis.stats.predictions.fit_summary)."""
-
-    name: str
-    formula: str
-    ok: bool
-    note: str
-    params: dict[str, Any]
-    param_ci: dict[str, Any]
-    r2: float | None
-    aicc: float | None
-    rmse: float | None
-    k: int | None
-    n_points: int | None
-    weight: float | None
-
-
-@dataclass(frozen=True)
-class Curve:
-    """The selected model's predicted speedup over N, with its 95 % prediction band."""
-
-    n: list[float]
-    speedup: list[float | None]
-    band_lo: list[float | None]
-    band_hi: list[float | None]
-    measured_max_n: float
-    base_time_s: float | None
-    base_source: str
-
-
-@dataclass(frozen=True)
-class Peak:
-    n: float
-    speedup: float
-    beyond_measured: bool
-    base_source: str
-
-
-@dataclass(frozen=True)
-class SeriesFit:
-    """One series' validity gates, fits, prediction and recommendation."""
-
-    series: str | None
-    base_n: int | None
-    excluded: dict[str, str]  # point -> why it stays out of the fits
-    mixed_provenance: dict[str, Any]
-    fits: list[Fit]
-    selected: str | None
-    peak: Peak | None
-    curve: Curve | None
-    recommendation: dict[str, Any]  # the working the answer (Answer) was made from
-    fit_note: str | None = None
-    fit_basis: str | None = None
-    prediction_base: dict[str, Any] | None = None
-    bound: float | None = None  # Amdahl's bound on the speedup
 
 
 @dataclass(frozen=True)
@@ -366,47 +309,6 @@ class Rounds:
 
 
 @dataclass(frozen=True)
-class PointRequest:
-    """What to ask for at one point (scalestudy.analysis.decisions.request.point_request)."""
-
-    point: str
-    series: str
-    n: int
-    nodes: int
-    tasks_per_node: int
-    threads: int
-    gpus_per_node: int
-    cores: int
-    gpus: int
-    world_size: int
-    runs: int
-    asked_mem_mb: int | None
-    peak_mem_mb: float | None
-    memory_used: float | None
-    cpu_busy: float | None
-    gpu_util_pct: float | None
-    mem_mb: int | None
-    mem_from: str | None  # measured (the runs' own peak), sacct (Slurm's higher count), asked
-    time_min: int | None
-    slowest_s: float | None
-    resources: dict[str, Any] | None
-    time_scaled: bool
-    sbatch: list[str]
-    waste: list[str]
-    sacct_cpu_busy: float | None
-    sacct_peak_mem_mb: float | None
-    # --mem and the memory asked for in the words of the #SBATCH line (request.mem_text)
-    mem_text: str | None
-    asked_mem_text: str | None
-
-
-@dataclass(frozen=True)
-class Requests:
-    points: list[PointRequest]
-    accounting_note: str | None
-
-
-@dataclass(frozen=True)
 class DdpPoint:
     series: str
     point: str
@@ -420,69 +322,6 @@ class FrameworkShare:
     lightning_ms: float
     plain_ms: float
     share: float
-
-
-# --- time to result: the queue wait beside the run time ---------------------
-# (scalestudy.analysis.cluster.result_time; a block of its own, for merges)
-
-
-@dataclass(frozen=True)
-class PointResult:
-    """One point's expected time from submission to result: wait + full-length run time."""
-
-    point: str
-    series: str
-    n: int
-    run_s: float | None  # median full-length run time, its 95 % interval
-    run_lo_s: float | None
-    run_hi_s: float | None
-    runs: int
-    run_scaled: bool
-    wait_s: float | None  # the wait added, and the interval's top wait
-    wait_hi_s: float | None
-    basis: str  # local | now | typical | unknown wait
-    wait_now_s: float | None  # what sbatch --test-only said
-    history_wait_median_s: float | None
-    history_wait_p90_s: float | None
-    history_jobs: int
-    queue_note: str | None
-    result_s: float | None
-    result_lo_s: float | None
-    result_hi_s: float | None
-    # the 95 % upper bound on the p90 of past waits (None: under 29 jobs), the
-    # largest wait seen, the bound's backtest, --test-only's corrected wait
-    history_wait_bound_s: float | None = None
-    history_wait_max_s: float | None = None
-    history_bound_covered: int = 0
-    history_bound_tested: int = 0
-    wait_now_corrected_s: float | None = None
-
-
-@dataclass(frozen=True)
-class EarliestResult:
-    series: str
-    point: str
-    n: int
-    result_s: float
-
-
-@dataclass(frozen=True)
-class ResultTimes:
-    """Every point's time to result, and how the waits were asked."""
-
-    queue: str  # slurm | local
-    asked_at: str | None
-    calls: int
-    note: str | None  # Slurm could not be asked
-    history_note: str | None
-    history_days: int | None
-    min_jobs: int | None
-    waits_known: bool
-    points: list[PointResult]
-    earliest: list[EarliestResult]
-    # --test-only's correction: median run time / time limit of ended past jobs, and
-    # how many (None: uncorrected)
-    run_to_limit: dict[str, float] | None = None
 
 
 # --- the findings -----------------------------------------------------------------------
@@ -506,22 +345,18 @@ class Findings:
     disturbed: list[Mismatch]
     answers: list[Answer]
     adaptive: Rounds | None
-    requests: Requests
     metrics: list[str]
     ddp: list[DdpPoint] | None
     framework: FrameworkShare | None
     # where and with what it ran, and the workload
     # (scalestudy.analysis.history.baseline.fingerprint)
     fingerprint: dict[str, str] = dataclasses.field(default_factory=dict)
-    # time to result: None for times measured elsewhere (no jobs to queue)
-    time_to_result: ResultTimes | None = None
 
 
 @dataclass(frozen=True)
 class Analysis:
     """A study's analysis.json."""
 
-    series: list[SeriesFit]
     comparisons: list[Comparison]
     findings: Findings
     # each section's data (scalestudy.sections), in the file under the section's name

@@ -2,25 +2,26 @@
 the rounds before it (scalestudy.analysis.cost.plan.round_plan, whose rules are
 scalestudy.analysis.decisions.adaptive)."""
 
-import json
 import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
 from scalestudy.analysis.cost.plan import round_plan
-from scalestudy.analysis.decisions.adaptive import config_fingerprint, load_round
+from scalestudy.analysis.decisions.adaptive import RoundPlan, config_fingerprint
 from scalestudy.analysis.tables import read_runs
 from scalestudy.model import Study
-from scalestudy.records import RecordError, write_json_atomic
+from scalestudy.records import RecordError, write_text_atomic
 
 
-def kept_plan(path: Path) -> dict | None:
-    """A round that was planned before, from its history copy (None: not planned yet,
-    or a copy that holds no plan)."""
+def kept_plan(path: Path) -> str | None:
+    """A round that was planned before: its history copy's text (None: not planned
+    yet, or a copy that holds no plan)."""
     try:
-        return load_round(path)
+        RoundPlan.load(path)
+        return path.read_text()
     except (OSError, ValueError):
         return None
 
@@ -37,7 +38,7 @@ def main(smk) -> None:
         logging.info(
             "round %s ran before: kept as it was planned (%s)", smk.wildcards.round, history
         )
-        write_json_atomic(output, kept)
+        write_text_atomic(output, kept)
         return
     study = Study.from_config(smk.wildcards.study, smk.params.study)
     records = list(smk.input.records)
@@ -49,14 +50,16 @@ def main(smk) -> None:
     # the baseline's runs: points whose comparison with it is undecided get runs too
     baseline = next((p for p in smk.input.baseline if Path(p).name == "runs.csv"), None)
     baseline = pd.read_csv(baseline) if baseline else None
-    plan = round_plan(study, int(smk.wildcards.round), runs, baseline)
     # the config it was planned under: the round is history, never planned again
     # (rules/adaptive.smk, get_round_config), and the report says where the config changed
-    plan |= {"config_fingerprint": config_fingerprint(smk.params.study),
-             "config": smk.params.study}  # fmt: skip
-    logging.info("round %s: %s", smk.wildcards.round, json.dumps(plan, indent=1))
-    write_json_atomic(history, plan)
-    write_json_atomic(output, plan)
+    plan = replace(
+        round_plan(study, int(smk.wildcards.round), runs, baseline),
+        config_fingerprint=config_fingerprint(smk.params.study),
+        config=smk.params.study,
+    )
+    logging.info("round %s: %s", smk.wildcards.round, plan)
+    plan.dump(history)
+    plan.dump(output)
 
 
 if "snakemake" in globals():

@@ -25,7 +25,7 @@ def main(smk) -> None:
         logging.error("%s", e)
         sys.exit(f"aggregate_study: refusing to aggregate: {e}")
     result.write(dict(smk.output.items()))  # by name: the baseline is among them
-    times = result.analysis.findings.time_to_result
+    times = result.analysis.section("time_to_result")
     if times is not None:
         history = times.history_note or ("asked" if times.history_days else "not asked")
         logging.info("time to result: queue %s, %s call(s) to sbatch --test-only, history: %s",

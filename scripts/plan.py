@@ -9,12 +9,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from scalestudy.analysis.cluster.queue import predict
+from scalestudy.analysis.cost.plan import StudyPlan
 from scalestudy.records import write_json_atomic, write_text_atomic
 from scalestudy.report.rendering import environment
 from scalestudy.slurm import LOCAL, SITE_RESOURCES, gather, local_facts, probe_commands
 
 
-def write_plan(path: Path, title: str, plans: list[dict], queue: dict | None = None) -> None:
+def write_plan(path: Path, title: str, plans: list[StudyPlan], queue: dict | None = None) -> None:
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     html = (
         environment()
@@ -28,7 +29,7 @@ def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
     # the profile's site settings (partition, account...), as every job gets them
     site = {key: smk.resources.get(key) for key in SITE_RESOURCES}
-    shapes = [row["slurm_resources"] for plan in smk.params.plans for row in plan["rows"]]
+    shapes = [row["slurm_resources"] for plan in smk.params.plans for row in plan.rows]
     facts = (
         local_facts()
         if smk.params.queue == LOCAL
@@ -40,7 +41,7 @@ def main(smk) -> None:
     logging.info("queue %s: %s call(s) to Slurm, note: %s", queue["queue"], queue["calls"],
                  queue["note"])  # fmt: skip
     for plan in smk.params.plans:
-        logging.info("%s: %s", plan["study"], plan["totals"])
+        logging.info("%s: %s", plan.study, plan.totals)
 
 
 if "snakemake" in globals():

@@ -3,7 +3,9 @@ from a study's records, the simulator against fixed grids, and bad settings refu
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -18,6 +20,7 @@ from scalestudy.analysis.decisions.adaptive import (
     BUDGET,
     DECIDED,
     LIMITS,
+    RoundPlan,
     Rules,
     first_round,
     judge,
@@ -26,6 +29,7 @@ from scalestudy.analysis.decisions.adaptive import (
     round_of_run,
     rounds_summary,
 )
+from scalestudy.contract import AdaptiveStop, ContractError
 from tests.conftest import REPO, checked_study, study_model
 from tests.test_studies import config_error
 
@@ -437,21 +441,51 @@ def test_a_point_whose_runs_all_failed_is_skipped_not_fatal():
     assert judged["worth_n"] in (1, 4)
 
 
+def round_file(round_no: int, totals: dict, added: dict, stop=None, round_su=0.0) -> RoundPlan:
+    """A round's plan as the workflow writes it, on candidates t1 and t2."""
+    return RoundPlan(round=round_no, totals=totals, added=added, why={}, round_su=round_su,
+                     spent_su=0.0, stop=stop, judged=None, study="a", points={"t1": 1, "t2": 2},
+                     su_per_run={"t1": 0.1, "t2": 0.2}, price_basis={}, priced_at_limit=[],
+                     budget_su=2.0)  # fmt: skip
+
+
 def test_runs_are_given_the_round_that_added_them_and_the_cost_is_summed():
     plans = [
-        {"round": 1, "totals": {"t1": 3, "t2": 3}, "added": {"t1": 3, "t2": 3}, "why": {},
-         "round_su": 1.0, "stop": None},
-        {"round": 2, "totals": {"t1": 5, "t2": 4}, "added": {"t1": 2, "t2": 1}, "why": {},
-         "round_su": 0.5, "stop": None},
-        {"round": 3, "totals": {"t1": 5, "t2": 4}, "added": {}, "why": {}, "round_su": 0.0,
-         "stop": {"reason": DECIDED, "text": "decided"}, "budget_su": 2.0,
-         "points": {"t1": 1, "t2": 2}, "su_per_run": {"t1": 0.1, "t2": 0.2}},
-    ]  # fmt: skip
+        round_file(1, {"t1": 3, "t2": 3}, {"t1": 3, "t2": 3}, round_su=1.0),
+        round_file(2, {"t1": 5, "t2": 4}, {"t1": 2, "t2": 1}, round_su=0.5),
+        round_file(3, {"t1": 5, "t2": 4}, {}, AdaptiveStop(DECIDED, "decided")),
+    ]
     assert [round_of_run(plans, "t1", k) for k in (1, 3, 4, 5, 6)] == [1, 1, 2, 2, None]
-    summary = rounds_summary(plans, spent_su=1.2, grid_repeats=3)
-    assert [r["round"] for r in summary["rounds"]] == [1, 2]
-    assert summary["decided"] and math.isclose(summary["grid_su"], 3 * 0.3)
-    assert math.isclose(summary["relative_to_grid"], 1.2 / 0.9)
+    study = study_model(ADAPTIVE_STUDY, "a")
+    runs = records_table({1: [10.0] * 5, 2: [5.0] * 4})
+    runs["round"] = [
+        round_of_run(plans, *run) for run in runs[["point", "repeat"]].itertuples(False)
+    ]
+    summary = rounds_summary(plans, runs, study)
+    assert [r.round for r in summary.rounds] == [1, 2] and summary.later_runs == 3
+    assert summary.decided and math.isclose(summary.grid_su, study.repeats * 0.3)
+    assert math.isclose(summary.relative_to_grid, charges(runs, study).su / summary.grid_su)
+
+
+def test_a_round_s_plan_is_written_and_read_back_by_its_one_pair(tmp_path):
+    study = study_model(ADAPTIVE_STUDY | {"budget_su": 0.3}, "a")
+    runs = records_table({1: [10.0, 10.1, 9.9], 2: [120.0, 120.0, 120.0]})
+    runs.loc[runs["n"] == 2, ["status", "wall_s", "train_s"]] = ["failed", None, None]
+    plan = round_plan(study, 2, runs)  # a budget stop: every nested part is there
+    assert plan.refused and plan.to_decide and plan.stop and plan.judged
+    plan.dump(tmp_path / "round2.json")
+    assert RoundPlan.load(tmp_path / "round2.json") == plan
+    # written before the config was kept in it: read, the config None
+    data = json.loads((tmp_path / "round2.json").read_text())
+    del data["config"], data["config_fingerprint"]
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    assert RoundPlan.load(tmp_path / "old.json") == plan
+    # a key the plan does not name, or one it needs missing: refused, named
+    unknown, missing = data | {"extra": 1}, data | {"stop": {"text": "decided"}}
+    for broken, key in ((unknown, "RoundPlan.extra"), (missing, "RoundPlan.stop.reason")):
+        (tmp_path / "bad.json").write_text(json.dumps(broken))
+        with pytest.raises(ContractError, match=rf"bad.json: .*{re.escape(key)}"):
+            RoundPlan.load(tmp_path / "bad.json")
 
 
 ADAPTIVE_STUDY = {
@@ -478,15 +512,15 @@ def records_table(times: dict[int, list[float]]) -> pd.DataFrame:
 def test_the_plan_of_a_round_from_a_studys_runs():
     study = study_model(ADAPTIVE_STUDY, "a")
     first = round_plan(study, 1, None)
-    assert first["totals"] == {"t1": 3, "t2": 3} and first["stop"] is None
+    assert first.totals == {"t1": 3, "t2": 3} and first.stop is None
     # priced at the time limit: 2 min on 1 + 2 cores, 3 runs each
-    assert math.isclose(first["round_su"], 3 * (1 + 2) * 2 / 60)
+    assert math.isclose(first.round_su, 3 * (1 + 2) * 2 / 60)
     # perfect scaling so far: the next candidate is measured
     runs = records_table({1: [10.0, 10.1, 9.9], 2: [5.0, 5.05, 4.95]})
     second = round_plan(study, 2, runs)
-    assert second["added"] == {"t4": 2} and second["totals"] == {"t1": 3, "t2": 3, "t4": 2}
-    assert math.isclose(second["spent_su"], (30.0 + 2 * 15.0) / 3600)
-    assert second["su_per_run"]["t1"] == pytest.approx(10.0 / 3600)
+    assert second.added == {"t4": 2} and second.totals == {"t1": 3, "t2": 3, "t4": 2}
+    assert math.isclose(second.spent_su, (30.0 + 2 * 15.0) / 3600)
+    assert second.su_per_run["t1"] == pytest.approx(10.0 / 3600)
 
 
 def test_runs_that_fail_are_charged_against_the_budget_and_stop_the_study():
@@ -498,11 +532,11 @@ def test_runs_that_fail_are_charged_against_the_budget_and_stop_the_study():
     runs["reason"] = np.where(killed, "time limit of 2 min reached", None)
     study = study_model(ADAPTIVE_STUDY | {"budget_su": 0.3}, "a")
     second = round_plan(study, 2, runs)
-    assert second["spent_su"] == pytest.approx((30.0 + 3 * 2 * 120.0) / 3600)
-    assert second["spent_su"] == pytest.approx(charges(runs, study).su)
+    assert second.spent_su == pytest.approx((30.0 + 3 * 2 * 120.0) / 3600)
+    assert second.spent_su == pytest.approx(charges(runs, study).su)
     # the 0.208 SU spent leave no room for another run at N = 2 or 4: the study stops
-    assert second["stop"] and second["stop"]["reason"] == "budget", second["stop"]
-    assert not second["added"]
+    assert second.stop and second.stop.reason == "budget", second.stop
+    assert not second.added
 
 
 def test_runs_slower_than_their_price_count_in_full_against_the_budget():
@@ -511,17 +545,17 @@ def test_runs_slower_than_their_price_count_in_full_against_the_budget():
     study = study_model(ADAPTIVE_STUDY | {"budget_su": 0.05}, "a")
     runs = records_table({1: [10.0, 10.1, 9.9], 2: [5.0, 5.05, 4.95]})
     second = round_plan(study, 2, runs)
-    assert second["added"] == {"t4": 2}
-    assert second["su_per_run"]["t4"] == pytest.approx(4 * 5.0 * PRICE_MARGIN / 3600)
-    assert second["spent_su"] + second["round_su"] <= 0.05
+    assert second.added == {"t4": 2}
+    assert second.su_per_run["t4"] == pytest.approx(4 * 5.0 * PRICE_MARGIN / 3600)
+    assert second.spent_su + second.round_su <= 0.05
     runs = records_table({1: [10.0, 10.1, 9.9], 2: [5.0, 5.05, 4.95], 4: [100.0, 100.0]})
     third = round_plan(study, 3, runs)
     # charged what they took, not what they were priced at: the study is over its budget
     # and stops there
-    assert third["spent_su"] == pytest.approx((30.0 + 30.0 + 2 * 4 * 100.0) / 3600)
-    assert third["spent_su"] == pytest.approx(charges(runs, study).su)
-    assert third["stop"]["reason"] == "budget" and not third["added"], third["stop"]
-    assert third["su_per_run"]["t4"] == pytest.approx(4 * 100.0 / 3600)  # now measured
+    assert third.spent_su == pytest.approx((30.0 + 30.0 + 2 * 4 * 100.0) / 3600)
+    assert third.spent_su == pytest.approx(charges(runs, study).su)
+    assert third.stop.reason == "budget" and not third.added, third.stop
+    assert third.su_per_run["t4"] == pytest.approx(4 * 100.0 / 3600)  # now measured
 
 
 def test_a_round_plan_jumps_over_candidates_that_cannot_be_the_answer():
@@ -530,22 +564,22 @@ def test_a_round_plan_jumps_over_candidates_that_cannot_be_the_answer():
     # none of the candidates between; their labels and prices come with the plan
     wide = ADAPTIVE_STUDY | {"scaling": {"axis": "threads", "points": WIDE}, "budget_su": 10}
     study = study_model(wide, "a")
-    assert round_plan(study, 1, None)["totals"] == {"t1": 3, "t2": 3}
+    assert round_plan(study, 1, None).totals == {"t1": 3, "t2": 3}
     times = amdahl(0.05)
     runs = records_table({n: list(times[n] * np.array([1.0, 1.002, 0.998])) for n in (1, 2)})
     second = round_plan(study, 2, runs)
-    assert second["added"] == {"t32": 2, "t64": 2}, second["why"]
-    assert "puts the last step that pays at N = 32" in second["why"]["t32"]
+    assert second.added == {"t32": 2, "t64": 2}, second.why
+    assert "puts the last step that pays at N = 32" in second.why["t32"]
     # priced from N = 2, the nearest measured, with the margin: below their limits
     at_2 = float(np.median(runs.loc[runs["n"] == 2, "wall_s"]))
-    assert second["round_su"] == pytest.approx(2 * (32 + 64) * at_2 * PRICE_MARGIN / 3600)
-    assert second["price_basis"]["t32"] == "from N = 2 measured, × 1.5 margin"
+    assert second.round_su == pytest.approx(2 * (32 + 64) * at_2 * PRICE_MARGIN / 3600)
+    assert second.price_basis["t32"] == "from N = 2 measured, × 1.5 margin"
 
 
 def test_the_plan_page_prices_round_one_and_refuses_a_budget_below_it():
     study = study_model(ADAPTIVE_STUDY | {"budget_su": 0.1}, "a")
     plan = study_plan(study)
-    assert plan["adaptive"] and [r["repeats"] for r in plan["rows"]] == [3, 3, 0]
+    assert plan.adaptive and [r["repeats"] for r in plan.rows] == [3, 3, 0]
     problem = budget_problem(plan)
     assert problem.startswith("studies.a.budget_su: round 1 of the adaptive study is estimated")
     assert "0.3 SU" in problem and "0.1 SU" in problem and "first_repeats" in problem
@@ -691,25 +725,25 @@ def test_a_study_stopped_undecided_says_first_what_one_command_would_decide_it()
     study = with_adaptive(max_rounds=1)
     runs = records_table(NOISY_RUNS).assign(reason=None, mismatches="")
     plans = [round_plan(study, 1, None), round_plan(study, 2, runs)]
-    assert plans[-1]["stop"]["reason"] == LIMITS
-    change = plans[-1]["to_decide"]
+    assert plans[-1].stop.reason == LIMITS
+    change = plans[-1].to_decide
     # the stopped round is history: the workflow plans round 3 once max_rounds allows it
-    assert (change["key"], change["value"], change["runs_decide"]) == (
+    assert (change.key, change.value, change.runs_decide) == (
         "adaptive.max_rounds",
         3,
         True,
     )
     then = round_plan(with_adaptive(max_rounds=3), 3, runs)
-    assert then["stop"] is None and then["added"] == change["added"] != {}
-    assert then["round_su"] == pytest.approx(change["round_su"])
+    assert then.stop is None and then.added == change.added != {}
+    assert then.round_su == pytest.approx(change.round_su)
     analysis = analyse(study, runs, plans).analysis_as_read()
     html = render("t", [study_view(analysis, analysis_summary(study, runs), {})])
     first = text_of(html.split("</h1>", 1)[1].split("</p>", 1)[0]).strip()
-    added = ", ".join(f"{k} at N = {p[1:]}" for p, k in change["added"].items())
+    added = ", ".join(f"{k} at N = {p[1:]}" for p, k in change.added.items())
     assert first == (
         "Not decided: a . To decide it, set adaptive.max_rounds: 3 in study a of "
         "config/config.yaml and run make report again: its next round adds "
-        f"{added} (about {change['round_su']:.2g} SU) to decide it; what was measured is kept."
+        f"{added} (about {change.round_su:.2g} SU) to decide it; what was measured is kept."
     )
 
 
@@ -724,16 +758,16 @@ def test_a_step_undecided_at_max_repeats_names_the_raise_and_the_round_it_plans(
     study = with_adaptive(max_repeats=3)
     runs = records_table({1: [10.0, 11.0, 9.0], 2: [9.1, 10.0, 8.3]})
     plan = round_plan(study, 2, runs)
-    assert plan["stop"]["reason"] == LIMITS and "max_repeats = 3" in plan["stop"]["text"]
-    change = plan["to_decide"]
-    assert (change["key"], change["value"], change["runs_decide"]) == (
+    assert plan.stop.reason == LIMITS and "max_repeats = 3" in plan.stop.text
+    change = plan.to_decide
+    assert (change.key, change.value, change.runs_decide) == (
         "adaptive.max_repeats",
         6,
         True,
     )
     then = round_plan(with_adaptive(max_repeats=6), 3, runs)
-    assert then["stop"] is None and then["added"] == change["added"] == {"t1": 3, "t2": 3}
-    assert then["round_su"] == pytest.approx(change["round_su"])
+    assert then.stop is None and then.added == change.added == {"t1": 3, "t2": 3}
+    assert then.round_su == pytest.approx(change.round_su)
 
 
 def test_a_budget_stop_names_the_budget_that_lets_the_refused_round_run():
@@ -742,13 +776,13 @@ def test_a_budget_stop_names_the_budget_that_lets_the_refused_round_run():
     runs.loc[killed, ["status", "wall_s", "train_s"]] = ["failed", None, None]
     runs["reason"] = np.where(killed, "time limit of 2 min reached", None)
     plan = round_plan(study_model(ADAPTIVE_STUDY | {"budget_su": 0.3}, "a"), 2, runs)
-    change = plan["to_decide"]
-    assert plan["stop"]["reason"] == BUDGET and change["key"] == "budget_su"
-    assert change["added"] == plan["refused"]["added"]
-    needed = plan["spent_su"] + plan["refused"]["round_su"]
-    assert needed <= change["value"] < needed * 1.1
-    assert round_plan(study_model(ADAPTIVE_STUDY | {"budget_su": change["value"]}, "a"), 3,
-                      runs)["stop"] is None  # fmt: skip
+    change = plan.to_decide
+    assert plan.stop.reason == BUDGET and change.key == "budget_su"
+    assert change.added == plan.refused.added
+    needed = plan.spent_su + plan.refused.round_su
+    assert needed <= change.value < needed * 1.1
+    assert round_plan(study_model(ADAPTIVE_STUDY | {"budget_su": change.value}, "a"), 3,
+                      runs).stop is None  # fmt: skip
 
 
 def rounds_until_stop(rules: Rules, times: dict[int, list[float]]) -> dict:
@@ -787,9 +821,6 @@ def test_the_default_study_decides_though_a_hiccup_slows_one_of_its_runs():
 def test_the_rounds_section_names_the_same_budget_as_the_first_line():
     # the fault probe: the Rounds section said spent + round (0.2784 as 0.278), the
     # first line the same rounded up (0.28): two figures, one below what is needed
-    from scalestudy.analysis.decisions.adaptive import rounds_summary
-    from scalestudy.analysis.findings import adaptive_findings
-
     runs = records_table({1: [10.0, 10.1, 9.9], 2: [120.0, 120.0, 120.0]})
     killed = runs["n"] == 2
     runs.loc[killed, ["status", "wall_s", "train_s"]] = ["failed", None, None]
@@ -797,8 +828,8 @@ def test_the_rounds_section_names_the_same_budget_as_the_first_line():
     runs["round"] = 1
     study = study_model(ADAPTIVE_STUDY | {"budget_su": 0.3}, "a")
     plan = round_plan(study, 2, runs)
-    rounds = adaptive_findings(study, runs, rounds_summary([plan], plan["spent_su"], 5))
-    assert rounds.budget_needed == plan["to_decide"]["value"]
+    rounds = rounds_summary([plan], runs, study)
+    assert rounds.budget_needed == plan.to_decide.value
 
 
 def test_the_raise_of_max_repeats_stays_within_the_schema_s_maximum():

@@ -469,16 +469,21 @@ def test_no_issue_numbers_in_the_code():
 LOADS = {
     "contract.py": {"from_json", "earlier_analysis"},
     "slurm.py": {"load_facts"},
-    "analysis/decisions/adaptive.py": {"load_round"},
+    "analysis/decisions/adaptive.py": {"load"},
     "records.py": {"_fast_validator", "_validator", "parse_record_text"},
     "analysis/tables.py": {"metric_columns"},
     "study/errors.py": {"yaml_problem"},
 }
 
 
-def json_loads(path: Path) -> set[str]:
-    """The functions of a file that call json.load(s) on anything but json.dumps(...) (a
-    round trip through JSON parses no file)."""
+# where JSON values are written to a file: a round's plan by its dump alone (the
+# analysis by Analysis.dump, as text), plan.json by its script
+WRITES = {"analysis/decisions/adaptive.py": {"dump"}, "scripts/plan.py": {"main"}}
+
+
+def json_loads(path: Path, calls=("json.load", "json.loads")) -> set[str]:
+    """The functions of a file that call json.load(s) (or `calls`) on anything but
+    json.dumps(...) (a round trip through JSON parses no file)."""
     found = set()
     for func in ast.walk(ast.parse(path.read_text())):
         if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -486,8 +491,8 @@ def json_loads(path: Path) -> set[str]:
         for node in ast.walk(func):
             if (
                 isinstance(node, ast.Call)
-                and ast.unparse(node.func) in ("json.load", "json.loads")
-                and not ast.unparse(node.args[0]).startswith("json.dumps(")
+                and ast.unparse(node.func) in calls
+                and not (node.args and ast.unparse(node.args[0]).startswith("json.dumps("))
             ):
                 found.add(func.name)
     return found
@@ -495,7 +500,8 @@ def json_loads(path: Path) -> set[str]:
 
 def test_analysis_rounds_and_the_plan_are_parsed_only_by_their_load():
     """Nothing but an owner's load parses analysis.json or a round's plan: their readers
-    call Analysis.load (earlier_analysis: a baseline's, an archive's) or load_round."""
+    call Analysis.load (earlier_analysis: a baseline's, an archive's) or RoundPlan.load;
+    and only RoundPlan.dump writes a round's plan."""
     code = [*PACKAGE.rglob("*.py"), *(REPO / "scripts").glob("*.py")]
     for path in code:
         where = str(path.relative_to(PACKAGE if PACKAGE in path.parents else REPO))
@@ -503,6 +509,8 @@ def test_analysis_rounds_and_the_plan_are_parsed_only_by_their_load():
             continue
         found = json_loads(path)
         assert found == LOADS.get(where, set()), f"{where}: {sorted(found)} parse JSON"
+        found = json_loads(path, ("json.dump", "write_json_atomic", "records.write_json_atomic"))
+        assert found == WRITES.get(where, set()), f"{where}: {sorted(found)} write JSON"
     for path in [REPO / "Snakefile", *(REPO / "rules").glob("*.smk")]:
         assert "json.load" not in path.read_text(), f"{path.name} parses JSON: call a load"
 

@@ -249,24 +249,24 @@ def test_an_adaptive_study_measures_more_where_the_comparison_is_undecided(tmp_p
         study, measure(tmp_path / "then", seed=31, slower={2: 1.04}, repeats=4, noise=0.04)
     )
     alone = round_plan(study, 2, runs)
-    assert alone["stop"]["reason"] == "decided" and alone["added"] == {}
+    assert alone.stop.reason == "decided" and alone.added == {}
     plan = round_plan(study, 2, runs, kept)
     # the runs that would decide each point, up to max_repeats (6)
-    assert plan["stop"] is None and plan["added"] == {"t1": 2, "t2": 2, "t4": 2}
-    assert plan["why"]["t2"].startswith("the comparison with the baseline is undecided at N = 2")
-    assert plan["why"]["t2"].endswith("6 more runs would decide it")
+    assert plan.stop is None and plan.added == {"t1": 2, "t2": 2, "t4": 2}
+    assert plan.why["t2"].startswith("the comparison with the baseline is undecided at N = 2")
+    assert plan.why["t2"].endswith("6 more runs would decide it")
     # 2 % noise: every point "same" with its power said: nothing to add
     settled = read_runs(study, measure(tmp_path / "quiet", seed=26, repeats=4))
     kept_quiet = read_runs(study, measure(tmp_path / "q", seed=27, slower={2: 1.04}, repeats=4))
-    assert round_plan(study, 2, settled, kept_quiet)["stop"]["reason"] == "decided"
+    assert round_plan(study, 2, settled, kept_quiet).stop.reason == "decided"
     # only where the study asks for it (adaptive.settle_baseline, default false), within
     # max_repeats and the budget
     plain = study_model(adaptive | {"adaptive": {"target_ci": 0.2}})
-    assert round_plan(plain, 2, runs, kept)["stop"]["reason"] == "decided"
+    assert round_plan(plain, 2, runs, kept).stop.reason == "decided"
     at_most = study_model(adaptive | {"adaptive": settle | {"max_repeats": 4}})
-    assert round_plan(at_most, 2, runs, kept)["stop"]["reason"] == "decided"
+    assert round_plan(at_most, 2, runs, kept).stop.reason == "decided"
     poor = study_model(adaptive | {"budget_su": 0.024})  # 0.022 spent; 2 runs cost 0.006
-    assert round_plan(poor, 2, runs, kept)["stop"]["reason"] == "decided"
+    assert round_plan(poor, 2, runs, kept).stop.reason == "decided"
 
 
 def cut_runs_csv(folder, fields: int) -> int:

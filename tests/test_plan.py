@@ -29,7 +29,7 @@ def study(**extra):
 
 
 def by_point(plan: dict) -> dict:
-    return {r["label"]: r for r in plan["rows"]}
+    return {r["label"]: r for r in plan.rows}
 
 
 def test_without_earlier_runs_every_job_is_priced_at_its_time_limit():
@@ -39,10 +39,10 @@ def test_without_earlier_runs_every_job_is_priced_at_its_time_limit():
     # 4 cores x 2 SU per core-hour x 10 min
     assert rows["t4"]["su_per_job"] == pytest.approx(4 * 2 * 10 / 60)
     assert rows["t4"]["su"] == pytest.approx(3 * 4 * 2 * 10 / 60)
-    assert plan["totals"]["jobs"] == 9 and plan["totals"]["upper_bound"]
-    assert plan["totals"]["slurm_jobs"] is None  # each run is a job of its own
-    assert plan["totals"]["su"] == pytest.approx(3 * (1 + 2 + 4) * 2 * 10 / 60)
-    assert plan["totals"]["seconds_to_run"] == 9 * 600
+    assert plan.totals.jobs == 9 and plan.totals.upper_bound
+    assert plan.totals.slurm_jobs is None  # each run is a job of its own
+    assert plan.totals.su == pytest.approx(3 * (1 + 2 + 4) * 2 * 10 / 60)
+    assert plan.totals.seconds_to_run == 9 * 600
 
 
 def test_earlier_runs_price_their_points_and_the_model_the_others():
@@ -69,8 +69,8 @@ def test_earlier_runs_price_their_points_and_the_model_the_others():
     assert rows["t4"]["seconds"] == pytest.approx(105 / 1.2 * PRICE_MARGIN)
     assert rows["t4"]["price_basis"] == "the fitted model's upper prediction, × 1.5 margin"
     assert rows["t1"]["done"] == 2 and rows["t1"]["to_run"] == 1
-    assert plan["totals"]["done"] == 2 and plan["totals"]["to_run"] == 7
-    assert not plan["totals"]["upper_bound"]
+    assert plan.totals.done == 2 and plan.totals.to_run == 7
+    assert not plan.totals.upper_bound
     assert rows["t1"]["su_to_run"] == pytest.approx(105 / 3600)
     # where the model says faster than the neighbour, the neighbour prices it
     analysis["series"][0]["curve"]["band_lo"] = [1, 1.4, 2.0, 2.4]
@@ -161,7 +161,7 @@ def test_series_are_priced_on_their_own_weights():
 
 def test_a_plan_over_its_budget_is_refused_naming_the_numbers():
     plan = study_plan(study(budget_su=1, resources={"runtime": 10}))
-    assert plan["over_budget"]
+    assert plan.over_budget
     message = budget_problem(plan)
     assert message.startswith("studies.c.budget_su: the plan is estimated at 3.5 SU (9 jobs)")
     assert "above the budget of 1 SU" in message and "time limit, an upper bound" in message
@@ -174,9 +174,9 @@ def test_a_budget_equal_to_the_price_is_within_it_and_a_hair_below_is_not():
     priced = {"scaling": {"axis": "threads", "points": [1, 2]}, "repeats": 1,
               "resources": {"runtime": 3}}  # fmt: skip
     plan = study_plan(study_model(priced | {"budget_su": 0.15}, "c"))
-    assert plan["totals"]["su"] != 0.15 and plan["totals"]["su"] == pytest.approx(0.15)
-    assert not plan["over_budget"] and budget_problem(plan) is None
-    assert study_plan(study_model(priced | {"budget_su": 0.1499999}, "c"))["over_budget"]
+    assert plan.totals.su != 0.15 and plan.totals.su == pytest.approx(0.15)
+    assert not plan.over_budget and budget_problem(plan) is None
+    assert study_plan(study_model(priced | {"budget_su": 0.1499999}, "c")).over_budget
 
 
 # ------------------------------------------------------------- through the workflow
@@ -239,9 +239,9 @@ def test_a_packed_study_says_how_many_slurm_jobs_its_runs_make():
     from scalestudy.report.rendering import environment
 
     plan = study_plan(study(submission={"pack_repeats": True}))
-    assert plan["totals"]["jobs"] == 9 and plan["totals"]["slurm_jobs"] == 3
+    assert plan.totals.jobs == 9 and plan.totals.slurm_jobs == 3
     # each point's job, named as the workflow's packing group (study.slurm.shared_job)
-    assert [r["slurm_job"] for r in plan["rows"]] == ["c-t1", "c-t2", "c-t4"]
+    assert [r["slurm_job"] for r in plan.rows] == ["c-t1", "c-t2", "c-t4"]
     html = environment().get_template("plan.html.j2").render(title="t", plans=[plan], generated="")
     assert "9 jobs, about" in html
     assert "(on Slurm, 3 jobs: the repeats of a point share one" in html
@@ -254,8 +254,8 @@ def test_a_paired_study_counts_one_slurm_job_per_point_for_both_variants():
 
     paired = study(compare={"a": {}, "b": {"params": {"values": {"x": 2}}}})
     plan = study_plan(paired)
-    assert plan["totals"]["jobs"] == 2 * 3 * 3 and plan["totals"]["slurm_jobs"] == 3
-    assert {r["slurm_job"] for r in plan["rows"]} == {"c-n1", "c-n2", "c-n4"}
+    assert plan.totals.jobs == 2 * 3 * 3 and plan.totals.slurm_jobs == 3
+    assert {r["slurm_job"] for r in plan.rows} == {"c-n1", "c-n2", "c-n4"}
     html = environment().get_template("plan.html.j2").render(title="t", plans=[plan], generated="")
     assert "(on Slurm, 3 jobs: a's and b's runs of a point share one, <code>compare</code>)" in html
 
@@ -273,7 +273,7 @@ def test_an_adaptive_studys_plan_says_what_its_rounds_have_run_so_far():
 
     adaptive = study(budget_su=10, adaptive={"first_points": 2})
     plan = study_plan(adaptive)
-    assert plan["so_far"] is None  # nothing has run: round 1 is the whole price
+    assert plan.so_far is None  # nothing has run: round 1 is the whole price
     runs = pd.DataFrame(
         {"point": ["t1"] * 3 + ["t2"] * 3 + ["t4"] * 2, "n": [1] * 3 + [2] * 3 + [4] * 2,
          "status": ["ok"] * 8, "wall_s": [36.0] * 3 + [18.0] * 3 + [9.0] * 2,
@@ -282,6 +282,6 @@ def test_an_adaptive_studys_plan_says_what_its_rounds_have_run_so_far():
     )  # fmt: skip
     plan = study_plan(adaptive, runs)
     # 8 runs of 36 core-seconds each: 0.08 SU at 1 SU per core-hour
-    assert plan["so_far"] == {"runs": 8, "su": pytest.approx(8 * 36 / 3600)}
+    assert plan.so_far.runs == 8 and plan.so_far.su == pytest.approx(8 * 36 / 3600)
     html = environment().get_template("plan.html.j2").render(title="t", plans=[plan], generated="")
     assert "So far the study has made 8 runs in all its rounds, about 0.08 SU" in html

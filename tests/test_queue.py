@@ -86,7 +86,7 @@ def test_the_command_is_the_slurm_plugins_own_with_test_only():
     study = study_model({"workload": "command", "params": {"command": ["true"]},
                          "scaling": {"axis": "nodes", "points": [2], "threads": 3},
                          "resources": {"mem_mb": 1000, "runtime": 10}})  # fmt: skip
-    (row,) = study_plan(study)["rows"]
+    (row,) = study_plan(study).rows
     command = probe_command(row["slurm_resources"], {"slurm_partition": "debug",
                                                          "qos": None})  # fmt: skip
     assert command[0] == "sbatch" and command[-2:] == ["--test-only", "--wrap=true"]
@@ -98,13 +98,13 @@ def test_the_command_is_the_slurm_plugins_own_with_test_only():
     gpus = study_model({"workload": "command", "params": {"command": ["true"]},
                         "scaling": {"axis": "gpus", "device": "gpu", "points": [2],
                                     "threads": 1}})  # fmt: skip
-    (row,) = study_plan(gpus)["rows"]
+    (row,) = study_plan(gpus).rows
     assert "--gpus=2" in probe_command(row["slurm_resources"], {})
 
 
 def asked(made: list[dict], site: dict, run, history_days: int | None = None) -> dict:
     """The plan's queue section, Slurm asked as scripts/plan.py asks it."""
-    shapes = [row["slurm_resources"] for plan in made for row in plan["rows"]]
+    shapes = [row["slurm_resources"] for plan in made for row in plan.rows]
     commands = lambda _: probe_commands(shapes, site)  # noqa: E731
     return predict(made, gather(site, history_days, [], commands, run=run, now=NOW))
 
@@ -182,7 +182,7 @@ def test_each_planned_job_is_priced_as_submitted_with_its_price_basis():
     assert [(j["point"], j["runs"]) for j in study["jobs"]] == [
         ("a-t1, b-t1", 4), ("a-t2, b-t2", 4),
     ]  # fmt: skip
-    rows = {r["label"]: r for r in made[0]["rows"]}
+    rows = {r["label"]: r for r in made[0].rows}
     t1, t2 = study["jobs"]
     assert t1["seconds"] == 2 * 60 + 2 * 70
     assert t1["su"] == pytest.approx(
@@ -259,7 +259,7 @@ def test_past_waits_by_shape_from_sacct():
                        "run_to_limit": None}  # fmt: skip
     # run time over time limit of the jobs that ended (an overrun capped at 1)
     assert [j["run_to_limit"] for j in jobs] == [0.5, 1.0, 0.2, None, 0.1]
-    (n1, _) = plans()[0]["rows"]
+    (n1, _) = plans()[0].rows
     n1 = n1 | {"slurm_resources": n1["slurm_resources"] | {"runtime": 7}}
     found = past_waits(jobs, job_shape(n1, "debug"))
     assert found["history_jobs"] == 3 and found["history_wait_median_s"] == 10.0
@@ -309,7 +309,7 @@ def test_past_waits_stand_beside_the_bound_and_without_accounting_a_note():
 
 def test_a_job_the_slurm_plugin_would_not_submit_says_so_in_its_row():
     made = plans()
-    made[0]["rows"][0]["slurm_resources"] |= {"mpi": "srun", "tasks": 1}  # refused by it
+    made[0].rows[0]["slurm_resources"] |= {"mpi": "srun", "tasks": 1}  # refused by it
     sbatch = Sbatch({f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)})
     found = asked(made, {}, sbatch)
     first = found["studies"][0]["jobs"][0]
@@ -372,7 +372,7 @@ def test_a_slow_sacct_on_path_is_timed_out_once_and_the_rest_of_the_plan_stands(
     monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
     monkeypatch.setattr(scalestudy.slurm, "TIMEOUT_S", 1)
     made = plans()
-    shapes = [row["slurm_resources"] for plan in made for row in plan["rows"]]
+    shapes = [row["slurm_resources"] for plan in made for row in plan.rows]
     start = time.perf_counter()
     facts = gather({}, 30, ["41"], lambda _: probe_commands(shapes, {}), now=NOW)
     assert time.perf_counter() - start < 30  # not the minute each sacct would sleep
@@ -432,7 +432,7 @@ def test_too_little_history_for_a_bound_under_29_jobs_the_largest_wait_beside_it
 
     assert BOUND_MIN_JOBS == 29 and [bound_rank(n) for n in range(29)] == [None] * 29
     made = plans()
-    shape = job_shape(made[0]["rows"][0], "debug")
+    shape = job_shape(made[0].rows[0], "debug")
     few = waits_of(parse_history(sacct_lines(shape, [10.0 * k for k in range(28)])), shape)
     assert few["history_jobs"] == 28 and few["history_wait_bound_s"] is None
     assert few["history_wait_max_s"] == 270.0
@@ -513,7 +513,7 @@ def test_test_only_start_is_corrected_by_past_jobs_run_time_to_limit_or_said_not
     }  # fmt: skip
     assert corrected(300.0, NOW, None) == {"corrected_wait_s": None, "corrected_start": None}
     made = plans()
-    shape = job_shape(made[0]["rows"][0], "debug") | {"minutes": 2}
+    shape = job_shape(made[0].rows[0], "debug") | {"minutes": 2}
     answers = {f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)}
     # past jobs ran 30 s of their 2-minute limits: a quarter
     history = (0, sacct_lines(shape, [5.0] * 4), "")

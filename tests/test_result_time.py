@@ -85,7 +85,7 @@ def page(result) -> str:
 
 
 def times_of(result) -> dict:
-    found = result.analysis_as_read().findings.time_to_result
+    found = result.analysis_as_read().section("time_to_result")
     return found, {p.point: p for p in found.points}
 
 
@@ -223,3 +223,21 @@ def test_locally_no_queue_the_result_is_the_run_time_and_no_wait_is_shown(tmp_pa
     assert "result expected in" not in html and "sbatch --test-only" not in html
     assert "result expected in" not in html.split("</table>")[0]
     assert "wait" not in html.split("Run locally")[1].split("</p>")[0]
+
+
+def test_the_answer_shows_its_request_and_time_and_the_sections_follow_in_order(tmp_path):
+    """The answer's request and time to result are macros of their sections' partials,
+    which the report's template imports; each section's own part stands once, in its
+    place: time to result after the answers, the requests after the rounds, the scaling
+    models after the results."""
+    from tests.test_views import text_of
+
+    runs = runs_of(tmp_path, {"t1": [10.0, 10.0, 10.0], "t2": [6.0, 6.0, 6.0]})
+    html = page(analyse(study(), runs))
+    text = text_of(html)
+    # the request's words name the layout (the template's macro, seen by the import)
+    assert "Ask the scheduler for it (1 node, 1 process per node, 2 threads each):" in text
+    assert "#SBATCH --cpus-per-task=2" in html
+    order = ["Ask the scheduler", "Run locally", "What to ask for, per point", "Scaling models"]
+    assert [text.count(words) for words in order] == [1, 1, 1, 1]
+    assert sorted(order, key=text.index) == order

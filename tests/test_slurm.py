@@ -113,9 +113,9 @@ def test_thread_and_node_studies_run_through_the_slurm_plugin(cluster, workflow)
     # the request per point: a 2-node point asks for its 2 nodes; the cluster keeps
     # accounting (slurmdbd), so sacct's TotalCPU and MaxRSS stand beside the runs' own
     found = json.loads((workflow.root / "results" / "ddp_nodes" / "analysis.json").read_text())
-    n2 = next(r for r in found["findings"]["requests"]["points"] if r["point"] == "n2")
+    n2 = next(r for r in found["requests"]["points"] if r["point"] == "n2")
     assert "#SBATCH --nodes=2" in n2["sbatch"] and n2["mem_mb"] and n2["cpu_busy"] is not None
-    assert found["findings"]["requests"]["accounting_note"] is None
+    assert found["requests"]["accounting_note"] is None
     # two ranks of PyTorch: sacct's peak is at least one rank's own (torch alone > 100 MB),
     # and its CPU share a fraction
     assert n2["sacct_peak_mem_mb"] > 100 and 0 < n2["sacct_cpu_busy"] <= 1.05
@@ -131,7 +131,7 @@ def test_thread_and_node_studies_run_through_the_slurm_plugin(cluster, workflow)
                            "results/report.html")  # fmt: skip
         print(f"aggregation and report again, Slurm asked: {time.perf_counter() - start:.1f} s")
     found = json.loads((workflow.root / "results" / "ddp_nodes" / "analysis.json").read_text())
-    times = found["findings"]["time_to_result"]
+    times = found["time_to_result"]
     assert times["queue"] == "slurm" and times["note"] is None and times["calls"] == 2
     n1, n2 = ({p["point"]: p for p in times["points"]}[k] for k in ("n1", "n2"))
     assert n1["wait_now_s"] < 30 and n2["wait_now_s"] >= 300 - 60
@@ -296,8 +296,8 @@ def test_sacct_figures_are_real_accounting_per_job_and_per_srun_step(mixed):
     runs = pd.read_csv(workflow.root / "results" / "fine" / "runs.csv")
     assert f"Slurm: {no_energy}" in runs.loc[0, "energy_why"] and pd.isna(runs.loc[0, "energy_j"])
     found = json.loads((workflow.root / "results" / "fine" / "analysis.json").read_text())
-    (point,) = found["findings"]["requests"]["points"]
-    assert found["findings"]["requests"]["accounting_note"] is None
+    (point,) = found["requests"]["points"]
+    assert found["requests"]["accounting_note"] is None
     assert point["sacct_peak_mem_mb"] == jobs[fine]["peak_mem_mb"]
     assert 0 < point["sacct_cpu_busy"] <= 1.05
 

@@ -204,7 +204,7 @@ def test_an_adaptive_study_costs_its_charges_failed_runs_included():
     run's elapsed time: the report said the study cost less than it was charged."""
     times = {1: [10.0, 10.1, 9.9, 10.0], 2: [5.0, 5.1, 4.9, 5.0, 60.0, 60.0]}
     result, plans = adaptive_result([1, 2], times, failed=[(2, 5), (2, 6)])
-    assert plans[-1]["stop"]["reason"] == "decided"
+    assert plans[-1].stop.reason == "decided"
     analysis = result.analysis_as_read()
     spent = analysis.findings.adaptive.spent_su
     assert spent == pytest.approx((40 + 2 * (20 + 2 * 60)) / 3600)
@@ -217,7 +217,7 @@ def test_a_step_decided_inside_the_indifference_zone_says_both_ends_are_right():
     """Issue 36: a step whose interval reaches across the threshold, narrower than the
     zone, is decided; the words must not say "above 0.1" of an interval that is not."""
     text, plans = adaptive_report([1, 2], {1: [10.0, 10.1, 9.9, 10.0], 2: [9.0, 9.15, 8.95, 9.1]})
-    assert plans[-1]["stop"]["reason"] == "decided"
+    assert plans[-1].stop.reason == "decided"
     assert (
         "Decided by these runs: the step from 1 to 2 adds 0.10 [0.09, 0.12] speedup per unit, "
         "within the indifference zone 0.1 ± 0.075, so N = 1 and N = 2 are both right "
@@ -234,7 +234,7 @@ def test_a_decided_adaptive_answer_does_not_ask_for_fixed_repeats(tmp_path):
     measure beyond its largest candidate as if it were not decided."""
     # t2's last run an outlier: unstable, yet the step 1 -> 2 clearly pays
     text, plans = adaptive_report([1, 2], {1: [10.0, 10.1, 9.9, 10.0], 2: [5.0, 5.1, 4.9, 9.0]})
-    assert plans[-1]["stop"]["reason"] == "decided"
+    assert plans[-1].stop.reason == "decided"
     # the answer is the last candidate: the step into it is said, with its interval
     assert "Decided by these runs: the step from 1 to 2 adds " in text
     assert "speedup per unit, above 0.1 (95 % interval)." in text
@@ -276,7 +276,7 @@ def test_a_grid_priced_at_time_limits_is_an_upper_bound_and_the_share_a_lower_on
     # said "would cost 0.414 SU (estimated ...): this study spent 3 %"
     slow = {1: [1750.0, 1760.0, 1740.0, 1750.0], 2: [1220.0, 1230.0, 1210.0, 1220.0]}
     text, plans = adaptive_report([1, 2, 4], slow)
-    assert plans[-1]["priced_at_limit"] == ["t4"]
+    assert plans[-1].priced_at_limit == ["t4"]
     assert "runs each would cost at most " in text
     assert (
         "(candidates never measured are priced at their time limit): this study spent at "

@@ -81,7 +81,7 @@ def test_study_end_to_end_with_a_failed_point_and_a_rerun(workflow):
     # the whole request: #SBATCH lines of the recommended point, and every point's
     assert "#SBATCH --cpus-per-task=" in page["text"] and "#SBATCH --mem=" in page["text"]
     assert "What to ask for, per point" in page["text"] and "a scaled estimate" in page["text"]
-    found = json.loads((results / "tiny" / "analysis.json").read_text())["findings"]
+    found = json.loads((results / "tiny" / "analysis.json").read_text())
     requests = found["requests"]["points"]
     assert [r["point"] for r in requests] == ["t1", "t2"]
     assert all(r["time_scaled"] and r["mem_mb"] and r["cpu_busy"] for r in requests)

@@ -12,29 +12,21 @@ from __future__ import annotations
 
 from dataclasses import asdict, replace
 
-import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.cluster.queue import request_waits
-from scalestudy.analysis.cluster.result_time import deadline_by_result, study_result_times
+from scalestudy.analysis.cluster.result_time import deadline_by_result
 from scalestudy.analysis.cost.cost import charges, cost_view
-from scalestudy.analysis.decisions.adaptive import significant_ceiling
 from scalestudy.analysis.decisions.layouts import point_layout
 from scalestudy.analysis.decisions.recommendation import within_zone
-from scalestudy.analysis.decisions.request import study_requests
 from scalestudy.analysis.history.baseline import fingerprint
-from scalestudy.analysis.stats.predictions import usable_runs
 from scalestudy.analysis.tables import (
-    TIME_COLUMNS,
     metric_columns,
     shared_machines,
     study_quality_metric,
 )
 from scalestudy.contract import (
-    AdaptiveStop,
     Answer,
     BaseCase,
-    ConfigChange,
     DdpPoint,
     DecisionSteps,
     Failure,
@@ -43,18 +35,15 @@ from scalestudy.contract import (
     Mismatch,
     MoreRuns,
     NextMeasurements,
-    RefusedRound,
-    Round,
     Rounds,
-    SeriesFit,
     Step,
     StoppedAt,
     StudyFacts,
-    TimedRun,
-    ToDecide,
 )
 from scalestudy.model import Scaling, Study, base_series
 from scalestudy.records import finite, jsonable
+from scalestudy.sections.series.contract import SeriesFit
+from scalestudy.sections.time_to_result.contract import ResultTimes
 from scalestudy.study.points import point_for
 from scalestudy.study.workload_bridge import workload_capabilities
 from scalestudy.thresholds import efficiency_band
@@ -193,7 +182,6 @@ def answer(pred: SeriesFit, summary: pd.DataFrame, study: Study) -> Answer:
         more = NextMeasurements([MoreRuns(**m) for m in more["repeats"]], more["su"])
     # each step's marginal gain with its interval: [from, to, gain, lo, hi]
     intervals = rec.get("step_intervals", [])
-    fits = pred.fits
     return Answer(
         series=pred.series, worth_n=worth, base_n=pred.base_n,
         **{k: rec[k] for k in SAID},
@@ -206,13 +194,10 @@ def answer(pred: SeriesFit, summary: pd.DataFrame, study: Study) -> Answer:
         next_measurements=more,
         step_intervals=intervals,
         steps=decision_steps(worth, stopped_at, intervals, rec["threshold"], rec["zone"]),
-        fitted=any(f.ok for f in fits),
+        fitted=any(f.ok for f in pred.fits),
         provenance_note=pred.fit_note if pred.mixed_provenance else None,
         unstable=[p for p, why in pred.excluded.items() if why.startswith("unstable")],
-        # how many points a fit could use, where no model fitted
-        usable_points=max(f.n_points for f in fits)
-        if fits and not any(f.ok for f in fits)
-        else None,
+        usable_points=pred.usable_points,
         **point,
     )  # fmt: skip
 
@@ -231,54 +216,17 @@ def decision_steps(worth_n, stopped_at: StoppedAt | None, intervals: list, thres
     return DecisionSteps(**found)
 
 
-def adaptive_findings(study: Study, runs: pd.DataFrame, rounds: dict | None) -> Rounds | None:
-    """An adaptive study's rounds (scalestudy.analysis.decisions.adaptive.rounds_summary), with
-    each usable run's time and round for the figures, and what it would take to
-    decide an undecided answer."""
-    if rounds is None:
-        return None
-    usable = usable_runs(runs, study)
-    times = pd.to_numeric(usable[TIME_COLUMNS[study.time]], errors="coerce")
-    marked = [
-        TimedRun(int(n), float(t), int(r), jsonable(s))
-        for n, t, r, s in zip(usable["n"], times, usable["round"], usable["series"], strict=True)
-        if np.isfinite(t) and pd.notna(r)
-    ]
-    rounds = jsonable(rounds)
-    refused = rounds.pop("refused")
-    return Rounds(
-        **rounds
-        | {
-            "rounds": [Round(**r) for r in rounds["rounds"]],
-            "stop": AdaptiveStop(**rounds["stop"]),
-            "configs": [ConfigChange(**c) for c in rounds["configs"]],
-            "to_decide": rounds.get("to_decide") and ToDecide(**rounds["to_decide"]),
-        },
-        refused=refused and RefusedRound(**refused),
-        runs=marked,
-        later_runs=sum(m.round > 1 for m in marked),
-        # a budget stop: the SU the refused round needed on top of what was spent
-        # rounded up as the first line's (to_decide): one figure, never below the need
-        budget_needed=significant_ceiling(rounds["spent_su"] + refused["round_su"])
-        if refused
-        else None,
-    )
-
-
 def study_findings(
     study: Study,
     summary: pd.DataFrame,
     runs: pd.DataFrame,
     predictions: dict,
-    rounds: dict | None,
-    cluster: dict,
-    min_jobs: int | None,
-    accounted: tuple[dict, str | None],
+    rounds: Rounds | None,
+    times: ResultTimes | None,
 ) -> Findings:
     """The report's numbers of one study (`predictions`: study_predictions; `rounds`: an
-    adaptive study's, adaptive.rounds_summary; `cluster`, `min_jobs`:
-    what Slurm said of it and the past jobs that make a typical wait, for the time to
-    result; `accounted`: Slurm accounting's figures, request.read_accounting)."""
+    adaptive study's, adaptive.rounds_summary; `times`: each point's time to result,
+    result_time.study_result_times, which judges the deadline where Slurm gave waits)."""
     base = summary[summary["is_base"]]
     # only the columns said, so that walking the rows stays cheap for wide tables
     failures = runs.loc[runs["status"] != "ok", ["point", "repeat", "reason"]]
@@ -288,18 +236,12 @@ def study_findings(
     disturbed = runs[["point", "repeat"]].assign(disturbed=disturbed)
     facts = study_facts(study)
     per_point = runs.groupby("n")["repeat"].nunique()
-    requests = study_requests(study, summary, runs, accounted)
-    # each point's time to result, with the waits Slurm gave where the study's jobs queue
-    # there; none for times measured elsewhere
-    asked = requests.points
-    waits = asked and request_waits(asked, cluster)
-    times = study_result_times(runs, asked, waits, min_jobs) if asked else None
     answers = [answer(p, summary, study) for p in predictions["series"]]
     if rounds is not None:
         # an adaptive study's answer is decided as its last round judged it (target CI
         # included, unless out of reach); what would decide it is the rounds section's,
         # not more fixed repeats
-        answers = [replace(a, decided=rounds["decided"], next_measurements=None, adaptive=True)
+        answers = [replace(a, decided=rounds.decided, next_measurements=None, adaptive=True)
                    for a in answers]  # fmt: skip
     if times is not None:  # the deadline by time to result, where Slurm gave waits
         answers = [deadline_by_result(a, times, summary, study.recommend.deadline_s)
@@ -334,13 +276,9 @@ def study_findings(
         ],
         answers=answers,
         # an adaptive study's rounds: what each measured and why, and why it stopped
-        adaptive=adaptive_findings(study, runs, rounds),
-        # what to ask the scheduler for at each point, and what the runs used of it
-        requests=requests,
+        adaptive=rounds,
         metrics=shown_metrics(summary, runs),
         ddp=ddp_findings(summary, study) if facts.distributed else None,
         framework=framework_share(summary),
         fingerprint=fingerprint(study, runs),
-        # the queue wait beside the run time
-        time_to_result=times,
     )

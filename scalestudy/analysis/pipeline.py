@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from scalestudy.analysis.cost.cost import charges
-from scalestudy.analysis.decisions.adaptive import load_round, round_of_run, rounds_summary
+from scalestudy.analysis.cluster.result_time import study_result_times
+from scalestudy.analysis.decisions.adaptive import RoundPlan, round_of_run, rounds_summary
 from scalestudy.analysis.decisions.request import read_accounting, study_requests
 from scalestudy.analysis.energy.energy import with_energy
 from scalestudy.analysis.findings import study_findings
@@ -68,7 +68,8 @@ class Aggregation:
 @dataclass(frozen=True)
 class Given:
     """What a section's producer is given (scalestudy.sections): the study, its runs and
-    summary, its analysis without sections, and aggregation's other inputs."""
+    summary, its analysis (of the sections, only those made before the findings), and
+    aggregation's other inputs."""
 
     study: Study
     runs: pd.DataFrame
@@ -79,7 +80,10 @@ class Given:
 
 
 def tables(
-    study: Study, runs: pd.DataFrame, accounted: tuple[dict, str | None], plans: Sequence[dict] = ()
+    study: Study,
+    runs: pd.DataFrame,
+    accounted: tuple[dict, str | None],
+    plans: Sequence[RoundPlan] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The runs table as the analysis reads it (each run's energy, with Slurm
     accounting's `accounted`: read_accounting; its round; split by provenance), and
@@ -113,7 +117,7 @@ def probe_commands_of(
 def analyse(
     study: Study,
     runs: pd.DataFrame,
-    plans: Sequence[dict] = (),
+    plans: Sequence[RoundPlan] = (),
     baseline: str | Path | None = None,
     archives: Sequence[str | Path] = (),
     cluster: dict | None = None,
@@ -132,16 +136,17 @@ def analyse(
     accounted = ({}, None) if study.measured is not None else read_accounting(cluster["accounting"])
     runs, summary = tables(study, runs, accounted, plans)
     predictions = study_predictions(summary, runs, study)
-    rounds = rounds_summary(plans, charges(runs, study).su, study.repeats) if plans else None
+    rounds = rounds_summary(plans, runs, study) if plans else None
+    requests = study_requests(study, summary, runs, accounted)
+    # with the waits Slurm gave where the study's jobs queue there
+    times = study_result_times(runs, requests.points, cluster, min_jobs)
     # an adaptive study's rounds are written once, in the findings
-    found = Analysis(
-        **predictions,
-        findings=study_findings(
-            study, summary, runs, predictions, rounds, cluster, min_jobs, accounted
-        ),
-    )
-    kept = [Path(a) for a in archives]
-    given = Given(study, runs, summary, found, baseline and Path(baseline), kept)
+    findings = study_findings(study, summary, runs, predictions, rounds, times)
+    # the sections the answers are made from: made first, their producers hand them on
+    made = {"series": predictions["series"], "requests": requests, "time_to_result": times}
+    found = Analysis(predictions["comparisons"], findings, made)
+    given = Given(study, runs, summary, found, baseline and Path(baseline),
+                  [Path(a) for a in archives])  # fmt: skip
     sections = {name: part(name, "produce").produce(given) for name in SECTIONS}
     return Aggregation(runs, summary, replace(found, sections=sections))
 
@@ -158,6 +163,6 @@ def aggregate(
     """The whole aggregation from files: records (or the measured CSV), an adaptive
     study's round plans, the baseline's folder, the study's archives and its cluster
     facts (results/<study>/cluster.json; None: locally); `min_jobs` as for analyse."""
-    plans = [load_round(path) for path in rounds]
+    plans = [RoundPlan.load(path) for path in rounds]
     facts = None if cluster is None else load_facts(cluster)
     return analyse(study, read_runs(study, inputs), plans, baseline, archives, facts, min_jobs)

@@ -19,14 +19,11 @@ import seaborn as sns  # noqa: E402
 from matplotlib.ticker import Formatter, FuncFormatter, LogLocator  # noqa: E402
 
 from scalestudy import FIGURES  # noqa: E402
-from scalestudy.contract import (  # noqa: E402
-    Analysis,
-    Rounds,
-    SeriesFit,
-)
+from scalestudy.contract import Analysis, Rounds  # noqa: E402
 from scalestudy.sections.baseline.contract import BaselineComparison  # noqa: E402
 from scalestudy.sections.energy.contract import Energy  # noqa: E402
 from scalestudy.sections.layouts.contract import Grid  # noqa: E402
+from scalestudy.sections.series.contract import SeriesFit  # noqa: E402
 from scalestudy.thresholds import EFFICIENCY_BANDS, band_words  # noqa: E402
 
 # the efficiency figure's shade of each band (scalestudy.thresholds): colour, alpha
@@ -502,7 +499,9 @@ def write_figures(
     xlabel = AXIS_LABELS[axis]
     makers = {
         "times": lambda: times_figure(summary, xlabel, analysis and analysis.findings.adaptive),
-        "speedup": lambda: speedup_figure(summary, analysis.series if analysis else [], xlabel),
+        "speedup": lambda: speedup_figure(
+            summary, analysis.section("series") if analysis else [], xlabel
+        ),
         "pareto": lambda: pareto_figure(summary, xlabel),
         "efficiency": lambda: efficiency_figure(summary, xlabel),
         "cost": lambda: cost_figure(summary, xlabel),

@@ -17,16 +17,10 @@ from pathlib import Path
 import pandas as pd
 
 from scalestudy import contract
-from scalestudy.contract import (
-    Analysis,
-    Comparison,
-    PointRequest,
-    ResultTimes,
-    Rounds,
-    SeriesFit,
-)
+from scalestudy.contract import Analysis, Comparison, Rounds
 from scalestudy.records import RecordError, finite, read_record
 from scalestudy.sections import SECTIONS, part
+from scalestudy.sections.series.contract import SeriesFit
 from scalestudy.sections.telemetry.contract import TELEMETRY  # the telemetry section's columns
 from scalestudy.thresholds import BANDS_WORDS, INSTABILITY_WORDS, band_words
 
@@ -325,38 +319,6 @@ def ddp_view(summary: list[dict], ddp: list[contract.DdpPoint]) -> dict:
     return {"columns": [label(c) for c in order], "order": order, "rows": view}
 
 
-def models_view(pred: SeriesFit, usable_points: int | None) -> dict:
-    """The fitted models of one series, for the report's table."""
-    fits = [
-        shallow(f)
-        | {
-            "params": [
-                {
-                    "name": k,
-                    "value": fmt(v, "{:.4g}"),
-                    "lo": fmt(f.param_ci.get(k, (None, None))[0], "{:.3g}"),
-                    "hi": fmt(f.param_ci.get(k, (None, None))[1], "{:.3g}"),
-                }
-                for k, v in f.params.items()
-            ],
-            "r2": fmt(f.r2, "{:.4f}"),
-            "aicc": fmt(f.aicc, "{:.2f}"),
-            "weight": fmt(f.weight, "{:.0%}"),
-            "selected": f.name == pred.selected,
-        }
-        for f in pred.fits
-        if f.ok
-    ]
-    return shallow(pred) | {
-        "fits": fits,
-        "fit_note": pred.fit_note or "",
-        "usable_points": usable_points,
-        # a model that did not fit beside one that did, with why
-        "unfitted": [f for f in pred.fits if not f.ok] if fits else [],
-        "bound": None if pred.bound is None else fmt(pred.bound, "{:.2f}"),
-    }
-
-
 def comparison_view(c: Comparison) -> dict:
     return shallow(c) | {
         "a": c.a or "(default)",
@@ -372,35 +334,6 @@ def comparison_view(c: Comparison) -> dict:
             for e in c.per_n
         ],
     }
-
-
-def gigabytes(mb) -> str:
-    """A measured memory in GB, two significant digits."""
-    return fmt(mb and mb / 1024, "{:.2g} GB")
-
-
-def request_view(r: PointRequest) -> dict:
-    """One point's request, its numbers formatted (--mem as the analysis words it)."""
-    return shallow(r) | {
-        "mem": r.mem_text or "–",
-        "asked_mem": r.asked_mem_text or "–",
-        "peak_mem": gigabytes(r.peak_mem_mb),
-        "time": fmt(r.time_min, "{} min"),
-        "slowest": fmt(r.slowest_s, "{:.3g} s"),
-        "cpu_busy_pct": fmt(r.cpu_busy and 100 * r.cpu_busy, "{:.0f} %"),
-        "memory_used_pct": fmt(r.memory_used and 100 * r.memory_used, "{:.0f} %"),
-        "gpu_util": fmt(r.gpu_util_pct, "{:.0f} %"),
-        "sacct_cpu_busy_pct": fmt(r.sacct_cpu_busy and 100 * r.sacct_cpu_busy, "{:.0f} %"),
-        "sacct_peak_mem": gigabytes(r.sacct_peak_mem_mb),
-    }
-
-
-def request_for(answer: contract.Answer, requests: list[PointRequest]) -> dict | None:
-    """The request of the point an answer recommends, formatted."""
-    for r in requests:
-        if r.series == answer.series and r.n == answer.worth_n:
-            return request_view(r)
-    return None
 
 
 def step_text(step: contract.Step | None) -> dict | None:
@@ -449,55 +382,6 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
     }
 
 
-# --- time to result: the queue wait beside the run time ----------------------
-
-SECONDS = Significant(3, " s")
-
-
-def seconds_with_interval(value, lo, hi) -> str:
-    """A time with its interval, "306 s [306, 307]"; the time alone where the interval
-    is a point."""
-    text = fmt(value, SECONDS.fixed([value]))
-    if value is None or (lo == value and hi == value):
-        return text
-    form = SECONDS.fixed([value, lo, hi]).removesuffix(" s")
-    return f"{text} [{fmt(lo, form)}, {fmt(hi, form)}]"
-
-
-def result_times_view(times: ResultTimes | None) -> dict | None:
-    """Each point's time to result and its wait in words' numbers, keyed by point; the
-    earliest of each series keyed by series (the template names it beside the answer)."""
-    if times is None:
-        return None
-    by_point = {
-        p.point: shallow(p)
-        | {
-            "result": seconds_with_interval(p.result_s, p.result_lo_s, p.result_hi_s),
-            "run": seconds_with_interval(p.run_s, p.run_lo_s, p.run_hi_s),
-            "wait": fmt(p.wait_s, SECONDS.fixed([p.wait_s])),
-            "wait_hi": fmt(p.wait_hi_s, SECONDS.fixed([p.wait_hi_s])),
-        }
-        for p in times.points
-    }
-    return shallow(times) | {
-        "local": times.queue == "local",
-        "by_point": by_point,
-        "earliest": {e.series: by_point[e.point] for e in times.earliest},
-        "bases": sorted({p.basis for p in times.points}),
-    }
-
-
-def result_text(times: ResultTimes | None, point: str | None) -> str | None:
-    """A point's time to result as the summary at the top says it, only where Slurm
-    gave waits (locally the results table's time says it)."""
-    if times is None or not times.waits_known or point is None:
-        return None
-    for p in times.points:
-        if p.point == point:
-            return seconds_with_interval(p.result_s, p.result_lo_s, p.result_hi_s)
-    return None
-
-
 # --- the study ---------------------------------------------------------------------------
 
 
@@ -522,7 +406,7 @@ def study_view(
     energy = analysis.section("energy")
     rows = summary.to_dict("records")
     has_series = any(series_of(r) for r in rows)
-    results = results_view(rows, analysis.series, has_series)
+    results = results_view(rows, analysis.section("series"), has_series)
     distributed = study.distributed
     ddp = ddp_view(rows, found.ddp) if distributed else None
     framework = found.framework
@@ -533,7 +417,10 @@ def study_view(
     if framework:
         shown |= {"step_time_median_s", "plain_step_time_median_s"}
     answers = found.answers
-    requests = [request_view(r) for r in found.requests.points]
+    # each section's view, in the registry's order (scalestudy.sections)
+    views = {name: part(name, "view").view(analysis.sections[name]) for name in SECTIONS}
+    result_text = part("time_to_result", "view").result_text
+    request_for = part("requests", "view").request_for
     return (
         shallow(study)
         | shallow(found)
@@ -569,43 +456,38 @@ def study_view(
             # the answer's numbers in the results table's formats
             "answers": [
                 shallow(a)
-                | {"request": request_for(a, found.requests.points)}
+                | {"request": request_for(analysis.section("requests"), a)}
                 | {"cells": cells(shallow(a), ANSWER)}
                 # the headline states efficiency without its interval, beside the speedup's
                 | {"efficiency_text": fmt(a.efficiency, pattern("efficiency"))}
                 | {"steps": {"to": step_text(a.steps.to), "after": step_text(a.steps.after)}}
                 | {"threshold": fmt(a.threshold, "{:g}"), "zone": fmt(a.zone, "{:.2g}")}
                 # the answer's time to result, where Slurm gave waits
-                | {"result_text": result_text(found.time_to_result, a.point)}
+                | {"result_text": result_text(views["time_to_result"], a.point)}
                 # energy to result: the answer's cost in energy, where measured
                 | {"energy": part("energy", "view").energy_of_answer(energy, a.series)}
                 for a in answers
             ],
             "any_fitted": any(a.fitted for a in answers),
-            "requests": requests,
-            "requests_asked": any(r.sbatch for r in found.requests.points),
-            "requests_sacct": any(r.sacct_cpu_busy is not None for r in found.requests.points),
-            "requests_gpus": any(r.gpus for r in found.requests.points),
-            "accounting_note": found.requests.accounting_note,
             "adaptive": adaptive_view(found.adaptive),
-            "models": [
-                models_view(p, a.usable_points)
-                for p, a in zip(analysis.series, answers, strict=True)
-            ],
             "comparisons": [comparison_view(c) for c in analysis.comparisons],
             "ddp": ddp,
             "framework": framework
             and cells(shallow(framework), ["lightning_ms", "plain_ms", "share"]),
             "charges": cells(shallow(found.charges), ["core_hours", "gpu_hours", "su"]),
             "fingerprint": [(k, v) for k, v in found.fingerprint.items() if v],
-            # time to result
-            "result_times": result_times_view(found.time_to_result),
-            # each section's view, in the registry's order (scalestudy.sections), and
-            # its place in the study's part (its view's PLACE; by default after the fits)
+            # the answers' and the requests' time to result
+            "result_times": views["time_to_result"],
+            # each section's template and place in the study's part (its view's PLACE;
+            # by default after the fits)
             "sections": [
-                {"template": f"section:{name}", "v": v, "place": getattr(view, "PLACE", "fits")}
-                for name in SECTIONS
-                if (v := (view := part(name, "view")).view(analysis.sections[name])) is not None
+                {
+                    "template": f"section:{name}",
+                    "v": v,
+                    "place": getattr(part(name, "view"), "PLACE", "fits"),
+                }
+                for name, v in views.items()
+                if v is not None
             ],
         }
     )

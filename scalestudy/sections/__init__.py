@@ -7,8 +7,8 @@
 - view.py: view(data) -> the dict its partial reads as `v` (None: not shown), the
   report side; it imports no analysis;
 - partial.html.j2: the section's part of each study's report, after the fits, or where
-  view.py's PLACE says ("layouts": after the answer's rounds; "telemetry": before the
-  scaling models; "cost": with the cost and scheduling; "environment": before it).
+  view.py's PLACE says ("answers": after them; "layouts": after their rounds;
+  "telemetry": after the results' notes; "cost": with the cost; "environment": before it).
 
 Adding a section is its folder and its line in SECTIONS (tests/test_architecture.py
 checks each file's layer by its name, and adds a toy section this way)."""
@@ -19,8 +19,8 @@ from pathlib import Path
 # each section's package, in the report's order
 SECTIONS = {
     name: f"{__name__}.{name}"
-    for name in ("staging", "energy", "baseline", "history", "references", "jobs",
-                 "received", "layouts", "gpu_verdict", "telemetry", "paired")
+    for name in ("time_to_result", "staging", "energy", "baseline", "history", "references", "jobs",
+                 "received", "layouts", "requests", "gpu_verdict", "telemetry", "series", "paired")
 }  # fmt: skip
 
 

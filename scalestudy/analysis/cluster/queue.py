@@ -36,7 +36,7 @@ from functools import cache
 
 from snakemake_interface_common.exceptions import WorkflowError
 
-from scalestudy.contract import PointRequest
+from scalestudy.sections.requests.contract import PointRequest
 from scalestudy.slurm import (
     HISTORY_FIELDS,
     LOCAL,
@@ -376,7 +376,7 @@ def predict(plans: list[dict], facts: dict) -> dict:
     past, history_note = past_jobs(facts)
     ratio = run_to_limit(past)
     for plan in plans:
-        for row in plan["rows"]:
+        for row in plan.rows:
             if queue != SLURM:
                 row |= NO_HISTORY | NO_CORRECTION | {
                     "predicted_start": None, "predicted_wait_s": 0.0,
@@ -408,7 +408,7 @@ def predict(plans: list[dict], facts: dict) -> dict:
         "run_to_limit": ratio,
         "correction_note": UNCORRECTED if slurm and note is None and ratio is None else None,
         "bound_min_jobs": BOUND_MIN_JOBS,
-        "studies": [{"study": plan["study"], "jobs": planned_jobs(plan, queue)} for plan in plans],
+        "studies": [{"study": plan.study, "jobs": planned_jobs(plan, queue)} for plan in plans],
     }
 
 
@@ -419,7 +419,7 @@ def planned_jobs(plan: dict, queue: str) -> list[dict]:
     after another, and what each price is based on) and predicted start. A shared job's
     rows are alike in shape: its layout and start are its first row's."""
     groups: dict = {}
-    for position, row in enumerate(plan["rows"]):
+    for position, row in enumerate(plan.rows):
         if not row["to_run"]:
             continue
         if queue == SLURM and row["slurm_job"] is not None:

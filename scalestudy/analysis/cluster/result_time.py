@@ -23,18 +23,14 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.cluster.queue import LOCAL, NOW, TYPICAL, UNKNOWN, top_wait
+from scalestudy.analysis.cluster.queue import LOCAL, NOW, TYPICAL, UNKNOWN, request_waits, top_wait
 from scalestudy.analysis.decisions.recommendation import meeting_deadline
 from scalestudy.analysis.decisions.request import full_length_seconds
 from scalestudy.analysis.stats.intervals import median_ci
-from scalestudy.contract import (
-    Answer,
-    EarliestResult,
-    PointRequest,
-    PointResult,
-    ResultTimes,
-)
+from scalestudy.contract import Answer
 from scalestudy.records import jsonable
+from scalestudy.sections.requests.contract import PointRequest
+from scalestudy.sections.time_to_result.contract import EarliestResult, PointResult, ResultTimes
 
 
 def run_time(runs: pd.DataFrame) -> dict:
@@ -78,13 +74,10 @@ def chosen_wait(asked: dict, queue: str, min_jobs: int | None) -> dict:
 def time_to_result(run: dict, wait: dict) -> dict:
     """Wait + run time with its interval (an unknown wait adds nothing: the run alone)."""
     if run["run_s"] is None:
-        return {"result_s": None, "result_lo_s": None, "result_hi_s": None}
+        return dict.fromkeys(("result_s", "result_lo_s", "result_hi_s"))
     low, high = wait["wait_s"] or 0.0, wait["wait_hi_s"] or 0.0
-    return {
-        "result_s": low + run["run_s"],
-        "result_lo_s": low + run["run_lo_s"],
-        "result_hi_s": high + run["run_hi_s"],
-    }
+    return {"result_s": low + run["run_s"], "result_lo_s": low + run["run_lo_s"],
+            "result_hi_s": high + run["run_hi_s"]}  # fmt: skip
 
 
 def earliest(points: list[dict], series: str) -> EarliestResult | None:
@@ -97,26 +90,22 @@ def earliest(points: list[dict], series: str) -> EarliestResult | None:
 
 
 def study_result_times(
-    runs: pd.DataFrame, requests: list[PointRequest], waits: dict, min_jobs: int | None
-) -> ResultTimes:
+    runs: pd.DataFrame, requests: list[PointRequest], cluster: dict, min_jobs: int | None
+) -> ResultTimes | None:
     """Every point's time to result, the earliest of each series, and what was asked
-    (waits: queue.request_waits)."""
+    (`cluster`: what Slurm said of the study, its waits read by queue.request_waits);
+    None without requests (times measured elsewhere: no jobs to queue)."""
+    if not requests:
+        return None
+    waits = request_waits(requests, cluster)
     points = []
     for r in requests:
         asked = waits["points"][r.point]
         run = run_time(runs[runs["point"] == r.point])
         wait = chosen_wait(asked, waits["queue"], min_jobs)
-        points.append(
-            {"point": r.point, "series": r.series, "n": r.n}
-            | run
-            | wait
-            | {k: asked[k] for k in ("wait_now_s", "history_wait_median_s",
-                                     "history_wait_p90_s", "history_jobs", "queue_note",
-                                     "history_wait_bound_s", "history_wait_max_s",
-                                     "history_bound_covered", "history_bound_tested",
-                                     "wait_now_corrected_s")}
-            | time_to_result(run, wait)
-        )  # fmt: skip
+        # what Slurm said of the point (its every figure: PointResult names them)
+        points.append({"point": r.point, "series": r.series, "n": r.n} | run | wait | asked
+                      | time_to_result(run, wait))  # fmt: skip
     series = list(dict.fromkeys(p["series"] for p in points))
     said = ["queue", "asked_at", "calls", "note", "history_note", "history_days", "run_to_limit"]
     return ResultTimes(

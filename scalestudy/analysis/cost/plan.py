@@ -21,15 +21,18 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass, replace
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.cost.cost import SECONDS_PER_MINUTE, Cost, charges, within_budget
-from scalestudy.analysis.decisions.adaptive import Rules, first_round, next_round, to_decide
+from scalestudy.analysis.decisions import adaptive
 from scalestudy.analysis.history.baseline import runs_for_comparison, times_by_point
 from scalestudy.analysis.stats.predictions import jsonable, times_by_n, usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.contract import AdaptiveStop, RefusedRound
 from scalestudy.model import Study
 from scalestudy.study.points import point_for
 from scalestudy.study.slurm import job_runtime, shared_job, slurm_resources
@@ -128,24 +131,60 @@ def basis_text(price: dict, earlier_runs: int) -> str:
     return f"upper bound: the {price['seconds'] / SECONDS_PER_MINUTE:g}-min time limit"
 
 
+@dataclass(frozen=True)
+class Totals:
+    """A plan's sums over its rows (`to_run`, `done`: runs) and its jobs."""
+
+    SUMMED: ClassVar = ("su", "su_to_run", "seconds_to_run", "to_run", "done")
+    su: float
+    su_to_run: float
+    seconds_to_run: float
+    to_run: float
+    done: float
+    jobs: int
+    slurm_jobs: int | None  # jobs on Slurm, where runs share one (None: none do)
+    upper_bound: bool  # some job to run is priced at its time limit
+
+
+@dataclass(frozen=True)
+class SoFar:
+    """An adaptive study's runs of every round so far, and what they cost."""
+
+    runs: int
+    su: float
+
+
+@dataclass(frozen=True)
+class StudyPlan:
+    """Every job of a study, priced (study_plan): one row per point (a dict:
+    queue.predict adds its predicted start to it), and totals."""
+
+    study: str
+    description: str | None
+    rate: str
+    rows: list[dict]
+    totals: Totals
+    budget_su: float | None
+    over_budget: bool
+    compare: bool  # a paired comparison: on Slurm a's and b's runs of a point share its job
+    adaptive: bool  # the rows are round 1; later rounds stop within budget_su
+    so_far: SoFar | None
+
+
 def study_plan(
     study: Study,
     runs: pd.DataFrame | None = None,
     analysis: dict | None = None,
     finished: set[tuple[str, int]] = frozenset(),
-) -> dict:
-    """Every job of the study, priced: one row per point, and totals. `runs` and
-    `analysis` are the study's earlier results (None before its first run);
-    `finished` the (point, repeat) whose good records exist (they will not run)."""
+) -> StudyPlan:
+    """`runs` and `analysis` are the study's earlier results (None before its first
+    run); `finished` the (point, repeat) whose good records exist (they will not run)."""
     times = earlier_times(runs)
     # a point with runs but no successful one was tried: it prices nothing but itself
     tried = set(runs["point"].astype(str)) if runs is not None and "point" in runs else set()
     # an adaptive study's later rounds are chosen from its runs: its plan is round 1
-    first = (
-        first_round(study.scaling.ns(), study.base_n(study.scaling.ns()), Rules.of(study))
-        if study.adaptive is not None
-        else None
-    )
+    ns, rules = study.scaling.ns(), study.adaptive and adaptive.Rules.of(study)
+    first = rules and adaptive.first_round(ns, study.base_n(ns), rules)
     rows = []
     for series in study.series_names:
         own = study.for_series(series)
@@ -157,95 +196,75 @@ def study_plan(
             if p.label in tried or times.get(p.label)
         }
         for n, point in points.items():
-            price = job_price(
-                n,
-                measured,
-                own.resources.runtime * SECONDS_PER_MINUTE,
-                own.scaling.kind == "weak",
-                model_time(study, analysis, series, n),
-            )
+            limit_s = own.resources.runtime * SECONDS_PER_MINUTE
+            model_s = model_time(study, analysis, series, n)
+            price = job_price(n, measured, limit_s, own.scaling.kind == "weak", model_s)
             seconds, basis = price["seconds"], price["basis"]
             repeats = study.repeats if first is None else first.get(n, 0)
             done = sum((point.label, k) in finished for k in range(1, repeats + 1))
             su = float(cost.su(point.cores, point.gpus, seconds))
             reserve = float(cost.su(point.cores, point.gpus, price["reserve_s"]))
-            rows.append(
-                point.as_dict()
-                | {
-                    "repeats": repeats,
-                    "done": done,
-                    "to_run": repeats - done,
-                    "seconds": seconds,
-                    "basis": basis,
-                    "price_from_n": price["from_n"],  # the point whose time priced it
-                    "price_basis": basis_text(price, len(times.get(point.label, []))),
-                    "earlier_runs": len(times.get(point.label, [])),
-                    "su_per_job": su,
-                    "su_reserve_per_job": reserve,
-                    "su": su * repeats,
-                    "su_to_run": su * (repeats - done),
-                    "seconds_to_run": seconds * (repeats - done),
-                    # what one Slurm job of the point asks for (a packed one: all its
-                    # repeats' time), for sbatch --test-only (scalestudy.analysis.cluster.queue)
-                    "slurm_resources": slurm_resources(point, study)
-                    | {"runtime": job_runtime(study, point)},
-                    # the Slurm job its runs share (study.slurm.shared_job; None: each
-                    # run a job of its own)
-                    "slurm_job": shared_job(study, point),
-                }
-            )
-    totals = {
-        key: float(sum(r[key] for r in rows))
-        for key in ("su", "su_to_run", "seconds_to_run", "to_run", "done")
-    }
-    totals["jobs"] = sum(r["repeats"] for r in rows)
+            earlier = len(times.get(point.label, []))
+            rows.append(point.as_dict() | {
+                "repeats": repeats, "done": done, "to_run": repeats - done,
+                "seconds": seconds, "basis": basis,
+                "price_from_n": price["from_n"],  # the point whose time priced it
+                "price_basis": basis_text(price, earlier), "earlier_runs": earlier,
+                "su_per_job": su, "su_reserve_per_job": reserve, "su": su * repeats,
+                "su_to_run": su * (repeats - done), "seconds_to_run": seconds * (repeats - done),
+                # what one Slurm job of the point asks for (a packed one: all its
+                # repeats' time), for sbatch --test-only (scalestudy.analysis.cluster.queue)
+                "slurm_resources": slurm_resources(point, study)
+                | {"runtime": job_runtime(study, point)},
+                # the Slurm job its runs share (None: each run a job of its own)
+                "slurm_job": shared_job(study, point),
+            })  # fmt: skip
     # on Slurm, runs that share a job (a packed point's repeats, a comparison's a and
     # b at one N) are one job (the plan is made before any executor is chosen: locally
-    # each run stays a job of its own); finished ones count, as in "jobs"
+    # each run stays a job of its own); finished ones count, as in `jobs`
     shared = {r["slurm_job"] for r in rows if r["repeats"] > 0}
-    totals["slurm_jobs"] = len(shared) if any(r["slurm_job"] for r in rows) else None
-    totals["upper_bound"] = any(r["basis"] == LIMIT and r["to_run"] for r in rows)
+    totals = Totals(
+        **{key: float(sum(r[key] for r in rows)) for key in Totals.SUMMED},
+        jobs=sum(r["repeats"] for r in rows),
+        slurm_jobs=len(shared) if any(r["slurm_job"] for r in rows) else None,
+        upper_bound=any(r["basis"] == LIMIT and r["to_run"] for r in rows),
+    )
     budget = study.budget_su
-    return {
-        "study": study.name,
-        "description": study.description,
-        "rate": Cost.of(study).rate.text(),
-        "rows": rows,
-        "totals": totals,
-        "budget_su": budget,
-        "over_budget": budget is not None and not within_budget(totals["su"], budget),
-        # a paired comparison: on Slurm a's and b's runs of a point share its job
-        "compare": study.compare is not None,
-        # adaptive: these rows are round 1; later rounds stop within budget_su
-        "adaptive": first is not None,
-        # an adaptive study's runs of every round so far, and what they cost
-        "so_far": {"runs": len(runs), "su": charges(runs, study).su}
+    return StudyPlan(
+        study=study.name,
+        description=study.description,
+        rate=Cost.of(study).rate.text(),
+        rows=rows,
+        totals=totals,
+        budget_su=budget,
+        over_budget=budget is not None and not within_budget(totals.su, budget),
+        compare=study.compare is not None,
+        adaptive=first is not None,
+        so_far=SoFar(len(runs), charges(runs, study).su)
         if first is not None and runs is not None and not runs.empty
         else None,
-    }
+    )
 
 
-def budget_problem(plan: dict) -> str | None:
+def budget_problem(plan: StudyPlan) -> str | None:
     """The words refusing a plan over its study's budget (None when within it)."""
-    if not plan["over_budget"]:
+    if not plan.over_budget:
         return None
-    totals = plan["totals"]
-    bounds = sum(r["repeats"] for r in plan["rows"] if r["basis"] == LIMIT)
+    jobs = plan.totals.jobs
+    bounds = sum(r["repeats"] for r in plan.rows if r["basis"] == LIMIT)
     how = (
-        f"; {bounds} of its {totals['jobs']} jobs are priced at their time limit, an upper "
+        f"; {bounds} of its {jobs} jobs are priced at their time limit, an upper "
         "bound (run a few first, or lower resources.runtime, to price them from measurements)"
         if bounds
         else ""
     )
-    what = "round 1 of the adaptive study is" if plan["adaptive"] else "the plan is"
+    what = "round 1 of the adaptive study is" if plan.adaptive else "the plan is"
     fewer = (
-        "adaptive.first_repeats or adaptive.first_points"
-        if plan["adaptive"]
-        else "repeats or points"
+        "adaptive.first_repeats or adaptive.first_points" if plan.adaptive else "repeats or points"
     )
     return (
-        f"studies.{plan['study']}.budget_su: {what} estimated at {totals['su']:.3g} SU "
-        f"({totals['jobs']} jobs), above the budget of {plan['budget_su']:g} SU{how}. "
+        f"studies.{plan.study}.budget_su: {what} estimated at {plan.totals.su:.3g} SU "
+        f"({jobs} jobs), above the budget of {plan.budget_su:g} SU{how}. "
         f"Lower {fewer}, or raise budget_su; `snakemake results/plan.html` "
         "shows the price per point."
     )
@@ -256,9 +275,9 @@ def round_plan(
     round_no: int,
     runs: pd.DataFrame | None,
     baseline: pd.DataFrame | None = None,
-) -> dict:
+) -> adaptive.RoundPlan:
     """The plan of round `round_no` of an adaptive study (scalestudy.analysis.decisions.adaptive),
-    from the runs of the rounds before it (tables.read_runs; None before round 1), as JSON keyed by
+    from the runs of the rounds before it (tables.read_runs; None before round 1), keyed by
     point label: the runs each point should have once the round is done ("totals"),
     those it adds and why, its estimated SU, the SU spent so far, and the stopping
     reason, if the study stops here. `baseline`: the runs table of the study's baseline;
@@ -275,45 +294,38 @@ def round_plan(
         samples |= times_by_n(usable_runs(runs, study), TIME_COLUMNS[study.time])
         spent = charges(runs, study).su
     priced = study_plan(study, runs)
-    su_per_run = {int(r["n"]): r["su_per_job"] for r in priced["rows"]}
+    su_per_run = {int(r["n"]): r["su_per_job"] for r in priced.rows}
     # a round is admitted within the budget on what it holds back (job_price)
-    reserve = {int(r["n"]): r["su_reserve_per_job"] for r in priced["rows"]}
+    reserve = {int(r["n"]): r["su_reserve_per_job"] for r in priced.rows}
     scale = {n: n / base for n in ns} if study.scaling.kind == "weak" else None
-    inputs, rules = (round_no, ns, base, made, samples, reserve, spent), Rules.of(study)
-    plan = next_round(*inputs, rules, scale)
+    inputs, rules = (round_no, ns, base, made, samples, reserve, spent), adaptive.Rules.of(study)
+    plan = adaptive.next_round(*inputs, rules, scale)
     if baseline is not None and samples and study.adaptive.settle_baseline:
         column = TIME_COLUMNS[study.time]
         now = {n: x for (_, n), x in times_by_point(usable_runs(runs, study), column).items()}
         was = {n: x for (_, n), x in times_by_point(usable_runs(baseline, study), column).items()}
-        plan = runs_for_comparison(
-            plan,
+        now, was = (
             {("", n): x for n, x in now.items() if n in ns},
             {("", n): x for n, x in was.items()},
-            study,
-            reserve,
         )
+        plan = runs_for_comparison(plan, now, was, study, reserve)
     # a study stopped undecided: the config change that would plan a round again
-    plan["to_decide"] = to_decide(plan, *inputs, rules=rules, scale=scale)
-    by_label = {key: {label[int(n)]: v for n, v in plan[key].items()}
-                for key in ("totals", "added", "why")}  # fmt: skip
-    if plan["to_decide"]:
-        plan["to_decide"]["added"] = {
-            label[int(n)]: v for n, v in plan["to_decide"]["added"].items()
-        }
-    if "refused" in plan:
-        plan["refused"] |= {key: {label[int(n)]: v for n, v in plan["refused"][key].items()}
-                            for key in ("added", "why")}  # fmt: skip
-    return jsonable(
-        plan
-        | by_label
-        | {
-            "study": study.name,
-            "points": {label[n]: n for n in ns},
-            "su_per_run": {label[n]: su_per_run[n] for n in ns},
-            # what each price is based on, in words (measured, a neighbour, the limit)
-            "price_basis": {label[int(r["n"])]: r["price_basis"] for r in priced["rows"]},
-            # priced at their time limit: an upper bound
-            "priced_at_limit": [label[int(r["n"])] for r in priced["rows"] if r["basis"] == LIMIT],
-            "budget_su": study.budget_su,
-        }  # fmt: skip
-    )
+    decide = adaptive.to_decide(plan, *inputs, rules=rules, scale=scale)
+
+    def labelled(by_n: dict) -> dict:
+        return {label[int(n)]: v for n, v in by_n.items()}
+
+    refused = plan.get("refused")
+    return adaptive.RoundPlan(
+        round=round_no, totals=labelled(plan["totals"]), added=labelled(plan["added"]),
+        why=labelled(plan["why"]), round_su=float(plan["round_su"]), spent_su=float(spent),
+        stop=plan["stop"] and AdaptiveStop(**plan["stop"]), judged=jsonable(plan["judged"]),
+        refused=refused and RefusedRound(labelled(refused["added"]), labelled(refused["why"]),
+                                         refused["round_su"]),
+        to_decide=decide and replace(decide, added=labelled(decide.added)),
+        study=study.name, points={label[n]: n for n in ns},
+        su_per_run={label[n]: su_per_run[n] for n in ns},
+        price_basis={label[int(r["n"])]: r["price_basis"] for r in priced.rows},
+        priced_at_limit=[label[int(r["n"])] for r in priced.rows if r["basis"] == LIMIT],
+        budget_su=study.budget_su,
+    )  # fmt: skip

@@ -20,12 +20,15 @@ import hashlib
 import itertools
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from scalestudy.analysis.cost.cost import within_budget
+from scalestudy import contract
+from scalestudy.analysis.cost.cost import charges, within_budget
 from scalestudy.analysis.decisions.recommendation import (
     DECISION_LEVEL,
     recommend,
@@ -36,6 +39,9 @@ from scalestudy.analysis.decisions.recommendation import (
     zone_text,
 )
 from scalestudy.analysis.stats.intervals import LEVEL, _t_quantile, ratio_ci
+from scalestudy.analysis.stats.predictions import usable_runs
+from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.records import jsonable, write_json_atomic
 
 DECIDED, BUDGET, LIMITS = "decided", "budget", "limits"
 
@@ -535,23 +541,20 @@ def next_round(
 MOST_REPEATS = 100
 
 
-def to_decide(plan: dict, *inputs, rules: Rules, scale=None) -> dict | None:
+def to_decide(plan: dict, *inputs, rules: Rules, scale=None) -> contract.ToDecide | None:
     """Where `plan` (next_round's, of these `inputs`: its round number and the rest of
     its arguments but the rules) stops undecided: the one change of the study's config
-    after which its next run of the workflow plans a round again, and that round.
-    Returns {"key" (as config/README.md names it), "value", "added": N -> runs,
-    "round_su", "runs_decide" (False: the changed rule decides on the runs that exist)},
-    or None (decided, or no change within reach). The new round is planned as the
-    workflow will: one round number on (the stopped plan's round is history), from the
-    same runs."""
+    after which its next run of the workflow plans a round again, and that round (its
+    `added` keyed by N); None: decided, or no change within reach. The new round is
+    planned as the workflow will: one round number on (the stopped plan's round is
+    history), from the same runs."""
     if plan["stop"] is None or plan["stop"]["reason"] == DECIDED:
         return None
     round_no, *rest = inputs
     if plan["stop"]["reason"] == BUDGET:
         refused = plan["refused"]
         needed = significant_ceiling(plan["spent_su"] + refused["round_su"])
-        return {"key": "budget_su", "value": needed, "added": refused["added"],
-                "round_su": refused["round_su"], "runs_decide": True}  # fmt: skip
+        return contract.ToDecide("budget_su", needed, refused["added"], refused["round_su"], True)
     # a study past max_rounds gets one more round (the stopped round counts); one at
     # max_repeats, twice the runs (its deciding steps are what is undecided: an
     # unreachable CI target no longer keeps it so)
@@ -560,8 +563,8 @@ def to_decide(plan: dict, *inputs, rules: Rules, scale=None) -> dict | None:
     for key, value in tries:
         then = next_round(round_no + 1, *rest, replace(rules, **{key: value}), scale)
         if then["stop"] is None or then["stop"]["reason"] == DECIDED:
-            return {"key": f"adaptive.{key}", "value": value, "added": then["added"],
-                    "round_su": then["round_su"], "runs_decide": then["stop"] is None}  # fmt: skip
+            return contract.ToDecide(f"adaptive.{key}", value, then["added"], then["round_su"],
+                                     runs_decide=then["stop"] is None)  # fmt: skip
     return None
 
 
@@ -632,18 +635,46 @@ def decided_text(judged: dict, rules: Rules, reach: float = math.nan) -> str:
     return words
 
 
-def load_round(path: str | Path) -> dict:
-    """A round's plan (results/<study>/rounds/round<r>.json, written by
-    records.write_json_atomic); OSError or ValueError: none to read."""
-    plan = json.loads(Path(path).read_text())
-    if not isinstance(plan, dict):
-        raise ValueError(f"{path}: not a round's plan")
-    return plan
+@dataclass(frozen=True, kw_only=True)
+class RoundPlan:
+    """A round's plan, results/<study>/rounds/round<r>.json (cost.plan.round_plan), by
+    point label. `totals`: the runs each point has once the round is done."""
+
+    round: int
+    totals: dict[str, int]
+    added: dict[str, int]
+    why: dict[str, str]
+    round_su: float
+    spent_su: float
+    stop: contract.AdaptiveStop | None  # None: the round runs
+    judged: dict[str, Any] | None  # judge's view of the runs (None: round 1)
+    refused: contract.RefusedRound | None = None  # the round the budget refused
+    # an undecided study: the one config change that would plan a round again
+    to_decide: contract.ToDecide | None = None
+    study: str
+    points: dict[str, int]  # every candidate's label -> N, measured or not
+    su_per_run: dict[str, float]
+    price_basis: dict[str, str]  # what each price is based on, in words
+    priced_at_limit: list[str]  # the points priced at their time limit: an upper bound
+    budget_su: float
+    # the config it was planned under (get_round_config) and its fingerprint
+    config_fingerprint: str | None = None
+    config: dict[str, Any] | None = None
+
+    def dump(self, path: str | Path) -> None:
+        """The plan written, atomically (NaN as null)."""
+        write_json_atomic(path, jsonable(asdict(self)))
+
+    @classmethod
+    def load(cls, path: str | Path) -> RoundPlan:
+        """OSError or ValueError (ContractError naming a key): none to read."""
+        where = contract._Where(str(path), cls.__name__)
+        return contract._convert(cls, json.loads(Path(path).read_text()), where, strict=False)
 
 
-def round_of_run(plans: list[dict], point: str, repeat: int) -> int | None:
-    """The round that added run `repeat` of `point` (plans keyed by point label)."""
-    return next((p["round"] for p in plans if p["totals"].get(point, 0) >= repeat), None)
+def round_of_run(plans: list[RoundPlan], point: str, repeat: int) -> int | None:
+    """The round that added run `repeat` of `point`."""
+    return next((p.round for p in plans if p.totals.get(point, 0) >= repeat), None)
 
 
 def config_fingerprint(study_config: dict) -> str:
@@ -653,48 +684,45 @@ def config_fingerprint(study_config: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
-def config_changes(plans: list[dict]) -> list[dict]:
-    """Where the rounds' config changed: [{"round", "config"}] from the first round,
-    one entry per config in order; [] when every round was planned under one (or the
-    plans predate fingerprints)."""
-    runs = [
-        {"round": p["round"], "config": p.get("config_fingerprint")}
-        for i, p in enumerate(plans)
-        if i == 0 or p.get("config_fingerprint") != plans[i - 1].get("config_fingerprint")
-    ]
-    return runs if len(runs) > 1 else []
-
-
-def rounds_summary(plans: list[dict], spent_su: float, grid_repeats: int) -> dict:
+def rounds_summary(plans: list[RoundPlan], runs: pd.DataFrame, study) -> contract.Rounds:
     """What the report says of an adaptive study's rounds: what each added and why,
-    its SU, the stopping reason, and the study's SU against the full grid of the same
-    candidates at `grid_repeats` runs each (priced as the last plan prices a run:
-    measured where the point was, else estimated)."""
-    last = plans[-1]
-    grid_su = grid_repeats * sum(last["su_per_run"].values())
-    measured_all = set(last["totals"]) >= set(last["points"])
-    return {
-        "rounds": [
-            {"round": p["round"], "added": p["added"], "why": p["why"], "su": p["round_su"]}
-            for p in plans
-            if p["added"]
-        ],
-        "stop": last["stop"],
-        # the config each run of rounds was planned under, where it changed
-        "configs": config_changes(plans),
-        "decided": last["stop"]["reason"] == DECIDED,
-        "points": last["points"],  # every candidate's label -> N, measured or not
-        # the round the budget refused, and what it would have cost
-        "refused": last.get("refused"),
-        # what would decide an undecided study: one config change and the round it plans
-        "to_decide": last.get("to_decide"),
-        "budget_su": last["budget_su"],
-        "spent_su": spent_su,
-        "grid_repeats": grid_repeats,
-        "grid_su": grid_su,
-        "grid_su_estimated": not measured_all,
+    its SU, the stopping reason, each usable run's time and round (`runs`: with their
+    round, pipeline.tables) for the figures, and the study's SU against the full grid
+    of the same candidates at `repeats` runs each (priced as the last plan prices a
+    run: measured where the point was, else estimated)."""
+    last, spent_su = plans[-1], charges(runs, study).su
+    # where the rounds' config changed (none: one config throughout, or plans made
+    # before fingerprints)
+    configs = [contract.ConfigChange(p.round, p.config_fingerprint) for i, p in enumerate(plans)
+               if not i or p.config_fingerprint != plans[i - 1].config_fingerprint]  # fmt: skip
+    grid_su = study.repeats * sum(last.su_per_run.values())
+    usable = usable_runs(runs, study)
+    times = pd.to_numeric(usable[TIME_COLUMNS[study.time]], errors="coerce")
+    marked = [
+        contract.TimedRun(int(n), float(t), int(r), jsonable(s))
+        for n, t, r, s in zip(usable["n"], times, usable["round"], usable["series"], strict=True)
+        if np.isfinite(t) and pd.notna(r)
+    ]
+    return contract.Rounds(
+        rounds=[contract.Round(p.round, p.added, p.why, p.round_su) for p in plans if p.added],
+        stop=last.stop,
+        decided=last.stop.reason == DECIDED,
+        points=last.points,
+        refused=last.refused,
+        budget_su=last.budget_su,
+        spent_su=spent_su,
+        grid_repeats=study.repeats,
+        grid_su=grid_su,
+        grid_su_estimated=not set(last.totals) >= set(last.points),
         # some candidate priced at its time limit: the grid's SU is at most grid_su,
         # and this study's share of it at least relative_to_grid
-        "grid_su_bound": bool(last.get("priced_at_limit")),
-        "relative_to_grid": spent_su / grid_su if grid_su > 0 else None,
-    }
+        grid_su_bound=bool(last.priced_at_limit),
+        relative_to_grid=spent_su / grid_su if grid_su > 0 else None,
+        runs=marked,
+        later_runs=sum(m.round > 1 for m in marked),
+        # a budget stop: the SU the refused round needed on top of what was spent,
+        # rounded up as the first line's (to_decide): one figure, never below the need
+        budget_needed=last.refused and significant_ceiling(spent_su + last.refused.round_su),
+        to_decide=last.to_decide,
+        configs=configs if len(configs) > 1 else [],
+    )

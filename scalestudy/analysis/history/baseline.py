@@ -274,7 +274,7 @@ def model_changes(now: Analysis, was: dict) -> list[ModelChange]:
     and whether their 95 % intervals are apart."""
     out = []
     old = {s.get("series"): s for s in was.get("series", [])}
-    for fit in now.series:
+    for fit in now.section("series"):
         base = old.get(fit.series)
         if base is None or fit.selected is None:
             continue
@@ -366,7 +366,7 @@ def compare(
     checked = regression_check(now_t, was_t, tolerance)
     points = [p for found in checked for p in found["points"]]
     curves, shown = [], []
-    for fit in analysis.series:
+    for fit in analysis.section("series"):
         series = fit.series or ""
         base_n = (
             fit.base_n

@@ -290,22 +290,10 @@ class FitResult:
 def _failed_fit(name: str, k: int, n_points: int, n_obs: int, n_base: float, note: str):
     names = list(_named_params(name, np.zeros(k)))
     nan = math.nan
-    return FitResult(
-        name=name,
-        formula=_FORMULAS[name],
-        params=dict.fromkeys(names, nan),
-        param_ci={p: (nan, nan) for p in names},
-        n_points=n_points,
-        n_obs=n_obs,
-        k=k,
-        rss=nan,
-        r2=nan,
-        aicc=math.inf,
-        rmse=nan,
-        ok=False,
-        note=note,
-        n_base=float(n_base),
-    )
+    return FitResult(name, _FORMULAS[name], dict.fromkeys(names, nan),
+                     {p: (nan, nan) for p in names}, n_points, n_obs, k, rss=nan, r2=nan,
+                     aicc=math.inf, rmse=nan, ok=False, note=note,
+                     n_base=float(n_base))  # fmt: skip
 
 
 # ---------------------------------------------------------------- bootstrap and fits of a study
@@ -405,25 +393,10 @@ def _fit_one(name, runs: _Runs, n_base, boot_mean_log, n_boot, rng) -> FitResult
         for p, values in _named_params(name, boot_theta).items():
             lo, hi = nan_quantile(values, _tails(LEVEL))
             param_ci[p] = (float(lo), float(hi))
-    return FitResult(
-        name=name,
-        formula=_FORMULAS[name],
-        params=params,
-        param_ci=param_ci,
-        n_points=n_points,
-        n_obs=n_obs,
-        k=k,
-        rss=rss,
-        r2=r2,
-        aicc=aicc,
-        rmse=math.sqrt(rss / n_obs),
-        ok=True,
-        note="; ".join(notes),
-        n_base=float(n_base),
-        theta=theta,
-        boot_theta=boot_theta,
-        boot_noise=boot_noise,
-    )
+    return FitResult(name, _FORMULAS[name], params, param_ci, n_points, n_obs, k, rss, r2, aicc,
+                     rmse=math.sqrt(rss / n_obs), ok=True, note="; ".join(notes),
+                     n_base=float(n_base), theta=theta, boot_theta=boot_theta,
+                     boot_noise=boot_noise)  # fmt: skip
 
 
 def fit_models(

@@ -18,9 +18,10 @@ import pandas as pd
 from scalestudy.analysis.decisions.recommendation import decision, recommend, step_intervals
 from scalestudy.analysis.stats import comparison, models
 from scalestudy.analysis.tables import TIME_COLUMNS
-from scalestudy.contract import Comparison, Curve, Fit, Peak, SeriesFit, TestAtN
+from scalestudy.contract import Comparison, TestAtN
 from scalestudy.model import Study
 from scalestudy.records import jsonable
+from scalestudy.sections.series.contract import Curve, Fit, Peak, SeriesFit
 
 # Where a run happened, as far as it changes its speed. Runs of one series must agree
 # on all of them before their times enter one fit.
@@ -168,7 +169,7 @@ def fit_summary(fit: models.FitResult, weight: float | None) -> Fit:
 def recommendation(summary: pd.DataFrame, study: Study) -> dict:
     """What to ask for, from the measured points (analysis.recommendation.recommend)."""
     options = study.recommend
-    rec = recommend(
+    return recommend(
         summary["n"].to_numpy(dtype=float),
         summary["speedup"].to_numpy(dtype=float),
         summary["n"].to_numpy(dtype=float),
@@ -179,7 +180,6 @@ def recommendation(summary: pd.DataFrame, study: Study) -> dict:
         budget=options.budget_su,
         indifference=options.indifference,
     )
-    return rec
 
 
 def times_by_n(usable: pd.DataFrame, time_col: str) -> dict[int, np.ndarray]:
@@ -208,18 +208,13 @@ def compare_all_series(runs: pd.DataFrame, study: Study) -> list[Comparison]:
     """Each series against the first: do their times differ at the N both measured?
     Not for a paired comparison (`compare:`): its paired verdict answers that question,
     and an unpaired test of the same runs would be a second, weaker answer to it."""
-    time_col = TIME_COLUMNS[study.time]
     ok = runs[runs["status"] == "ok"]
     names = list(dict.fromkeys(runs["series"]))
     if len(names) < 2 or study.compare is not None:
         return []
 
     def by_n(series: str) -> dict[int, np.ndarray]:
-        part = ok[ok["series"] == series]
-        return {
-            int(n): pd.to_numeric(g[time_col], errors="coerce").dropna().to_numpy()
-            for n, g in part.groupby("n")
-        }
+        return times_by_n(ok[ok["series"] == series], TIME_COLUMNS[study.time])
 
     first = by_n(names[0])
     found = []
@@ -234,10 +229,6 @@ def compare_all_series(runs: pd.DataFrame, study: Study) -> list[Comparison]:
 
 def study_predictions(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
     """All of a study's predictions: the analysis's parts of those names."""
-    series = []
-    for name, part in summary.groupby("series", sort=False):
-        series.append(fit_series(part, runs[runs["series"] == name], study.for_series(name)))
-    return {
-        "series": series,
-        "comparisons": compare_all_series(runs, study),
-    }
+    series = [fit_series(part, runs[runs["series"] == name], study.for_series(name))
+              for name, part in summary.groupby("series", sort=False)]  # fmt: skip
+    return {"series": series, "comparisons": compare_all_series(runs, study)}

@@ -1,0 +1,48 @@
+"""Time to result in the report, said once after the answers (and read by each answer)."""
+
+from scalestudy.report.views import Significant, fmt, shallow
+from scalestudy.sections.time_to_result.contract import ResultTimes
+
+# where the report shows it: after the answers, before the rounds
+PLACE = "answers"
+SECONDS = Significant(3, " s")
+
+
+def seconds_with_interval(value, lo, hi) -> str:
+    """A time with its interval, "306 s [306, 307]"; the time alone where the interval
+    is a point."""
+    text = fmt(value, SECONDS.fixed([value]))
+    if value is None or (lo == value and hi == value):
+        return text
+    form = SECONDS.fixed([value, lo, hi]).removesuffix(" s")
+    return f"{text} [{fmt(lo, form)}, {fmt(hi, form)}]"
+
+
+def view(times: ResultTimes | None) -> dict | None:
+    """Each point's time to result and its wait in words' numbers, keyed by point; the
+    earliest of each series keyed by series (the template names it beside the answer)."""
+    if times is None:
+        return None
+    by_point = {
+        p.point: shallow(p)
+        | {
+            "result": seconds_with_interval(p.result_s, p.result_lo_s, p.result_hi_s),
+            "run": seconds_with_interval(p.run_s, p.run_lo_s, p.run_hi_s),
+            "wait": fmt(p.wait_s, SECONDS.fixed([p.wait_s])),
+            "wait_hi": fmt(p.wait_hi_s, SECONDS.fixed([p.wait_hi_s])),
+        }
+        for p in times.points
+    }
+    return shallow(times) | {
+        "local": times.queue == "local",
+        "by_point": by_point,
+        "earliest": {e.series: by_point[e.point] for e in times.earliest},
+        "bases": sorted({p.basis for p in times.points}),
+    }
+
+
+def result_text(v: dict | None, point: str | None) -> str | None:
+    """A point's time to result (of the view `v`) as the summary at the top says it,
+    only where Slurm gave waits (locally the results table's time says it)."""
+    known = v and v["waits_known"] and v["by_point"].get(point)
+    return known["result"] if known else None
