@@ -23,7 +23,7 @@ even/new). Then the runs per point a paired design (a and b interleaved in one
 allocation, the allocation's share of the noise cancelled) needs for 80 % power
 against an unpaired one.
 
-Run: .venv/bin/python -m benchmarks.baseline_calls [--pairs 1000 --seed 1] (11 minutes)
+Run: .venv/bin/python -m benchmarks.baseline_calls [--pairs 1000 --seed 1] (4.5 CPU minutes)
 
 Goals (issue 36): false alarms <= 5 % per study; all points +10 % >= 95 % (CV 5 %); ramp
 >= 75 %; one point >= 35 %, >= 80 % with settle_baseline. Measured (--pairs 1000 --seed 1,
