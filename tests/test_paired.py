@@ -90,7 +90,8 @@ def test_the_verdicts_in_the_reports_words():
     assert (same.verdict, same.more_pairs) == ("same", None)
     # a "same" states its power, as the baseline check's does
     assert same.words == (
-        "no change beyond 5% (a 10% change would have been called with probability 0.98)"
+        "no change beyond 5% (a 10% slowdown would have been called with probability 0.98, "
+        "a 10% speedup 0.93)"
     )
     unsure = paired_ratio(a[:3], a[:3] * np.array([1.03, 0.97, 1.08]), 0.05)
     assert unsure.verdict == "undecided"

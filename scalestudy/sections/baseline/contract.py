@@ -18,11 +18,11 @@ class PointChange:
     ratio: float | None
     lo: float | None
     hi: float | None
-    p_value: float | None  # the t-test on the pooled log-scale variance
-    alpha: float | None  # the p a change needs here (its Holm step)
+    p_value: float | None  # the one-sided t-test, the change's way, on the pooled variance
+    alpha: float | None  # the p a change needs here (its Holm step, that way)
     change: str
     verdict: str  # slower, faster, same or undecided
-    power: float | None  # of calling a change of twice the tolerance (same, undecided)
+    power: float | None  # of calling a slowdown of twice the tolerance (same, undecided)
     more_runs: int | None  # undecided: the runs now that would decide it
     text: str  # the verdict in words
     runs_now: int
