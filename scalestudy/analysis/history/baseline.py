@@ -40,7 +40,9 @@ from scalestudy.analysis.stats.predictions import usable_runs
 from scalestudy.analysis.stats.verdicts import (
     ALPHA,
     FASTER,
+    FASTER_ALARMS,
     SLOWER,
+    SLOWER_ALARMS,
     UNDECIDED,
     pooled_log_variance,
     verdicts,
@@ -326,6 +328,7 @@ def compare(
         said.append(f"the curve{named}: {found['curve']['text']}")
         said += [f"N = {p['n']}{named}: {p['text']}" for p in found["points"]]
     return {"baseline": str(folder), "tolerance": tolerance, "points": points,
+            "slower_alarms": SLOWER_ALARMS, "faster_alarms": FASTER_ALARMS,
             "verdicts": [{"series": found["series"]} | found["curve"] for found in checked],
             "only_now": sorted({n for s, n in set(now_t) - set(was_t)}),
             "only_baseline": sorted({n for s, n in set(was_t) - set(now_t)}),

@@ -56,6 +56,8 @@ import numpy as np
 
 ALPHA = 0.05
 SLOWER_SHARE = 0.8  # of alpha to calling "slower" (4 %), the rest to "faster" (1 %)
+# each way's false alarms, as the report states them
+SLOWER_ALARMS, FASTER_ALARMS = ALPHA * SLOWER_SHARE, ALPHA * (1 - SLOWER_SHARE)
 JOINT_SHARE = 0.5  # of a direction's alpha to the shapes, the rest to the points
 POWER = 0.8  # a "same" needs this power ...
 CHANGE_SEEN = 2.0  # ... against a slowdown of this many tolerances

@@ -136,6 +136,8 @@ class BaselineComparison:
 
     baseline: str
     tolerance: float
+    slower_alarms: float  # the false alarms of calling slower, and of faster
+    faster_alarms: float
     points: list[PointChange]
     verdicts: list[CurveVerdict]
     only_now: list[int]

@@ -19,6 +19,8 @@ def view(b: BaselineComparison | None) -> dict | None:
     return shallow(b) | {
         "path": b.baseline,
         "tolerance": pct(b.tolerance),
+        "slower_alarms": pct(b.slower_alarms),
+        "faster_alarms": pct(b.faster_alarms),
         "points": [
             shallow(p)
             | {

@@ -25,6 +25,8 @@ class Paired:
     b: dict[str, Any]
     seed: int
     tolerance: float
+    slower_alarms: float  # the false alarms of calling slower, and of faster
+    faster_alarms: float
     time: str  # the time compared (the study's `time`)
     points: list[PairedPoint]
 

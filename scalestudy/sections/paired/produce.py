@@ -2,6 +2,7 @@
 
 from scalestudy.analysis.stats.paired import paired_ratios, pairs_of
 from scalestudy.analysis.stats.predictions import usable_runs
+from scalestudy.analysis.stats.verdicts import FASTER_ALARMS, SLOWER_ALARMS
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.sections.paired.contract import DATA, Paired, PairedPoint
 from scalestudy.study.points import point_for
@@ -22,4 +23,5 @@ def produce(given) -> DATA:
     points = [
         PairedPoint(point_for(study, n).label, n, **vars(f)) for n, f in zip(ns, found, strict=True)
     ]
-    return Paired(compare.a, compare.b, compare.order_seed, compare.tolerance, study.time, points)
+    return Paired(compare.a, compare.b, compare.order_seed, compare.tolerance,
+                  SLOWER_ALARMS, FASTER_ALARMS, study.time, points)  # fmt: skip

@@ -19,6 +19,8 @@ def view(paired: Paired | None) -> dict | None:
         "a": variant_words(paired.a),
         "b": variant_words(paired.b),
         "tolerance": f"{paired.tolerance * 100:g} %",
+        "slower_alarms": f"{paired.slower_alarms * 100:g} %",
+        "faster_alarms": f"{paired.faster_alarms * 100:g} %",
         "points": [
             shallow(p)
             | {
