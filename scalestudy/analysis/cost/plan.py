@@ -14,7 +14,10 @@ A job's time is estimated (job_price), best first, from
 SU are priced by scalestudy.analysis.cost.cost, on the study's (or the series') weights; a job's
 partition is unknown before it runs, so partition weights are not applied. What runs
 cost is their measured time (cost.charges), however they were priced: a run slower
-than its price counts in full against a budget.
+than its price counts in full against a budget. So an adaptive round whose runs at
+their time limits could take the study past its budget gives each run a limit of its
+own (adaptive.budget_limits): a run stopped there costs its limit, and the study
+cannot go over.
 """
 
 from __future__ import annotations
@@ -204,13 +207,15 @@ def study_plan(
             done = sum((point.label, k) in finished for k in range(1, repeats + 1))
             su = float(cost.su(point.cores, point.gpus, seconds))
             reserve = float(cost.su(point.cores, point.gpus, price["reserve_s"]))
+            at_limit = float(cost.su(point.cores, point.gpus, limit_s))
             earlier = len(times.get(point.label, []))
             rows.append(point.as_dict() | {
                 "repeats": repeats, "done": done, "to_run": repeats - done,
                 "seconds": seconds, "basis": basis,
                 "price_from_n": price["from_n"],  # the point whose time priced it
                 "price_basis": basis_text(price, earlier), "earlier_runs": earlier,
-                "su_per_job": su, "su_reserve_per_job": reserve, "su": su * repeats,
+                "su_per_job": su, "su_reserve_per_job": reserve, "su_limit_per_job": at_limit,
+                "su": su * repeats,
                 "su_to_run": su * (repeats - done), "seconds_to_run": seconds * (repeats - done),
                 # what one Slurm job of the point asks for (a packed one: all its
                 # repeats' time), for sbatch --test-only (scalestudy.analysis.cluster.queue)
@@ -311,6 +316,14 @@ def round_plan(
         plan = runs_for_comparison(plan, now, was, study, reserve)
     # a study stopped undecided: the config change that would plan a round again
     decide = adaptive.to_decide(plan, *inputs, rules=rules, scale=scale)
+    at_limit = {int(r["n"]): r["su_limit_per_job"] for r in priced.rows}
+    shares = adaptive.budget_limits(plan["added"], reserve, at_limit, study.budget_su - spent)
+    runtime = study.resources.runtime
+    limits = {label[n]: share * runtime for n, share in shares.items()}
+    why = {label[n]: text for n, text in plan["why"].items()}
+    for point, minutes in limits.items():
+        why[point] += (f"; a run stopped at {minutes:.3g} min, its budget limit (at the "
+                       f"{runtime}-min time limit the round could go over the budget)")  # fmt: skip
 
     def labelled(by_n: dict) -> dict:
         return {label[int(n)]: v for n, v in by_n.items()}
@@ -318,7 +331,7 @@ def round_plan(
     refused = plan.get("refused")
     return adaptive.RoundPlan(
         round=round_no, totals=labelled(plan["totals"]), added=labelled(plan["added"]),
-        why=labelled(plan["why"]), round_su=float(plan["round_su"]), spent_su=float(spent),
+        why=why, round_su=float(plan["round_su"]), spent_su=float(spent),
         stop=plan["stop"] and AdaptiveStop(**plan["stop"]), judged=jsonable(plan["judged"]),
         refused=refused and RefusedRound(labelled(refused["added"]), labelled(refused["why"]),
                                          refused["round_su"]),
@@ -328,4 +341,5 @@ def round_plan(
         price_basis={label[int(r["n"])]: r["price_basis"] for r in priced.rows},
         priced_at_limit=[label[int(r["n"])] for r in priced.rows if r["basis"] == LIMIT],
         budget_su=study.budget_su,
+        time_limits_min=limits,
     )  # fmt: skip

@@ -20,7 +20,7 @@ import hashlib
 import itertools
 import json
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -537,6 +537,22 @@ def next_round(
     return plan
 
 
+def budget_limits(added: dict[int, int], reserve_su: dict[int, float],
+                  limit_su: dict[int, float], left_su: float) -> dict[int, float]:  # fmt: skip
+    """N -> the share of its normal time limit that each run an admitted round adds
+    there may take, where runs at their normal limits (`limit_su`: N -> SU of one run
+    stopped there) could take the study past what its budget has `left_su`: its reserve
+    (`reserve_su`, SU per run) scaled by what is left over the round's reserve, never
+    above the normal limit. The round's limits then sum to at most what is left, and a
+    run stopped at its limit costs its limit: the study cannot exceed its budget, however
+    far a run comes out above its reserve. Empty: no runs, or the normal limits are
+    within it."""
+    if not added or within_budget(sum(k * limit_su[n] for n, k in added.items()), left_su):
+        return {}
+    scale = left_su / sum(k * reserve_su[n] for n, k in added.items())
+    return {n: min(scale * reserve_su[n] / limit_su[n], 1.0) for n in added}
+
+
 # the schema's maximum of adaptive.max_repeats
 MOST_REPEATS = 100
 
@@ -657,6 +673,9 @@ class RoundPlan:
     price_basis: dict[str, str]  # what each price is based on, in words
     priced_at_limit: list[str]  # the points priced at their time limit: an upper bound
     budget_su: float
+    # point label -> the time limit in minutes of each run this round adds there, where
+    # the budget sets it below the study's resources.runtime (budget_limits)
+    time_limits_min: dict[str, float] = field(default_factory=dict)
     # the config it was planned under (get_round_config) and its fingerprint
     config_fingerprint: str | None = None
     config: dict[str, Any] | None = None
