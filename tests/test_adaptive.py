@@ -588,7 +588,7 @@ def test_a_round_near_the_budgets_edge_limits_its_runs_to_what_is_left(tmp_path)
     assert second.added == {"t4": 2} and set(second.time_limits_min) == {"t4"}
     assert 2 * 4 * second.time_limits_min["t4"] / 60 == pytest.approx(left)
     assert second.time_limits_min["t4"] == pytest.approx(0.25)  # 2 x its 7.5 s reserve
-    assert "a run stopped at 0.25 min, its budget limit" in second.why["t4"]
+    assert "its runs stop at 0.25 min, their budget limit" in second.why["t4"]
     # such runs stopped at that limit cost it in full: the study ends at its budget
     stopped = records_table({1: [10.0, 10.1, 9.9], 2: [5.0, 5.05, 4.95], 4: [15.0, 15.0]})
     stopped.loc[stopped["n"] == 4, ["status", "wall_s", "train_s"]] = ["failed", None, None]

@@ -311,7 +311,7 @@ def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None,
     limits = labelled({n: share * study.resources.runtime for n, share in shares.items()})
     why = labelled(plan["why"])
     for point, minutes in limits.items():
-        why[point] += f"; a run stopped at {minutes:.3g} min, its budget limit"
+        why[point] += f"; its runs stop at {minutes:.3g} min, their budget limit"
 
     refused = plan.get("refused")
     return adaptive.RoundPlan(
