@@ -2,7 +2,11 @@ import itertools
 from pathlib import Path
 
 from scalestudy import paths
-from scalestudy.analysis.decisions.adaptive import RoundPlan, config_fingerprint
+from scalestudy.analysis.decisions.adaptive import (
+    RoundPlan,
+    config_fingerprint,
+    round_of_run,
+)
 
 # Adaptive studies: their runs are chosen round by round.
 ADAPTIVE = [name for name, study in STUDIES.items() if study.adaptive is not None]
@@ -64,6 +68,19 @@ def adaptive_records(study):
         if on_disk > totals.get(point, 0):
             totals[point] = on_disk
     return records_of(study, totals)
+
+
+def round_time_limit(study, point, repeat):
+    """The time limit in minutes that the round which added a run gives it where the
+    budget sets one (RoundPlan.time_limits_min); None: the study's resources.runtime.
+    Read from the round files: a run's job exists only once its round is planned."""
+    if study not in ADAPTIVE:
+        return None
+    plans = []
+    while (plan := planned_round(study, len(plans) + 1)) is not None:
+        plans.append(plan)
+    round_no = round_of_run(plans, point, repeat)
+    return round_no and plans[round_no - 1].time_limits_min.get(point)
 
 
 def get_previous_round(wildcards):

@@ -34,7 +34,7 @@ rule run_point:
         gpu_model=job_resource("gpu_model"),
         slurm_extra=job_resource("slurm_extra"),
         mem_mb=job_resource("mem_mb"),
-        runtime=job_resource("runtime"),
+        runtime=get_run_runtime,
         # every slot there is (profiles/local: 2; Slurm's: 1), so timed runs share
         # their cores with no other job
         timed_runs=lambda wildcards: sm.global_resource(workflow, "timed_runs") or 1,

@@ -1,4 +1,5 @@
 import json
+import math
 from pathlib import Path
 
 from snakemake.logging import logger
@@ -9,7 +10,7 @@ from scalestudy.records import RecordError, read_placed_record
 from scalestudy.redo import DISCARDED, RefusedRecords
 from scalestudy.study.points import point_for
 from scalestudy.study.run_spec import previous_paired_run, run_spec
-from scalestudy.study.slurm import shared_job, slurm_resources
+from scalestudy.study.slurm import TIME_SLACK_MIN, shared_job, slurm_resources
 
 # The input functions of a run's job (rules/run.smk) and of a profiling run
 # (rules/profile.smk): what it runs, what it asks the scheduler for, and when it runs
@@ -23,13 +24,19 @@ def get_run_spec(wildcards):
     point = get_point(wildcards)
     profiling = "repeat" not in wildcards.keys()
     trace = f"results/{wildcards.study}/profile/{wildcards.point}.trace.json"
+    repeat = 1 if profiling else int(wildcards.repeat)
     spec = run_spec(
         STUDIES[wildcards.study],
         int(point["n"]),
-        1 if profiling else int(wildcards.repeat),
+        repeat,
         point["series"],
         data_dir=DATA_DIR,
         profile_trace=trace if profiling else None,
+        time_limit_min=(
+            None
+            if profiling
+            else round_time_limit(wildcards.study, wildcards.point, repeat)
+        ),
     )
     return json.dumps(spec, sort_keys=True)
 
@@ -48,6 +55,16 @@ def job_resource(name):
         return get_job_resources(wildcards)[name]
 
     return get_resource
+
+
+def get_run_runtime(wildcards):
+    """The run's job's minutes (the rule's runtime resource): the point's, or its
+    round's budget limit (rules/adaptive.smk) with the same slack
+    (slurm_resources)."""
+    limit = round_time_limit(wildcards.study, wildcards.point, int(wildcards.repeat))
+    if limit is None:
+        return get_job_resources(wildcards)["runtime"]
+    return math.ceil(limit) + TIME_SLACK_MIN
 
 
 # Snakemake's --group-components counts a group's parts under the group's name. Each

@@ -22,6 +22,7 @@ from scalestudy.analysis.decisions.adaptive import (
     LIMITS,
     RoundPlan,
     Rules,
+    budget_limits,
     first_round,
     judge,
     next_round,
@@ -576,6 +577,39 @@ def test_a_round_plan_jumps_over_candidates_that_cannot_be_the_answer():
     assert second.price_basis["t32"] == "from N = 2 measured, × 1.5 margin"
 
 
+def test_a_round_near_the_budgets_edge_limits_its_runs_to_what_is_left(tmp_path):
+    # round 2 adds 2 runs at N = 4, held back at 7.5 s each; at their 2-minute limit they
+    # could cost 0.27 SU, and 0.033 are left: runs as slow as the 100 s above took the
+    # study over its budget. Each run now stops at its reserve scaled by what is left.
+    study = study_model(ADAPTIVE_STUDY | {"budget_su": 0.05}, "a")
+    runs = records_table({1: [10.0, 10.1, 9.9], 2: [5.0, 5.05, 4.95]})
+    second = round_plan(study, 2, runs)
+    left = 0.05 - second.spent_su
+    assert second.added == {"t4": 2} and set(second.time_limits_min) == {"t4"}
+    assert 2 * 4 * second.time_limits_min["t4"] / 60 == pytest.approx(left)
+    assert second.time_limits_min["t4"] == pytest.approx(0.25)  # 2 x its 7.5 s reserve
+    assert "its runs stop at 0.25 min, their budget limit" in second.why["t4"]
+    # such runs stopped at that limit cost it in full: the study ends at its budget
+    stopped = records_table({1: [10.0, 10.1, 9.9], 2: [5.0, 5.05, 4.95], 4: [15.0, 15.0]})
+    stopped.loc[stopped["n"] == 4, ["status", "wall_s", "train_s"]] = ["failed", None, None]
+    assert charges(stopped, study).su == pytest.approx(0.05)
+    # a round whose runs at their limits stay within the budget keeps the study's limit
+    assert round_plan(study_model(ADAPTIVE_STUDY, "a"), 2, runs).time_limits_min == {}
+    second.dump(tmp_path / "round2.json")
+    assert RoundPlan.load(tmp_path / "round2.json") == second
+
+
+def test_budget_limits_sum_to_what_is_left_and_never_pass_the_normal_limit():
+    reserve, at_limit = {1: 1.0, 8: 8.0}, {1: 1.5, 8: 40.0}
+    shares = budget_limits({1: 2, 8: 1}, reserve, at_limit, left_su=12.0)
+    assert shares == pytest.approx({1: 0.8, 8: 0.24})  # both reserves x 1.2
+    assert sum(k * shares[n] * at_limit[n] for n, k in {1: 2, 8: 1}.items()) == pytest.approx(12)
+    # a reserve at its limit keeps it: the others get less than the scale, within it
+    shares = budget_limits({1: 2, 8: 1}, {1: 1.5, 8: 8.0}, at_limit, left_su=12.0)
+    assert shares[1] == 1.0 and 2 * 1.5 + shares[8] * 40 <= 12 + 1e-9
+    assert budget_limits({1: 2, 8: 1}, reserve, at_limit, left_su=43.0) == {}
+
+
 def test_the_plan_page_prices_round_one_and_refuses_a_budget_below_it():
     study = study_model(ADAPTIVE_STUDY | {"budget_su": 0.1}, "a")
     plan = study_plan(study)
@@ -625,6 +659,15 @@ def test_the_simulator_prices_from_measurements_within_budget_and_cuts_fewer_rou
     assert now["rounds_cut"] < before["rounds_cut"] / 2, (before, now)
     assert now["budget_stops"] < before["budget_stops"] and now["right"] > before["right"]
     assert now["runs_over_price"] <= 0.02 * now["runs_priced"]
+
+
+def test_the_simulator_keeps_every_budgeted_study_within_its_budget():
+    """Issue 37: a round admitted near the budget's edge whose runs came out far above
+    their reserve (a slow outlier) took one of these 60 studies over its budget; its
+    runs now stop at their budget limits (budget_limits), and none goes over (the
+    figures of 1000: python -m benchmarks.adaptive_simulator --budget 0.3)."""
+    results = simulator.simulate(60, seed=9, rules=simulator.RULES, budget=0.3)["adaptive"]
+    assert sum(r["overrun"] for r in results) == 0
 
 
 def test_the_simulator_meets_its_goals_at_the_defaults():

@@ -4,12 +4,16 @@ nothing, a deleted record redone, a raised limit that continues from what exists
 a study over many candidates that runs only those that decide its answer."""
 
 import json
+import re
 import subprocess
 import sys
+from dataclasses import replace
 
 import pandas as pd
 import pytest
 
+from scalestudy.analysis.cost.plan import round_plan
+from tests.conftest import study_model
 from tests.test_workflow import planned_runs
 
 PY = sys.executable
@@ -56,6 +60,24 @@ def run_ids(workflow) -> dict[str, str]:
         f"{p.parent.name}/{p.stem}": json.loads(p.read_text())["run_id"]
         for p in runs.glob("*/rep*.json")
     }
+
+
+def test_a_runs_time_limit_follows_its_rounds_budget_limit(workflow):
+    # a round near the budget's edge gives the runs it adds at N = 2 a limit of 15 s:
+    # the launcher stops them there (the spec's limit) and their job asks for its minute
+    # with the slack, not the study's 10 minutes
+    study = adaptive_study() | {"resources": {"mem_mb": 500, "runtime": 10}}
+    workflow.write_config({"studies": {"a": study}})
+    plan = replace(round_plan(study_model(study, "a"), 1, None), time_limits_min={"t2": 0.25})
+    (workflow.root / "results" / "a" / "rounds").mkdir(parents=True)
+    plan.dump(workflow.root / "results" / "a" / "rounds" / "round1.json")
+    records = ["results/a/runs/t1/rep1.json", "results/a/runs/t2/rep1.json"]
+    dry = workflow.snakemake("--profile", "profiles/local", "-n", "-p", *records)
+    output = dry.stdout + dry.stderr
+    jobs = {m[0]: m for m in re.findall(r"point=(t\d), repeat=1.*?runtime=(\d+)", output, re.S)}
+    assert {point: int(runtime) for point, runtime in jobs.values()} == {"t1": 12, "t2": 3}, output
+    limits = re.findall(r'"time_limit_min": ([\d.]+)', output)
+    assert sorted(map(float, limits)) == [0.25, 10.0], output
 
 
 @pytest.mark.slow

@@ -162,6 +162,9 @@ def test_the_launchers_srun_repeats_the_layout():
     assert {"--nodes=2", "--ntasks-per-node=2", "--cpus-per-task=4", "--gpus-per-task=2"} <= set(
         cmd
     )
+    # an adaptive round's budget limit may be a fraction of a minute: srun takes whole ones
+    limited = srun_command(run_spec(study, 8, 1, time_limit_min=0.25), environ, {})
+    assert "--time=1" in limited and "--time=0.25" not in limited
 
 
 def test_a_measured_table_places_each_row_on_its_nodes(tmp_path):

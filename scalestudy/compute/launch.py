@@ -12,6 +12,7 @@ import argparse
 import collections
 import fcntl
 import json
+import math
 import os
 import re
 import shutil
@@ -141,7 +142,7 @@ def srun_command(spec: dict, environ=os.environ, job: dict | None = None) -> lis
         per_task = requested["gpus_per_node"] // requested["tasks_per_node"]
         cmd.append(f"--gpus-per-task={per_task}")
     if spec.get("time_limit_min"):
-        cmd.append(f"--time={spec['time_limit_min']}")
+        cmd.append(f"--time={math.ceil(spec['time_limit_min'])}")  # a round's may be a fraction
     return cmd
 
 

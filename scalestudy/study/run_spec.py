@@ -25,6 +25,7 @@ def run_spec(
     *,
     data_dir: str | None = None,
     profile_trace: str | None = None,
+    time_limit_min: float | None = None,
 ) -> dict:
     """What the launcher needs to run one job of a point, whole: the prepared data sets'
     folder (data_dir, when the workflow gives one), and for a profiling job (one extra
@@ -45,7 +46,7 @@ def run_spec(
             "gpus_per_node": point.gpus_per_node,
             "mem_mb": own.resources.mem_mb,
         },
-        "time_limit_min": own.resources.runtime,
+        "time_limit_min": time_limit_min or own.resources.runtime,  # None: the study's
         "series": series,
     }
     if study.compare is not None:

@@ -14,7 +14,8 @@ A job's time is estimated (job_price), best first, from
 SU are priced by scalestudy.analysis.cost.cost, on the study's (or the series') weights; a job's
 partition is unknown before it runs, so partition weights are not applied. What runs
 cost is their measured time (cost.charges), however they were priced: a run slower
-than its price counts in full against a budget.
+than its price counts in full against a budget, up to the limit an adaptive round
+near the budget's edge gives it (adaptive.budget_limits).
 """
 
 from __future__ import annotations
@@ -42,8 +43,7 @@ MEASURED, NEIGHBOUR, MODEL, LIMIT = "measured", "neighbour", "model", "limit"
 # neighbour's time assumes no speedup (or no loss of efficiency), which a curve past
 # its peak, a noisy run or a weak-scaling study's growing time can exceed. At 1.5,
 # 1.5-1.7 % of the simulated runs priced from a neighbour cost more than their price
-# (outliers, mostly), and none of 4 x 1000 budgeted studies went over its budget
-# (benchmarks/adaptive_simulator.py --budget).
+# (outliers, mostly: benchmarks/adaptive_simulator.py --budget).
 PRICE_MARGIN = 1.5
 
 
@@ -96,14 +96,11 @@ def job_price(
     n: int, measured: dict[int, float], limit_s: float, weak: bool = False,
     model_s: float | None = None,
 ) -> dict:  # fmt: skip
-    """A job's whole-job seconds at N and their basis (MEASURED, NEIGHBOUR, MODEL or
-    LIMIT), with `from_n`, the neighbour's N: from its own median where measured, else
-    the slower of neighbour_time and `model_s` (model_time) times PRICE_MARGIN, at
-    most `limit_s`, the time limit (the price where nothing is measured). `reserve_s`:
-    what a budget holds back for the run before it runs, the same with a measured
-    median too times PRICE_MARGIN (half the runs are slower than their median: rounds
-    admitted on medians went over their budget). The one rule of the plan, the
-    adaptive rounds and benchmarks/adaptive_simulator.py."""
+    """A job's whole-job seconds at N, their basis and `from_n` (the neighbour's N), as
+    the module's docstring says (`limit_s`: the time limit), and `reserve_s`, what a
+    budget holds back for it: the same, but a measured median too times PRICE_MARGIN
+    (half the runs are slower than their median: rounds admitted on medians went over
+    their budget). The one rule of the plan, the rounds and the simulator."""
     if math.isfinite(measured.get(n, math.nan)):
         reserve = min(measured[n] * PRICE_MARGIN, limit_s)
         return {"seconds": measured[n], "basis": MEASURED, "from_n": n, "reserve_s": reserve}
@@ -211,6 +208,7 @@ def study_plan(
                 "price_from_n": price["from_n"],  # the point whose time priced it
                 "price_basis": basis_text(price, earlier), "earlier_runs": earlier,
                 "su_per_job": su, "su_reserve_per_job": reserve, "su": su * repeats,
+                "su_limit_per_job": float(cost.su(point.cores, point.gpus, limit_s)),
                 "su_to_run": su * (repeats - done), "seconds_to_run": seconds * (repeats - done),
                 # what one Slurm job of the point asks for (a packed one: all its
                 # repeats' time), for sbatch --test-only (scalestudy.analysis.cluster.queue)
@@ -252,12 +250,9 @@ def budget_problem(plan: StudyPlan) -> str | None:
         return None
     jobs = plan.totals.jobs
     bounds = sum(r["repeats"] for r in plan.rows if r["basis"] == LIMIT)
-    how = (
-        f"; {bounds} of its {jobs} jobs are priced at their time limit, an upper "
-        "bound (run a few first, or lower resources.runtime, to price them from measurements)"
-        if bounds
-        else ""
-    )
+    how = (f"; {bounds} of its {jobs} jobs are priced at their time limit, an upper bound "
+           "(run a few first, or lower resources.runtime, to price them from measurements)"
+           if bounds else "")  # fmt: skip
     what = "round 1 of the adaptive study is" if plan.adaptive else "the plan is"
     fewer = (
         "adaptive.first_repeats or adaptive.first_points" if plan.adaptive else "repeats or points"
@@ -270,12 +265,8 @@ def budget_problem(plan: StudyPlan) -> str | None:
     )
 
 
-def round_plan(
-    study: Study,
-    round_no: int,
-    runs: pd.DataFrame | None,
-    baseline: pd.DataFrame | None = None,
-) -> adaptive.RoundPlan:
+def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None,
+               baseline: pd.DataFrame | None = None) -> adaptive.RoundPlan:  # fmt: skip
     """The plan of round `round_no` of an adaptive study (scalestudy.analysis.decisions.adaptive),
     from the runs of the rounds before it (tables.read_runs; None before round 1), keyed by
     point label: the runs each point should have once the round is done ("totals"),
@@ -311,14 +302,21 @@ def round_plan(
         plan = runs_for_comparison(plan, now, was, study, reserve)
     # a study stopped undecided: the config change that would plan a round again
     decide = adaptive.to_decide(plan, *inputs, rules=rules, scale=scale)
+    at_limit = {int(r["n"]): r["su_limit_per_job"] for r in priced.rows}
+    shares = adaptive.budget_limits(plan["added"], reserve, at_limit, study.budget_su - spent)
 
     def labelled(by_n: dict) -> dict:
         return {label[int(n)]: v for n, v in by_n.items()}
 
+    limits = labelled({n: share * study.resources.runtime for n, share in shares.items()})
+    why = labelled(plan["why"])
+    for point, minutes in limits.items():
+        why[point] += f"; its runs stop at {minutes:.3g} min, their budget limit"
+
     refused = plan.get("refused")
     return adaptive.RoundPlan(
         round=round_no, totals=labelled(plan["totals"]), added=labelled(plan["added"]),
-        why=labelled(plan["why"]), round_su=float(plan["round_su"]), spent_su=float(spent),
+        why=why, round_su=float(plan["round_su"]), spent_su=float(spent),
         stop=plan["stop"] and AdaptiveStop(**plan["stop"]), judged=jsonable(plan["judged"]),
         refused=refused and RefusedRound(labelled(refused["added"]), labelled(refused["why"]),
                                          refused["round_su"]),
@@ -328,4 +326,5 @@ def round_plan(
         price_basis={label[int(r["n"])]: r["price_basis"] for r in priced.rows},
         priced_at_limit=[label[int(r["n"])] for r in priced.rows if r["basis"] == LIMIT],
         budget_su=study.budget_su,
+        time_limits_min=limits,
     )  # fmt: skip

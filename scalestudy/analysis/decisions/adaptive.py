@@ -20,7 +20,7 @@ import hashlib
 import itertools
 import json
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +135,7 @@ def judge(
     new = new_points(unmeasured, lower, rec, by_step, rules)
     # where `new` goes beyond the next candidate up, a round the budget cannot afford
     # measures that one alone (next_round)
-    up = step_up(unmeasured, lower)
+    up = next((n for n in unmeasured if lower and n > max(lower)), None)  # the next one up
     fallback = up if up is not None and new and min(new) >= up and set(new) != {up} else None
 
     def undecided(step) -> bool:
@@ -280,11 +280,6 @@ def positive(speedups: dict[int, float]) -> dict[int, float]:
     return {n: sp for n, sp in speedups.items() if np.isfinite(sp) and sp > 0}
 
 
-def step_up(unmeasured: list[int], lower: dict[int, float]) -> int | None:
-    """The next candidate up from the measured ones (`lower`: N -> a measured point)."""
-    return next((n for n in unmeasured if lower and n > max(lower)), None)
-
-
 def predicted_answer(speedups: dict[int, float], start: int, span: list[int],
                      rules: Rules) -> int | None:  # fmt: skip
     """Walking up from the measured point `start` through the candidates `span`, the
@@ -351,10 +346,8 @@ def shrink_factors(judged: dict, n: int, rules: Rules, curtailed=()) -> dict[str
 # A study that cannot be decided (max_repeats runs would not bring its speedup CI
 # within target) spends runs on a step only for the chance that they change the
 # answer: a step whose gain would cross the threshold with a smaller chance, even at
-# max_repeats runs, gets none. At the config's defaults, 0.1 gives 0.393 of the 5-run
-# grid's SU (median of 5,000 studies; 0.385-0.398 by seed) against 0.404 without
-# (0.397-0.413), for the same right answers (81.1 % and 81.0 %); 0.05 gives 0.396, and
-# 0.2 gives 0.389 but 80.8 % (benchmarks/adaptive_simulator)
+# max_repeats runs, gets none (0.05, 0.1 and 0.2 against none: the figures are in
+# benchmarks/adaptive_simulator.py's docstring)
 CURTAIL_CHANCE = 0.1
 
 
@@ -418,17 +411,9 @@ def moved_by(base: int, speedups: dict[int, float], a: int, b: int) -> set[int]:
     return ends | ({base} if total > 0 and weights[base] / total >= VARIANCE_SHARE else set())
 
 
-def next_round(
-    round_no: int,
-    candidates: list[int],
-    base: int,
-    runs: dict[int, int],
-    samples: dict[int, np.ndarray],
-    su_per_run: dict[int, float],
-    spent_su: float,
-    rules: Rules,
-    scale=None,
-) -> dict:
+def next_round(round_no: int, candidates: list[int], base: int, runs: dict[int, int],
+               samples: dict[int, np.ndarray], su_per_run: dict[int, float], spent_su: float,
+               rules: Rules, scale=None) -> dict:  # fmt: skip
     """The plan of round `round_no` (1-based), from the runs so far: `runs` N -> runs
     made (failed ones too), `samples` N -> their usable times, `su_per_run` N -> the
     estimated SU of one run (measured where it can be), `spent_su` the SU the study
@@ -526,15 +511,25 @@ def next_round(
         round_su = price(added)
     plan |= {"added": added, "why": why, "round_su": round_su}
     if not within_budget(spent_su + round_su, rules.budget_su):
-        text = (
-            f"the next round ({sum(added.values())} runs, about {round_su:.3g} SU) would take "
-            f"the study to {spent_su + round_su:.3g} SU, above its budget of "
-            f"{rules.budget_su:g} SU"
-        )
+        text = (f"the next round ({sum(added.values())} runs, about {round_su:.3g} SU) would "
+                f"take the study to {spent_su + round_su:.3g} SU, above its budget of "
+                f"{rules.budget_su:g} SU")  # fmt: skip
         return plan | {"added": {}, "why": {}, "round_su": 0.0, "stop": stop(BUDGET, text),
                        "refused": {"added": added, "why": why, "round_su": round_su}}  # fmt: skip
     plan["totals"] = {n: runs.get(n, 0) + added.get(n, 0) for n in sorted(set(runs) | set(added))}
     return plan
+
+
+def budget_limits(added: dict[int, int], reserve_su: dict[int, float],
+                  limit_su: dict[int, float], left_su: float) -> dict[int, float]:  # fmt: skip
+    """N -> the share of its time limit each run of an admitted round may take, where at
+    their limits (`limit_su`: N -> SU per run) they could cost more than `left_su`: its
+    reserve scaled by `left_su` over the round's reserve, at most 1. The limits sum to
+    at most `left_su`, and a run stopped at its limit costs it: the budget holds."""
+    if not added or within_budget(sum(k * limit_su[n] for n, k in added.items()), left_su):
+        return {}
+    scale = left_su / sum(k * reserve_su[n] for n, k in added.items())
+    return {n: min(scale * reserve_su[n] / limit_su[n], 1.0) for n in added}
 
 
 # the schema's maximum of adaptive.max_repeats
@@ -657,6 +652,8 @@ class RoundPlan:
     price_basis: dict[str, str]  # what each price is based on, in words
     priced_at_limit: list[str]  # the points priced at their time limit: an upper bound
     budget_su: float
+    # point label -> its runs' time limit (min) where the budget sets one (budget_limits)
+    time_limits_min: dict[str, float] = field(default_factory=dict)
     # the config it was planned under (get_round_config) and its fingerprint
     config_fingerprint: str | None = None
     config: dict[str, Any] | None = None
