@@ -14,6 +14,7 @@ import math
 import os
 import re
 import shlex
+import statistics
 import string
 from pathlib import Path
 
@@ -154,10 +155,7 @@ def metrics_from_output(output: str, patterns: dict[str, str]) -> dict[str, floa
             raise ValueError(f"metric {name}: the pattern {pattern!r} never matched the output")
         metrics[name] = found[-1]
         if len(found) > 1:
-            ordered = sorted(found)
-            mid = len(ordered) // 2
-            median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-            metrics[f"{name}_median"] = median
+            metrics[f"{name}_median"] = statistics.median(found)
             metrics[f"{name}_count"] = float(len(found))
     return metrics
 

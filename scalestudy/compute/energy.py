@@ -198,12 +198,6 @@ def update_interval(read, limit_s: float = UPDATE_POLL_LIMIT_S, clock=time.perf_
     return moves[1] - moves[0]
 
 
-def _import_pynvml():
-    import pynvml
-
-    return pynvml
-
-
 class NvmlMeter:
     """Total energy of the given GPUs (torch's indices in this process, with their NVML
     UUIDs where known) between start() and stop(). `nvml`: the binding (default pynvml);
@@ -211,9 +205,7 @@ class NvmlMeter:
     nvmlDeviceGetTotalEnergyConsumption and nvmlShutdown."""
 
     def __init__(self, devices: list[tuple[int, str | None]], nvml=None, environ=os.environ):
-        self.devices = devices
-        self._nvml = nvml
-        self.environ = environ
+        self.devices, self._nvml, self.environ = devices, nvml, environ
         self.reason: str | None = None
         self._handles: list = []
         self.uuids: list[str] = []
@@ -228,9 +220,8 @@ class NvmlMeter:
         if not self.devices:
             self.reason = "no counter: the run used no GPU"
             return
-        # telemetry imports nothing heavy; the import is here to keep this module's own
-        # import light where no GPU is used
-        from scalestudy.compute.telemetry import nvml_handle
+        # here, not above: this module's own import stays light where no GPU is used
+        from scalestudy.compute.telemetry import _import_pynvml, nvml_handle
 
         try:
             nvml = self._nvml if self._nvml is not None else _import_pynvml()
@@ -335,15 +326,10 @@ class RankEnergy:
         }
 
     def __exit__(self, *exc) -> bool:
+        unknown = "which GPUs the command used is unknown (CUDA_VISIBLE_DEVICES unset)"
+        why = "no counter: " + ("the run used no GPU" if self.gpus == [] else unknown)
         self.result = {
-            "gpu": self._gpu.stop()
-            if self._gpu
-            else not_measured(
-                "no counter: the run used no GPU"
-                if self.gpus == []
-                else "no counter: which GPUs the command used is unknown "
-                "(CUDA_VISIBLE_DEVICES unset)"
-            ),
+            "gpu": self._gpu.stop() if self._gpu else not_measured(why),
             "node": self._rapl.stop() if self._rapl else None,
         }
         return False

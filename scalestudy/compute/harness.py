@@ -149,12 +149,8 @@ def threads_from_allocation(environ=os.environ) -> int:
 def rank_environment(environ=os.environ) -> dict:
     """RANK, LOCAL_RANK and WORLD_SIZE for torch.distributed: as the local launcher set
     them, else from the SLURM_* variables srun gives each task."""
-    pairs = {
-        "RANK": "SLURM_PROCID",
-        "LOCAL_RANK": "SLURM_LOCALID",
-        "WORLD_SIZE": "SLURM_NTASKS",
-        "NODE_RANK": "SLURM_NODEID",
-    }
+    pairs = {"RANK": "SLURM_PROCID", "LOCAL_RANK": "SLURM_LOCALID", "WORLD_SIZE": "SLURM_NTASKS",
+             "NODE_RANK": "SLURM_NODEID"}  # fmt: skip
     return {
         key: environ.get(key) or environ.get(slurm_key) or ("1" if key == "WORLD_SIZE" else "0")
         for key, slurm_key in pairs.items()
@@ -176,10 +172,7 @@ def memory_limit_mb(environ=os.environ) -> float | None:
                 mb *= threads_from_allocation(environ)
             return mb
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            text = Path(path).read_text().strip()
-        except OSError:
-            continue
+        text = _read(path) or ""
         if text.isdigit() and int(text) < 1 << 60:
             return int(text) / 2**20
     return None
@@ -193,12 +186,9 @@ def _read(path: str) -> str | None:
 
 
 def cpu_model() -> str | None:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    for line in (_read("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
     return platform.machine() or None  # not platform.processor(): see platform_name
 
 
@@ -213,14 +203,9 @@ def gpu_driver() -> str | None:
 
 
 def slurm_environment(environ=os.environ) -> dict:
-    keys = {
-        "slurm_job_id": "SLURM_JOB_ID",
-        "slurm_nodelist": "SLURM_JOB_NODELIST",
-        "slurm_partition": "SLURM_JOB_PARTITION",
-        "slurm_cluster": "SLURM_CLUSTER_NAME",
-        "slurm_step_id": "SLURM_STEP_ID",
-        "slurm_ntasks": "SLURM_NTASKS",
-    }
+    keys = {"slurm_job_id": "SLURM_JOB_ID", "slurm_nodelist": "SLURM_JOB_NODELIST",
+            "slurm_partition": "SLURM_JOB_PARTITION", "slurm_cluster": "SLURM_CLUSTER_NAME",
+            "slurm_step_id": "SLURM_STEP_ID", "slurm_ntasks": "SLURM_NTASKS"}  # fmt: skip
     return {name: environ[key] for name, key in keys.items() if environ.get(key)}
 
 
@@ -245,15 +230,13 @@ def environment(torch_module=None) -> dict:
         # the same boot id under two host names means one physical machine
         "boot_id": _read("/proc/sys/kernel/random/boot_id"),
     }
-    if torch_module is not None:
-        torch = torch_module
-        env["torch"] = torch.__version__
-        env["cuda"] = torch.version.cuda
+    if (torch := torch_module) is not None:
+        env |= {"torch": torch.__version__, "cuda": torch.version.cuda}
         if torch.cuda.is_available():
             env["gpu_driver"] = gpu_driver()
-            env["gpu_models"] = [
-                torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())
-            ]
+            env["gpu_models"] = list(
+                map(torch.cuda.get_device_name, range(torch.cuda.device_count()))
+            )
     env.update(slurm_environment())
     return env
 
@@ -309,10 +292,8 @@ def allocation_mismatches(requested: dict, received: dict, hosts: int | None = N
         problems.append(f"processes: asked for {world}, world size was {received['world_size']}")
     per_node = received.get("tasks_per_node")
     if per_node is not None and per_node != requested["tasks_per_node"]:
-        problems.append(
-            f"processes per node: asked for {requested['tasks_per_node']}, "
-            f"{per_node} ran on one node"
-        )
+        asked = requested["tasks_per_node"]
+        problems.append(f"processes per node: asked for {asked}, {per_node} ran on one node")
     if hosts is not None and hosts != requested["nodes"]:
         problems.append(f"nodes: asked for {requested['nodes']}, ran on {hosts} host(s)")
     mem = requested.get("mem_mb")

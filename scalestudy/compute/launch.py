@@ -59,15 +59,8 @@ def worker_processes(
 ):
     """Command and environment of each process to start: one `srun` step for all
     ranks inside a Slurm allocation, else one local process per rank."""
-    base = [
-        *interpreter(spec),
-        "-m",
-        "scalestudy.compute.worker",
-        "--spec",
-        str(spec_file),
-        "--result-dir",
-        str(result_dir),
-    ]
+    base = [*interpreter(spec), "-m", "scalestudy.compute.worker", "--spec", str(spec_file)]
+    base += ["--result-dir", str(result_dir)]
     requested = spec["requested"]
     world = requested["tasks_per_node"] * requested["nodes"]
     env = dict(environ, SCALESTUDY_LAUNCH_TIME=repr(time.time()))
@@ -82,15 +75,10 @@ def worker_processes(
     cpu_sets = local_cpu_sets(requested["threads"], world, sorted(os.sched_getaffinity(0)))
     if world == 1:
         return [(base, pinned(env, cpu_sets, 0))]
-    env |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
-    return [
-        (
-            base,
-            pinned(env, cpu_sets, r)
-            | {"RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": str(world), "NODE_RANK": "0"},
-        )
-        for r in range(world)
-    ]
+    env |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "NODE_RANK": "0",
+            "WORLD_SIZE": str(world)}  # fmt: skip
+    return [(base, pinned(env, cpu_sets, r) | {"RANK": str(r), "LOCAL_RANK": str(r)})
+            for r in range(world)]  # fmt: skip
 
 
 def interpreter(spec: dict) -> list[str]:
@@ -124,17 +112,11 @@ def srun_command(spec: dict, environ=os.environ, job: dict | None = None) -> lis
     --time makes Slurm stop a run that is out of time while the launcher lives on
     to record why."""
     requested = spec["requested"]
-    cmd = [
-        "srun",
-        "--overlap",
-        "--kill-on-bad-exit=1",
-        "--export=ALL",
-        f"--nodes={requested['nodes']}",
-        f"--ntasks-per-node={requested['tasks_per_node']}",
-        # what Slurm granted the job, not what the point asked for: a shortfall
-        # then shows up as an allocation mismatch instead of a failed srun
-        f"--cpus-per-task={granted_cpus_per_task(job or {}, environ)}",
-    ]
+    cmd = ["srun", "--overlap", "--kill-on-bad-exit=1", "--export=ALL",
+           f"--nodes={requested['nodes']}", f"--ntasks-per-node={requested['tasks_per_node']}",
+           # what Slurm granted the job, not what the point asked for: a shortfall
+           # then shows up as an allocation mismatch instead of a failed srun
+           f"--cpus-per-task={granted_cpus_per_task(job or {}, environ)}"]  # fmt: skip
     if requested.get("mem_mb"):
         cmd.append(f"--mem={requested['mem_mb']}")
     if requested["gpus_per_node"]:
@@ -180,17 +162,12 @@ def slurm_job_info(environ=os.environ) -> dict:
     job_id = environ.get("SLURM_JOB_ID")
     if not job_id or not shutil.which("scontrol"):
         return {}
+    command = ["scontrol", "show", "job", "-o", job_id]
     try:
-        text = subprocess.run(
-            ["scontrol", "show", "job", "-o", job_id],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=True,
-        ).stdout
+        text = subprocess.run(command, capture_output=True, text=True, timeout=20, check=True)
     except (OSError, subprocess.SubprocessError):
         return {}
-    return dict(re.findall(r"(\S+?)=(\S+)", text))
+    return dict(re.findall(r"(\S+?)=(\S+)", text.stdout))
 
 
 def slurm_job_times(info: dict) -> dict:
@@ -312,22 +289,12 @@ class Supervisor:
                     tail_r, tail_w = os.pipe()
                     processes.widen_pipe(out_r)
                     theirs = [out_w, tail_r]
-                    env = env | {
-                        "SCALESTUDY_OUTPUT_FD": str(out_w),
-                        "SCALESTUDY_TAIL_FD": str(tail_r),
-                    }
-                try:
-                    self.procs.append(
-                        subprocess.Popen(
-                            cmd,
-                            env=env,
-                            stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT,
-                            pass_fds=theirs,
-                            preexec_fn=processes.start_alone,  # noqa: PLW1509 - no threads yet
-                        )
-                    )
+                    env |= {"SCALESTUDY_OUTPUT_FD": str(out_w), "SCALESTUDY_TAIL_FD": str(tail_r)}
+                try:  # preexec_fn: safe, no threads yet
+                    self.procs.append(subprocess.Popen(
+                        cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, pass_fds=theirs, preexec_fn=processes.start_alone
+                    ))  # fmt: skip
                 except BaseException:
                     if theirs:
                         os.close(out_r)
@@ -382,10 +349,8 @@ class Supervisor:
                     rss = processes.tree_rss_mb(roots)
                     self.peak_rss_mb = max(self.peak_rss_mb or 0.0, rss)
                     if rss > self.mem_limit_mb:
-                        self.limit_reason = (
-                            f"memory limit ({self.mem_limit_mb} MB) exceeded: the run's "
-                            f"processes held {rss:.0f} MB"
-                        )
+                        self.limit_reason = (f"memory limit ({self.mem_limit_mb} MB) exceeded: "
+                                             f"the run's processes held {rss:.0f} MB")  # fmt: skip
                         self.stop(signal.SIGKILL, 0)
                         return
                 if self.time_limit_s and time.monotonic() - started > self.time_limit_s:
@@ -461,32 +426,17 @@ def run_energy(
 
 
 def assemble_record(
-    spec: dict,
-    results: dict[int, dict],
-    codes: list[int],
-    wall_s: float | None,
-    started_at: str,
-    rerun_token: str,
-    reason: str | None,
-    job: dict | None = None,
-    run_id: str | None = None,
-    overlapping: list[dict] | None = None,
+    spec: dict, results: dict[int, dict], codes: list[int], wall_s: float | None,
+    started_at: str, rerun_token: str, reason: str | None, job: dict | None = None,
+    run_id: str | None = None, overlapping: list[dict] | None = None,
     peak_rss_mb: float | None = None,
-) -> dict:
+) -> dict:  # fmt: skip
     """One record from the ranks' results; rank 0 speaks for the run."""
-    head = results.get(0, {})
-    received = dict(
-        head.get("received")
-        or {
-            "cpus_usable": 0,
-            "threads_given": 0,
-            "torch_threads": None,
-            "omp_num_threads": None,
-        }
-    )
-    ranks_on = collections.Counter(
-        r["environment"]["host"] for r in results.values() if r.get("environment")
-    )
+    head, ranks = results.get(0, {}), list(results.values())
+    nothing = {"cpus_usable": 0, "threads_given": 0, "torch_threads": None, "omp_num_threads": None}
+    received = dict(head.get("received") or nothing)
+    placed = [r for r in ranks if r.get("environment")]  # the ranks that say where they ran
+    ranks_on = collections.Counter(r["environment"]["host"] for r in placed)
     hosts = set(ranks_on)
     received["nodes"] = len(hosts) or None
     # the most ranks any one host ran: a layout packed other than asked shows here
@@ -503,11 +453,7 @@ def assemble_record(
     environment.update(git_commit())
     environment.update(slurm_job_times(job or {}))
     usage = processes.combine_usage(
-        [
-            r["usage"] | {"host": r["environment"]["host"]}
-            for r in results.values()
-            if r.get("usage")
-        ]
+        [r["usage"] | {"host": r["environment"]["host"]} for r in ranks if r.get("usage")]
     )
     if peak_rss_mb is not None:
         usage["peak_rss_mb"] = peak_rss_mb
@@ -529,11 +475,7 @@ def assemble_record(
         # rank 0's phases, each with the run's energy in it (all ranks' readings)
         "phases": energy.combine_phases(
             head.get("phases", []),
-            [
-                {"host": r["environment"]["host"], "phases": r.get("phases", [])}
-                for r in results.values()
-                if r.get("environment")
-            ],
+            [{"host": r["environment"]["host"], "phases": r.get("phases", [])} for r in placed],
             used,
         ),
         "metrics": head.get("metrics", {}) | rank_spread(results),
@@ -614,16 +556,11 @@ def launch(
             cpus = sorted(os.sched_getaffinity(0))
             run_name = f"{spec['study']}/{spec['point']}/rep{spec['repeat']}"
             running = hosts_ledger.begin(run_id, run_name, cpus)
+            # locally the launcher enforces the limits; on Slurm, Slurm does
+            minutes = spec.get("time_limit_min") if local else None
+            mem_mb = spec["requested"].get("mem_mb") if local else None
             supervisor = held.enter_context(
-                closing(
-                    Supervisor(
-                        log,
-                        time_limit_s=spec["time_limit_min"] * 60
-                        if local and spec.get("time_limit_min")
-                        else None,
-                        mem_limit_mb=spec["requested"].get("mem_mb") if local else None,
-                    )
-                )
+                closing(Supervisor(log, minutes and minutes * 60, mem_mb))
             )
             started = time.time()
             started_at = utc_now()
@@ -657,9 +594,8 @@ def main(argv=None) -> int:
     parser.add_argument("--record", required=True, help="where the record is written")
     parser.add_argument("--rerun-token", default="first")
     parser.add_argument("--log", help="the job's log: the run's output (capped) goes there")
-    parser.add_argument(
-        "--log-limit-mb", type=float, help="most output kept (config log_limit_mb; unset: all)"
-    )
+    limit_help = "most output kept (config log_limit_mb; unset: all)"
+    parser.add_argument("--log-limit-mb", type=float, help=limit_help)
     args = parser.parse_args(argv)
     # errors the record cannot hold go to our own stderr, which Snakemake shows
     try:

@@ -75,10 +75,7 @@ class Ledger:
     def _entries(self, fd: int) -> dict[str, dict]:
         os.lseek(fd, 0, os.SEEK_SET)
         runs: dict[str, dict] = {}
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-        for line in b"".join(chunks).splitlines():
+        for line in b"".join(iter(lambda: os.read(fd, 1 << 16), b"")).splitlines():
             try:
                 entry = json.loads(line)
                 runs.setdefault(entry["run_id"], {}).update(entry)
@@ -98,6 +95,10 @@ class Ledger:
     def _append(self, fd: int, entry: dict) -> None:
         os.write(fd, (json.dumps(entry) + "\n").encode())
 
+    def _others(self, entries: dict[str, dict], run_id: str) -> list[dict]:
+        """The entries of the other runs on this host."""
+        return [e for e in entries.values() if e.get("host") == self.host and e["run_id"] != run_id]
+
     def begin(self, run_id: str, run: str, cpus: list[int]) -> list[dict]:
         """Note this run's start; return the runs on this host still running now."""
         now = time.time()
@@ -106,10 +107,8 @@ class Ledger:
                 entries = self._entries(fd)
                 running = [
                     e
-                    for e in entries.values()
-                    if e.get("host") == self.host
-                    and e["run_id"] != run_id
-                    and e.get("end") is None
+                    for e in self._others(entries, run_id)
+                    if e.get("end") is None
                     and e.get("pid_start") is not None
                     and _start_time(e.get("pid", -1)) == e["pid_start"]
                 ]
@@ -134,13 +133,7 @@ class Ledger:
                 self._append(fd, {"run_id": run_id, "end": now})
         except OSError:
             return []
-        return [
-            e
-            for e in entries.values()
-            if e.get("host") == self.host
-            and e["run_id"] != run_id
-            and started <= e.get("start", -1) <= now
-        ]
+        return [e for e in self._others(entries, run_id) if started <= e.get("start", -1) <= now]
 
     def _prune(self, fd: int, entries: dict, now: float) -> None:
         keep = [e for e in entries.values() if now - e.get("start", now) < KEEP_S]
