@@ -43,10 +43,9 @@ def _build(cls, data: dict, where: str):
         if not f.init:
             continue
         hint = hints[f.name]
-        optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and type(
-            None
-        ) in typing.get_args(hint)
-        inner = next((a for a in typing.get_args(hint) if a is not type(None)), hint)
+        args = typing.get_args(hint)
+        optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args
+        inner = next((a for a in args if a is not type(None)), hint)
         if f.name not in data:
             if not optional:
                 raise StudyModelError(

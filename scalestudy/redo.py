@@ -92,10 +92,8 @@ class RefusedRecords:
             records = list(records)
             aside = discard(runs, records, {p: self.pending[p][0] for p in records})
             self.moved |= {p: self.pending[p][1] for p in records}
-            moved.append(
-                f"kept {len(records)} refused record(s) in {aside} ({WHY} says why); "
-                "they are measured again"
-            )
+            moved.append(f"kept {len(records)} refused record(s) in {aside} ({WHY} says why); "
+                         "they are measured again")  # fmt: skip
         self.pending.clear()
         return moved
 

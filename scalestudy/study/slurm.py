@@ -25,19 +25,11 @@ def slurm_resources(point: Point, study: Study) -> dict:
     batch step, where the launcher's own srun step gets the cores.
     """
     resources = study.for_series(point.series).resources
-    res = {
-        "cpus_per_task": point.threads,
-        "nodes": point.nodes,
-        "mem_mb": resources.mem_mb + JOB_MEM_OVERHEAD_MB,
-        "runtime": resources.runtime + TIME_SLACK_MIN,
-        "mpi": "srun" if point.world_size > 1 else "",
-        "tasks": None,
-        "tasks_per_node": None,
-        "tasks_per_gpu": None,
-        "gpu": None,
-        "gpu_model": None,
-        "slurm_extra": None,
-    }
+    res = {"cpus_per_task": point.threads, "nodes": point.nodes,
+           "mem_mb": resources.mem_mb + JOB_MEM_OVERHEAD_MB,
+           "runtime": resources.runtime + TIME_SLACK_MIN,
+           "mpi": "srun" if point.world_size > 1 else "", "tasks": None, "tasks_per_node": None,
+           "tasks_per_gpu": None, "gpu": None, "gpu_model": None, "slurm_extra": None}  # fmt: skip
     if point.gpus:
         res["gpu"] = point.gpus
         res["gpu_model"] = resources.gpu_model
@@ -135,10 +127,8 @@ def limit_problems(name: str, points: list[Point], limits: dict | None) -> list[
         limit = (limits or {}).get(key)
         beyond = [p for p in points if limit is not None and need(p) > limit]
         if beyond:
-            message = (
-                f"studies.{name}: point {beyond[0].label} needs {need(beyond[0])} {what}, "
-                f"the partition has {limit} (partition_limits.{key})"
-            )
+            message = (f"studies.{name}: point {beyond[0].label} needs {need(beyond[0])} {what}, "
+                       f"the partition has {limit} (partition_limits.{key})")  # fmt: skip
             if len(beyond) > 1:
                 message += f"; {len(beyond) - 1} more point(s) need more too"
             problems.append(message)

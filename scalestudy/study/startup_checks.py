@@ -56,13 +56,8 @@ def still_to_run(
     }
 
 
-def local_cpu_problems(
-    studies: dict[str, Study],
-    points: pd.DataFrame,
-    needed: set[tuple[str, str]],
-    usable: int,
-    cores,
-) -> list[str]:
+def local_cpu_problems(studies: dict[str, Study], points: pd.DataFrame,
+                       needed: set[tuple[str, str]], usable: int, cores) -> list[str]:  # fmt: skip
     """Locally, refuse a point that needs more CPUs than this machine lets the workflow
     use: Snakemake would cut its threads to --cores, and every run of it would measure
     another point; and a point on several nodes, which only a Slurm allocation has.
@@ -191,19 +186,14 @@ def packing_problems(
     ]
     if timed_runs != 1:
         name, (_, key) = next(iter(packed.items()))
-        problems.append(
-            f"studies.{name}.{key} needs one timed run at a time in a job (--resources "
-            f"timed_runs=1, as the Slurm profile gives), not {timed_runs}"
-        )
+        problems.append(f"studies.{name}.{key} needs one timed run at a time in a job (--resources "
+                        f"timed_runs=1, as the Slurm profile gives), not {timed_runs}")  # fmt: skip
     return problems
 
 
-def partition_time_problems(
-    studies: dict[str, Study],
-    points: pd.DataFrame,
-    needed: dict[tuple[str, str], set[str]],
-    limits: dict[str, int | None],
-) -> list[str]:
+def partition_time_problems(studies: dict[str, Study], points: pd.DataFrame,
+                            needed: dict[tuple[str, str], set[str]],
+                            limits: dict[str, int | None]) -> list[str]:  # fmt: skip
     """On Slurm, refuse a point whose job asks for more time than its partition's limit
     as Slurm itself says it (sinfo; a packed point's job asks for all its repeats'
     time): sbatch would refuse each such job only at its submission. `needed`: (study,
