@@ -1,9 +1,8 @@
 """Timing records: the one file each run leaves, its schema, writing and reading.
 
-Writing is atomic (temporary file in the same folder, then rename), so a
-reader never sees half a record. Reading is strict: truncated JSON, NaN or
-Infinity, or anything the schema rejects raises RecordError naming the file,
-so aggregation never averages garbage.
+Writing is atomic (temporary file in the same folder, then rename), so a reader never sees
+half a record. Reading is strict: truncated JSON, NaN or Infinity, or anything the schema
+rejects raises RecordError naming the file, so aggregation never averages garbage.
 """
 
 from __future__ import annotations

@@ -4,13 +4,12 @@ invocation runs them again (a missing record is redone, and its study re-aggrega
     python -m scalestudy.redo STUDY [--point POINT [--repeat REPEAT]]
     (or: make redo STUDY=... [POINT=... [REPEAT=...]])
 
-STUDY alone: the whole study starts over (an adaptive one's rounds too); with POINT:
-that point; with REPEAT: that one run (rep REPEAT). The records go to
-results/STUDY/discarded/<time>/, with their folders and a why.txt saying why, and
-are never read again by the workflow; delete them when sure. STUDY is a study of
-config/config.yaml (never a folder), and nothing moves while a Snakemake workflow
-here holds its results. The workflow keeps the records it refuses (RefusedRecords)
-there the same way.
+STUDY alone: the whole study starts over (an adaptive one's rounds too); with POINT: that
+point; with REPEAT: that one run (rep REPEAT). The records go to results/STUDY/discarded/<time>/,
+with their folders and a why.txt saying why, and are never read again by the workflow;
+delete them when sure. STUDY is a study of config/config.yaml (never a folder), and nothing
+moves while a Snakemake workflow here holds its results. The workflow keeps the records it
+refuses (RefusedRecords) there the same way.
 """
 
 from __future__ import annotations

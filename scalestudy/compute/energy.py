@@ -1,22 +1,18 @@
 """Energy of a run, read from hardware counters at the start and end of the workload's
-run and at the start and end of each of its timed phases (so the analysis takes the
-energy of the same phases as the time it uses); never estimated (no TDP, no sampled
-power x time).
+run and of each timed phase (so the analysis takes the energy of the same phases as the
+time it uses); never estimated (no TDP, no sampled power x time).
 
-Two counters, each read where it exists and said to be "not measured" (with why) where
-it does not:
+Two counters, each read where it exists and said "not measured" (with why) where not:
 
 - NVML `nvmlDeviceGetTotalEnergyConsumption`: millijoules since the driver loaded
-  (Volta or newer), the whole board of each GPU the rank used. A 64-bit counter: no wrap.
+  (Volta or newer), the whole board of each GPU the rank used; 64 bits: no wrap.
 - Linux powercap RAPL, `/sys/class/powercap/intel-rapl:<k>/energy_uj`: microjoules of
   each CPU package, wrapping at `max_energy_range_uj` (often about 262 kJ: some 20 minutes
-  at 200 W). The run's CPUs are a share of a package, so the figure is the whole node's
-  packages: meaningful only when the run had its node to itself. The launcher decides
-  that (combine); here it is only read. Readable by root only since 2020.
+  at 200 W). It counts the node's whole packages, so it means something only where the
+  run had its node to itself, which the launcher decides (combine). Root-only since 2020.
 
-A wrap between two reads is invisible to a start and end read alone, so a thread reads
-the RAPL counters every `wrap_check_s` (well under the shortest wrap): those reads only
-count wraps, they add no power samples.
+A thread reads the RAPL counters every `wrap_check_s` (well under the shortest wrap) to
+count the wraps that a start and end read alone cannot see; it adds no power samples.
 
 Each part is {"joules", "source", "scope", "not_measured"}: a figure with its source, or
 null with the reason (records.py refuses a figure without a source).
@@ -155,12 +151,8 @@ class RaplMeter:
             return None
         # each wrap lost max_energy_range_uj + 1 (the counter goes from max to 0)
         with self._lock:
-            total_uj = sum(
-                end - start + wraps * (z.max_uj + 1)
-                for z, start, end, wraps in zip(
-                    self.zones, self._start, self._last, self._wraps, strict=True
-                )
-            )
+            read = zip(self.zones, self._start, self._last, self._wraps, strict=True)
+            total_uj = sum(end - start + wraps * (z.max_uj + 1) for z, start, end, wraps in read)
         return total_uj / 1e6
 
     def stop(self) -> dict:
@@ -200,9 +192,8 @@ def update_interval(read, limit_s: float = UPDATE_POLL_LIMIT_S, clock=time.perf_
 
 class NvmlMeter:
     """Total energy of the given GPUs (torch's indices in this process, with their NVML
-    UUIDs where known) between start() and stop(). `nvml`: the binding (default pynvml);
-    tests pass a fake with nvmlInit, the handle look-ups, nvmlDeviceGetUUID,
-    nvmlDeviceGetTotalEnergyConsumption and nvmlShutdown."""
+    UUIDs where known) between start() and stop(). `nvml`: the binding (default pynvml,
+    imported on start; tests pass a fake)."""
 
     def __init__(self, devices: list[tuple[int, str | None]], nvml=None, environ=os.environ):
         self.devices, self._nvml, self.environ = devices, nvml, environ
@@ -234,9 +225,7 @@ class NvmlMeter:
                 own = nvml.nvmlDeviceGetUUID(handle)
                 self.uuids.append(own.decode() if isinstance(own, bytes) else str(own))
             first = self._handles[0]
-            self.update_s = update_interval(
-                lambda: self._nvml.nvmlDeviceGetTotalEnergyConsumption(first)
-            )
+            self.update_s = update_interval(lambda: nvml.nvmlDeviceGetTotalEnergyConsumption(first))
             self._start = self._read()
         except ImportError:
             self.reason = "no counter: NVML (pynvml) is not installed"

@@ -14,7 +14,7 @@ import socket
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 PHASE_KINDS = ("startup", "data", "epoch", "eval", "other")
@@ -31,12 +31,7 @@ class Phase:
     energy: dict | None = None
 
     def as_dict(self) -> dict:
-        d = {"name": self.name, "kind": self.kind, "seconds": self.seconds}
-        if self.samples is not None:
-            d["samples"] = self.samples
-        if self.energy is not None:
-            d["energy"] = self.energy
-        return d
+        return {k: v for k, v in asdict(self).items() if v is not None}  # no unknown as null
 
 
 def check_kind(kind: str) -> None:

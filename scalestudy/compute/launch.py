@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 import uuid
-from contextlib import ExitStack, closing, contextmanager
+from contextlib import ExitStack, closing, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -363,37 +363,30 @@ class Supervisor:
 def read_results(result_dir: Path) -> dict[int, dict]:
     results = {}
     for path in sorted(result_dir.glob("rank*.json")):
-        try:
+        with suppress(OSError, ValueError, KeyError):  # a rank that wrote no whole result
             result = json.loads(path.read_text())
             results[int(result["rank"])] = result
-        except (OSError, ValueError, KeyError):
-            continue
     return results
 
 
 def rank_spread(results: dict[int, dict]) -> dict:
     """Slowest and fastest rank's training time: a wide spread means load imbalance
     or a slow node, which the mean would hide."""
-    train = {
-        rank: sum(p["seconds"] for p in r.get("phases", []) if p["kind"] == "epoch")
-        for rank, r in results.items()
-    }
+    train = [sum(p["seconds"] for p in r.get("phases", []) if p["kind"] == "epoch")
+             for r in results.values()]  # fmt: skip
     if len(train) < 2:
         return {}
-    return {"rank_train_s_min": min(train.values()), "rank_train_s_max": max(train.values())}
+    return {"rank_train_s_min": min(train), "rank_train_s_max": max(train)}
 
 
 def failure_reason(results: dict[int, dict], codes: list[int], stderr_text: str) -> str | None:
     """Why the run failed (None if it did not): Slurm's words first, then the
     workload's own, then how the process ended."""
-    slurm = slurm_reason(stderr_text) if any(codes) else None
-    if slurm:
+    if any(codes) and (slurm := slurm_reason(stderr_text)):
         return slurm
-    failed = [r for r in results.values() if r.get("status") != "ok"]
-    if failed:
+    if failed := [r for r in results.values() if r.get("status") != "ok"]:
         return failed[0].get("reason") or "a rank failed"
-    bad = next((c for c in codes if c), 0)
-    if bad:
+    if bad := next((c for c in codes if c), 0):
         return describe_exit(bad)
     if not results:
         return "the workload wrote no result"
@@ -605,11 +598,8 @@ def main(argv=None) -> int:
     except (RunClaimed, OSError) as e:
         message = f"scalestudy.compute.launch: {e}"
         print(message, file=sys.stderr)
-        try:
-            with open(args.log, "a") if args.log else open(os.devnull, "w") as f:
-                print(message, file=f)
-        except OSError:
-            pass
+        with suppress(OSError), open(args.log, "a") if args.log else open(os.devnull, "w") as f:
+            print(message, file=f)
         return 1
     summary = (
         f"{record['study']}/{record['point']}/rep{record['repeat']}: {record['status']}"

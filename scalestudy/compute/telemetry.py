@@ -53,12 +53,7 @@ def nvml_handle(nvml, device_index: int, uuid: str | None = None, environ=os.env
 
 class GpuSampler:
     """Context manager that samples one GPU every `interval_s` seconds in a thread.
-
-    `nvml` is the NVML binding to use (default: pynvml, imported on entry); tests
-    pass a fake with nvmlInit, nvmlDeviceGetHandleByIndex,
-    nvmlDeviceGetUtilizationRates(h).gpu, nvmlDeviceGetMemoryInfo(h).used (bytes)
-    and nvmlShutdown.
-    """
+    `nvml`: the NVML binding (default pynvml, imported on entry; tests pass a fake)."""
 
     def __init__(
         self, device_index: int = 0, interval_s: float = 0.05, nvml=None, uuid: str | None = None

@@ -1,14 +1,12 @@
 """Optional experiment tracking with Comet, for rank 0 only.
 
-Nothing happens unless COMET_API_KEY is set and comet_ml is installed. The key
-is read by comet_ml itself from the environment: this module never reads,
-copies or prints it, so it cannot reach records, logs or the report. Compute
-nodes often have no internet: with COMET_OFFLINE_DIRECTORY set the experiment
-is written there as an archive to upload later (`comet upload FILE.zip`).
-
-The tracker starts before the workload, so Comet's system metrics (CPU, memory,
-GPU) cover the training; its set-up falls into the run's start-up phase and wall
-time, never into epochs. The record says whether a tracker was on.
+Nothing happens unless COMET_API_KEY is set and comet_ml is installed. comet_ml reads the
+key from the environment itself: this module never reads, copies or prints it, so it cannot
+reach records, logs or the report. Compute nodes often have no internet: with
+COMET_OFFLINE_DIRECTORY set, the experiment is written there as an archive to upload later
+(`comet upload FILE.zip`). The tracker starts before the workload, so Comet's system
+metrics (CPU, memory, GPU) cover the training; its set-up falls into the run's start-up
+phase and wall time, never into epochs. The record says whether a tracker was on.
 """
 
 from __future__ import annotations

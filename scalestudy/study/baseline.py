@@ -49,12 +49,8 @@ def baseline_inputs(study: Study, workdir: Path = Path(".")) -> list[str]:
 
 def archive_inputs(study: str, workdir: Path = Path(".")) -> list[str]:
     """The files of every archive of the study that aggregation reads (its history)."""
-    return [
-        str(a / name)
-        for a in archives(study, workdir)
-        for name in BASELINE_FILES
-        if (a / name).is_file()
-    ]
+    files = [a / name for a in archives(study, workdir) for name in BASELINE_FILES]
+    return [str(f) for f in files if f.is_file()]
 
 
 def runs_csv_text(path: Path) -> str:
@@ -69,8 +65,7 @@ def runs_csv_text(path: Path) -> str:
     why = "the file is cut short or was edited"
     reader = csv.reader(io.StringIO(text))
     try:
-        header = next(reader, [])
-        rows = 0
+        header, rows = next(reader, []), 0
         for row in reader:
             if row and len(row) != len(header):
                 raise RecordError(
@@ -140,11 +135,8 @@ def baseline_problems(study: Study, workdir: Path) -> list[str]:
     identity = baseline_identity(analysis)
     if identity is None:
         return []  # an older analysis: compared, with its environment said unknown
-    now = {
-        "name": study.name,
-        "workload": study.workload,
-        "params": json.loads(json.dumps(study.params)),
-    }
+    now = {"name": study.name, "workload": study.workload}
+    now["params"] = json.loads(json.dumps(study.params))  # as JSON holds them: lists, not tuples
     differ = [f"{k} {identity[k]!r} (this study: {now[k]!r})" for k in now if identity[k] != now[k]]
     if differ:
         return [

@@ -36,10 +36,8 @@ def config_key(path: list[str], message: str) -> str:
 
 def describe_validation_error(error: BaseException) -> str:
     """Turn jsonschema's error into lines, one per bad key, each naming its path."""
-    try:
-        from jsonschema.exceptions import ValidationError
-    except ImportError:  # pragma: no cover - jsonschema ships with snakemake
-        return str(error)
+    from jsonschema.exceptions import ValidationError
+
     # snakemake.utils.validate raises WorkflowError from inside `except ValidationError`
     err = error
     while err is not None and not isinstance(err, ValidationError):
@@ -125,13 +123,10 @@ def yaml_problem(path: str | Path) -> str | None:
 
 
 def stop(message: str) -> None:
-    """Print `message` as Snakemake prints errors, and end the run with status 1.
-
-    Raising from a Snakefile would print the message under `WorkflowError in file
-    ..., line N:` and over a traceback line (`File ".../common.smk", line N`): Snakemake
-    adds both to every exception whose traceback passes through a Snakefile
-    (snakemake.exceptions.format_exception_to_string). Config errors are the user's,
-    not the code's, so only the message is printed."""
+    """Print `message` as Snakemake prints errors, and end the run with status 1. Raised
+    from a Snakefile, it would come under `WorkflowError in file ..., line N:` and over a
+    traceback line, which Snakemake adds to every exception passing through a Snakefile
+    (snakemake.exceptions.format_exception_to_string): config errors are the user's."""
     import sys
 
     from snakemake.logging import logger

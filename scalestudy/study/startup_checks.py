@@ -73,16 +73,13 @@ def local_cpu_problems(studies: dict[str, Study], points: pd.DataFrame,
         for p in big.itertuples()
         if not studies[p.study].oversubscribe
     ]
-    # an adaptive study would ask for runs that never count again and again
-    wasted = sorted(
-        {
-            study
-            for study, _ in too_big
-            if studies[study].oversubscribe
-            and studies[study].adaptive is not None
-            and not studies[study].include_mismatched
-        }
-    )
+
+    def wastes(
+        s: Study,
+    ) -> bool:  # an adaptive study asks again and again for runs that never count
+        return s.oversubscribe and s.adaptive is not None and not s.include_mismatched
+
+    wasted = sorted({study for study, _ in too_big if wastes(studies[study])})
     several_nodes = sorted(
         f"studies.{p.study}: point {p.point} runs on {p.nodes} nodes"
         for p in wanted[wanted["nodes"] > 1].itertuples()

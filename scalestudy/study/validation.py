@@ -123,21 +123,18 @@ def series_problems(whole: Study, limits: dict | None, series: str, workload: re
     problems += limit_problems(name, chosen, limits)
     runtime = (limits or {}).get("runtime")
     problems += runtime_problems(whole, chosen, runtime, "partition_limits.runtime")
-    profile = study.profile
-    if profile.enabled:
-        if not workload.steps:
-            problems.append(
-                f"studies.{name}.profile: workload {study.workload} has no training steps "
-                "the PyTorch profiler can see; profile your program with its own tools"
-            )
-        elif profile.point is not None and profile.point not in points:
-            problems.append(
-                f"studies.{name}.profile.point: {profile.point} is not one of the points "
-                f"{sorted(points)}"
-            )
+    profile, where = study.profile, f"studies.{name}"
+    if profile.enabled and not workload.steps:
+        problems.append(
+            f"{where}.profile: workload {study.workload} has no training steps "
+            "the PyTorch profiler can see; profile your program with its own tools"
+        )
+    elif profile.enabled and profile.point is not None and profile.point not in points:
+        problems.append(f"{where}.profile.point: {profile.point} is not one of the points "
+                        f"{sorted(points)}")  # fmt: skip
     if scaling.base is not None and scaling.base not in points:
-        where = f"studies.{name}.scaling.base"
-        problems.append(f"{where}: {scaling.base} is not one of the points {sorted(points)}")
+        problems.append(f"{where}.scaling.base: {scaling.base} is not one of the points "
+                        f"{sorted(points)}")  # fmt: skip
     return problems
 
 
