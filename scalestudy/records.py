@@ -5,8 +5,6 @@ half a record. Reading is strict: truncated JSON, NaN or Infinity, or anything t
 rejects raises RecordError naming the file, so aggregation never averages garbage.
 """
 
-from __future__ import annotations
-
 import json
 import math
 import numbers

@@ -12,8 +12,6 @@ moves while a Snakemake workflow here holds its results. The workflow keeps the 
 refuses (RefusedRecords) there the same way.
 """
 
-from __future__ import annotations
-
 import argparse
 import itertools
 import shutil

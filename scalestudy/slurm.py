@@ -12,8 +12,6 @@
   scalestudy.analysis.decisions.request).
 """
 
-from __future__ import annotations
-
 import json
 import shlex
 import subprocess

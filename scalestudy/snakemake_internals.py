@@ -2,8 +2,6 @@
 API, so tests/test_snakemake_internals.py checks each against the installed Snakemake
 and fails when an upgrade removes or renames one. Most take a Snakefile's `workflow`."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 

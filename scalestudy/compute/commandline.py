@@ -6,8 +6,6 @@ quoting, globbing or `$(...)` ever happens. Placeholders use Python's format syn
 restricted to plain names ({threads}); write {{ and }} for literal braces.
 """
 
-from __future__ import annotations
-
 import json
 import math
 import os

@@ -10,8 +10,6 @@ memory (load_prepared): its data phase takes milliseconds instead of the seconds
 torchvision's parsing and the normalisation take.
 """
 
-from __future__ import annotations
-
 import gzip
 import hashlib
 import shutil

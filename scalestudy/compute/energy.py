@@ -18,8 +18,6 @@ Each part is {"joules", "source", "scope", "not_measured"}: a figure with its so
 null with the reason (records.py refuses a figure without a source).
 """
 
-from __future__ import annotations
-
 import os
 import re
 import threading
@@ -297,7 +295,7 @@ class RankEnergy:
     _gpu: NvmlMeter | None = field(default=None, init=False)
     _rapl: RaplMeter | None = field(default=None, init=False)
 
-    def __enter__(self) -> RankEnergy:
+    def __enter__(self) -> "RankEnergy":
         if self.gpus:
             self._gpu = NvmlMeter(self.gpus, self.nvml)
             self._gpu.start()

@@ -5,8 +5,6 @@ or write records themselves; this module and scalestudy.compute.launch do that o
 for all of them.
 """
 
-from __future__ import annotations
-
 import os
 import platform
 import resource

@@ -6,8 +6,6 @@ for a failed run too (with the reason), and exits 0 when it did: a failed
 point is data for the report, not a reason to stop the other points.
 """
 
-from __future__ import annotations
-
 import argparse
 import collections
 import fcntl

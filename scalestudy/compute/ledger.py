@@ -9,8 +9,6 @@ says whether the overlap was on the same CPUs. Locally (no Slurm) a launcher als
 machine-wide lock while it times its run, so that two invocations never time at once.
 """
 
-from __future__ import annotations
-
 import contextlib
 import fcntl
 import json

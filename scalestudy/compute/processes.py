@@ -18,8 +18,6 @@ being held back.
 Standard library only: this runs on compute nodes, before and around the workload.
 """
 
-from __future__ import annotations
-
 import contextlib
 import ctypes
 import fcntl

@@ -6,8 +6,6 @@ calls: one skipped, one warm-up, then `steps` recorded. Open the trace in chrome
 or https://ui.perfetto.dev.
 """
 
-from __future__ import annotations
-
 import os
 from contextlib import contextmanager, nullcontext
 from pathlib import Path

@@ -17,8 +17,6 @@ CUDA_VISIBLE_DEVICES: `nvml_handle` finds the device by the UUID torch gives, el
 index through CUDA_VISIBLE_DEVICES.
 """
 
-from __future__ import annotations
-
 import os
 import statistics
 import sys
@@ -68,7 +66,7 @@ class GpuSampler:
         self.unavailable_reason: str | None = None
         self.warning: str | None = None  # sampling stopped part-way
 
-    def __enter__(self) -> GpuSampler:
+    def __enter__(self) -> "GpuSampler":
         try:
             nvml = self._nvml if self._nvml is not None else _import_pynvml()
             self._nvml = nvml

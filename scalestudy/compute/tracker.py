@@ -9,8 +9,6 @@ metrics (CPU, memory, GPU) cover the training; its set-up falls into the run's s
 phase and wall time, never into epochs. The record says whether a tracker was on.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 

@@ -4,8 +4,6 @@ Started by scalestudy.compute.launch (one per rank); writes one result file that
 launcher turns into the run's record.
 """
 
-from __future__ import annotations
-
 import argparse
 import importlib
 import json

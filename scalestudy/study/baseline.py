@@ -5,8 +5,6 @@ the loaders the comparison reads them with, so that a broken file is refused bef
 any job rather than at aggregation, after the runs.
 """
 
-from __future__ import annotations
-
 import csv
 import io
 import json

@@ -1,7 +1,5 @@
 """Error wording: the config error, and how the workflow words and prints what it refuses."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 

@@ -1,7 +1,5 @@
 """Layouts and point labels: how a scaling point becomes a layout and its label."""
 
-from __future__ import annotations
-
 from dataclasses import asdict, dataclass, replace
 
 from scalestudy.model import Study

@@ -1,7 +1,5 @@
 """The run spec: what one run of a point is told (scalestudy.compute reads it)."""
 
-from __future__ import annotations
-
 import random
 
 from scalestudy.compute import data

@@ -1,7 +1,5 @@
 """Slurm resources and limits: what a point asks the scheduler for, and the partition limits."""
 
-from __future__ import annotations
-
 from scalestudy.model import Study
 from scalestudy.study.points import Point
 

@@ -4,8 +4,6 @@ pack, a job longer than its partition allows. Each takes plain inputs (rules/sta
 reads them from Snakemake, scalestudy.snakemake_internals) and returns its problems,
 one string each, an empty list when there is none."""
 
-from __future__ import annotations
-
 import itertools
 import os
 from pathlib import Path

@@ -1,7 +1,5 @@
 """Validation: from a schema-validated config to a checked one, with every problem named."""
 
-from __future__ import annotations
-
 import copy
 import json
 import re
