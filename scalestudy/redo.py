@@ -13,6 +13,7 @@ refuses (RefusedRecords) there the same way.
 """
 
 import argparse
+import contextlib
 import itertools
 import shutil
 import sys
@@ -37,11 +38,9 @@ def discard(runs: Path, records: Iterable[Path], why: str | Mapping[Path, str]) 
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     for attempt in itertools.count(1):
         aside = runs.parent / DISCARDED / (stamp if attempt == 1 else f"{stamp}-{attempt}")
-        try:
+        with contextlib.suppress(FileExistsError):  # another call's folder: the next name
             aside.mkdir(parents=True)
             break
-        except FileExistsError:
-            continue
     lines = []
     for record in records:
         target = aside / record.relative_to(runs)

@@ -93,8 +93,7 @@ def group_components(workflow, group: str) -> int:
 
 
 def global_resource(workflow, name: str):
-    """A global resource's value (--resources, workflow.global_resources), None when
-    not given."""
+    """A global resource's value (--resources, workflow.global_resources), None when not given."""
     resource = workflow.global_resources.get(name)
     return None if resource is None else resource.value
 

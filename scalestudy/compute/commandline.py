@@ -114,8 +114,7 @@ def command_params_problems(
 def workdir_problems(workdir: str, workflow_dir: Path) -> list[str]:
     """A command's workdir must be a folder; a relative one is relative to the workflow
     folder, where the command runs (no placeholder or ~ is expanded in it)."""
-    path = Path(workdir)
-    path = path if path.is_absolute() else workflow_dir / path
+    path = workflow_dir / workdir  # an absolute workdir stays as it is
     if not path.exists():
         hint = " (~ is not expanded)" if workdir.startswith("~") else ""
         return [f"params.workdir: no such folder: {path}{hint}"]

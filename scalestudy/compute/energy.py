@@ -254,10 +254,8 @@ class NvmlMeter:
         self._shutdown()
         if per_gpu is None:
             return not_measured(self.reason or "not readable: NVML was not started")
-        return measured(sum(per_gpu.values()), "nvml", NVML_SCOPE) | {
-            "devices": per_gpu,
-            "update_s": self.update_s,
-        }
+        extra = {"devices": per_gpu, "update_s": self.update_s}
+        return measured(sum(per_gpu.values()), "nvml", NVML_SCOPE) | extra
 
     def _shutdown(self) -> None:
         if self._initialised:
@@ -368,9 +366,8 @@ def combine(ranks: list[dict], exclusive: bool | None, nodes: int) -> dict | Non
     elif not exclusive:
         node = not_measured("shared node: RAPL counts the whole node, the run had only a share")
     else:
-        node = measured(sum(p["joules"] for p in node_parts.values()), "rapl", RAPL_SCOPE) | {
-            "nodes": len(node_parts)
-        }
+        joules = sum(p["joules"] for p in node_parts.values())
+        node = measured(joules, "rapl", RAPL_SCOPE) | {"nodes": len(node_parts)}
     return {"window": "the workload's run, after start-up", "gpu": gpu, "node": node}
 
 

@@ -151,8 +151,7 @@ def rank_environment(environ=os.environ) -> dict:
 
 
 def peak_rss_mb() -> float:
-    # ru_maxrss is in KiB on Linux
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def memory_limit_mb(environ=os.environ) -> float | None:
@@ -225,11 +224,9 @@ def environment(torch_module=None) -> dict:
     }
     if (torch := torch_module) is not None:
         env |= {"torch": torch.__version__, "cuda": torch.version.cuda}
-        if torch.cuda.is_available():
+        if (cuda := torch.cuda).is_available():
             env["gpu_driver"] = gpu_driver()
-            env["gpu_models"] = list(
-                map(torch.cuda.get_device_name, range(torch.cuda.device_count()))
-            )
+            env["gpu_models"] = [cuda.get_device_name(i) for i in range(cuda.device_count())]
     env.update(slurm_environment())
     return env
 
@@ -251,10 +248,9 @@ def received_resources(torch_module=None, environ=os.environ) -> dict:
         "mem_limit_mb": memory_limit_mb(environ),
     }
     if torch_module is not None:
+        cuda = torch_module.cuda
         received["torch_threads"] = torch_module.get_num_threads()
-        received["gpus_visible"] = (
-            torch_module.cuda.device_count() if torch_module.cuda.is_available() else 0
-        )
+        received["gpus_visible"] = cuda.device_count() if cuda.is_available() else 0
     elif received["cuda_visible_devices"] is not None:
         # a program without torch here (a command) finds its GPUs through the devices
         # Slurm (or the user) left visible; unset, it could see all, a count unknown

@@ -118,8 +118,7 @@ def srun_command(spec: dict, environ=os.environ, job: dict | None = None) -> lis
     if requested.get("mem_mb"):
         cmd.append(f"--mem={requested['mem_mb']}")
     if requested["gpus_per_node"]:
-        per_task = requested["gpus_per_node"] // requested["tasks_per_node"]
-        cmd.append(f"--gpus-per-task={per_task}")
+        cmd.append(f"--gpus-per-task={requested['gpus_per_node'] // requested['tasks_per_node']}")
     if spec.get("time_limit_min"):
         cmd.append(f"--time={spec['time_limit_min']}")
     return cmd
@@ -221,9 +220,7 @@ class Supervisor:
     detach) and none of their files in the temporary folder."""
 
     def __init__(self, log, time_limit_s=None, mem_limit_mb=None):
-        self.log = log
-        self.time_limit_s = time_limit_s
-        self.mem_limit_mb = mem_limit_mb
+        self.log, self.time_limit_s, self.mem_limit_mb = log, time_limit_s, mem_limit_mb
         self.procs: list[subprocess.Popen] = []
         self.limit_reason: str | None = None
         self.peak_rss_mb: float | None = None

@@ -197,11 +197,9 @@ class ExitWatch:
 
     def wait(self, timeout_s: float) -> None:
         """Until another process has ended, or timeout_s."""
-        if self.poller is None:
-            waiting = next((p for p in self.procs if p.poll() is None), None)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                if waiting is not None:
-                    waiting.wait(timeout_s)
+        if self.poller is None:  # StopIteration: none is running
+            with contextlib.suppress(subprocess.TimeoutExpired, StopIteration):
+                next(p for p in self.procs if p.poll() is None).wait(timeout_s)
             return
         for fd, _ in self.poller.poll(timeout_s * 1000):
             self.poller.unregister(fd)  # ended: readable from now on

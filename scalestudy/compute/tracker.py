@@ -22,15 +22,10 @@ def start_tracker(spec: dict, rank: int, environ=os.environ):
     except ImportError:
         print("COMET_API_KEY is set but comet_ml is not installed: not tracking", file=sys.stderr)
         return None
-    options = {
-        "project_name": spec["study"].lower(),
-        # our own output is the job log; the command line and code are in the record
-        "auto_output_logging": False,
-        "log_code": False,
-        "parse_args": False,
-        "log_git_patch": False,
-        "display_summary_level": 0,
-    }
+    # our own output is the job log; the command line and code are in the record
+    options = {"project_name": spec["study"].lower(), "auto_output_logging": False,
+               "log_code": False, "parse_args": False, "log_git_patch": False,
+               "display_summary_level": 0}  # fmt: skip
     try:
         offline = environ.get("COMET_OFFLINE_DIRECTORY")
         if offline:

@@ -35,8 +35,7 @@ def baseline_dir(study: Study, workdir: Path = Path(".")) -> Path | None:
     if study.baseline == LAST:
         found = archives(study.name, workdir)
         return found[-1] if found else None
-    path = Path(study.baseline)
-    return path if path.is_absolute() else workdir / path
+    return workdir / study.baseline  # an absolute path stays as it is
 
 
 def baseline_inputs(study: Study, workdir: Path = Path(".")) -> list[str]:

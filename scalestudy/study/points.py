@@ -49,8 +49,7 @@ TOTAL_AXES = ("processes", "gpus", "cores")
 
 @dataclass(frozen=True)
 class Layout:
-    """Where a point's processes run: nodes x processes per node, each with threads
-    and GPUs."""
+    """Where a point's processes run: nodes x processes per node, each with threads and GPUs."""
 
     nodes: int
     tasks_per_node: int
