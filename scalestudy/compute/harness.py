@@ -29,7 +29,7 @@ class Phase:
     energy: dict | None = None
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v is not None}  # no unknown as null
+        return {k: v for k, v in asdict(self).items() if v is not None}  # unset: left out
 
 
 def check_kind(kind: str) -> None:
