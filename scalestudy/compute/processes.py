@@ -44,11 +44,8 @@ PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
 
 def prctl(option: int, value: int) -> None:
     """Linux's prctl; a no-op where it is missing."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(option, value, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
 
 
 def die_with_parent(sig: int = signal.SIGKILL) -> None:

@@ -107,9 +107,8 @@ class GpuSampler:
         return self.warning is None
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            if not self._try_sample():
-                return
+        while not self._stop.wait(self.interval_s) and self._try_sample():
+            pass
 
     def _shutdown(self) -> None:
         if self._initialised:

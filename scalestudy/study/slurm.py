@@ -81,31 +81,24 @@ def runtime_problems(
     before any job is submitted."""
     if limit is None:
         return []
-    problems = []
+    problems, allows = [], f"the partition allows {limit} ({source})"
     for point in points:
         minutes = job_runtime(study, point)
         if minutes <= limit:
             continue
-        one = slurm_resources(point, study)["runtime"]
+        key, one = f"studies.{study.name}", slurm_resources(point, study)["runtime"]
+        repeats = f"{study.repeats} repeats of {one} minutes"
         if study.compare is not None and one <= limit:
-            problems.append(
-                f"studies.{study.name}.compare: point {point.label} runs a's and b's "
-                f"{study.repeats} repeats of {one} minutes in one job of {minutes} minutes, "
-                f"the partition allows {limit} ({source}); lower repeats or resources.runtime"
-            )
+            problems.append(f"{key}.compare: point {point.label} runs a's and b's {repeats} in one "
+                            f"job of {minutes} minutes, {allows}; lower repeats or "
+                            "resources.runtime")  # fmt: skip
         elif study.submission.pack_repeats and one <= limit:
-            problems.append(
-                f"studies.{study.name}.submission.pack_repeats: point {point.label} packs "
-                f"{study.repeats} repeats of {one} minutes into one job of {minutes} minutes, "
-                f"the partition allows {limit} ({source}); lower repeats or "
-                "resources.runtime, or set pack_repeats: false"
-            )
+            problems.append(f"{key}.submission.pack_repeats: point {point.label} packs {repeats} "
+                            f"into one job of {minutes} minutes, {allows}; lower repeats or "
+                            "resources.runtime, or set pack_repeats: false")  # fmt: skip
         else:
-            problems.append(
-                f"studies.{study.name}.resources.runtime: point {point.label} asks for {one} "
-                f"minutes (runtime + {TIME_SLACK_MIN}), the partition allows {limit} "
-                f"({source})"
-            )
+            problems.append(f"{key}.resources.runtime: point {point.label} asks for {one} minutes "
+                            f"(runtime + {TIME_SLACK_MIN}), {allows}")  # fmt: skip
     return problems
 
 
