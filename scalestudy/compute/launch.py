@@ -88,6 +88,14 @@ def interpreter(spec: dict) -> list[str]:
     return [spec.get("python", sys.executable)]
 
 
+def enforced_minutes(spec: dict, local: bool) -> float | None:
+    """The time limit the launcher itself enforces: locally the run's; on Slurm, which
+    enforces whole minutes, only a fraction (a round's budget limit, which Slurm would
+    round up: the budget must hold to the second)."""
+    minutes = spec.get("time_limit_min")
+    return minutes if local or (minutes and minutes % 1) else None
+
+
 def local_cpu_sets(threads: int, world: int, available: list[int]) -> list[list[int]] | None:
     """Disjoint CPUs for each local rank, as Slurm's cgroups would give them, so that
     libraries that size their pools from the affinity (XLA, OpenMP runtimes) see the
@@ -545,8 +553,7 @@ def launch(
             cpus = sorted(os.sched_getaffinity(0))
             run_name = f"{spec['study']}/{spec['point']}/rep{spec['repeat']}"
             running = hosts_ledger.begin(run_id, run_name, cpus)
-            # locally the launcher enforces the limits; on Slurm, Slurm does
-            minutes = spec.get("time_limit_min") if local else None
+            minutes = enforced_minutes(spec, local)
             mem_mb = spec["requested"].get("mem_mb") if local else None
             supervisor = held.enter_context(
                 closing(Supervisor(log, minutes and minutes * 60, mem_mb))
