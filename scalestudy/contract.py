@@ -466,8 +466,6 @@ def _convert(hint, value, where: _Where):
 
 
 def _record(cls, value, where: _Where):
-    if isinstance(value, cls):
-        return value
     if not isinstance(value, dict):
         raise ContractError(f"{where.source}: {where.path} is not an object: {AGAIN}")
     hints = _hints(cls)
