@@ -8,9 +8,7 @@ JSON. `to_json` writes `dataclasses.asdict` as JSON, so the file keeps the shape
 readers know (scalestudy.analysis.cost.plan reads series[i].curve). Loading is strict: a key
 the contract does not name, or one it names that is missing, is refused with the key's
 path and the file, so an analysis.json older or newer than the report is said, not
-half-read. The analysis's producers return these dataclasses themselves; `build`
-converts the one part still made as a dict (the baseline comparison), filling the
-fields that have a default and refusing unknown keys just the same.
+half-read. The analysis's producers return these dataclasses themselves.
 """
 
 from __future__ import annotations
@@ -380,9 +378,9 @@ class Analysis:
         missing = [name for name in SECTIONS if name not in data]
         if missing:
             raise ContractError(f"{source}: missing key {where.at(missing[0]).path!r}: {AGAIN}")
-        found = {n: _convert(_section(n), data[n], where.at(n), True) for n in SECTIONS}
+        found = {n: _convert(_section(n), data[n], where.at(n)) for n in SECTIONS}
         rest = {k: v for k, v in data.items() if k not in SECTIONS}
-        return _convert(cls, rest | {"sections": found}, where, strict=True)
+        return _convert(cls, rest | {"sections": found}, where)
 
     def section(self, name: str):
         """A section's data, by its name in the registry (scalestudy.sections)."""
@@ -420,12 +418,6 @@ def earlier_analysis(path: str | Path) -> dict:
 # --- loading ---------------------------------------------------------------------------
 
 
-def build(cls, data):
-    """The analysis's side: `data` as `cls`, fields with a default filled where absent,
-    unknown keys refused."""
-    return _convert(cls, data, _Where("the analysis", cls.__name__), strict=False)
-
-
 @dataclass(frozen=True)
 class _Where:
     source: str
@@ -445,46 +437,35 @@ def _hints(cls) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-@cache
-def _required(cls) -> frozenset[str]:
-    return frozenset(
-        f.name
-        for f in dataclasses.fields(cls)
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    )
-
-
 def _dataclasses_in(hint) -> list[type]:
     if dataclasses.is_dataclass(hint):
         return [hint]
     return [c for arg in typing.get_args(hint) for c in _dataclasses_in(arg)]
 
 
-def _convert(hint, value, where: _Where, strict: bool):
+def _convert(hint, value, where: _Where):
     if value is None or hint is Any:
         return value
     if dataclasses.is_dataclass(hint):
-        return _record(hint, value, where, strict)
+        return _record(hint, value, where)
     origin = typing.get_origin(hint)
     if origin in (types.UnionType, typing.Union):
         inner = [a for a in typing.get_args(hint) if a is not type(None)]
-        return _convert(inner[0], value, where, strict) if len(inner) == 1 else value
+        return _convert(inner[0], value, where) if len(inner) == 1 else value
     if origin is list and isinstance(value, list | tuple):
         (item,) = typing.get_args(hint)
         if not _dataclasses_in(item):
             return list(value)
-        return [_convert(item, v, where.at(i), strict) for i, v in enumerate(value)]
+        return [_convert(item, v, where.at(i)) for i, v in enumerate(value)]
     if origin is dict and isinstance(value, dict):
         _, item = typing.get_args(hint)
         if not _dataclasses_in(item):
             return value
-        return {k: _convert(item, v, where.at(k), strict) for k, v in value.items()}
+        return {k: _convert(item, v, where.at(k)) for k, v in value.items()}
     return value
 
 
-def _record(cls, value, where: _Where, strict: bool):
-    if isinstance(value, cls):
-        return value
+def _record(cls, value, where: _Where):
     if not isinstance(value, dict):
         raise ContractError(f"{where.source}: {where.path} is not an object: {AGAIN}")
     hints = _hints(cls)
@@ -494,11 +475,10 @@ def _record(cls, value, where: _Where, strict: bool):
             f"{where.source}: unknown key {where.at(unknown[0]).path!r}, which the contract "
             f"(scalestudy.contract.{cls.__name__}) does not name: {AGAIN}, or add it there"
         )
-    needed = _required(cls) if not strict else frozenset(hints)
-    missing = [k for k in hints if k in needed and k not in value]
+    missing = [k for k in hints if k not in value]
     if missing:
         raise ContractError(
             f"{where.source}: missing key {where.at(missing[0]).path!r} "
             f"(scalestudy.contract.{cls.__name__}): {AGAIN}"
         )
-    return cls(**{k: _convert(hints[k], v, where.at(k), strict) for k, v in value.items()})
+    return cls(**{k: _convert(hints[k], v, where.at(k)) for k, v in value.items()})
