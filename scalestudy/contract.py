@@ -443,6 +443,12 @@ def _dataclasses_in(hint) -> list[type]:
     return [c for arg in typing.get_args(hint) for c in _dataclasses_in(arg)]
 
 
+def parse(cls, data, source: str):
+    """`data` (JSON values) as the dataclass `cls`, strictly: ContractError names an
+    unknown or missing key of `source`."""
+    return _convert(cls, data, _Where(source, cls.__name__))
+
+
 def _convert(hint, value, where: _Where):
     if value is None or hint is Any:
         return value
@@ -475,7 +481,11 @@ def _record(cls, value, where: _Where):
             f"{where.source}: unknown key {where.at(unknown[0]).path!r}, which the contract "
             f"(scalestudy.contract.{cls.__name__}) does not name: {AGAIN}, or add it there"
         )
-    missing = [k for k in hints if k not in value]
+    # a field with a default may be absent (a file written before the field was added)
+    defaulted = {f.name for f in dataclasses.fields(cls)
+                 if f.default is not dataclasses.MISSING
+                 or f.default_factory is not dataclasses.MISSING}  # fmt: skip
+    missing = [k for k in hints if k not in value and k not in defaulted]
     if missing:
         raise ContractError(
             f"{where.source}: missing key {where.at(missing[0]).path!r} "
