@@ -382,7 +382,7 @@ class Analysis:
             raise ContractError(f"{source}: missing key {where.at(missing[0]).path!r}: {AGAIN}")
         found = {n: _convert(_section(n), data[n], where.at(n), True) for n in SECTIONS}
         rest = {k: v for k, v in data.items() if k not in SECTIONS}
-        return _convert(cls, rest | {"sections": found}, where, strict=True)
+        return build(cls, rest | {"sections": found}, source, strict=True)
 
     def section(self, name: str):
         """A section's data, by its name in the registry (scalestudy.sections)."""
@@ -420,10 +420,11 @@ def earlier_analysis(path: str | Path) -> dict:
 # --- loading ---------------------------------------------------------------------------
 
 
-def build(cls, data):
-    """The analysis's side: `data` as `cls`, fields with a default filled where absent,
-    unknown keys refused."""
-    return _convert(cls, data, _Where("the analysis", cls.__name__), strict=False)
+def build(cls, data, source: str = "the analysis", strict: bool = False):
+    """`data` (JSON values, or the analysis's own parts) as `cls`: unknown keys refused,
+    fields with a default filled where absent (none where strict); a ContractError
+    names the key and `source`. The one parser of each file's typed load."""
+    return _convert(cls, data, _Where(source, cls.__name__), strict)
 
 
 @dataclass(frozen=True)

@@ -665,8 +665,7 @@ class RoundPlan:
     @classmethod
     def load(cls, path: str | Path) -> RoundPlan:
         """OSError or ValueError (ContractError naming a key): none to read."""
-        where = contract._Where(str(path), cls.__name__)
-        return contract._convert(cls, json.loads(Path(path).read_text()), where, strict=False)
+        return contract.build(cls, json.loads(Path(path).read_text()), str(path))
 
 
 def round_of_run(plans: list[RoundPlan], point: str, repeat: int) -> int | None:
