@@ -256,7 +256,7 @@ garbage
 
 
 def test_past_waits_by_shape_from_sacct():
-    from scalestudy.analysis.cluster.queue import NO_HISTORY, job_shape, parse_history, past_waits
+    from scalestudy.analysis.cluster.queue import job_shape, parse_history, past_waits
 
     jobs = parse_history(HISTORY)
     assert len(jobs) == 5  # the pending job and the garbage are left out
@@ -275,10 +275,7 @@ def test_past_waits_by_shape_from_sacct():
     # 3 jobs: too few for a bound, the largest wait stands beside it
     assert found["history_wait_bound_s"] is None and found["history_wait_max_s"] == 100.0
     assert (found["history_bound_covered"], found["history_bound_tested"]) == (0, 0)
-    assert (
-        past_waits(jobs, job_shape(replace(n1, point=replace(n1.point, nodes=3)), "debug"))
-        == NO_HISTORY
-    )
+    assert past_waits(jobs, job_shape(replace(n1, point=replace(n1.point, nodes=3)), "debug")) == {}
 
 
 class SacctToo(Sbatch):

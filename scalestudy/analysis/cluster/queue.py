@@ -86,9 +86,6 @@ def parse_test_only(text: str) -> dict | None:
 
 
 NO_PREDICTION = {"predicted_start": None, "predicted_wait_s": None, "start_basis": None}
-NO_HISTORY = {"history_wait_median_s": None, "history_wait_p90_s": None, "history_jobs": 0,
-              "history_wait_bound_s": None, "history_wait_max_s": None,
-              "history_bound_covered": 0, "history_bound_tested": 0}  # fmt: skip
 NO_CORRECTION = {"corrected_start": None, "corrected_wait_s": None}
 
 
@@ -363,14 +360,14 @@ def same_shape(job: dict, shape: dict) -> bool:
 def past_waits(jobs: list[dict], shape: dict) -> dict:
     """The waits of the past jobs of this shape: median, sample 90th percentile, the
     95 % upper bound on the 90th percentile (p90_bound; None under BOUND_MIN_JOBS),
-    the largest, the count, and the bound's backtest over them in time order (no
-    figures, count 0, where none matched)."""
+    the largest, the count, and the bound's backtest over them in time order (none
+    where none matched: JobStart's defaults)."""
     import numpy as np
 
     same = sorted((job for job in jobs if same_shape(job, shape)), key=lambda j: j["eligible"])
     waits = [job["wait_s"] for job in same]
     if not waits:
-        return dict(NO_HISTORY)
+        return {}
     covered, tested = backtest(waits)
     return {"history_wait_median_s": float(np.median(waits)),
             "history_wait_p90_s": float(np.percentile(waits, 90)), "history_jobs": len(waits),
@@ -418,6 +415,18 @@ def started(facts: dict, resources: dict) -> tuple[dict, str | None]:
     return read_prediction(answer["returncode"], output, asked_at(facts)) | asked, None
 
 
+def job_start(facts: dict, resources: dict, shape: dict, past: list[dict], ratio: dict | None,
+              note: str | None) -> tuple[JobStart, str | None]:  # fmt: skip
+    """A Slurm job's past waits (`past`: past_jobs), and what --test-only said of it
+    (started), corrected (`ratio`: run_to_limit), unless Slurm could not be asked
+    (`note`: one note, no job's reasons); and the note."""
+    found = past_waits(past, shape)
+    if note is None:
+        start, note = started(facts, resources)
+        found |= start | corrected(start.get("predicted_wait_s"), asked_at(facts), ratio)
+    return JobStart(**found), note
+
+
 def predict(plans: list, facts: dict) -> tuple[list, Forecast]:
     """The plans (cost.plan.StudyPlan) with each row's start (JobStart), and plan.json
     (Forecast): per study, per job to run, its nodes, layout, price and start.
@@ -430,14 +439,11 @@ def predict(plans: list, facts: dict) -> tuple[list, Forecast]:
     for plan in plans:
         rows = []
         for row in plan.rows:
-            if queue != SLURM:
-                rows.append(replace(row, start=JobStart(predicted_wait_s=0.0, start_basis=LOCAL)))
-                continue
-            found = past_waits(past, job_shape(row, site.get("slurm_partition")))
-            if note is None:  # else Slurm could not be asked: one note, no rows' reasons
-                start, note = started(facts, row.slurm_resources)
-                found |= start | corrected(start.get("predicted_wait_s"), asked_at(facts), ratio)
-            rows.append(replace(row, start=JobStart(**found)))
+            start = JobStart(predicted_wait_s=0.0, start_basis=LOCAL)
+            if queue == SLURM:
+                shape = job_shape(row, site.get("slurm_partition"))
+                start, note = job_start(facts, row.slurm_resources, shape, past, ratio, note)
+            rows.append(replace(row, start=start))
         asked.append(replace(plan, rows=rows))
     slurm = queue == SLURM
     history = slurm and facts["history"] is not None and history_note is None
@@ -530,19 +536,14 @@ def request_waits(requests: list[PointRequest], facts: dict) -> dict:
     note = None
     points = {}
     for r in requests:
-        found = dict(NO_HISTORY) | {"wait_now_s": 0.0 if local else None, "queue_note": None,
-                                    "wait_now_corrected_s": None}  # fmt: skip
-        points[r.point] = found
-        if local or r.resources is None:  # no run measured: no request to ask about
-            continue
-        found |= past_waits(past, request_shape(r, site.get("slurm_partition")))
-        if note is None:
-            answer, note = started(facts, r.resources)
-            if note is None:
-                now = answer["predicted_wait_s"]
-                fixed = corrected(now, None, ratio)["corrected_wait_s"]
-                found |= {"wait_now_s": now, "wait_now_corrected_s": fixed,
-                          "queue_note": answer["queue_note"]}  # fmt: skip
+        start = JobStart(predicted_wait_s=0.0 if local else None)
+        if not local and r.resources is not None:  # no run measured: no request to ask about
+            shape = request_shape(r, site.get("slurm_partition"))
+            start, note = job_start(facts, r.resources, shape, past, ratio, note)
+        history = {k: v for k, v in asdict(start).items() if k.startswith("history_")}
+        points[r.point] = history | {"wait_now_s": start.predicted_wait_s, "queue_note":
+                                     start.queue_note, "wait_now_corrected_s":
+                                     start.corrected_wait_s}  # fmt: skip
     return {"queue": LOCAL if local else SLURM, "asked_at": facts["asked_at"],
             "calls": len(facts["test_only"]), "note": note, "history_note": history_note,
             "history_days": None if local else facts["history_days"],
