@@ -7,9 +7,11 @@ subprocess.run answering), then read as data."""
 import json
 import os
 import subprocess
+import tempfile
 from dataclasses import replace
 from datetime import datetime, timedelta
 from html import unescape
+from pathlib import Path
 
 import pytest
 
@@ -145,7 +147,7 @@ def test_one_call_per_shape_and_a_refused_shape_says_why_in_its_row():
                          "specification invalid"),
     })  # fmt: skip
     made, queue = asked(made, {"slurm_partition": "debug"}, sbatch)
-    found = queue.as_json()
+    found = plan_json(queue)
     # a's n1 and b's n1 are the same job (same resources): asked once; so 3 calls
     assert found["calls"] == len(sbatch.commands) == 3 and found["note"] is None
     assert "not a bound either way" in found["bound"]
@@ -181,7 +183,7 @@ def test_each_planned_job_is_priced_as_submitted_with_its_price_basis():
                          "wall_s": [60.0, 70.0, 40.0]})  # fmt: skip
     made = [study_plan(paired, runs)]
     on_slurm, queue = asked(made, {}, Sbatch({"--nodes=1": (0, SINCE_25_05)}))
-    found = queue.as_json()
+    found = plan_json(queue)
     (study,) = found["studies"]
     assert [(j["point"], j["runs"]) for j in study["jobs"]] == [
         ("a-t1, b-t1", 4), ("a-t2, b-t2", 4),
@@ -194,7 +196,7 @@ def test_each_planned_job_is_priced_as_submitted_with_its_price_basis():
     assert t2["price_basis"] == (f"a-t2: {rows['a-t2'].price_basis}; b-t2: median of 1 earlier run")
     assert t2["price_from_n"] == {"a-t2": 1, "b-t2": 2}
     # locally each run is a job of its own, its price its row's
-    local = predict(on_slurm, local_facts())[1].as_json()["studies"][0]["jobs"]
+    local = plan_json(predict(on_slurm, local_facts())[1])["studies"][0]["jobs"]
     assert len(local) == 8 and local[0]["point"] == "a-t1" and local[0]["runs"] == 1
     assert (local[0]["price_basis"], local[0]["price_from_n"]) == (
         rows["a-t1"].price_basis, 1,
@@ -215,7 +217,7 @@ def test_slurm_out_of_reach_is_one_note_and_locally_every_wait_is_0():
         sbatch = cause if isinstance(cause, Sbatch) else Sbatch(cause)
         made = plans()
         made, queue = asked(made, {}, sbatch)
-        found = queue.as_json()
+        found = plan_json(queue)
         assert len(sbatch.commands) == 1  # not once per shape
         assert words in found["note"] and found["bound"] is None
         jobs = [j for s in found["studies"] for j in s["jobs"]]
@@ -223,7 +225,7 @@ def test_slurm_out_of_reach_is_one_note_and_locally_every_wait_is_0():
         assert words in render(made, queue)
     made = plans()
     made, queue = predict(made, local_facts())
-    local = queue.as_json()
+    local = plan_json(queue)
     assert local["calls"] == 0 and local["note"] is None
     jobs = [j for s in local["studies"] for j in s["jobs"]]
     # locally a packed study's repeats are jobs of their own
@@ -231,6 +233,13 @@ def test_slurm_out_of_reach_is_one_note_and_locally_every_wait_is_0():
         (0.0, LOCAL)
     }
     assert "Locally there is no queue" in render(made, queue)
+
+
+def plan_json(queue) -> dict:
+    """plan.json as Forecast.dump writes it."""
+    with tempfile.TemporaryDirectory() as folder:
+        queue.dump(path := Path(folder) / "plan.json")
+        return json.loads(path.read_text())
 
 
 def render(made, queue) -> str:
@@ -295,7 +304,7 @@ def test_past_waits_stand_beside_the_bound_and_without_accounting_a_note():
     made = plans()
     sbatch = SacctToo(answers, (0, HISTORY, ""))
     made, queue = asked(made, {}, sbatch, history_days=30)
-    found = queue.as_json()
+    found = plan_json(queue)
     sacct = [c for c in sbatch.commands if c[0] == "sacct"]
     assert len(sacct) == 1 and "now-30days" in sacct[0]  # one call for the whole plan
     assert found["history_note"] is None and found["history_days"] == 30
@@ -304,7 +313,7 @@ def test_past_waits_stand_beside_the_bound_and_without_accounting_a_note():
     made = plans()
     off = SacctToo(answers, (1, "", "sacct: error: Slurm accounting storage is disabled"))
     made, queue = asked(made, {}, off, history_days=30)
-    found = queue.as_json()
+    found = plan_json(queue)
     assert found["history_note"] == (
         "no past waits: sacct was not available (sacct: error: Slurm accounting storage is "
         "disabled)"
@@ -322,7 +331,7 @@ def test_a_job_the_slurm_plugin_would_not_submit_says_so_in_its_row():
     made[0] = replace(made[0], rows=[refused, *made[0].rows[1:]])  # refused by the plugin
     sbatch = Sbatch({f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)})
     made, queue = asked(made, {}, sbatch)
-    found = queue.as_json()
+    found = plan_json(queue)
     first = found["studies"][0]["jobs"][0]
     assert first["queue_note"].startswith("the Slurm plugin would not submit this job: ")
     assert "'tasks' must be greater than 1" in first["queue_note"]
@@ -360,7 +369,7 @@ def test_a_hung_slurm_command_costs_its_timeout_and_the_facts_say_what_is_unknow
 
     made, queue = asked(made, {}, slow)
 
-    found = queue.as_json()
+    found = plan_json(queue)
     assert len(commands) == 1 and "did not answer within 60 s" in found["note"]
 
 
@@ -391,7 +400,7 @@ def test_a_slow_sacct_on_path_is_timed_out_once_and_the_rest_of_the_plan_stands(
     assert time.perf_counter() - start < 30  # not the minute each sacct would sleep
     assert calls.read_text().split() == ["asked"]
     made, queue = predict(made, facts)
-    found = queue.as_json()
+    found = plan_json(queue)
     assert (
         found["history_note"] == "no past waits: sacct did not answer within 1 s (not asked again)"
     )
@@ -455,7 +464,7 @@ def test_too_little_history_for_a_bound_under_29_jobs_the_largest_wait_beside_it
     # the plan says it in the shape's row
     answers = {f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)}
     made, queue = asked(made, {}, SacctToo(answers, (0, sacct_lines(shape, [5.0] * 28), "")), 30)
-    found = queue.as_json()
+    found = plan_json(queue)
     assert found["studies"][0]["jobs"][0]["history_wait_bound_s"] is None
     html = render(made, queue)
     assert "too little history for a bound</span> (largest 5;" in html
@@ -464,7 +473,7 @@ def test_too_little_history_for_a_bound_under_29_jobs_the_largest_wait_beside_it
     made = plans()
     waits = [float(w) for w in range(1, 30)] + [30.0, 5.0]
     made, queue = asked(made, {}, SacctToo(answers, (0, sacct_lines(shape, waits), "")), 30)
-    found = queue.as_json()
+    found = plan_json(queue)
     assert found["coverage"] == {"covered": 1, "tested": 2, "coverage": 0.5}
     html = render(made, queue)
     assert "1 of 2 (50 %) were under it" in html and "15, 30 (31; backtest 1 of 2)" in html
@@ -534,7 +543,7 @@ def test_test_only_start_is_corrected_by_past_jobs_run_time_to_limit_or_said_not
     # past jobs ran 30 s of their 2-minute limits: a quarter
     history = (0, sacct_lines(shape, [5.0] * 4), "")
     made, queue = asked(made, {}, SacctToo(answers, history), history_days=30)
-    found = queue.as_json()
+    found = plan_json(queue)
     assert found["run_to_limit"] == {"ratio": 0.25, "jobs": 4}
     job = found["studies"][0]["jobs"][0]
     assert (job["predicted_wait_s"], job["corrected_wait_s"]) == (3600.0, 900.0)
@@ -544,7 +553,7 @@ def test_test_only_start_is_corrected_by_past_jobs_run_time_to_limit_or_said_not
     made = plans()
     down = SacctToo(answers, (1, "", "sacct: error: Slurm accounting storage is disabled"))
     made, queue = asked(made, {}, down, history_days=30)
-    found = queue.as_json()
+    found = plan_json(queue)
     assert found["correction_note"] == UNCORRECTED and found["run_to_limit"] is None
     job = found["studies"][0]["jobs"][0]
     assert job["predicted_wait_s"] == 3600.0 and job["corrected_wait_s"] is None

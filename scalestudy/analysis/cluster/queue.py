@@ -147,16 +147,12 @@ class Forecast:
     bound_min_jobs: int
     studies: list[dict]
 
-    def as_json(self) -> dict:
-        """plan.json's values: each job's start among its other fields."""
+    def dump(self, path: str | Path) -> None:
+        """plan.json written, atomically: each job's start among its other fields."""
         found = asdict(self)
         for study in found["studies"]:
             study["jobs"] = [job | job.pop("start") for job in study["jobs"]]
-        return found
-
-    def dump(self, path: str | Path) -> None:
-        """plan.json written, atomically."""
-        write_json_atomic(path, self.as_json())
+        write_json_atomic(path, found)
 
 
 # the bound on past waits (BOUND_LEVEL, BOUND_QUANTILE: scalestudy.thresholds) needs
@@ -481,6 +477,9 @@ def planned_jobs(plan, queue: str) -> list[PlannedJob]:
     for shared in groups.values():
         row = shared[0][0]
         point = row.point
+        bases = {r.point.label: r.price_basis for r, _ in shared}
+        # the N whose time priced the runs; {label: N} where they differ
+        from_n = {r.point.label: r.price_from_n for r, _ in shared}
         jobs.append(PlannedJob(
             point=", ".join(r.point.label for r, _ in shared),
             series=", ".join(r.point.series for r, _ in shared if r.point.series),
@@ -490,22 +489,12 @@ def planned_jobs(plan, queue: str) -> list[PlannedJob]:
             seconds=sum(r.seconds * runs for r, runs in shared),
             su=sum(r.su_per_job * runs for r, runs in shared),
             # per run's point where they differ: "a-t1: ...; b-t1: ..."
-            price_basis=alike(shared, "price_basis",
-                              lambda v: "; ".join(f"{k}: {t}" for k, t in v.items())),
-            # the N whose time priced the runs; {label: N} where they differ
-            price_from_n=alike(shared, "price_from_n", lambda v: v),
+            price_basis=row.price_basis if len(set(bases.values())) == 1
+            else "; ".join(f"{k}: {t}" for k, t in bases.items()),
+            price_from_n=row.price_from_n if len(set(from_n.values())) == 1 else from_n,
             start=row.start,
         ))  # fmt: skip
     return jobs
-
-
-def alike(shared: list, key: str, differ):
-    """A shared job's rows' value of `key` where they all have the same one, else
-    `differ` of {label: value}."""
-    values = {row.point.label: getattr(row, key) for row, _ in shared}
-    if len(set(values.values())) == 1:
-        return next(iter(values.values()))
-    return differ(values)
 
 
 # --- the waits of a study's requests, at aggregation (time to result) -------
