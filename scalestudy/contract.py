@@ -9,8 +9,8 @@ readers know (scalestudy.analysis.cost.plan reads series[i].curve). Loading is s
 the contract does not name, or one it names that is missing, is refused with the key's
 path and the file, so an analysis.json older or newer than the report is said, not
 half-read. The analysis's producers return these dataclasses themselves; `build`
-converts the one part still made as a dict (the baseline comparison), filling the
-fields that have a default and refusing unknown keys just the same.
+converts the one part still made as a dict (the baseline comparison) and parses a
+round's plan (RoundPlan.load), filling the fields that have a default.
 """
 
 from __future__ import annotations
