@@ -137,10 +137,10 @@ def settle(now: dict, was: dict, truth: dict, cv: float, tolerance, rng, outlier
     while True:
         added = False
         for p in point_changes(now, was, tolerance):
-            key = (p["series"], p["n"])
-            extra = min(p["more_runs"] or 0, SETTLE_MAX - now[key].size)
-            if p["verdict"] == "undecided" and extra > 0:
-                more = draw(truth[p["n"]], cv, extra, rng, outliers)
+            key = (p.series, p.n)
+            extra = min(p.more_runs or 0, SETTLE_MAX - now[key].size)
+            if p.verdict == "undecided" and extra > 0:
+                more = draw(truth[p.n], cv, extra, rng, outliers)
                 now[key] = np.concatenate([now[key], more])
                 added = True
         if not added:
@@ -170,12 +170,11 @@ def pair(kind, cv, tolerance, rng, outliers, baseline_runs=RUNS, settled=False) 
         now = dict(first)
         if settled:
             now = split(share, settle, now, was, slower, cv, tolerance, rng, outliers)
-        (found,) = split(share, regression_check, now, was, tolerance)
-        calls = {p["n"]: p["change"] for p in found["points"]}
+        ((curve, points),) = split(share, regression_check, now, was, tolerance)
+        calls = {p.n: p.change for p in points}
         out |= {
-            f"{method}_any": found["curve"]["verdict"] in CHANGED
-            or any(c != "none" for c in calls.values()),
-            f"{method}_curve": found["curve"]["verdict"] == way,
+            f"{method}_any": curve.verdict in CHANGED or any(c != "none" for c in calls.values()),
+            f"{method}_curve": curve.verdict == way,
             f"{method}_at": changed is not None and calls[changed] == way,
             f"{method}_runs": np.mean([x.size for x in now.values()]),
         }

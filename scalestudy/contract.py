@@ -8,9 +8,8 @@ JSON. `to_json` writes `dataclasses.asdict` as JSON, so the file keeps the shape
 readers know (scalestudy.analysis.cost.plan reads series[i].curve). Loading is strict: a key
 the contract does not name, or one it names that is missing, is refused with the key's
 path and the file, so an analysis.json older or newer than the report is said, not
-half-read. The analysis's producers return these dataclasses themselves; `build`
-converts the one part still made as a dict (the baseline comparison) and parses a
-round's plan (RoundPlan.load), filling the fields that have a default.
+half-read. The analysis's producers return these dataclasses themselves; `parse` is
+the one parser of Analysis.load and RoundPlan.load.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import dataclasses
 import json
 import types
 import typing
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -374,15 +373,15 @@ class Analysis:
     def from_values(cls, data, source: str = "analysis.json") -> Analysis:
         """analysis.json's JSON values as the contract, strictly: each section's data
         under its name, as its contract says (ContractError names a key)."""
-        where = _Where(source, cls.__name__)
+        where = _Where(source, cls.__name__, strict=True)
         if not isinstance(data, dict):
             raise ContractError(f"{source}: not an object: {AGAIN}")
         missing = [name for name in SECTIONS if name not in data]
         if missing:
             raise ContractError(f"{source}: missing key {where.at(missing[0]).path!r}: {AGAIN}")
-        found = {n: _convert(_section(n), data[n], where.at(n), True) for n in SECTIONS}
+        found = {n: _convert(_section(n), data[n], where.at(n)) for n in SECTIONS}
         rest = {k: v for k, v in data.items() if k not in SECTIONS}
-        return build(cls, rest | {"sections": found}, source, strict=True)
+        return parse(cls, rest | {"sections": found}, source)
 
     def section(self, name: str):
         """A section's data, by its name in the registry (scalestudy.sections)."""
@@ -420,20 +419,20 @@ def earlier_analysis(path: str | Path) -> dict:
 # --- loading ---------------------------------------------------------------------------
 
 
-def build(cls, data, source: str = "the analysis", strict: bool = False):
-    """`data` (JSON values, or the analysis's own parts) as `cls`: unknown keys refused,
-    fields with a default filled where absent (none where strict); a ContractError
-    names the key and `source`. The one parser of each file's typed load."""
-    return _convert(cls, data, _Where(source, cls.__name__), strict)
+def parse(cls, data, source: str, strict: bool = True):
+    """JSON values as `cls`, strictly (but a field with a default, where not `strict`):
+    ContractError names the key and `source`."""
+    return _convert(cls, data, _Where(source, cls.__name__, strict))
 
 
 @dataclass(frozen=True)
 class _Where:
     source: str
     path: str
+    strict: bool  # False: a field with a default may be absent (a round's plan older than it)
 
     def at(self, key) -> _Where:
-        return _Where(self.source, f"{self.path}.{key}")
+        return _Where(self.source, f"{self.path}.{key}", self.strict)
 
 
 def _section(name: str):
@@ -446,46 +445,35 @@ def _hints(cls) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-@cache
-def _required(cls) -> frozenset[str]:
-    return frozenset(
-        f.name
-        for f in dataclasses.fields(cls)
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    )
-
-
 def _dataclasses_in(hint) -> list[type]:
     if dataclasses.is_dataclass(hint):
         return [hint]
     return [c for arg in typing.get_args(hint) for c in _dataclasses_in(arg)]
 
 
-def _convert(hint, value, where: _Where, strict: bool):
+def _convert(hint, value, where: _Where):
     if value is None or hint is Any:
         return value
     if dataclasses.is_dataclass(hint):
-        return _record(hint, value, where, strict)
+        return _record(hint, value, where)
     origin = typing.get_origin(hint)
     if origin in (types.UnionType, typing.Union):
         inner = [a for a in typing.get_args(hint) if a is not type(None)]
-        return _convert(inner[0], value, where, strict) if len(inner) == 1 else value
+        return _convert(inner[0], value, where) if len(inner) == 1 else value
     if origin is list and isinstance(value, list | tuple):
         (item,) = typing.get_args(hint)
         if not _dataclasses_in(item):
             return list(value)
-        return [_convert(item, v, where.at(i), strict) for i, v in enumerate(value)]
+        return [_convert(item, v, where.at(i)) for i, v in enumerate(value)]
     if origin is dict and isinstance(value, dict):
         _, item = typing.get_args(hint)
         if not _dataclasses_in(item):
             return value
-        return {k: _convert(item, v, where.at(k), strict) for k, v in value.items()}
+        return {k: _convert(item, v, where.at(k)) for k, v in value.items()}
     return value
 
 
-def _record(cls, value, where: _Where, strict: bool):
-    if isinstance(value, cls):
-        return value
+def _record(cls, value, where: _Where):
     if not isinstance(value, dict):
         raise ContractError(f"{where.source}: {where.path} is not an object: {AGAIN}")
     hints = _hints(cls)
@@ -495,11 +483,12 @@ def _record(cls, value, where: _Where, strict: bool):
             f"{where.source}: unknown key {where.at(unknown[0]).path!r}, which the contract "
             f"(scalestudy.contract.{cls.__name__}) does not name: {AGAIN}, or add it there"
         )
-    needed = _required(cls) if not strict else frozenset(hints)
-    missing = [k for k in hints if k in needed and k not in value]
+    fields = () if where.strict else dataclasses.fields(cls)
+    optional = {f.name for f in fields if (f.default, f.default_factory) != (MISSING, MISSING)}
+    missing = [k for k in hints if k not in value and k not in optional]
     if missing:
         raise ContractError(
             f"{where.source}: missing key {where.at(missing[0]).path!r} "
             f"(scalestudy.contract.{cls.__name__}): {AGAIN}"
         )
-    return cls(**{k: _convert(hints[k], v, where.at(k), strict) for k, v in value.items()})
+    return cls(**{k: _convert(hints[k], v, where.at(k)) for k, v in value.items()})

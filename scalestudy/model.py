@@ -1,13 +1,12 @@
 """The study model: one study of a validated config as frozen dataclasses.
 
-The config schema (config/schema/config.schema.yaml) is the only place a default is
-written: snakemake.utils.validate fills them in, and the workloads' own schemas fill
-in their params (scalestudy.study.validation.checked_config does both). `Study.from_config`
-then reads every key as given. A field that the schema gives a default is read with
-`data[key]` (a missing key means the config was not validated, an error); a field
-typed `... | None` has no default in the schema and None means "not set". Nothing
-after this point re-applies a default: tests/test_study_model.py fails if one of the
-schema's defaults is written again as a fallback in code.
+The config schema (config/schema/config.schema.yaml) is the only place a default is written:
+snakemake.utils.validate fills them in, and the workloads' own schemas fill in their params
+(scalestudy.study.validation.checked_config does both). `Study.from_config` then reads every
+key as given. A field that the schema gives a default is read with `data[key]` (a missing key
+means the config was not validated, an error); a field typed `... | None` has no default in
+the schema and None means "not set". Nothing after this point re-applies a default:
+tests/test_study_model.py fails if a default of the schema is written again as a fallback.
 
 Code that reads a study takes a `Study` (or one series' view of it, `for_series`).
 Shared by the head node (analysis, report) and rules/common.smk; standard library only.
@@ -43,10 +42,9 @@ def _build(cls, data: dict, where: str):
         if not f.init:
             continue
         hint = hints[f.name]
-        optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and type(
-            None
-        ) in typing.get_args(hint)
-        inner = next((a for a in typing.get_args(hint) if a is not type(None)), hint)
+        args = typing.get_args(hint)
+        optional = typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args
+        inner = next((a for a in args if a is not type(None)), hint)
         if f.name not in data:
             if not optional:
                 raise StudyModelError(

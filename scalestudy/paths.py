@@ -5,8 +5,6 @@ identity back from its path, and a record that does not match its path (copied
 or moved by hand) is refused.
 """
 
-from __future__ import annotations
-
 import itertools
 import re
 import string

@@ -1,12 +1,9 @@
 """Timing records: the one file each run leaves, its schema, writing and reading.
 
-Writing is atomic (temporary file in the same folder, then rename), so a
-reader never sees half a record. Reading is strict: truncated JSON, NaN or
-Infinity, or anything the schema rejects raises RecordError naming the file,
-so aggregation never averages garbage.
+Writing is atomic (temporary file in the same folder, then rename), so a reader never sees
+half a record. Reading is strict: truncated JSON, NaN or Infinity, or anything the schema
+rejects raises RecordError naming the file, so aggregation never averages garbage.
 """
-
-from __future__ import annotations
 
 import json
 import math
@@ -83,8 +80,7 @@ def jsonable(value):
 def _validator():
     from jsonschema import Draft202012Validator
 
-    schema = json.loads(SCHEMA_PATH.read_text())
-    return Draft202012Validator(schema)
+    return Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
 
 
 @lru_cache(maxsize=1)
@@ -104,15 +100,13 @@ def _fast_validator():
 
 def schema_errors(record: dict) -> str | None:
     """None for a valid record, else where and why it is not."""
-    fast = _fast_validator()
-    if fast is not None:
-        try:
+    fast, fast_message = _fast_validator(), None
+    try:
+        if fast is not None:
             fast(record)
             return None
-        except Exception as e:  # JsonSchemaValueException; described below
-            fast_message = str(e)
-    else:
-        fast_message = None
+    except Exception as e:  # JsonSchemaValueException; described below
+        fast_message = str(e)
     # jsonschema says it better: the path of the first bad key
     errors = sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path))
     if errors:
@@ -139,11 +133,9 @@ def unsourced_energy(record: dict) -> str | None:
             continue
         joules, source = part.get("joules"), part.get("source")
         if joules is not None and source not in ENERGY_SOURCES:
-            return (
-                f"energy.{name} claims {plain(joules)} J without a source "
-                f"(source {plain(source)}; a figure must come from one of "
-                f"{', '.join(ENERGY_SOURCES)})"
-            )
+            return (f"energy.{name} claims {plain(joules)} J without a source "
+                    f"(source {plain(source)}; a figure must come from one of "
+                    f"{', '.join(ENERGY_SOURCES)})")  # fmt: skip
         if joules is None and not part.get("not_measured"):
             return f"energy.{name} has no figure and does not say why it was not measured"
     return phase_energy_problem(record, energy)
@@ -170,17 +162,13 @@ def phase_energy_problem(record: dict, energy: dict) -> str | None:
             continue
         whole = part.get("joules")
         if whole is None:
-            return (
-                f"phase {plain(figures[0][0])} claims {plain(figures[0][1])} J of "
-                f"energy.{name}, which the run did not measure"
-            )
+            return (f"phase {plain(figures[0][0])} claims {plain(figures[0][1])} J of "
+                    f"energy.{name}, which the run did not measure")  # fmt: skip
         total = sum(j for _, j in figures)
         joules, fraction = PHASE_ENERGY_SLACK
         if total > whole * (1 + fraction) + joules:
-            return (
-                f"its phases claim {plain(round(total, 3))} J of energy.{name}, more than "
-                f"the run's {plain(round(whole, 3))} J"
-            )
+            return (f"its phases claim {plain(round(total, 3))} J of energy.{name}, more than "
+                    f"the run's {plain(round(whole, 3))} J")  # fmt: skip
     return None
 
 
@@ -284,16 +272,14 @@ def misplacement(record: dict, path: str | os.PathLike, series: str | None = Non
     if not wrong:
         return None
     return (
-        f"{path}: this record is not the run its path names: it holds "
-        + ", ".join(wrong)
-        + ". Was it copied or moved by hand? The run is redone on the next invocation."
+        f"{path}: this record is not the run its path names: it holds {', '.join(wrong)}. "
+        "Was it copied or moved by hand? The run is redone on the next invocation."
     )
 
 
 def read_placed_record(path: str | os.PathLike, series: str | None = None) -> dict:
     """read_record, and refuse a record that does not match its path."""
     record = read_record(path)
-    problem = misplacement(record, path, series)
-    if problem:
+    if problem := misplacement(record, path, series):
         raise RecordError(problem)
     return record

@@ -4,18 +4,16 @@ invocation runs them again (a missing record is redone, and its study re-aggrega
     python -m scalestudy.redo STUDY [--point POINT [--repeat REPEAT]]
     (or: make redo STUDY=... [POINT=... [REPEAT=...]])
 
-STUDY alone: the whole study starts over (an adaptive one's rounds too); with POINT:
-that point; with REPEAT: that one run (rep REPEAT). The records go to
-results/STUDY/discarded/<time>/, with their folders and a why.txt saying why, and
-are never read again by the workflow; delete them when sure. STUDY is a study of
-config/config.yaml (never a folder), and nothing moves while a Snakemake workflow
-here holds its results. The workflow keeps the records it refuses (RefusedRecords)
-there the same way.
+STUDY alone: the whole study starts over (an adaptive one's rounds too); with POINT: that
+point; with REPEAT: that one run (rep REPEAT). The records go to results/STUDY/discarded/<time>/,
+with their folders and a why.txt saying why, and are never read again by the workflow;
+delete them when sure. STUDY is a study of config/config.yaml (never a folder), and nothing
+moves while a Snakemake workflow here holds its results. The workflow keeps the records it
+refuses (RefusedRecords) there the same way.
 """
 
-from __future__ import annotations
-
 import argparse
+import contextlib
 import itertools
 import shutil
 import sys
@@ -40,11 +38,9 @@ def discard(runs: Path, records: Iterable[Path], why: str | Mapping[Path, str]) 
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     for attempt in itertools.count(1):
         aside = runs.parent / DISCARDED / (stamp if attempt == 1 else f"{stamp}-{attempt}")
-        try:
+        with contextlib.suppress(FileExistsError):  # another call's folder: the next name
             aside.mkdir(parents=True)
             break
-        except FileExistsError:
-            continue
     lines = []
     for record in records:
         target = aside / record.relative_to(runs)
@@ -92,10 +88,8 @@ class RefusedRecords:
             records = list(records)
             aside = discard(runs, records, {p: self.pending[p][0] for p in records})
             self.moved |= {p: self.pending[p][1] for p in records}
-            moved.append(
-                f"kept {len(records)} refused record(s) in {aside} ({WHY} says why); "
-                "they are measured again"
-            )
+            moved.append(f"kept {len(records)} refused record(s) in {aside} ({WHY} says why); "
+                         "they are measured again")  # fmt: skip
         self.pending.clear()
         return moved
 

@@ -12,8 +12,6 @@
   scalestudy.analysis.decisions.request).
 """
 
-from __future__ import annotations
-
 import json
 import shlex
 import subprocess
@@ -37,14 +35,9 @@ HISTORY_FIELDS = ("JobID", "NNodes", "ReqTRES", "Partition", "Timelimit", "Eligi
                   "Elapsed", "State")  # fmt: skip
 ACCOUNTING_FIELDS = ("JobID", "TotalCPU", "Elapsed", "AllocCPUS", "MaxRSS", "ConsumedEnergyRaw")
 # sbatch's words when it cannot reach the controller at all (not a refusal of a shape)
-_UNREACHABLE = (
-    "unable to contact slurm controller",
-    "socket timed out",
-    "connection refused",
-    "could not establish a configuration source",
-    "can't find an address",
-    "unable to establish controller",
-)
+_UNREACHABLE = ("unable to contact slurm controller", "socket timed out", "connection refused",
+                "could not establish a configuration source", "can't find an address",
+                "unable to establish controller")  # fmt: skip
 
 
 class PluginResources(dict):
@@ -90,16 +83,11 @@ def probe_command(resources: dict, site: dict) -> list[str]:
     the study's own winning."""
     merged = {k: v for k, v in site.items() if v not in (None, "")}
     merged |= {k: v for k, v in resources.items() if v is not None}
-    account = merged.get("slurm_account")
-    partition = merged.get("slurm_partition")
-    names = {
-        "run_uuid": "scalestudy-plan",
-        "slurm_logfile": "/dev/null",
-        "comment_str": "rule_run_point",
-        "account": f"-A {shlex.quote(str(account))}" if account else "",
-        "partition": f"-p {shlex.quote(str(partition))}" if partition else "",
-        "workdir": None,
-    }
+    account, partition = merged.get("slurm_account"), merged.get("slurm_partition")
+    names = {"run_uuid": "scalestudy-plan", "slurm_logfile": "/dev/null",
+             "comment_str": "rule_run_point", "workdir": None,
+             "account": f"-A {shlex.quote(str(account))}" if account else "",
+             "partition": f"-p {shlex.quote(str(partition))}" if partition else ""}  # fmt: skip
     return [*submit_words(merged, names), "--test-only", "--wrap=true"]
 
 
@@ -182,14 +170,9 @@ def local_facts() -> dict:
             "history": None, "history_days": None, "test_only": {}}  # fmt: skip
 
 
-def gather(
-    site: dict,
-    history_days: int | None,
-    job_ids: list[str],
-    commands_for: Callable[[dict | None], list[list[str]]],
-    run: Callable | None = None,
-    now: datetime | None = None,
-) -> dict:
+def gather(site: dict, history_days: int | None, job_ids: list[str],
+           commands_for: Callable[[dict | None], list[list[str]]], run: Callable | None = None,
+           now: datetime | None = None) -> dict:  # fmt: skip
     """What Slurm says, each command asked once with a timeout: sacct's accounting of
     `job_ids` (none: not asked); where `commands_for(accounting's answer)` gives any
     sbatch --test-only command, sacct's past waits over `history_days` (None: not
@@ -214,15 +197,10 @@ def gather(
         test_only[shlex.join(command)] = answer
         if unreachable(answer):
             break
-    return {
-        "queue": SLURM,
-        "asked_at": now.isoformat(timespec="seconds"),
-        "site": {k: v for k, v in site.items() if v not in (None, "")},
-        "accounting": accounting,
-        "history": history,
-        "history_days": history_days,
-        "test_only": test_only,
-    }
+    return {"queue": SLURM, "asked_at": now.isoformat(timespec="seconds"),
+            "site": {k: v for k, v in site.items() if v not in (None, "")},
+            "accounting": accounting, "history": history, "history_days": history_days,
+            "test_only": test_only}  # fmt: skip
 
 
 def slurm_seconds(text: str) -> float | None:

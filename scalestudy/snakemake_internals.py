@@ -2,8 +2,6 @@
 API, so tests/test_snakemake_internals.py checks each against the installed Snakemake
 and fails when an upgrade removes or renames one. Most take a Snakefile's `workflow`."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 
@@ -95,8 +93,7 @@ def group_components(workflow, group: str) -> int:
 
 
 def global_resource(workflow, name: str):
-    """A global resource's value (--resources, workflow.global_resources), None when
-    not given."""
+    """A global resource's value (--resources, workflow.global_resources), None when not given."""
     resource = workflow.global_resources.get(name)
     return None if resource is None else resource.value
 

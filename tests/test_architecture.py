@@ -501,7 +501,7 @@ def json_loads(path: Path, calls=("json.load", "json.loads")) -> set[str]:
 def test_analysis_rounds_and_the_plan_are_parsed_only_by_their_load():
     """Nothing but an owner's load parses analysis.json or a round's plan: their readers
     call Analysis.load (earlier_analysis: a baseline's, an archive's) or RoundPlan.load,
-    both through contract.build (its private parser used nowhere else); and only
+    both through contract.parse (its private parser used nowhere else); and only
     RoundPlan.dump writes a round's plan, Forecast.dump plan.json."""
     code = [*PACKAGE.rglob("*.py"), *(REPO / "scripts").glob("*.py")]
     for path in code:

@@ -376,3 +376,13 @@ def test_a_threads_by_processes_grid_end_to_end(workflow):
     assert "For 2 cores:" in page["text"]
     assert page["html"].count('class="band-') == 4  # 3 cells and the capped one
     assert 'data-figure="layouts"' in page["html"]  # the heat map figure, with N = 2 line
+
+
+def test_on_slurm_the_launcher_enforces_a_rounds_fractional_budget_limit_itself():
+    # Slurm keeps whole minutes (srun --time rounds a round's 0.25 min up to 1): the
+    # launcher stops such a run at its limit, as it does every local run
+    from scalestudy.compute.launch import enforced_minutes
+
+    assert enforced_minutes({"time_limit_min": 0.25}, local=False) == 0.25
+    assert enforced_minutes({"time_limit_min": 10}, local=False) is None
+    assert enforced_minutes({"time_limit_min": 10}, local=True) == 10

@@ -69,13 +69,12 @@ def test_rtx_peak_is_stated_against_the_measured_base_time():
 def test_speedup_figure_has_x_ticks_over_the_extrapolated_range():
     import matplotlib.pyplot as plt
 
-    from scalestudy.contract import build
+    from scalestudy.contract import Analysis
     from scalestudy.report.plots import extrapolated_ticks, speedup_figure
-    from scalestudy.sections.series.contract import SeriesFit
 
     runs = runs_from_measured(REPO / RTX_STUDY["measured"], study_model(RTX_STUDY, "rtx"))
     summary, pred = analyse(runs, RTX_STUDY)
-    fig = speedup_figure(summary, [build(SeriesFit, s) for s in pred["series"]], "N")
+    fig = speedup_figure(summary, Analysis.from_values(pred).section("series"), "N")
     ax = fig.axes[0]
     # measured N = 1..10, predictions drawn to 2 x 10 = 20
     assert list(ax.get_xticks()) == [*range(1, 11), 12, 14, 16, 18, 20]

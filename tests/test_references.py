@@ -9,11 +9,12 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 import yaml
 
 from scalestudy.analysis.history.archive import archive
-from scalestudy.analysis.history.history import history, table_text
+from scalestudy.analysis.history.history import history, steps, table_text
 from scalestudy.analysis.history.references import check
 from scalestudy.analysis.pipeline import aggregate
 from scalestudy.report.rendering import render
@@ -145,6 +146,12 @@ def test_archives_never_overwrite_and_history_marks_the_step(tmp_path):
 
     last = study_model(STUDY | {"baseline": "last"})
     assert baseline_dir(last, tmp_path).name.startswith("20260103")
+
+
+def test_the_history_table_says_what_differs_in_the_fingerprint():
+    times = {("", 1): np.array([10.0, 10.1, 9.9])}
+    rows = steps([("then", times, {"pytorch": "2.4.0"}), ("now", times, {"pytorch": "2.5"})], 0.05)
+    assert table_text(rows).endswith("\nnow: pytorch 2.4.0 -> 2.5")
 
 
 def test_archives_made_at_once_are_refused_cleanly_and_readable_as_the_umask_allows(

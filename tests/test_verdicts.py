@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import asdict
 
 import numpy as np
 
@@ -25,10 +26,11 @@ def curve(change, cv: float, runs: int, rng) -> dict:
 
 
 def check(change, cv=0.05, runs=3, seed=0, runs_then=None) -> dict:
+    """The curve's verdict and the points', as baseline.json holds them."""
     rng = np.random.default_rng(seed)
     was = curve([1] * 5, cv, runs_then or runs, rng)
-    (found,) = regression_check(curve(change, cv, runs, rng), was, 0.05)
-    return found
+    ((verdict, points),) = regression_check(curve(change, cv, runs, rng), was, 0.05)
+    return {"curve": asdict(verdict), "points": [asdict(p) for p in points]}
 
 
 def test_a_uniform_10_percent_slowdown_is_called_at_3_runs():

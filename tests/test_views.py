@@ -252,20 +252,20 @@ def test_a_decided_adaptive_answer_does_not_ask_for_fixed_repeats(tmp_path):
 def test_a_round_the_budget_refused_names_its_candidates_by_n_measured_or_not():
     # t8 was never measured: the view knew only the measured points' N, and said
     # "2 at N = t8"
-    from scalestudy.contract import Rounds, build
+    from scalestudy.contract import AdaptiveStop, RefusedRound, Round, Rounds
     from scalestudy.report.views import adaptive_view
 
-    rounds = {
-        "rounds": [{"round": 1, "added": {"t1": 3, "t2": 3}, "su": 0.01,
-                    "why": {"t1": "round 1: the base case", "t2": "round 1: a first step up"}}],
-        "refused": {"added": {"t8": 2}, "why": {"t8": "a jump"}, "round_su": 0.267},
-        "spent_su": 0.011, "grid_su": 0.4, "relative_to_grid": 0.0275, "budget_needed": 0.278,
-        "points": {"t1": 1, "t2": 2, "t4": 4, "t8": 8},
-        "stop": {"reason": "budget", "text": "the next round would pass the budget"},
-        "decided": False, "budget_su": 0.1, "grid_repeats": 3, "grid_su_estimated": True,
-        "grid_su_bound": False, "runs": [], "later_runs": 0,
-    }  # fmt: skip
-    view = adaptive_view(build(Rounds, rounds))
+    rounds = Rounds(
+        rounds=[Round(round=1, added={"t1": 3, "t2": 3}, su=0.01,
+                      why={"t1": "round 1: the base case", "t2": "round 1: a first step up"})],
+        refused=RefusedRound(added={"t8": 2}, why={"t8": "a jump"}, round_su=0.267),
+        spent_su=0.011, grid_su=0.4, relative_to_grid=0.0275, budget_needed=0.278,
+        points={"t1": 1, "t2": 2, "t4": 4, "t8": 8},
+        stop=AdaptiveStop(reason="budget", text="the next round would pass the budget"),
+        decided=False, budget_su=0.1, grid_repeats=3, grid_su_estimated=True,
+        grid_su_bound=False, runs=[], later_runs=0,
+    )  # fmt: skip
+    view = adaptive_view(rounds)
     assert view["refused_text"] == "2 at N = 8"
     assert view["rows"][0]["added"] == "3 at N = 1, 3 at N = 2"
 

@@ -1,19 +1,17 @@
 """The user's own command as a workload: safe placeholder substitution and metric parsing.
 
-A command is a list of arguments (a string is split with shell rules first) and
-is started without a shell, so a value substituted into it stays one argument
-whatever characters it holds: no quoting, globbing or `$(...)` ever happens.
-Placeholders use Python's format syntax restricted to plain names ({threads});
-write {{ and }} for literal braces.
+A command is a list of arguments (a string is split with shell rules first) started without
+a shell, so a value substituted into it stays one argument whatever characters it holds: no
+quoting, globbing or `$(...)` ever happens. Placeholders use Python's format syntax
+restricted to plain names ({threads}); write {{ and }} for literal braces.
 """
-
-from __future__ import annotations
 
 import json
 import math
 import os
 import re
 import shlex
+import statistics
 import string
 from pathlib import Path
 
@@ -95,10 +93,8 @@ def command_params_problems(
             problems.append(f"{key}: {e}")
             continue
         if unknown:
-            problems.append(
-                f"{key}: unknown placeholder(s) {unknown}; known: {sorted(known)} "
-                "(add your own under params.values)"
-            )
+            problems.append(f"{key}: unknown placeholder(s) {unknown}; known: {sorted(known)} "
+                            "(add your own under params.values)")  # fmt: skip
     for name, pattern in params.get("metrics_regex", {}).items():
         try:
             compiled = re.compile(pattern, re.MULTILINE)
@@ -118,8 +114,7 @@ def command_params_problems(
 def workdir_problems(workdir: str, workflow_dir: Path) -> list[str]:
     """A command's workdir must be a folder; a relative one is relative to the workflow
     folder, where the command runs (no placeholder or ~ is expanded in it)."""
-    path = Path(workdir)
-    path = path if path.is_absolute() else workflow_dir / path
+    path = workflow_dir / workdir  # an absolute workdir stays as it is
     if not path.exists():
         hint = " (~ is not expanded)" if workdir.startswith("~") else ""
         return [f"params.workdir: no such folder: {path}{hint}"]
@@ -154,10 +149,7 @@ def metrics_from_output(output: str, patterns: dict[str, str]) -> dict[str, floa
             raise ValueError(f"metric {name}: the pattern {pattern!r} never matched the output")
         metrics[name] = found[-1]
         if len(found) > 1:
-            ordered = sorted(found)
-            mid = len(ordered) // 2
-            median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-            metrics[f"{name}_median"] = median
+            metrics[f"{name}_median"] = statistics.median(found)
             metrics[f"{name}_count"] = float(len(found))
     return metrics
 

@@ -1,17 +1,14 @@
 """Data preparation, done once by a local rule before any timed job.
 
-MNIST and Fashion-MNIST are placed where torchvision's dataset classes read
-them (<root>/<Class>/raw/, uncompressed IDX files). The files come from a
-local folder when one has them (Debian's dataset-fashion-mnist installs
-/usr/share/datasets/fashion-mnist), otherwise from torchvision's download.
-Every file is checked against a reference md5 before it is used.
+MNIST and Fashion-MNIST are placed where torchvision's dataset classes read them
+(<root>/<Class>/raw/, uncompressed IDX files), from a local folder that has them (Debian's
+dataset-fashion-mnist installs /usr/share/datasets/fashion-mnist), else from torchvision's
+download; every file is checked against a reference md5 before it is used.
 
-Each split is then written once more, normalised, as a tensor file that a run
-maps into memory (load_prepared): its data phase takes milliseconds instead of
-the seconds torchvision's parsing and the normalisation take.
+Each split is then written once more, normalised, as a tensor file that a run maps into
+memory (load_prepared): its data phase takes milliseconds instead of the seconds
+torchvision's parsing and the normalisation take.
 """
-
-from __future__ import annotations
 
 import gzip
 import hashlib
@@ -63,11 +60,8 @@ class DataError(RuntimeError):
 
 
 def md5(path: Path) -> str:
-    h = hashlib.md5()
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "md5").hexdigest()
 
 
 def torchvision_class(dataset: str):
@@ -122,10 +116,8 @@ def place_from_folder(dataset: str, folder: Path, raw: Path) -> dict[str, str]:
         elif name in known:
             if md5(tmp) != known[name]:
                 tmp.unlink()
-                raise DataError(
-                    f"{folder / name}: md5 does not match the reference for {dataset}; "
-                    "the copy is damaged or is another data set"
-                )
+                raise DataError(f"{folder / name}: md5 does not match the reference for {dataset}; "
+                                "the copy is damaged or is another data set")  # fmt: skip
             how[name] = "md5 of the uncompressed file"
         else:
             how[name] = "IDX header only (no reference md5 for this copy)"
@@ -143,9 +135,8 @@ def download(dataset: str, root: Path) -> dict[str, str]:
 def how_to_get(dataset: str, sources: list[str], root: Path) -> str:
     cls = torchvision_class(dataset)
     files = ", ".join(name for name, _ in cls.resources)
-    hint = (
-        "apt-get install dataset-fashion-mnist (Debian) or " if dataset == "fashion_mnist" else ""
-    )
+    debian = "apt-get install dataset-fashion-mnist (Debian) or "
+    hint = debian if dataset == "fashion_mnist" else ""
     return (
         f"{CLASS_NAMES[dataset]} is not available: no local copy in {sources or '[]'} and the "
         f"download failed. To get it: {hint}download {files} from {cls.mirrors[0]} into one "

@@ -1,28 +1,22 @@
 """Energy of a run, read from hardware counters at the start and end of the workload's
-run and at the start and end of each of its timed phases (so the analysis takes the
-energy of the same phases as the time it uses); never estimated (no TDP, no sampled
-power x time).
+run and of each timed phase (so the analysis takes the energy of the same phases as the
+time it uses); never estimated (no TDP, no sampled power x time).
 
-Two counters, each read where it exists and said to be "not measured" (with why) where
-it does not:
+Two counters, each read where it exists and said "not measured" (with why) where not:
 
 - NVML `nvmlDeviceGetTotalEnergyConsumption`: millijoules since the driver loaded
-  (Volta or newer), the whole board of each GPU the rank used. A 64-bit counter: no wrap.
+  (Volta or newer), the whole board of each GPU the rank used; 64 bits: no wrap.
 - Linux powercap RAPL, `/sys/class/powercap/intel-rapl:<k>/energy_uj`: microjoules of
   each CPU package, wrapping at `max_energy_range_uj` (often about 262 kJ: some 20 minutes
-  at 200 W). The run's CPUs are a share of a package, so the figure is the whole node's
-  packages: meaningful only when the run had its node to itself. The launcher decides
-  that (combine); here it is only read. Readable by root only since 2020.
+  at 200 W). It counts the node's whole packages, so it means something only where the
+  run had its node to itself, which the launcher decides (combine). Root-only since 2020.
 
-A wrap between two reads is invisible to a start and end read alone, so a thread reads
-the RAPL counters every `wrap_check_s` (well under the shortest wrap): those reads only
-count wraps, they add no power samples.
+A thread reads the RAPL counters every `wrap_check_s` (well under the shortest wrap) to
+count the wraps that a start and end read alone cannot see; it adds no power samples.
 
 Each part is {"joules", "source", "scope", "not_measured"}: a figure with its source, or
 null with the reason (records.py refuses a figure without a source).
 """
-
-from __future__ import annotations
 
 import os
 import re
@@ -155,12 +149,8 @@ class RaplMeter:
             return None
         # each wrap lost max_energy_range_uj + 1 (the counter goes from max to 0)
         with self._lock:
-            total_uj = sum(
-                end - start + wraps * (z.max_uj + 1)
-                for z, start, end, wraps in zip(
-                    self.zones, self._start, self._last, self._wraps, strict=True
-                )
-            )
+            read = zip(self.zones, self._start, self._last, self._wraps, strict=True)
+            total_uj = sum(end - start + wraps * (z.max_uj + 1) for z, start, end, wraps in read)
         return total_uj / 1e6
 
     def stop(self) -> dict:
@@ -198,22 +188,13 @@ def update_interval(read, limit_s: float = UPDATE_POLL_LIMIT_S, clock=time.perf_
     return moves[1] - moves[0]
 
 
-def _import_pynvml():
-    import pynvml
-
-    return pynvml
-
-
 class NvmlMeter:
     """Total energy of the given GPUs (torch's indices in this process, with their NVML
-    UUIDs where known) between start() and stop(). `nvml`: the binding (default pynvml);
-    tests pass a fake with nvmlInit, the handle look-ups, nvmlDeviceGetUUID,
-    nvmlDeviceGetTotalEnergyConsumption and nvmlShutdown."""
+    UUIDs where known) between start() and stop(). `nvml`: the binding (default pynvml,
+    imported on start; tests pass a fake)."""
 
     def __init__(self, devices: list[tuple[int, str | None]], nvml=None, environ=os.environ):
-        self.devices = devices
-        self._nvml = nvml
-        self.environ = environ
+        self.devices, self._nvml, self.environ = devices, nvml, environ
         self.reason: str | None = None
         self._handles: list = []
         self.uuids: list[str] = []
@@ -228,9 +209,8 @@ class NvmlMeter:
         if not self.devices:
             self.reason = "no counter: the run used no GPU"
             return
-        # telemetry imports nothing heavy; the import is here to keep this module's own
-        # import light where no GPU is used
-        from scalestudy.compute.telemetry import nvml_handle
+        # here, not above: this module's own import stays light where no GPU is used
+        from scalestudy.compute.telemetry import _import_pynvml, nvml_handle
 
         try:
             nvml = self._nvml if self._nvml is not None else _import_pynvml()
@@ -243,9 +223,7 @@ class NvmlMeter:
                 own = nvml.nvmlDeviceGetUUID(handle)
                 self.uuids.append(own.decode() if isinstance(own, bytes) else str(own))
             first = self._handles[0]
-            self.update_s = update_interval(
-                lambda: self._nvml.nvmlDeviceGetTotalEnergyConsumption(first)
-            )
+            self.update_s = update_interval(lambda: nvml.nvmlDeviceGetTotalEnergyConsumption(first))
             self._start = self._read()
         except ImportError:
             self.reason = "no counter: NVML (pynvml) is not installed"
@@ -276,10 +254,8 @@ class NvmlMeter:
         self._shutdown()
         if per_gpu is None:
             return not_measured(self.reason or "not readable: NVML was not started")
-        return measured(sum(per_gpu.values()), "nvml", NVML_SCOPE) | {
-            "devices": per_gpu,
-            "update_s": self.update_s,
-        }
+        extra = {"devices": per_gpu, "update_s": self.update_s}
+        return measured(sum(per_gpu.values()), "nvml", NVML_SCOPE) | extra
 
     def _shutdown(self) -> None:
         if self._initialised:
@@ -317,7 +293,7 @@ class RankEnergy:
     _gpu: NvmlMeter | None = field(default=None, init=False)
     _rapl: RaplMeter | None = field(default=None, init=False)
 
-    def __enter__(self) -> RankEnergy:
+    def __enter__(self) -> "RankEnergy":
         if self.gpus:
             self._gpu = NvmlMeter(self.gpus, self.nvml)
             self._gpu.start()
@@ -335,15 +311,10 @@ class RankEnergy:
         }
 
     def __exit__(self, *exc) -> bool:
+        unknown = "which GPUs the command used is unknown (CUDA_VISIBLE_DEVICES unset)"
+        why = "no counter: " + ("the run used no GPU" if self.gpus == [] else unknown)
         self.result = {
-            "gpu": self._gpu.stop()
-            if self._gpu
-            else not_measured(
-                "no counter: the run used no GPU"
-                if self.gpus == []
-                else "no counter: which GPUs the command used is unknown "
-                "(CUDA_VISIBLE_DEVICES unset)"
-            ),
+            "gpu": self._gpu.stop() if self._gpu else not_measured(why),
             "node": self._rapl.stop() if self._rapl else None,
         }
         return False
@@ -395,9 +366,8 @@ def combine(ranks: list[dict], exclusive: bool | None, nodes: int) -> dict | Non
     elif not exclusive:
         node = not_measured("shared node: RAPL counts the whole node, the run had only a share")
     else:
-        node = measured(sum(p["joules"] for p in node_parts.values()), "rapl", RAPL_SCOPE) | {
-            "nodes": len(node_parts)
-        }
+        joules = sum(p["joules"] for p in node_parts.values())
+        node = measured(joules, "rapl", RAPL_SCOPE) | {"nodes": len(node_parts)}
     return {"window": "the workload's run, after start-up", "gpu": gpu, "node": node}
 
 

@@ -5,8 +5,6 @@ or write records themselves; this module and scalestudy.compute.launch do that o
 for all of them.
 """
 
-from __future__ import annotations
-
 import os
 import platform
 import resource
@@ -14,7 +12,7 @@ import socket
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 PHASE_KINDS = ("startup", "data", "epoch", "eval", "other")
@@ -31,12 +29,7 @@ class Phase:
     energy: dict | None = None
 
     def as_dict(self) -> dict:
-        d = {"name": self.name, "kind": self.kind, "seconds": self.seconds}
-        if self.samples is not None:
-            d["samples"] = self.samples
-        if self.energy is not None:
-            d["energy"] = self.energy
-        return d
+        return {k: v for k, v in asdict(self).items() if v is not None}  # unset: left out
 
 
 def check_kind(kind: str) -> None:
@@ -149,12 +142,8 @@ def threads_from_allocation(environ=os.environ) -> int:
 def rank_environment(environ=os.environ) -> dict:
     """RANK, LOCAL_RANK and WORLD_SIZE for torch.distributed: as the local launcher set
     them, else from the SLURM_* variables srun gives each task."""
-    pairs = {
-        "RANK": "SLURM_PROCID",
-        "LOCAL_RANK": "SLURM_LOCALID",
-        "WORLD_SIZE": "SLURM_NTASKS",
-        "NODE_RANK": "SLURM_NODEID",
-    }
+    pairs = {"RANK": "SLURM_PROCID", "LOCAL_RANK": "SLURM_LOCALID", "WORLD_SIZE": "SLURM_NTASKS",
+             "NODE_RANK": "SLURM_NODEID"}  # fmt: skip
     return {
         key: environ.get(key) or environ.get(slurm_key) or ("1" if key == "WORLD_SIZE" else "0")
         for key, slurm_key in pairs.items()
@@ -162,8 +151,7 @@ def rank_environment(environ=os.environ) -> dict:
 
 
 def peak_rss_mb() -> float:
-    # ru_maxrss is in KiB on Linux
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def memory_limit_mb(environ=os.environ) -> float | None:
@@ -176,10 +164,7 @@ def memory_limit_mb(environ=os.environ) -> float | None:
                 mb *= threads_from_allocation(environ)
             return mb
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            text = Path(path).read_text().strip()
-        except OSError:
-            continue
+        text = _read(path) or ""
         if text.isdigit() and int(text) < 1 << 60:
             return int(text) / 2**20
     return None
@@ -193,12 +178,9 @@ def _read(path: str) -> str | None:
 
 
 def cpu_model() -> str | None:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    for line in (_read("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
     return platform.machine() or None  # not platform.processor(): see platform_name
 
 
@@ -213,14 +195,9 @@ def gpu_driver() -> str | None:
 
 
 def slurm_environment(environ=os.environ) -> dict:
-    keys = {
-        "slurm_job_id": "SLURM_JOB_ID",
-        "slurm_nodelist": "SLURM_JOB_NODELIST",
-        "slurm_partition": "SLURM_JOB_PARTITION",
-        "slurm_cluster": "SLURM_CLUSTER_NAME",
-        "slurm_step_id": "SLURM_STEP_ID",
-        "slurm_ntasks": "SLURM_NTASKS",
-    }
+    keys = {"slurm_job_id": "SLURM_JOB_ID", "slurm_nodelist": "SLURM_JOB_NODELIST",
+            "slurm_partition": "SLURM_JOB_PARTITION", "slurm_cluster": "SLURM_CLUSTER_NAME",
+            "slurm_step_id": "SLURM_STEP_ID", "slurm_ntasks": "SLURM_NTASKS"}  # fmt: skip
     return {name: environ[key] for name, key in keys.items() if environ.get(key)}
 
 
@@ -245,15 +222,11 @@ def environment(torch_module=None) -> dict:
         # the same boot id under two host names means one physical machine
         "boot_id": _read("/proc/sys/kernel/random/boot_id"),
     }
-    if torch_module is not None:
-        torch = torch_module
-        env["torch"] = torch.__version__
-        env["cuda"] = torch.version.cuda
-        if torch.cuda.is_available():
+    if (torch := torch_module) is not None:
+        env |= {"torch": torch.__version__, "cuda": torch.version.cuda}
+        if (cuda := torch.cuda).is_available():
             env["gpu_driver"] = gpu_driver()
-            env["gpu_models"] = [
-                torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())
-            ]
+            env["gpu_models"] = [cuda.get_device_name(i) for i in range(cuda.device_count())]
     env.update(slurm_environment())
     return env
 
@@ -275,10 +248,9 @@ def received_resources(torch_module=None, environ=os.environ) -> dict:
         "mem_limit_mb": memory_limit_mb(environ),
     }
     if torch_module is not None:
+        cuda = torch_module.cuda
         received["torch_threads"] = torch_module.get_num_threads()
-        received["gpus_visible"] = (
-            torch_module.cuda.device_count() if torch_module.cuda.is_available() else 0
-        )
+        received["gpus_visible"] = cuda.device_count() if cuda.is_available() else 0
     elif received["cuda_visible_devices"] is not None:
         # a program without torch here (a command) finds its GPUs through the devices
         # Slurm (or the user) left visible; unset, it could see all, a count unknown
@@ -309,10 +281,8 @@ def allocation_mismatches(requested: dict, received: dict, hosts: int | None = N
         problems.append(f"processes: asked for {world}, world size was {received['world_size']}")
     per_node = received.get("tasks_per_node")
     if per_node is not None and per_node != requested["tasks_per_node"]:
-        problems.append(
-            f"processes per node: asked for {requested['tasks_per_node']}, "
-            f"{per_node} ran on one node"
-        )
+        asked = requested["tasks_per_node"]
+        problems.append(f"processes per node: asked for {asked}, {per_node} ran on one node")
     if hosts is not None and hosts != requested["nodes"]:
         problems.append(f"nodes: asked for {requested['nodes']}, ran on {hosts} host(s)")
     mem = requested.get("mem_mb")

@@ -6,8 +6,6 @@ for a failed run too (with the reason), and exits 0 when it did: a failed
 point is data for the report, not a reason to stop the other points.
 """
 
-from __future__ import annotations
-
 import argparse
 import collections
 import fcntl
@@ -24,7 +22,7 @@ import tempfile
 import threading
 import time
 import uuid
-from contextlib import ExitStack, closing, contextmanager
+from contextlib import ExitStack, closing, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -60,15 +58,8 @@ def worker_processes(
 ):
     """Command and environment of each process to start: one `srun` step for all
     ranks inside a Slurm allocation, else one local process per rank."""
-    base = [
-        *interpreter(spec),
-        "-m",
-        "scalestudy.compute.worker",
-        "--spec",
-        str(spec_file),
-        "--result-dir",
-        str(result_dir),
-    ]
+    base = [*interpreter(spec), "-m", "scalestudy.compute.worker", "--spec", str(spec_file)]
+    base += ["--result-dir", str(result_dir)]
     requested = spec["requested"]
     world = requested["tasks_per_node"] * requested["nodes"]
     env = dict(environ, SCALESTUDY_LAUNCH_TIME=repr(time.time()))
@@ -83,15 +74,10 @@ def worker_processes(
     cpu_sets = local_cpu_sets(requested["threads"], world, sorted(os.sched_getaffinity(0)))
     if world == 1:
         return [(base, pinned(env, cpu_sets, 0))]
-    env |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
-    return [
-        (
-            base,
-            pinned(env, cpu_sets, r)
-            | {"RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": str(world), "NODE_RANK": "0"},
-        )
-        for r in range(world)
-    ]
+    env |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "NODE_RANK": "0",
+            "WORLD_SIZE": str(world)}  # fmt: skip
+    return [(base, pinned(env, cpu_sets, r) | {"RANK": str(r), "LOCAL_RANK": str(r)})
+            for r in range(world)]  # fmt: skip
 
 
 def interpreter(spec: dict) -> list[str]:
@@ -100,6 +86,14 @@ def interpreter(spec: dict) -> list[str]:
     if spec.get("container"):
         return ["apptainer", "exec", spec["container"], spec.get("python", "python3")]
     return [spec.get("python", sys.executable)]
+
+
+def enforced_minutes(spec: dict, local: bool) -> float | None:
+    """The time limit the launcher itself enforces: locally the run's; on Slurm, which
+    enforces whole minutes, only a fraction (a round's budget limit, which Slurm would
+    round up: the budget must hold to the second)."""
+    minutes = spec.get("time_limit_min")
+    return minutes if local or (minutes and minutes % 1) else None
 
 
 def local_cpu_sets(threads: int, world: int, available: list[int]) -> list[list[int]] | None:
@@ -125,22 +119,15 @@ def srun_command(spec: dict, environ=os.environ, job: dict | None = None) -> lis
     --time makes Slurm stop a run that is out of time while the launcher lives on
     to record why."""
     requested = spec["requested"]
-    cmd = [
-        "srun",
-        "--overlap",
-        "--kill-on-bad-exit=1",
-        "--export=ALL",
-        f"--nodes={requested['nodes']}",
-        f"--ntasks-per-node={requested['tasks_per_node']}",
-        # what Slurm granted the job, not what the point asked for: a shortfall
-        # then shows up as an allocation mismatch instead of a failed srun
-        f"--cpus-per-task={granted_cpus_per_task(job or {}, environ)}",
-    ]
+    cmd = ["srun", "--overlap", "--kill-on-bad-exit=1", "--export=ALL",
+           f"--nodes={requested['nodes']}", f"--ntasks-per-node={requested['tasks_per_node']}",
+           # what Slurm granted the job, not what the point asked for: a shortfall
+           # then shows up as an allocation mismatch instead of a failed srun
+           f"--cpus-per-task={granted_cpus_per_task(job or {}, environ)}"]  # fmt: skip
     if requested.get("mem_mb"):
         cmd.append(f"--mem={requested['mem_mb']}")
     if requested["gpus_per_node"]:
-        per_task = requested["gpus_per_node"] // requested["tasks_per_node"]
-        cmd.append(f"--gpus-per-task={per_task}")
+        cmd.append(f"--gpus-per-task={requested['gpus_per_node'] // requested['tasks_per_node']}")
     if spec.get("time_limit_min"):
         cmd.append(f"--time={math.ceil(spec['time_limit_min'])}")  # a round's may be a fraction
     return cmd
@@ -181,17 +168,12 @@ def slurm_job_info(environ=os.environ) -> dict:
     job_id = environ.get("SLURM_JOB_ID")
     if not job_id or not shutil.which("scontrol"):
         return {}
+    command = ["scontrol", "show", "job", "-o", job_id]
     try:
-        text = subprocess.run(
-            ["scontrol", "show", "job", "-o", job_id],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=True,
-        ).stdout
+        text = subprocess.run(command, capture_output=True, text=True, timeout=20, check=True)
     except (OSError, subprocess.SubprocessError):
         return {}
-    return dict(re.findall(r"(\S+?)=(\S+)", text))
+    return dict(re.findall(r"(\S+?)=(\S+)", text.stdout))
 
 
 def slurm_job_times(info: dict) -> dict:
@@ -247,9 +229,7 @@ class Supervisor:
     detach) and none of their files in the temporary folder."""
 
     def __init__(self, log, time_limit_s=None, mem_limit_mb=None):
-        self.log = log
-        self.time_limit_s = time_limit_s
-        self.mem_limit_mb = mem_limit_mb
+        self.log, self.time_limit_s, self.mem_limit_mb = log, time_limit_s, mem_limit_mb
         self.procs: list[subprocess.Popen] = []
         self.limit_reason: str | None = None
         self.peak_rss_mb: float | None = None
@@ -313,22 +293,12 @@ class Supervisor:
                     tail_r, tail_w = os.pipe()
                     processes.widen_pipe(out_r)
                     theirs = [out_w, tail_r]
-                    env = env | {
-                        "SCALESTUDY_OUTPUT_FD": str(out_w),
-                        "SCALESTUDY_TAIL_FD": str(tail_r),
-                    }
-                try:
-                    self.procs.append(
-                        subprocess.Popen(
-                            cmd,
-                            env=env,
-                            stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT,
-                            pass_fds=theirs,
-                            preexec_fn=processes.start_alone,  # noqa: PLW1509 - no threads yet
-                        )
-                    )
+                    env |= {"SCALESTUDY_OUTPUT_FD": str(out_w), "SCALESTUDY_TAIL_FD": str(tail_r)}
+                try:  # preexec_fn: safe, no threads yet
+                    self.procs.append(subprocess.Popen(
+                        cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, pass_fds=theirs, preexec_fn=processes.start_alone
+                    ))  # fmt: skip
                 except BaseException:
                     if theirs:
                         os.close(out_r)
@@ -383,10 +353,8 @@ class Supervisor:
                     rss = processes.tree_rss_mb(roots)
                     self.peak_rss_mb = max(self.peak_rss_mb or 0.0, rss)
                     if rss > self.mem_limit_mb:
-                        self.limit_reason = (
-                            f"memory limit ({self.mem_limit_mb} MB) exceeded: the run's "
-                            f"processes held {rss:.0f} MB"
-                        )
+                        self.limit_reason = (f"memory limit ({self.mem_limit_mb} MB) exceeded: "
+                                             f"the run's processes held {rss:.0f} MB")  # fmt: skip
                         self.stop(signal.SIGKILL, 0)
                         return
                 if self.time_limit_s and time.monotonic() - started > self.time_limit_s:
@@ -399,37 +367,30 @@ class Supervisor:
 def read_results(result_dir: Path) -> dict[int, dict]:
     results = {}
     for path in sorted(result_dir.glob("rank*.json")):
-        try:
+        with suppress(OSError, ValueError, KeyError):  # a rank that wrote no whole result
             result = json.loads(path.read_text())
             results[int(result["rank"])] = result
-        except (OSError, ValueError, KeyError):
-            continue
     return results
 
 
 def rank_spread(results: dict[int, dict]) -> dict:
     """Slowest and fastest rank's training time: a wide spread means load imbalance
     or a slow node, which the mean would hide."""
-    train = {
-        rank: sum(p["seconds"] for p in r.get("phases", []) if p["kind"] == "epoch")
-        for rank, r in results.items()
-    }
+    train = [sum(p["seconds"] for p in r.get("phases", []) if p["kind"] == "epoch")
+             for r in results.values()]  # fmt: skip
     if len(train) < 2:
         return {}
-    return {"rank_train_s_min": min(train.values()), "rank_train_s_max": max(train.values())}
+    return {"rank_train_s_min": min(train), "rank_train_s_max": max(train)}
 
 
 def failure_reason(results: dict[int, dict], codes: list[int], stderr_text: str) -> str | None:
     """Why the run failed (None if it did not): Slurm's words first, then the
     workload's own, then how the process ended."""
-    slurm = slurm_reason(stderr_text) if any(codes) else None
-    if slurm:
+    if any(codes) and (slurm := slurm_reason(stderr_text)):
         return slurm
-    failed = [r for r in results.values() if r.get("status") != "ok"]
-    if failed:
+    if failed := [r for r in results.values() if r.get("status") != "ok"]:
         return failed[0].get("reason") or "a rank failed"
-    bad = next((c for c in codes if c), 0)
-    if bad:
+    if bad := next((c for c in codes if c), 0):
         return describe_exit(bad)
     if not results:
         return "the workload wrote no result"
@@ -462,32 +423,17 @@ def run_energy(
 
 
 def assemble_record(
-    spec: dict,
-    results: dict[int, dict],
-    codes: list[int],
-    wall_s: float | None,
-    started_at: str,
-    rerun_token: str,
-    reason: str | None,
-    job: dict | None = None,
-    run_id: str | None = None,
-    overlapping: list[dict] | None = None,
+    spec: dict, results: dict[int, dict], codes: list[int], wall_s: float | None,
+    started_at: str, rerun_token: str, reason: str | None, job: dict | None = None,
+    run_id: str | None = None, overlapping: list[dict] | None = None,
     peak_rss_mb: float | None = None,
-) -> dict:
+) -> dict:  # fmt: skip
     """One record from the ranks' results; rank 0 speaks for the run."""
-    head = results.get(0, {})
-    received = dict(
-        head.get("received")
-        or {
-            "cpus_usable": 0,
-            "threads_given": 0,
-            "torch_threads": None,
-            "omp_num_threads": None,
-        }
-    )
-    ranks_on = collections.Counter(
-        r["environment"]["host"] for r in results.values() if r.get("environment")
-    )
+    head, ranks = results.get(0, {}), list(results.values())
+    nothing = {"cpus_usable": 0, "threads_given": 0, "torch_threads": None, "omp_num_threads": None}
+    received = dict(head.get("received") or nothing)
+    placed = [r for r in ranks if r.get("environment")]  # the ranks that say where they ran
+    ranks_on = collections.Counter(r["environment"]["host"] for r in placed)
     hosts = set(ranks_on)
     received["nodes"] = len(hosts) or None
     # the most ranks any one host ran: a layout packed other than asked shows here
@@ -504,11 +450,7 @@ def assemble_record(
     environment.update(git_commit())
     environment.update(slurm_job_times(job or {}))
     usage = processes.combine_usage(
-        [
-            r["usage"] | {"host": r["environment"]["host"]}
-            for r in results.values()
-            if r.get("usage")
-        ]
+        [r["usage"] | {"host": r["environment"]["host"]} for r in ranks if r.get("usage")]
     )
     if peak_rss_mb is not None:
         usage["peak_rss_mb"] = peak_rss_mb
@@ -530,11 +472,7 @@ def assemble_record(
         # rank 0's phases, each with the run's energy in it (all ranks' readings)
         "phases": energy.combine_phases(
             head.get("phases", []),
-            [
-                {"host": r["environment"]["host"], "phases": r.get("phases", [])}
-                for r in results.values()
-                if r.get("environment")
-            ],
+            [{"host": r["environment"]["host"], "phases": r.get("phases", [])} for r in placed],
             used,
         ),
         "metrics": head.get("metrics", {}) | rank_spread(results),
@@ -615,16 +553,10 @@ def launch(
             cpus = sorted(os.sched_getaffinity(0))
             run_name = f"{spec['study']}/{spec['point']}/rep{spec['repeat']}"
             running = hosts_ledger.begin(run_id, run_name, cpus)
+            minutes = enforced_minutes(spec, local)
+            mem_mb = spec["requested"].get("mem_mb") if local else None
             supervisor = held.enter_context(
-                closing(
-                    Supervisor(
-                        log,
-                        time_limit_s=spec["time_limit_min"] * 60
-                        if local and spec.get("time_limit_min")
-                        else None,
-                        mem_limit_mb=spec["requested"].get("mem_mb") if local else None,
-                    )
-                )
+                closing(Supervisor(log, minutes and minutes * 60, mem_mb))
             )
             started = time.time()
             started_at = utc_now()
@@ -658,9 +590,8 @@ def main(argv=None) -> int:
     parser.add_argument("--record", required=True, help="where the record is written")
     parser.add_argument("--rerun-token", default="first")
     parser.add_argument("--log", help="the job's log: the run's output (capped) goes there")
-    parser.add_argument(
-        "--log-limit-mb", type=float, help="most output kept (config log_limit_mb; unset: all)"
-    )
+    limit_help = "most output kept (config log_limit_mb; unset: all)"
+    parser.add_argument("--log-limit-mb", type=float, help=limit_help)
     args = parser.parse_args(argv)
     # errors the record cannot hold go to our own stderr, which Snakemake shows
     try:
@@ -670,11 +601,8 @@ def main(argv=None) -> int:
     except (RunClaimed, OSError) as e:
         message = f"scalestudy.compute.launch: {e}"
         print(message, file=sys.stderr)
-        try:
-            with open(args.log, "a") if args.log else open(os.devnull, "w") as f:
-                print(message, file=f)
-        except OSError:
-            pass
+        with suppress(OSError), open(args.log, "a") if args.log else open(os.devnull, "w") as f:
+            print(message, file=f)
         return 1
     summary = (
         f"{record['study']}/{record['point']}/rep{record['repeat']}: {record['status']}"

@@ -1,17 +1,13 @@
 """The host's ledger of timed runs, and the machine-wide lock for local timed runs.
 
-Every launcher on a host notes its run in one append-only file in node-local shared
-memory (/dev/shm, else the temporary folder), whatever its study, workflow folder or
-Snakemake invocation. A run overlapped another if the other was still running when
-it started (its process is alive) or started while it ran; both are seen from the
-ledger, so each of two overlapping runs names the other. Entries carry the CPUs the
-run could use, so the record says whether the overlap was on the same CPUs.
-
-Locally (no Slurm) a launcher also holds a machine-wide lock while it times its run,
-so that two invocations on one machine never time at once.
+Every launcher on a host notes its run in one append-only file in node-local shared memory
+(/dev/shm, else the temporary folder), whatever its study, workflow folder or Snakemake
+invocation. A run overlapped another if the other was still running when it started (its
+process is alive) or started while it ran; both are seen from the ledger, so each of two
+overlapping runs names the other. Entries carry the CPUs the run could use, so the record
+says whether the overlap was on the same CPUs. Locally (no Slurm) a launcher also holds a
+machine-wide lock while it times its run, so that two invocations never time at once.
 """
-
-from __future__ import annotations
 
 import contextlib
 import fcntl
@@ -75,10 +71,7 @@ class Ledger:
     def _entries(self, fd: int) -> dict[str, dict]:
         os.lseek(fd, 0, os.SEEK_SET)
         runs: dict[str, dict] = {}
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-        for line in b"".join(chunks).splitlines():
+        for line in b"".join(iter(lambda: os.read(fd, 1 << 16), b"")).splitlines():
             try:
                 entry = json.loads(line)
                 runs.setdefault(entry["run_id"], {}).update(entry)
@@ -98,6 +91,10 @@ class Ledger:
     def _append(self, fd: int, entry: dict) -> None:
         os.write(fd, (json.dumps(entry) + "\n").encode())
 
+    def _others(self, entries: dict[str, dict], run_id: str) -> list[dict]:
+        """The entries of the other runs on this host."""
+        return [e for e in entries.values() if e.get("host") == self.host and e["run_id"] != run_id]
+
     def begin(self, run_id: str, run: str, cpus: list[int]) -> list[dict]:
         """Note this run's start; return the runs on this host still running now."""
         now = time.time()
@@ -106,10 +103,8 @@ class Ledger:
                 entries = self._entries(fd)
                 running = [
                     e
-                    for e in entries.values()
-                    if e.get("host") == self.host
-                    and e["run_id"] != run_id
-                    and e.get("end") is None
+                    for e in self._others(entries, run_id)
+                    if e.get("end") is None
                     and e.get("pid_start") is not None
                     and _start_time(e.get("pid", -1)) == e["pid_start"]
                 ]
@@ -134,13 +129,7 @@ class Ledger:
                 self._append(fd, {"run_id": run_id, "end": now})
         except OSError:
             return []
-        return [
-            e
-            for e in entries.values()
-            if e.get("host") == self.host
-            and e["run_id"] != run_id
-            and started <= e.get("start", -1) <= now
-        ]
+        return [e for e in self._others(entries, run_id) if started <= e.get("start", -1) <= now]
 
     def _prune(self, fd: int, entries: dict, now: float) -> None:
         keep = [e for e in entries.values() if now - e.get("start", now) < KEEP_S]

@@ -18,8 +18,6 @@ being held back.
 Standard library only: this runs on compute nodes, before and around the workload.
 """
 
-from __future__ import annotations
-
 import contextlib
 import ctypes
 import fcntl
@@ -46,11 +44,8 @@ PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
 
 def prctl(option: int, value: int) -> None:
     """Linux's prctl; a no-op where it is missing."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(option, value, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
 
 
 def die_with_parent(sig: int = signal.SIGKILL) -> None:
@@ -132,16 +127,12 @@ def marked():
         except OSError:
             pass  # ended, or another user's
 def reap(*_):
-    for g in groups:
-        try:
-            os.killpg(g, signal.SIGKILL)
-        except OSError:
-            pass
-    for pid in marked():
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    for kill, ids in ((os.killpg, groups), (os.kill, marked())):  # the groups first
+        for i in ids:
+            try:
+                kill(i, signal.SIGKILL)
+            except OSError:
+                pass
     shutil.rmtree(run_tmp, ignore_errors=True)
     os._exit(0)
 signal.signal(signal.SIGTERM, reap)
@@ -157,7 +148,6 @@ def start_reaper(run_tmp: Path):
     """Start the reaper (see REAPER) before the run's processes, so that its own
     start-up does not fall in their run; tell it their groups with `reaper_watch`.
     Kill it with SIGKILL when the run ended and the launcher cleaned up itself."""
-    import subprocess
     import sys
 
     return subprocess.Popen(
@@ -204,11 +194,9 @@ class ExitWatch:
 
     def wait(self, timeout_s: float) -> None:
         """Until another process has ended, or timeout_s."""
-        if self.poller is None:
-            waiting = next((p for p in self.procs if p.poll() is None), None)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                if waiting is not None:
-                    waiting.wait(timeout_s)
+        if self.poller is None:  # StopIteration: none is running
+            with contextlib.suppress(subprocess.TimeoutExpired, StopIteration):
+                next(p for p in self.procs if p.poll() is None).wait(timeout_s)
             return
         for fd, _ in self.poller.poll(timeout_s * 1000):
             self.poller.unregister(fd)  # ended: readable from now on
@@ -277,14 +265,12 @@ class CpuWatch:
 
     def stop(self) -> dict:
         busy = self._busy()
-        own = self._own() - self.own0
-        usage = {
+        return {
             "cpus": sorted(self.cpus),
             "window_s": time.monotonic() - self.t0,
-            "cpu_time_s": own,
+            "cpu_time_s": self._own() - self.own0,
             "busy_s": None if busy is None or self.busy0 is None else busy - self.busy0,
         }
-        return usage
 
 
 def combine_usage(per_rank: list[dict]) -> dict:
@@ -320,13 +306,8 @@ class CappedLog:
 
     def __init__(self, path: str | Path | None, limit: int, recent: int = 1 << 18):
         self.file = open(path, "ab") if path else None  # noqa: SIM115 - closed in close()
-        self.head_left = limit - limit // 2
-        self.tail_limit = limit // 2
-        self.tail = bytearray()
-        self.cut = 0
-        self.recent = bytearray()
-        self.recent_limit = recent
-        self.limit = limit
+        self.limit, self.head_left, self.tail_limit = limit, limit - limit // 2, limit // 2
+        self.tail, self.cut, self.recent, self.recent_limit = bytearray(), 0, bytearray(), recent
         self.lock = threading.Lock()  # one reader thread per process writes here
 
     def write(self, data: bytes) -> None:
@@ -452,13 +433,10 @@ aside_cpu_s = 0.0
 def run_aside(cpus: set[int]) -> bool:
     """Move the calling thread (only it) to these CPUs, outside the run's own; False
     when there are none or the system refuses (a Slurm job's cgroup)."""
-    if not cpus:
-        return False
     try:
-        os.sched_setaffinity(0, cpus)
+        return bool(cpus) and os.sched_setaffinity(0, cpus) is None
     except OSError:
         return False
-    return True
 
 
 def pump_aside(fd: int, sink) -> None:

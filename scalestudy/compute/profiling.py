@@ -1,12 +1,10 @@
 """A PyTorch profiler trace of a few training steps, in Chrome trace format.
 
-Asked for per study (`profile:`); runs as an extra job of one point whose
-timings are not used, because profiling slows the steps it records. Steps come
-from the workload's `ctx.step()` calls: one skipped, one warm-up, then `steps`
-recorded. Open the trace in chrome://tracing or https://ui.perfetto.dev.
+Asked for per study (`profile:`); runs as an extra job of one point whose timings are not
+used, as profiling slows the steps it records. Steps come from the workload's `ctx.step()`
+calls: one skipped, one warm-up, then `steps` recorded. Open the trace in chrome://tracing
+or https://ui.perfetto.dev.
 """
-
-from __future__ import annotations
 
 import os
 from contextlib import contextmanager, nullcontext

@@ -4,27 +4,18 @@
         ...timed work...
     s.summary()  # {} when nothing could be sampled; s.unavailable_reason says why
 
-What the figures mean. `gpu_util_*_pct` is NVML's "GPU utilisation": the
-percentage of the last sample period (1/6 s to 1 s, depending on the GPU) during
-which at least one kernel was running on the device. It is not the share of
-the GPU's compute used: one tiny kernel on one SM at a time reads 100 %. A low
-figure does prove an idle GPU (waiting for data, for the CPU, for launches); a
-high one proves only that something was running. `gpu_mem_*_mb` is the device's
-used memory in MiB as NVML sees it: every process on the GPU, the CUDA context
-(hundreds of MiB) and the caching allocator's reserve, not the tensors alive.
+`gpu_util_*_pct` is NVML's "GPU utilisation": the share of the last sample period (1/6 s
+to 1 s, by GPU) in which any kernel ran, not the share of the GPU's compute used (one tiny
+kernel on one SM reads 100 %): a low figure proves an idle GPU (waiting for data, the CPU,
+launches), a high one only that something ran. `gpu_mem_*_mb` is the device's used memory
+(MiB) as NVML sees it: every process, the CUDA context and the allocator's reserve.
 
-Sampling never fails a run: when NVML (the nvidia-ml-py package, module
-`pynvml`) is missing, cannot start or cannot read the device, the sampler
-records nothing, summary() returns {} (fields absent, not zero, so that no
-one averages a zero that was never measured) and `unavailable_reason` says why.
-
-NVML numbers devices by PCI bus and ignores CUDA_VISIBLE_DEVICES; torch numbers
-them within CUDA_VISIBLE_DEVICES. `nvml_handle` therefore finds the device by
-UUID when it is given one (gpu_telemetry passes torch's), else maps the index
-through CUDA_VISIBLE_DEVICES.
+Sampling never fails a run: without NVML (nvidia-ml-py, module `pynvml`) or a readable
+device, summary() returns {} (fields absent, not zero, so that no one averages a zero never
+measured) and `unavailable_reason` says why. NVML numbers devices by PCI bus, torch within
+CUDA_VISIBLE_DEVICES: `nvml_handle` finds the device by the UUID torch gives, else maps the
+index through CUDA_VISIBLE_DEVICES.
 """
-
-from __future__ import annotations
 
 import os
 import statistics
@@ -60,36 +51,22 @@ def nvml_handle(nvml, device_index: int, uuid: str | None = None, environ=os.env
 
 class GpuSampler:
     """Context manager that samples one GPU every `interval_s` seconds in a thread.
-
-    `nvml` is the NVML binding to use (default: pynvml, imported on entry); tests
-    pass a fake with nvmlInit, nvmlDeviceGetHandleByIndex,
-    nvmlDeviceGetUtilizationRates(h).gpu, nvmlDeviceGetMemoryInfo(h).used (bytes)
-    and nvmlShutdown.
-    """
+    `nvml`: the NVML binding (default pynvml, imported on entry; tests pass a fake)."""
 
     def __init__(
-        self,
-        device_index: int = 0,
-        interval_s: float = 0.05,
-        nvml=None,
-        uuid: str | None = None,
+        self, device_index: int = 0, interval_s: float = 0.05, nvml=None, uuid: str | None = None
     ):
         if interval_s <= 0:
             raise ValueError(f"interval_s must be positive, not {interval_s}")
-        self.device_index = device_index
-        self.interval_s = interval_s
-        self.uuid = uuid
-        self._nvml = nvml
-        self._handle = None
+        self.device_index, self.interval_s, self.uuid = device_index, interval_s, uuid
+        self._nvml, self._handle, self._thread, self._initialised = nvml, None, None, False
         self._stop = threading.Event()
-        self._thread = None
-        self._initialised = False
         self.util_pct: list[float] = []
         self.mem_mb: list[float] = []
         self.unavailable_reason: str | None = None
         self.warning: str | None = None  # sampling stopped part-way
 
-    def __enter__(self) -> GpuSampler:
+    def __enter__(self) -> "GpuSampler":
         try:
             nvml = self._nvml if self._nvml is not None else _import_pynvml()
             self._nvml = nvml
@@ -125,15 +102,13 @@ class GpuSampler:
     def _try_sample(self) -> bool:
         try:
             self._sample()
-            return True
         except Exception as e:
             self.warning = f"sampling stopped: {type(e).__name__}: {e}"
-            return False
+        return self.warning is None
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            if not self._try_sample():
-                return
+        while not self._stop.wait(self.interval_s) and self._try_sample():
+            pass
 
     def _shutdown(self) -> None:
         if self._initialised:

@@ -1,17 +1,13 @@
 """Optional experiment tracking with Comet, for rank 0 only.
 
-Nothing happens unless COMET_API_KEY is set and comet_ml is installed. The key
-is read by comet_ml itself from the environment: this module never reads,
-copies or prints it, so it cannot reach records, logs or the report. Compute
-nodes often have no internet: with COMET_OFFLINE_DIRECTORY set the experiment
-is written there as an archive to upload later (`comet upload FILE.zip`).
-
-The tracker starts before the workload, so Comet's system metrics (CPU, memory,
-GPU) cover the training; its set-up falls into the run's start-up phase and wall
-time, never into epochs. The record says whether a tracker was on.
+Nothing happens unless COMET_API_KEY is set and comet_ml is installed. comet_ml reads the
+key from the environment itself: this module never reads, copies or prints it, so it cannot
+reach records, logs or the report. Compute nodes often have no internet: with
+COMET_OFFLINE_DIRECTORY set, the experiment is written there as an archive to upload later
+(`comet upload FILE.zip`). The tracker starts before the workload, so Comet's system
+metrics (CPU, memory, GPU) cover the training; its set-up falls into the run's start-up
+phase and wall time, never into epochs. The record says whether a tracker was on.
 """
-
-from __future__ import annotations
 
 import os
 import sys
@@ -26,15 +22,10 @@ def start_tracker(spec: dict, rank: int, environ=os.environ):
     except ImportError:
         print("COMET_API_KEY is set but comet_ml is not installed: not tracking", file=sys.stderr)
         return None
-    options = {
-        "project_name": spec["study"].lower(),
-        # our own output is the job log; the command line and code are in the record
-        "auto_output_logging": False,
-        "log_code": False,
-        "parse_args": False,
-        "log_git_patch": False,
-        "display_summary_level": 0,
-    }
+    # our own output is the job log; the command line and code are in the record
+    options = {"project_name": spec["study"].lower(), "auto_output_logging": False,
+               "log_code": False, "parse_args": False, "log_git_patch": False,
+               "display_summary_level": 0}  # fmt: skip
     try:
         offline = environ.get("COMET_OFFLINE_DIRECTORY")
         if offline:

@@ -4,8 +4,6 @@ Started by scalestudy.compute.launch (one per rank); writes one result file that
 launcher turns into the run's record.
 """
 
-from __future__ import annotations
-
 import argparse
 import importlib
 import json
@@ -15,16 +13,9 @@ import time
 import traceback
 from pathlib import Path
 
+from scalestudy.compute import harness
 from scalestudy.compute.energy import RankEnergy, gpus_of
-from scalestudy.compute.harness import (
-    Context,
-    Phase,
-    environment,
-    peak_rss_mb,
-    rank_environment,
-    received_resources,
-    threads_from_allocation,
-)
+from scalestudy.compute.harness import Context, Phase, threads_from_allocation
 from scalestudy.compute.processes import CpuWatch, adopt_orphans, die_with_parent
 from scalestudy.compute.profiling import maybe_profiled
 from scalestudy.compute.tracker import finish_tracker, start_tracker
@@ -44,14 +35,11 @@ def select_device(torch, spec: dict, local_rank: int):
 def run_workload(spec: dict, launch_time: float) -> dict:
     """Run one rank of the workload; return its result (never raises)."""
     status, reason = "ok", None
-    os.environ.update(rank_environment())
+    os.environ.update(harness.rank_environment())
     # what the process was started with; workloads (Lightning) may change os.environ
     started_env = dict(os.environ)
     rank = int(os.environ["RANK"])
-    ctx = None
-    torch = None
-    tracker = None
-    energy = None
+    ctx = torch = tracker = energy = None
     try:
         # your own command needs no torch in this process: its import would only
         # add seconds to every run's start-up
@@ -98,9 +86,9 @@ def run_workload(spec: dict, launch_time: float) -> dict:
         "status": status,
         "reason": reason,
         "phases": phases,
-        "metrics": metrics | {"peak_rss_mb": peak_rss_mb()},
-        "received": received_resources(torch, started_env),
-        "environment": environment(torch) | ({"tracker": "comet"} if tracker else {}),
+        "metrics": metrics | {"peak_rss_mb": harness.peak_rss_mb()},
+        "received": harness.received_resources(torch, started_env),
+        "environment": harness.environment(torch) | ({"tracker": "comet"} if tracker else {}),
         "energy": energy,
     }
 

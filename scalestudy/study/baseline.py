@@ -5,8 +5,6 @@ the loaders the comparison reads them with, so that a broken file is refused bef
 any job rather than at aggregation, after the runs.
 """
 
-from __future__ import annotations
-
 import csv
 import io
 import json
@@ -37,8 +35,7 @@ def baseline_dir(study: Study, workdir: Path = Path(".")) -> Path | None:
     if study.baseline == LAST:
         found = archives(study.name, workdir)
         return found[-1] if found else None
-    path = Path(study.baseline)
-    return path if path.is_absolute() else workdir / path
+    return workdir / study.baseline  # an absolute path stays as it is
 
 
 def baseline_inputs(study: Study, workdir: Path = Path(".")) -> list[str]:
@@ -49,12 +46,8 @@ def baseline_inputs(study: Study, workdir: Path = Path(".")) -> list[str]:
 
 def archive_inputs(study: str, workdir: Path = Path(".")) -> list[str]:
     """The files of every archive of the study that aggregation reads (its history)."""
-    return [
-        str(a / name)
-        for a in archives(study, workdir)
-        for name in BASELINE_FILES
-        if (a / name).is_file()
-    ]
+    files = [a / name for a in archives(study, workdir) for name in BASELINE_FILES]
+    return [str(f) for f in files if f.is_file()]
 
 
 def runs_csv_text(path: Path) -> str:
@@ -69,8 +62,7 @@ def runs_csv_text(path: Path) -> str:
     why = "the file is cut short or was edited"
     reader = csv.reader(io.StringIO(text))
     try:
-        header = next(reader, [])
-        rows = 0
+        header, rows = next(reader, []), 0
         for row in reader:
             if row and len(row) != len(header):
                 raise RecordError(
@@ -140,11 +132,8 @@ def baseline_problems(study: Study, workdir: Path) -> list[str]:
     identity = baseline_identity(analysis)
     if identity is None:
         return []  # an older analysis: compared, with its environment said unknown
-    now = {
-        "name": study.name,
-        "workload": study.workload,
-        "params": json.loads(json.dumps(study.params)),
-    }
+    now = {"name": study.name, "workload": study.workload}
+    now["params"] = json.loads(json.dumps(study.params))  # as JSON holds them: lists, not tuples
     differ = [f"{k} {identity[k]!r} (this study: {now[k]!r})" for k in now if identity[k] != now[k]]
     if differ:
         return [
@@ -179,13 +168,9 @@ def expect_problems(study: Study) -> list[str]:
     for what, bounds in (study.expect or {}).items():
         for n, (lo, hi) in bounds.items():
             if lo is not None and hi is not None and lo > hi:
-                problems.append(
-                    f"studies.{study.name}.expect.{what}.{n}: the lower bound "
-                    f"{lo} is above the upper bound {hi}"
-                )
+                problems.append(f"studies.{study.name}.expect.{what}.{n}: the lower bound "
+                                f"{lo} is above the upper bound {hi}")  # fmt: skip
             if lo is None and hi is None:
-                problems.append(
-                    f"studies.{study.name}.expect.{what}.{n}: both bounds are "
-                    "null: nothing to check"
-                )
+                problems.append(f"studies.{study.name}.expect.{what}.{n}: both bounds are "
+                                "null: nothing to check")  # fmt: skip
     return problems

@@ -1,7 +1,5 @@
 """Error wording: the config error, and how the workflow words and prints what it refuses."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 
@@ -36,10 +34,8 @@ def config_key(path: list[str], message: str) -> str:
 
 def describe_validation_error(error: BaseException) -> str:
     """Turn jsonschema's error into lines, one per bad key, each naming its path."""
-    try:
-        from jsonschema.exceptions import ValidationError
-    except ImportError:  # pragma: no cover - jsonschema ships with snakemake
-        return str(error)
+    from jsonschema.exceptions import ValidationError
+
     # snakemake.utils.validate raises WorkflowError from inside `except ValidationError`
     err = error
     while err is not None and not isinstance(err, ValidationError):
@@ -66,19 +62,15 @@ def config_error_text(problems: list[str], not_selected: list[str] = ()) -> str:
 def not_selected_text(problems: list[str]) -> str:
     """The problems of the studies `only:` leaves out: noted, they stop nothing."""
     count, lines = counted(problems)
-    return (
-        f"The studies that only: leaves out have {count} (they do not run: noted, "
-        f"not stopping):\n{lines}"
-    )
+    return (f"The studies that only: leaves out have {count} (they do not run: noted, "
+            f"not stopping):\n{lines}")  # fmt: skip
 
 
 def not_in_config_text(folders: list[str]) -> str:
     """The results folders of studies the config no longer names: said, they stop nothing."""
-    return (
-        f"Not in the config: kept, not shown: {', '.join(folders)} (the results of a study "
-        "renamed or removed from the config; the workflow and the report do not read them). "
-        "Name the study in the config again, or move the folder away when sure."
-    )
+    return (f"Not in the config: kept, not shown: {', '.join(folders)} (the results of a study "
+            "renamed or removed from the config; the workflow and the report do not read them). "
+            "Name the study in the config again, or move the folder away when sure.")  # fmt: skip
 
 
 def startup_problems_text(problems: list[str]) -> str:
@@ -118,10 +110,8 @@ def yaml_problem(path: str | Path) -> str | None:
             return f"{path}: not valid YAML: {what}"
         lines = text.splitlines()
         shown = lines[mark.line] if mark.line < len(lines) else ""
-        return (
-            f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {what}\n"
-            f"    {shown}\n    {' ' * mark.column}^"
-        )
+        return (f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {what}\n"
+                f"    {shown}\n    {' ' * mark.column}^")  # fmt: skip
     except yaml.YAMLError as e:  # pragma: no cover - an error without a place
         return f"{path}: not valid YAML: {e}"
     if not isinstance(data, dict):
@@ -131,13 +121,10 @@ def yaml_problem(path: str | Path) -> str | None:
 
 
 def stop(message: str) -> None:
-    """Print `message` as Snakemake prints errors, and end the run with status 1.
-
-    Raising from a Snakefile would print the message under `WorkflowError in file
-    ..., line N:` and over a traceback line (`File ".../common.smk", line N`): Snakemake
-    adds both to every exception whose traceback passes through a Snakefile
-    (snakemake.exceptions.format_exception_to_string). Config errors are the user's,
-    not the code's, so only the message is printed."""
+    """Print `message` as Snakemake prints errors, and end the run with status 1. Raised
+    from a Snakefile, it would come under `WorkflowError in file ..., line N:` and over a
+    traceback line, which Snakemake adds to every exception passing through a Snakefile
+    (snakemake.exceptions.format_exception_to_string): config errors are the user's."""
     import sys
 
     from snakemake.logging import logger

@@ -1,7 +1,5 @@
 """Range and grid expansion: a study's scaling.range and scaling.grid into points."""
 
-from __future__ import annotations
-
 from scalestudy.model import AXIS_TOTALS
 from scalestudy.study.points import TOTAL_AXES, gpus_per_process
 

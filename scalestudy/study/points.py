@@ -1,7 +1,5 @@
 """Layouts and point labels: how a scaling point becomes a layout and its label."""
 
-from __future__ import annotations
-
 from dataclasses import asdict, dataclass, replace
 
 from scalestudy.model import Study
@@ -51,8 +49,7 @@ TOTAL_AXES = ("processes", "gpus", "cores")
 
 @dataclass(frozen=True)
 class Layout:
-    """Where a point's processes run: nodes x processes per node, each with threads
-    and GPUs."""
+    """Where a point's processes run: nodes x processes per node, each with threads and GPUs."""
 
     nodes: int
     tasks_per_node: int

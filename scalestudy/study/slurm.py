@@ -1,7 +1,5 @@
 """Slurm resources and limits: what a point asks the scheduler for, and the partition limits."""
 
-from __future__ import annotations
-
 from scalestudy.model import Study
 from scalestudy.study.points import Point
 
@@ -25,19 +23,11 @@ def slurm_resources(point: Point, study: Study) -> dict:
     batch step, where the launcher's own srun step gets the cores.
     """
     resources = study.for_series(point.series).resources
-    res = {
-        "cpus_per_task": point.threads,
-        "nodes": point.nodes,
-        "mem_mb": resources.mem_mb + JOB_MEM_OVERHEAD_MB,
-        "runtime": resources.runtime + TIME_SLACK_MIN,
-        "mpi": "srun" if point.world_size > 1 else "",
-        "tasks": None,
-        "tasks_per_node": None,
-        "tasks_per_gpu": None,
-        "gpu": None,
-        "gpu_model": None,
-        "slurm_extra": None,
-    }
+    res = {"cpus_per_task": point.threads, "nodes": point.nodes,
+           "mem_mb": resources.mem_mb + JOB_MEM_OVERHEAD_MB,
+           "runtime": resources.runtime + TIME_SLACK_MIN,
+           "mpi": "srun" if point.world_size > 1 else "", "tasks": None, "tasks_per_node": None,
+           "tasks_per_gpu": None, "gpu": None, "gpu_model": None, "slurm_extra": None}  # fmt: skip
     if point.gpus:
         res["gpu"] = point.gpus
         res["gpu_model"] = resources.gpu_model
@@ -91,31 +81,24 @@ def runtime_problems(
     before any job is submitted."""
     if limit is None:
         return []
-    problems = []
+    problems, allows = [], f"the partition allows {limit} ({source})"
     for point in points:
         minutes = job_runtime(study, point)
         if minutes <= limit:
             continue
-        one = slurm_resources(point, study)["runtime"]
+        key, one = f"studies.{study.name}", slurm_resources(point, study)["runtime"]
+        repeats = f"{study.repeats} repeats of {one} minutes"
         if study.compare is not None and one <= limit:
-            problems.append(
-                f"studies.{study.name}.compare: point {point.label} runs a's and b's "
-                f"{study.repeats} repeats of {one} minutes in one job of {minutes} minutes, "
-                f"the partition allows {limit} ({source}); lower repeats or resources.runtime"
-            )
+            problems.append(f"{key}.compare: point {point.label} runs a's and b's {repeats} in one "
+                            f"job of {minutes} minutes, {allows}; lower repeats or "
+                            "resources.runtime")  # fmt: skip
         elif study.submission.pack_repeats and one <= limit:
-            problems.append(
-                f"studies.{study.name}.submission.pack_repeats: point {point.label} packs "
-                f"{study.repeats} repeats of {one} minutes into one job of {minutes} minutes, "
-                f"the partition allows {limit} ({source}); lower repeats or "
-                "resources.runtime, or set pack_repeats: false"
-            )
+            problems.append(f"{key}.submission.pack_repeats: point {point.label} packs {repeats} "
+                            f"into one job of {minutes} minutes, {allows}; lower repeats or "
+                            "resources.runtime, or set pack_repeats: false")  # fmt: skip
         else:
-            problems.append(
-                f"studies.{study.name}.resources.runtime: point {point.label} asks for {one} "
-                f"minutes (runtime + {TIME_SLACK_MIN}), the partition allows {limit} "
-                f"({source})"
-            )
+            problems.append(f"{key}.resources.runtime: point {point.label} asks for {one} minutes "
+                            f"(runtime + {TIME_SLACK_MIN}), {allows}")  # fmt: skip
     return problems
 
 
@@ -135,10 +118,8 @@ def limit_problems(name: str, points: list[Point], limits: dict | None) -> list[
         limit = (limits or {}).get(key)
         beyond = [p for p in points if limit is not None and need(p) > limit]
         if beyond:
-            message = (
-                f"studies.{name}: point {beyond[0].label} needs {need(beyond[0])} {what}, "
-                f"the partition has {limit} (partition_limits.{key})"
-            )
+            message = (f"studies.{name}: point {beyond[0].label} needs {need(beyond[0])} {what}, "
+                       f"the partition has {limit} (partition_limits.{key})")  # fmt: skip
             if len(beyond) > 1:
                 message += f"; {len(beyond) - 1} more point(s) need more too"
             problems.append(message)

@@ -4,8 +4,6 @@ pack, a job longer than its partition allows. Each takes plain inputs (rules/sta
 reads them from Snakemake, scalestudy.snakemake_internals) and returns its problems,
 one string each, an empty list when there is none."""
 
-from __future__ import annotations
-
 import itertools
 import os
 from pathlib import Path
@@ -56,13 +54,8 @@ def still_to_run(
     }
 
 
-def local_cpu_problems(
-    studies: dict[str, Study],
-    points: pd.DataFrame,
-    needed: set[tuple[str, str]],
-    usable: int,
-    cores,
-) -> list[str]:
+def local_cpu_problems(studies: dict[str, Study], points: pd.DataFrame,
+                       needed: set[tuple[str, str]], usable: int, cores) -> list[str]:  # fmt: skip
     """Locally, refuse a point that needs more CPUs than this machine lets the workflow
     use: Snakemake would cut its threads to --cores, and every run of it would measure
     another point; and a point on several nodes, which only a Slurm allocation has.
@@ -78,16 +71,13 @@ def local_cpu_problems(
         for p in big.itertuples()
         if not studies[p.study].oversubscribe
     ]
-    # an adaptive study would ask for runs that never count again and again
-    wasted = sorted(
-        {
-            study
-            for study, _ in too_big
-            if studies[study].oversubscribe
-            and studies[study].adaptive is not None
-            and not studies[study].include_mismatched
-        }
-    )
+
+    def wastes(
+        s: Study,
+    ) -> bool:  # an adaptive study asks again and again for runs that never count
+        return s.oversubscribe and s.adaptive is not None and not s.include_mismatched
+
+    wasted = sorted({study for study, _ in too_big if wastes(studies[study])})
     several_nodes = sorted(
         f"studies.{p.study}: point {p.point} runs on {p.nodes} nodes"
         for p in wanted[wanted["nodes"] > 1].itertuples()
@@ -191,19 +181,14 @@ def packing_problems(
     ]
     if timed_runs != 1:
         name, (_, key) = next(iter(packed.items()))
-        problems.append(
-            f"studies.{name}.{key} needs one timed run at a time in a job (--resources "
-            f"timed_runs=1, as the Slurm profile gives), not {timed_runs}"
-        )
+        problems.append(f"studies.{name}.{key} needs one timed run at a time in a job (--resources "
+                        f"timed_runs=1, as the Slurm profile gives), not {timed_runs}")  # fmt: skip
     return problems
 
 
-def partition_time_problems(
-    studies: dict[str, Study],
-    points: pd.DataFrame,
-    needed: dict[tuple[str, str], set[str]],
-    limits: dict[str, int | None],
-) -> list[str]:
+def partition_time_problems(studies: dict[str, Study], points: pd.DataFrame,
+                            needed: dict[tuple[str, str], set[str]],
+                            limits: dict[str, int | None]) -> list[str]:  # fmt: skip
     """On Slurm, refuse a point whose job asks for more time than its partition's limit
     as Slurm itself says it (sinfo; a packed point's job asks for all its repeats'
     time): sbatch would refuse each such job only at its submission. `needed`: (study,

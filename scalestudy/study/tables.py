@@ -1,7 +1,5 @@
 """Tables of a checked config: one row per (study, point), or per job."""
 
-from __future__ import annotations
-
 import pandas as pd
 
 from scalestudy.model import Study

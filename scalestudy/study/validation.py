@@ -1,7 +1,5 @@
 """Validation: from a schema-validated config to a checked one, with every problem named."""
 
-from __future__ import annotations
-
 import copy
 import json
 import re
@@ -26,22 +24,14 @@ from scalestudy.study.workload_bridge import find_workload, params_problems, wor
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 
-def study_problems(
-    study: Study,
-    workdir: Path,
-    limits: dict | None = None,
-    known: dict | None = None,
-    params_ok: bool = True,
-) -> list[str]:
+def study_problems(study: Study, workdir: Path, limits: dict | None = None,
+                   known: dict | None = None, params_ok: bool = True) -> list[str]:  # fmt: skip
     """Every problem the schema cannot see, each naming its key. `known`: the workloads
     (default: those of the workflow in workdir); `params_ok`: False when the study's
     params failed their schema (their own checks are then skipped)."""
     # the baseline and references are checked whatever else is wrong: each names its key
-    compared = (
-        baseline_problems(study, workdir)
-        + archive_problems(study, workdir)
-        + expect_problems(study)
-    )
+    compared = baseline_problems(study, workdir) + archive_problems(study, workdir)
+    compared += expect_problems(study)
     if study.compare is not None:
         found = compare_problems(study, workdir)
         if found:
@@ -110,14 +100,8 @@ def adaptive_problems(study: Study) -> list[str]:
     return problems
 
 
-def series_problems(
-    whole: Study,
-    limits: dict | None,
-    series: str,
-    workload: registry.Workload,
-    workdir: Path | None = None,
-    params_ok: bool = True,
-) -> list[str]:
+def series_problems(whole: Study, limits: dict | None, series: str, workload: registry.Workload,
+                    workdir: Path | None = None, params_ok: bool = True) -> list[str]:  # fmt: skip
     study = whole.for_series(series)
     name, scaling, points = study.name, study.scaling, study.scaling.ns()
     problems = scaling_problems(name, scaling, series)
@@ -126,40 +110,29 @@ def series_problems(
     if study.workload == "command" and params_ok:
         problems += [f"studies.{name}.{p}" for p in command_params_problems(study.params, workdir)]
     if scaling.device not in workload.devices:
-        problems.append(
-            f"studies.{name}.scaling.device: workload {workload.name} runs on "
-            f"{' or '.join(workload.devices)} only, not {scaling.device}"
-        )
+        problems.append(f"studies.{name}.scaling.device: workload {workload.name} runs on "
+                        f"{' or '.join(workload.devices)} only, not {scaling.device}")  # fmt: skip
     layouts = [layout_of(scaling, p) for p in scaling.points]
     several = any(lay.nodes * lay.tasks_per_node > 1 for lay in layouts)
     if not workload.distributed and (scaling.axis != "threads" or several):
+        problems.append(f"studies.{name}.scaling: workload {study.workload} runs one process; "
+                        "scale it over threads (axis: threads, devices: 1, nodes: 1)")  # fmt: skip
+    chosen = [point_for(whole, n, series) for n in points]
+    problems += limit_problems(name, chosen, limits)
+    runtime = (limits or {}).get("runtime")
+    problems += runtime_problems(whole, chosen, runtime, "partition_limits.runtime")
+    profile, where = study.profile, f"studies.{name}"
+    if profile.enabled and not workload.steps:
         problems.append(
-            f"studies.{name}.scaling: workload {study.workload} runs one process; "
-            "scale it over threads (axis: threads, devices: 1, nodes: 1)"
+            f"{where}.profile: workload {study.workload} has no training steps "
+            "the PyTorch profiler can see; profile your program with its own tools"
         )
-    problems += limit_problems(name, [point_for(whole, n, series) for n in points], limits)
-    problems += runtime_problems(
-        whole,
-        [point_for(whole, n, series) for n in points],
-        (limits or {}).get("runtime"),
-        "partition_limits.runtime",
-    )
-    profile = study.profile
-    if profile.enabled:
-        if not workload.steps:
-            problems.append(
-                f"studies.{name}.profile: workload {study.workload} has no training steps "
-                "the PyTorch profiler can see; profile your program with its own tools"
-            )
-        elif profile.point is not None and profile.point not in points:
-            problems.append(
-                f"studies.{name}.profile.point: {profile.point} is not one of the points "
-                f"{sorted(points)}"
-            )
+    elif profile.enabled and profile.point is not None and profile.point not in points:
+        problems.append(f"{where}.profile.point: {profile.point} is not one of the points "
+                        f"{sorted(points)}")  # fmt: skip
     if scaling.base is not None and scaling.base not in points:
-        problems.append(
-            f"studies.{name}.scaling.base: {scaling.base} is not one of the points {sorted(points)}"
-        )
+        problems.append(f"{where}.scaling.base: {scaling.base} is not one of the points "
+                        f"{sorted(points)}")  # fmt: skip
     return problems
 
 
@@ -171,10 +144,8 @@ def scaling_problems(name: str, scaling, series: str = "") -> list[str]:
     ns = scaling.ns()
     twice = sorted({n for n in ns if ns.count(n) > 1})
     if twice:
-        problems.append(
-            f"{where}.points: two points have N = {twice[0]} on axis {axis}: give each "
-            "layout of one total its own series"
-        )
+        problems.append(f"{where}.points: two points have N = {twice[0]} on axis {axis}: give "
+                        "each layout of one total its own series")  # fmt: skip
     if axis == "gpus" and scaling.device != "gpu":
         problems.append(f"{where}.axis: gpus needs device: gpu")
     if axis not in TOTAL_AXES:
@@ -189,23 +160,17 @@ def scaling_problems(name: str, scaling, series: str = "") -> list[str]:
         problems.append(f"{where}: per_node packs, placement: spread spreads; give one")
     unit = scaling.threads if axis == "cores" else 1
     if axis == "cores" and scaling.per_node is not None and scaling.per_node % unit:
-        problems.append(
-            f"{where}.per_node: {scaling.per_node} cores per node is not a whole number of "
-            f"processes of {unit} threads"
-        )
+        problems.append(f"{where}.per_node: {scaling.per_node} cores per node is not a whole "
+                        f"number of processes of {unit} threads")  # fmt: skip
     for point, n in zip(scaling.points, ns, strict=True):
         if isinstance(point, dict):
             continue
         if n % unit:
-            problems.append(
-                f"{where}.points: point {n}: {n} cores is not a whole number of processes "
-                f"of {unit} threads (scaling.threads)"
-            )
+            problems.append(f"{where}.points: point {n}: {n} cores is not a whole number of "
+                            f"processes of {unit} threads (scaling.threads)")  # fmt: skip
         elif scaling.per_node is not None and n > scaling.per_node and n % scaling.per_node:
-            problems.append(
-                f"{where}.per_node: {scaling.per_node} per node does not divide point {n}: "
-                f"its last node would be part-filled"
-            )
+            problems.append(f"{where}.per_node: {scaling.per_node} per node does not divide "
+                            f"point {n}: its last node would be part-filled")  # fmt: skip
     return problems
 
 
@@ -231,13 +196,10 @@ def normalise_config(config: dict, workdir: Path) -> dict:
     limits = config["partition_limits"]
     for name, study in config["studies"].items():
         if not SAFE_NAME.match(name):
-            problems.append(
-                f"studies.{name}: study names may only use letters, digits, '-' and '_', "
-                "starting with a letter or digit"
-            )
+            problems.append(f"studies.{name}: study names may only use letters, digits, '-' and "
+                            "'_', starting with a letter or digit")  # fmt: skip
             continue
-        repeated = periodic_name_problem(name)
-        if repeated:
+        if repeated := periodic_name_problem(name):
             problems.append(repeated)
             continue
         found = expand_range(name, study) or expand_grid(name, study)
@@ -296,13 +258,17 @@ def study_named(name: str, config: dict, command: str) -> str:
     nearest name (a command takes study names, never paths)."""
     if name in config["studies"]:
         return name
-    near = registry.suggestion(name, config["studies"])
-    guess = f"; did you mean `{near}`?" if near else ""
-    known = ", ".join(config["studies"])
+    guess, known = did_you_mean(name, config["studies"]), ", ".join(config["studies"])
     raise SystemExit(
         f"{command}: no study named {name!r} in {CONFIG_FILE}{guess} (its studies: {known}; "
         "give a study's name, not a folder)"
     )
+
+
+def did_you_mean(name: str, names) -> str:
+    """The nearest of `names` as "; did you mean `X`?", or "" when none is near."""
+    near = registry.suggestion(name, names)
+    return f"; did you mean `{near}`?" if near else ""
 
 
 def document_order(config, path: list[str]) -> list[int]:
@@ -367,11 +333,11 @@ def selected(config: dict) -> tuple[dict, list[str]]:
     names = selection(config)
     if names is None:
         return config, []
-    unknown = []
-    for name in [name for name in names if name not in config["studies"]]:
-        near = registry.suggestion(name, config["studies"])
-        guess = f"; did you mean `{near}`?" if near else ""
-        unknown.append(f"config key only: no study named {name}{guess}")
+    unknown = [
+        f"config key only: no study named {name}{did_you_mean(name, config['studies'])}"
+        for name in names
+        if name not in config["studies"]
+    ]
     return config | {"studies": {k: v for k, v in config["studies"].items() if k in names}}, unknown
 
 

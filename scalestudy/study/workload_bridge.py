@@ -1,7 +1,5 @@
 """The bridge to the workloads: which a workflow can run, and their params checked."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import workloads as registry

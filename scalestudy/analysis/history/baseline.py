@@ -28,6 +28,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +53,20 @@ from scalestudy.contract import Analysis, earlier_analysis
 from scalestudy.model import Study
 from scalestudy.paths import BASELINE_FILES
 from scalestudy.records import RecordError, finite
-from scalestudy.sections.baseline.contract import NO_CHANGE, AnswerChange, ModelChange
+from scalestudy.sections.baseline.contract import (
+    NO_CHANGE,
+    AnswerChange,
+    BaselineComparison,
+    CurveChange,
+    CurveStep,
+    CurveVerdict,
+    FingerprintDiff,
+    Fingerprints,
+    ModelChange,
+    PointChange,
+    SpeedupCurves,
+    SpeedupPoint,
+)
 from scalestudy.study.baseline import runs_csv_text
 
 N_BOOT = 2000
@@ -124,10 +138,12 @@ def log_contrast_p(samples: list[np.ndarray], signs: list[int]) -> float:
     return float(2 * student.sf(abs(contrast) / math.sqrt(spread), df))
 
 
-def regression_check(now: dict, was: dict, tolerance: float) -> list[dict]:
+def regression_check(
+    now: dict, was: dict, tolerance: float
+) -> list[tuple[CurveVerdict, list[PointChange]]]:
     """Per series measured in both (now and was keyed (series, N), as times_by_point):
-    its curve's verdict and each common point's (module docstring), points as
-    point_changes gives them. Alpha is split evenly over the series."""
+    its curve's verdict and each common point's (module docstring). Alpha is split
+    evenly over the series."""
     common = sorted(set(now) & set(was))
     series = sorted({s for s, _ in common})
     out = []
@@ -142,47 +158,44 @@ def regression_check(now: dict, was: dict, tolerance: float) -> list[dict]:
                          df, [math.log(k[1]) for k in keys], tolerance,
                          ALPHA / len(series))  # fmt: skip
         points = [
-            {"series": key[0], "n": key[1],
-             **{k: finite(v[k]) for k in ("ratio", "lo", "hi", "p_value")},
-             "alpha": finite(v["threshold"]),
-             "change": v["verdict"] if v["verdict"] in (SLOWER, FASTER) else NO_CHANGE,
-             "verdict": v["verdict"], "power": finite(v["power"]), "more_runs": v["more_runs"],
-             "text": v["text"], "runs_now": int(now[key].size),
-             "runs_baseline": int(was[key].size), "time_now_s": float(np.median(now[key])),
-             "time_baseline_s": float(np.median(was[key]))}
+            PointChange(key[0], key[1], finite(v["ratio"]), finite(v["lo"]), finite(v["hi"]),
+                        finite(v["p_value"]), finite(v["threshold"]),
+                        v["verdict"] if v["verdict"] in (SLOWER, FASTER) else NO_CHANGE,
+                        v["verdict"], finite(v["power"]), v["more_runs"], v["text"],
+                        int(now[key].size), int(was[key].size), float(np.median(now[key])),
+                        float(np.median(was[key])))
             for key, v in zip(keys, found["points"], strict=True)
         ]  # fmt: skip
         curve = {k: finite(v) if isinstance(v, float) else v for k, v in found["curve"].items()}
-        out.append({"series": name, "curve": curve, "points": points})
+        out.append((CurveVerdict(name, **curve), points))
     return out
 
 
-def point_changes(now: dict, was: dict, tolerance: float) -> list[dict]:
+def point_changes(now: dict, was: dict, tolerance: float) -> list[PointChange]:
     """Per (series, N) measured in both: time ratio now / baseline, its 95 % interval,
     p, the verdict and the change called (regression_check)."""
-    return [p for found in regression_check(now, was, tolerance) for p in found["points"]]
+    return [p for _, points in regression_check(now, was, tolerance) for p in points]
 
 
-def speedups(times: dict, series: str, base_n: int) -> list[dict]:
+def speedups(times: dict, series: str, base_n: int) -> list[SpeedupPoint]:
     """A series' speedups against base_n with their 95 % intervals (for the figure)."""
     base = times.get((series, base_n))
     found = [(n, ratio_ci(base, x)) for (s, n), x in sorted(times.items())
              if s == series and base is not None]  # fmt: skip
-    return [{"n": n, "speedup": finite(value), "lo": finite(lo), "hi": finite(hi)}
+    return [SpeedupPoint(n, finite(value), finite(lo), finite(hi))
             for n, (value, lo, hi) in found]  # fmt: skip
 
 
 def curve_change(
     now: dict, was: dict, series: str, base_n: int, tolerance: float, seed: int = 0
-) -> dict:
+) -> CurveChange:
     """Do the speedup curves differ? Per N: speedup now / speedup baseline with a
     Bonferroni bootstrap interval over the k points compared; they differ where one
     interval excludes 1 beyond the tolerance (module docstring)."""
     keys = sorted(n for s, n in set(now) & set(was) if s == series and n != base_n)
-    found = {"series": series, "base_n": base_n, "differ": False, "tested": False}
     if (series, base_n) not in now or (series, base_n) not in was or not keys:
         missing = f"N = {base_n} (the base) or another common N is missing: not compared"
-        return found | {"level": LEVEL, "points": [], "note": missing}
+        return CurveChange(series, base_n, False, False, LEVEL, [], missing)
     level = 1 - (1 - LEVEL) / len(keys)
     rng = np.random.default_rng(seed)
     b_now, b_was = now[(series, base_n)], was[(series, base_n)]
@@ -201,10 +214,9 @@ def curve_change(
         p = log_contrast_p([b_now, x_now, b_was, x_was], [1, -1, -1, 1])
         called = p < 1 - level and _change(value, lo, hi, tolerance) != NO_CHANGE
         differ |= called
-        points.append({"n": n, "ratio": finite(value), "lo": finite(lo), "hi": finite(hi),
-                       "p_value": finite(p), "differs": bool(called)})  # fmt: skip
-    return found | {"differ": bool(differ), "tested": True, "level": level, "points": points,
-                    "note": ""}  # fmt: skip
+        points.append(CurveStep(n, finite(value), finite(lo), finite(hi), finite(p),
+                                bool(called)))  # fmt: skip
+    return CurveChange(series, base_n, bool(differ), True, level, points, "")
 
 
 def model_changes(now: Analysis, was: dict) -> list[ModelChange]:
@@ -257,12 +269,12 @@ def answer_change(now: Analysis, was: dict) -> list[AnswerChange]:
     return out
 
 
-def fingerprint_changes(now: dict, was: dict | None) -> tuple[list[dict], str]:
+def fingerprint_changes(now: dict, was: dict | None) -> tuple[list[FingerprintDiff], str]:
     """What differs between the two fingerprints, and a note when the baseline's is
     unknown (records and analyses made before fingerprints)."""
     if was is None:
         return [], "the baseline's environment is unknown (its analysis has no fingerprint)"
-    return [{"key": k, "baseline": was.get(k, ""), "now": now.get(k, "")}
+    return [FingerprintDiff(k, was.get(k, ""), now.get(k, ""))
             for k in now if was.get(k, "") != now.get(k, "")], ""  # fmt: skip
 
 
@@ -284,9 +296,9 @@ def read_baseline(folder: str | Path) -> tuple[pd.DataFrame, dict]:
 
 def compare(
     study: Study, runs: pd.DataFrame, analysis: Analysis, folder: str | Path, seed: int = 0
-) -> dict:
+) -> BaselineComparison:
     """The study (its runs table and analysis) against the baseline in `folder`, as
-    baseline.json holds it (plain JSON values)."""
+    baseline.json holds it."""
     old_runs, old = read_baseline(folder)
     column = TIME_COLUMNS[study.time]
     if column not in old_runs:
@@ -297,7 +309,6 @@ def compare(
     was_t = times_by_point(usable_runs(old_runs, study), column)
     tolerance = study.baseline_tolerance
     checked = regression_check(now_t, was_t, tolerance)
-    points = [p for found in checked for p in found["points"]]
     curves, shown = [], []
     for fit in analysis.section("series"):
         series = fit.series or ""
@@ -309,32 +320,29 @@ def compare(
         a = {n: x for (s, n), x in was_t.items() if s == series}
         b = {n: x for (s, n), x in now_t.items() if s == series}
         times = compare_series(a, b, seed=seed)
-        curve["times_p_value"] = finite(times["p_value"])
-        curve["times_method"] = times["method"] or times.get("note", "")
-        curves.append(curve)
-        shown.append({"series": series, "now": speedups(now_t, series, base_n),
-                      "baseline": speedups(was_t, series, base_n)})  # fmt: skip
+        p_value, method = finite(times["p_value"]), times["method"] or times.get("note", "")
+        curves.append(replace(curve, times_p_value=p_value, times_method=method))
+        shown.append(SpeedupCurves(series, speedups(now_t, series, base_n),
+                                   speedups(was_t, series, base_n)))  # fmt: skip
     now_fp = analysis.findings.fingerprint
     was_fp = old.get("findings", {}).get("fingerprint")
     differences, fp_note = fingerprint_changes(now_fp, was_fp)
-    fingerprints = {"now": now_fp, "baseline": was_fp, "differences": differences,
-                    "note": fp_note}  # fmt: skip
     facts = old.get("findings", {}).get("study", {})
     mine = json.loads(json.dumps({"workload": study.workload, "params": study.params}))
     across = [k for k in ("workload", "params") if facts and facts.get(k) != mine[k]]
     said = []
-    for found in checked:
-        named = f" ({found['series']})" if found["series"] else ""
-        said.append(f"the curve{named}: {found['curve']['text']}")
-        said += [f"N = {p['n']}{named}: {p['text']}" for p in found["points"]]
-    return {"baseline": str(folder), "tolerance": tolerance, "points": points,
-            "slower_alarms": SLOWER_ALARMS, "faster_alarms": FASTER_ALARMS,
-            "verdicts": [{"series": found["series"]} | found["curve"] for found in checked],
-            "only_now": sorted({n for s, n in set(now_t) - set(was_t)}),
-            "only_baseline": sorted({n for s, n in set(was_t) - set(now_t)}),
-            "curves": curves, "speedups": shown, "models": model_changes(analysis, old),
-            "answers": answer_change(analysis, old), "fingerprint": fingerprints,
-            "across": across, "said": said}  # fmt: skip
+    for curve, points in checked:
+        named = f" ({curve.series})" if curve.series else ""
+        said.append(f"the curve{named}: {curve.text}")
+        said += [f"N = {p.n}{named}: {p.text}" for p in points]
+    return BaselineComparison(
+        str(folder), tolerance, SLOWER_ALARMS, FASTER_ALARMS,
+        [p for _, points in checked for p in points], [curve for curve, _ in checked],
+        sorted({n for s, n in set(now_t) - set(was_t)}),
+        sorted({n for s, n in set(was_t) - set(now_t)}), curves, shown,
+        model_changes(analysis, old), answer_change(analysis, old),
+        Fingerprints(now_fp, was_fp, differences, fp_note), across, said,
+    )  # fmt: skip
 
 
 def undecided_points(now: dict, was: dict, tolerance: float) -> dict[int, tuple[int, str]]:
@@ -342,14 +350,14 @@ def undecided_points(now: dict, was: dict, tolerance: float) -> dict[int, tuple[
     the baseline is undecided and more runs now can decide it (regression_check).
     Keys of now and was: (series, N) as times_by_point."""
     return {
-        p["n"]: (
-            p["more_runs"],
-            f"the comparison with the baseline is undecided at N = {p['n']} (time ratio "
-            f"{p['ratio']:.2f} [{p['lo']:.2f}, {p['hi']:.2f}], tolerance {tolerance:.0%}): "
-            f"{p['text'].removeprefix('undecided: ')}",
+        p.n: (
+            p.more_runs,
+            f"the comparison with the baseline is undecided at N = {p.n} (time ratio "
+            f"{p.ratio:.2f} [{p.lo:.2f}, {p.hi:.2f}], tolerance {tolerance:.0%}): "
+            f"{p.text.removeprefix('undecided: ')}",
         )
         for p in point_changes(now, was, tolerance)
-        if p["verdict"] == UNDECIDED and p["more_runs"]
+        if p.verdict == UNDECIDED and p.more_runs
     }
 
 

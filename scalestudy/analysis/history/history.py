@@ -26,7 +26,7 @@ from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.contract import earlier_analysis
 from scalestudy.model import SCHEMA_FILE
 from scalestudy.records import RecordError
-from scalestudy.sections.baseline.contract import NO_CHANGE, FingerprintDiff
+from scalestudy.sections.baseline.contract import NO_CHANGE
 from scalestudy.sections.history.contract import HistoryEntry, HistoryPoint
 from scalestudy.study.baseline import archives
 
@@ -63,8 +63,8 @@ def steps(items: list[tuple[str, dict, dict | None]], tolerance: float) -> list[
         row = {"name": name, "times": medians, "changes": {}, "differences": []}
         if before is not None:
             for p in point_changes(times, before[0], tolerance):
-                if p["change"] != NO_CHANGE:
-                    row["changes"][(p["series"], p["n"])] = p["change"]
+                if p.change != NO_CHANGE:
+                    row["changes"][(p.series, p.n)] = p.change
             if fp is not None and before[1] is not None:
                 row["differences"], _ = fingerprint_changes(fp, before[1])
         rows.append(row)
@@ -86,7 +86,7 @@ def history_section(
     return [
         HistoryEntry(row["name"], [HistoryPoint(s, int(n), t, row["changes"].get((s, n), NO_CHANGE))
                                    for (s, n), t in sorted(row["times"].items())],
-                     [FingerprintDiff(**d) for d in row["differences"]])
+                     row["differences"])
         for row in steps(items, tolerance)
     ]  # fmt: skip
 
@@ -109,7 +109,7 @@ def table_text(rows: list[dict]) -> str:
     )
     for r in rows:
         if r["differences"]:
-            said = "; ".join(f"{d['key']} {d['baseline']} -> {d['now']}" for d in r["differences"])
+            said = "; ".join(f"{d.key} {d.baseline} -> {d.now}" for d in r["differences"])
             text += f"\n{r['name']}: {said}"
     return text
 
