@@ -8,7 +8,8 @@ JSON. `to_json` writes `dataclasses.asdict` as JSON, so the file keeps the shape
 readers know (scalestudy.analysis.cost.plan reads series[i].curve). Loading is strict: a key
 the contract does not name, or one it names that is missing, is refused with the key's
 path and the file, so an analysis.json older or newer than the report is said, not
-half-read. The analysis's producers return these dataclasses themselves.
+half-read. The analysis's producers return these dataclasses themselves; `parse` is
+the one parser of Analysis.load and RoundPlan.load.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import dataclasses
 import json
 import types
 import typing
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -372,7 +373,7 @@ class Analysis:
     def from_values(cls, data, source: str = "analysis.json") -> Analysis:
         """analysis.json's JSON values as the contract, strictly: each section's data
         under its name, as its contract says (ContractError names a key)."""
-        where = _Where(source, cls.__name__)
+        where = _Where(source, cls.__name__, strict=True)
         if not isinstance(data, dict):
             raise ContractError(f"{source}: not an object: {AGAIN}")
         missing = [name for name in SECTIONS if name not in data]
@@ -380,7 +381,7 @@ class Analysis:
             raise ContractError(f"{source}: missing key {where.at(missing[0]).path!r}: {AGAIN}")
         found = {n: _convert(_section(n), data[n], where.at(n)) for n in SECTIONS}
         rest = {k: v for k, v in data.items() if k not in SECTIONS}
-        return _convert(cls, rest | {"sections": found}, where)
+        return parse(cls, rest | {"sections": found}, source)
 
     def section(self, name: str):
         """A section's data, by its name in the registry (scalestudy.sections)."""
@@ -418,13 +419,20 @@ def earlier_analysis(path: str | Path) -> dict:
 # --- loading ---------------------------------------------------------------------------
 
 
+def parse(cls, data, source: str, strict: bool = True):
+    """JSON values as `cls`, strictly (but a field with a default, where not `strict`):
+    ContractError names the key and `source`."""
+    return _convert(cls, data, _Where(source, cls.__name__, strict))
+
+
 @dataclass(frozen=True)
 class _Where:
     source: str
     path: str
+    strict: bool  # False: a field with a default may be absent (a round's plan older than it)
 
     def at(self, key) -> _Where:
-        return _Where(self.source, f"{self.path}.{key}")
+        return _Where(self.source, f"{self.path}.{key}", self.strict)
 
 
 def _section(name: str):
@@ -441,12 +449,6 @@ def _dataclasses_in(hint) -> list[type]:
     if dataclasses.is_dataclass(hint):
         return [hint]
     return [c for arg in typing.get_args(hint) for c in _dataclasses_in(arg)]
-
-
-def parse(cls, data, source: str):
-    """`data` (JSON values) as the dataclass `cls`, strictly: ContractError names an
-    unknown or missing key of `source`."""
-    return _convert(cls, data, _Where(source, cls.__name__))
 
 
 def _convert(hint, value, where: _Where):
@@ -481,11 +483,9 @@ def _record(cls, value, where: _Where):
             f"{where.source}: unknown key {where.at(unknown[0]).path!r}, which the contract "
             f"(scalestudy.contract.{cls.__name__}) does not name: {AGAIN}, or add it there"
         )
-    # a field with a default may be absent (a file written before the field was added)
-    defaulted = {f.name for f in dataclasses.fields(cls)
-                 if f.default is not dataclasses.MISSING
-                 or f.default_factory is not dataclasses.MISSING}  # fmt: skip
-    missing = [k for k in hints if k not in value and k not in defaulted]
+    fields = () if where.strict else dataclasses.fields(cls)
+    optional = {f.name for f in fields if (f.default, f.default_factory) != (MISSING, MISSING)}
+    missing = [k for k in hints if k not in value and k not in optional]
     if missing:
         raise ContractError(
             f"{where.source}: missing key {where.at(missing[0]).path!r} "

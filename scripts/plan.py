@@ -8,14 +8,16 @@ import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scalestudy.analysis.cluster.queue import predict
+from scalestudy.analysis.cluster.queue import Forecast, predict
 from scalestudy.analysis.cost.plan import StudyPlan
-from scalestudy.records import write_json_atomic, write_text_atomic
+from scalestudy.records import write_text_atomic
 from scalestudy.report.rendering import environment
 from scalestudy.slurm import LOCAL, SITE_RESOURCES, gather, local_facts, probe_commands
 
 
-def write_plan(path: Path, title: str, plans: list[StudyPlan], queue: dict | None = None) -> None:
+def write_plan(
+    path: Path, title: str, plans: list[StudyPlan], queue: Forecast | None = None
+) -> None:
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     html = (
         environment()
@@ -29,18 +31,17 @@ def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
     # the profile's site settings (partition, account...), as every job gets them
     site = {key: smk.resources.get(key) for key in SITE_RESOURCES}
-    shapes = [row["slurm_resources"] for plan in smk.params.plans for row in plan.rows]
+    shapes = [row.slurm_resources for plan in smk.params.plans for row in plan.rows]
     facts = (
         local_facts()
         if smk.params.queue == LOCAL
         else gather(site, smk.params.history_days, [], lambda _: probe_commands(shapes, site))
     )
-    queue = predict(smk.params.plans, facts)
-    write_json_atomic(smk.output.json, queue)
-    write_plan(Path(smk.output.html), smk.params.title, smk.params.plans, queue)
-    logging.info("queue %s: %s call(s) to Slurm, note: %s", queue["queue"], queue["calls"],
-                 queue["note"])  # fmt: skip
-    for plan in smk.params.plans:
+    plans, queue = predict(smk.params.plans, facts)
+    queue.dump(smk.output.json)
+    write_plan(Path(smk.output.html), smk.params.title, plans, queue)
+    logging.info("queue %s: %s call(s) to Slurm, note: %s", queue.queue, queue.calls, queue.note)
+    for plan in plans:
         logging.info("%s: %s", plan.study, plan.totals)
 
 

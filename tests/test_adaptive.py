@@ -613,7 +613,7 @@ def test_budget_limits_sum_to_what_is_left_and_never_pass_the_normal_limit():
 def test_the_plan_page_prices_round_one_and_refuses_a_budget_below_it():
     study = study_model(ADAPTIVE_STUDY | {"budget_su": 0.1}, "a")
     plan = study_plan(study)
-    assert plan.adaptive and [r["repeats"] for r in plan.rows] == [3, 3, 0]
+    assert plan.adaptive and [r.repeats for r in plan.rows] == [3, 3, 0]
     problem = budget_problem(plan)
     assert problem.startswith("studies.a.budget_su: round 1 of the adaptive study is estimated")
     assert "0.3 SU" in problem and "0.1 SU" in problem and "first_repeats" in problem

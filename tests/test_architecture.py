@@ -476,9 +476,9 @@ LOADS = {
 }
 
 
-# where JSON values are written to a file: a round's plan by its dump alone (the
-# analysis by Analysis.dump, as text), plan.json by its script
-WRITES = {"analysis/decisions/adaptive.py": {"dump"}, "scripts/plan.py": {"main"}}
+# where JSON values are written to a file: a round's plan and plan.json by their dump
+# alone (the analysis by Analysis.dump, as text)
+WRITES = {"analysis/decisions/adaptive.py": {"dump"}, "analysis/cluster/queue.py": {"dump"}}
 
 
 def json_loads(path: Path, calls=("json.load", "json.loads")) -> set[str]:
@@ -500,8 +500,9 @@ def json_loads(path: Path, calls=("json.load", "json.loads")) -> set[str]:
 
 def test_analysis_rounds_and_the_plan_are_parsed_only_by_their_load():
     """Nothing but an owner's load parses analysis.json or a round's plan: their readers
-    call Analysis.load (earlier_analysis: a baseline's, an archive's) or RoundPlan.load;
-    and only RoundPlan.dump writes a round's plan."""
+    call Analysis.load (earlier_analysis: a baseline's, an archive's) or RoundPlan.load,
+    both through contract.parse (its private parser used nowhere else); and only
+    RoundPlan.dump writes a round's plan, Forecast.dump plan.json."""
     code = [*PACKAGE.rglob("*.py"), *(REPO / "scripts").glob("*.py")]
     for path in code:
         where = str(path.relative_to(PACKAGE if PACKAGE in path.parents else REPO))
@@ -511,6 +512,8 @@ def test_analysis_rounds_and_the_plan_are_parsed_only_by_their_load():
         assert found == LOADS.get(where, set()), f"{where}: {sorted(found)} parse JSON"
         found = json_loads(path, ("json.dump", "write_json_atomic", "records.write_json_atomic"))
         assert found == WRITES.get(where, set()), f"{where}: {sorted(found)} write JSON"
+        private = re.search(r"\b_(convert|Where)\b", path.read_text())
+        assert where == "contract.py" or not private, f"{where} parses by {private[0]}"
     for path in [REPO / "Snakefile", *(REPO / "rules").glob("*.smk")]:
         assert "json.load" not in path.read_text(), f"{path.name} parses JSON: call a load"
 

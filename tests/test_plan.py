@@ -29,16 +29,16 @@ def study(**extra):
 
 
 def by_point(plan: dict) -> dict:
-    return {r["label"]: r for r in plan.rows}
+    return {r.point.label: r for r in plan.rows}
 
 
 def test_without_earlier_runs_every_job_is_priced_at_its_time_limit():
     plan = study(resources={"runtime": 10}, cost={"core_weight": 2})
     rows = by_point(plan := study_plan(plan))
-    assert [r["basis"] for r in rows.values()] == [LIMIT] * 3
+    assert [r.basis for r in rows.values()] == [LIMIT] * 3
     # 4 cores x 2 SU per core-hour x 10 min
-    assert rows["t4"]["su_per_job"] == pytest.approx(4 * 2 * 10 / 60)
-    assert rows["t4"]["su"] == pytest.approx(3 * 4 * 2 * 10 / 60)
+    assert rows["t4"].su_per_job == pytest.approx(4 * 2 * 10 / 60)
+    assert rows["t4"].su == pytest.approx(3 * 4 * 2 * 10 / 60)
     assert plan.totals.jobs == 9 and plan.totals.upper_bound
     assert plan.totals.slurm_jobs is None  # each run is a job of its own
     assert plan.totals.su == pytest.approx(3 * (1 + 2 + 4) * 2 * 10 / 60)
@@ -61,22 +61,22 @@ def test_earlier_runs_price_their_points_and_the_model_the_others():
     }  # fmt: skip
     plan = study_plan(study(), runs, analysis, finished={("t1", 1), ("t1", 2)})
     rows = by_point(plan)
-    assert (rows["t1"]["basis"], rows["t1"]["seconds"], rows["t1"]["earlier_runs"]) == (
+    assert (rows["t1"].basis, rows["t1"].seconds, rows["t1"].earlier_runs) == (
         MEASURED, 105.0, 2
     )  # fmt: skip
-    assert rows["t2"]["seconds"] == 65.0
-    assert rows["t4"]["basis"] == MODEL
-    assert rows["t4"]["seconds"] == pytest.approx(105 / 1.2 * PRICE_MARGIN)
-    assert rows["t4"]["price_basis"] == "the fitted model's upper prediction, × 1.5 margin"
-    assert rows["t1"]["done"] == 2 and rows["t1"]["to_run"] == 1
+    assert rows["t2"].seconds == 65.0
+    assert rows["t4"].basis == MODEL
+    assert rows["t4"].seconds == pytest.approx(105 / 1.2 * PRICE_MARGIN)
+    assert rows["t4"].price_basis == "the fitted model's upper prediction, × 1.5 margin"
+    assert rows["t1"].done == 2 and rows["t1"].to_run == 1
     assert plan.totals.done == 2 and plan.totals.to_run == 7
     assert not plan.totals.upper_bound
-    assert rows["t1"]["su_to_run"] == pytest.approx(105 / 3600)
+    assert rows["t1"].su_to_run == pytest.approx(105 / 3600)
     # where the model says faster than the neighbour, the neighbour prices it
     analysis["series"][0]["curve"]["band_lo"] = [1, 1.4, 2.0, 2.4]
     rows = by_point(study_plan(study(), runs, analysis))
-    assert rows["t4"]["basis"] == NEIGHBOUR
-    assert rows["t4"]["seconds"] == pytest.approx(65.0 * PRICE_MARGIN)
+    assert rows["t4"].basis == NEIGHBOUR
+    assert rows["t4"].seconds == pytest.approx(65.0 * PRICE_MARGIN)
 
 
 def test_an_unmeasured_point_is_priced_from_its_measured_neighbour_not_its_time_limit():
@@ -87,24 +87,24 @@ def test_an_unmeasured_point_is_priced_from_its_measured_neighbour_not_its_time_
     runs = pd.DataFrame({"point": ["t4"] * 3, "status": ["ok"] * 3, "wall_s": [17.0, 16.5, 17.5]})
     threads = {"scaling": {"axis": "threads", "points": [4, 8, 16]}, "resources": {"runtime": 5}}
     rows = by_point(plan := study_plan(study_model(threads, "c"), runs))
-    assert rows["t8"]["basis"] == NEIGHBOUR and rows["t8"]["price_from_n"] == 4
+    assert rows["t8"].basis == NEIGHBOUR and rows["t8"].price_from_n == 4
     # no faster than N = 4, times the margin: 8 cores x 25.5 s, not 8 x 300 s
-    assert rows["t8"]["seconds"] == pytest.approx(17.0 * PRICE_MARGIN)
-    assert rows["t8"]["su_per_job"] == pytest.approx(8 * 17.0 * PRICE_MARGIN / 3600)
-    assert rows["t8"]["price_basis"] == "from N = 4 measured, × 1.5 margin"
+    assert rows["t8"].seconds == pytest.approx(17.0 * PRICE_MARGIN)
+    assert rows["t8"].su_per_job == pytest.approx(8 * 17.0 * PRICE_MARGIN / 3600)
+    assert rows["t8"].price_basis == "from N = 4 measured, × 1.5 margin"
     html = environment().get_template("plan.html.j2").render(title="t", plans=[plan], generated="")
     assert "<td>from N = 4 measured, × 1.5 margin</td>" in html
     assert "<td>median of 3 earlier runs</td>" in html
     # the nearest point measured below it prices a point, the nearest above where none
     # is below: no more core-seconds than it (a strong-scaling efficiency does not
     # fall as N falls)
-    assert rows["t16"]["price_from_n"] == 4
+    assert rows["t16"].price_from_n == 4
     rows = by_point(study_plan(study(), runs.assign(point="t2")))
-    assert rows["t4"]["price_from_n"] == 2
-    assert rows["t1"]["seconds"] == pytest.approx(17.0 * 2 * PRICE_MARGIN)
+    assert rows["t4"].price_from_n == 2
+    assert rows["t1"].seconds == pytest.approx(17.0 * 2 * PRICE_MARGIN)
     # weak scaling: a run at fewer units takes no longer
     weak = study(scaling={"axis": "threads", "points": [1, 2, 4], "kind": "weak"})
-    assert by_point(study_plan(weak, runs.assign(point="t2")))["t1"]["seconds"] == (
+    assert by_point(study_plan(weak, runs.assign(point="t2")))["t1"].seconds == (
         pytest.approx(17.0 * PRICE_MARGIN)
     )  # fmt: skip
 
@@ -125,8 +125,8 @@ def test_a_price_from_measurements_is_capped_by_the_time_limit():
     runs = pd.DataFrame({"point": ["t1"] * 2, "status": ["ok"] * 2, "wall_s": [500.0, 520.0]})
     rows = by_point(study_plan(study(resources={"runtime": 10}), runs))
     # 510 s x 1.5 is above the 600 s limit, where the run would be stopped
-    assert rows["t2"]["basis"] == LIMIT and rows["t2"]["seconds"] == 600
-    assert rows["t2"]["price_basis"] == "upper bound: the 10-min time limit"
+    assert rows["t2"].basis == LIMIT and rows["t2"].seconds == 600
+    assert rows["t2"].price_basis == "upper bound: the 10-min time limit"
 
 
 def test_a_point_whose_runs_all_failed_prices_itself_and_those_above_at_the_limit():
@@ -136,16 +136,16 @@ def test_a_point_whose_runs_all_failed_prices_itself_and_those_above_at_the_limi
          "wall_s": [10.0, 10.0, None, None]}
     )  # fmt: skip
     rows = by_point(study_plan(study(resources={"runtime": 10}), runs))
-    assert [rows[p]["basis"] for p in ("t1", "t2", "t4")] == [MEASURED, LIMIT, LIMIT]
+    assert [rows[p].basis for p in ("t1", "t2", "t4")] == [MEASURED, LIMIT, LIMIT]
 
 
 def test_the_model_is_not_used_outside_its_curve_or_on_another_time_basis():
     curve = {"n": [1, 2], "speedup": [1, 1.5], "band_lo": [1, 1.2], "base_time_s": 10.0}
     analysis = {"series": [{"series": "", "curve": curve}]}
-    assert by_point(study_plan(study(), None, analysis))["t2"]["basis"] == MODEL
-    assert by_point(study_plan(study(), None, analysis))["t4"]["basis"] == LIMIT
+    assert by_point(study_plan(study(), None, analysis))["t2"].basis == MODEL
+    assert by_point(study_plan(study(), None, analysis))["t4"].basis == LIMIT
     trained = study(time="train")
-    assert by_point(study_plan(trained, None, analysis))["t2"]["basis"] == LIMIT
+    assert by_point(study_plan(trained, None, analysis))["t2"].basis == LIMIT
 
 
 def test_series_are_priced_on_their_own_weights():
@@ -155,8 +155,8 @@ def test_series_are_priced_on_their_own_weights():
               resources={"runtime": 60})
     )  # fmt: skip
     rows = by_point(plan)
-    assert rows["g-g1"]["su_per_job"] == pytest.approx(1 + 50)
-    assert rows["a-t2"]["su_per_job"] == pytest.approx(2)
+    assert rows["g-g1"].su_per_job == pytest.approx(1 + 50)
+    assert rows["a-t2"].su_per_job == pytest.approx(2)
 
 
 def test_a_plan_over_its_budget_is_refused_naming_the_numbers():
@@ -241,7 +241,7 @@ def test_a_packed_study_says_how_many_slurm_jobs_its_runs_make():
     plan = study_plan(study(submission={"pack_repeats": True}))
     assert plan.totals.jobs == 9 and plan.totals.slurm_jobs == 3
     # each point's job, named as the workflow's packing group (study.slurm.shared_job)
-    assert [r["slurm_job"] for r in plan.rows] == ["c-t1", "c-t2", "c-t4"]
+    assert [r.slurm_job for r in plan.rows] == ["c-t1", "c-t2", "c-t4"]
     html = environment().get_template("plan.html.j2").render(title="t", plans=[plan], generated="")
     assert "9 jobs, about" in html
     assert "(on Slurm, 3 jobs: the repeats of a point share one" in html
@@ -255,7 +255,7 @@ def test_a_paired_study_counts_one_slurm_job_per_point_for_both_variants():
     paired = study(compare={"a": {}, "b": {"params": {"values": {"x": 2}}}})
     plan = study_plan(paired)
     assert plan.totals.jobs == 2 * 3 * 3 and plan.totals.slurm_jobs == 3
-    assert {r["slurm_job"] for r in plan.rows} == {"c-n1", "c-n2", "c-n4"}
+    assert {r.slurm_job for r in plan.rows} == {"c-n1", "c-n2", "c-n4"}
     html = environment().get_template("plan.html.j2").render(title="t", plans=[plan], generated="")
     assert "(on Slurm, 3 jobs: a's and b's runs of a point share one, <code>compare</code>)" in html
 

@@ -7,8 +7,11 @@ subprocess.run answering), then read as data."""
 import json
 import os
 import subprocess
+import tempfile
+from dataclasses import replace
 from datetime import datetime, timedelta
 from html import unescape
+from pathlib import Path
 
 import pytest
 
@@ -87,7 +90,7 @@ def test_the_command_is_the_slurm_plugins_own_with_test_only():
                          "scaling": {"axis": "nodes", "points": [2], "threads": 3},
                          "resources": {"mem_mb": 1000, "runtime": 10}})  # fmt: skip
     (row,) = study_plan(study).rows
-    command = probe_command(row["slurm_resources"], {"slurm_partition": "debug",
+    command = probe_command(row.slurm_resources, {"slurm_partition": "debug",
                                                          "qos": None})  # fmt: skip
     assert command[0] == "sbatch" and command[-2:] == ["--test-only", "--wrap=true"]
     for part in ("--nodes=2", "--ntasks=2", "--cpus-per-task=3", "-t", "12"):
@@ -99,12 +102,13 @@ def test_the_command_is_the_slurm_plugins_own_with_test_only():
                         "scaling": {"axis": "gpus", "device": "gpu", "points": [2],
                                     "threads": 1}})  # fmt: skip
     (row,) = study_plan(gpus).rows
-    assert "--gpus=2" in probe_command(row["slurm_resources"], {})
+    assert "--gpus=2" in probe_command(row.slurm_resources, {})
 
 
-def asked(made: list[dict], site: dict, run, history_days: int | None = None) -> dict:
-    """The plan's queue section, Slurm asked as scripts/plan.py asks it."""
-    shapes = [row["slurm_resources"] for plan in made for row in plan.rows]
+def asked(made: list, site: dict, run, history_days: int | None = None) -> tuple:
+    """The plans with their starts and plan.json (queue.predict), Slurm asked as
+    scripts/plan.py asks it."""
+    shapes = [row.slurm_resources for plan in made for row in plan.rows]
     commands = lambda _: probe_commands(shapes, site)  # noqa: E731
     return predict(made, gather(site, history_days, [], commands, run=run, now=NOW))
 
@@ -142,7 +146,8 @@ def test_one_call_per_shape_and_a_refused_shape_says_why_in_its_row():
         "--nodes=3": (1, "sbatch: error: Batch job submission failed: Node count "
                          "specification invalid"),
     })  # fmt: skip
-    found = asked(made, {"slurm_partition": "debug"}, sbatch)
+    made, queue = asked(made, {"slurm_partition": "debug"}, sbatch)
+    found = plan_json(queue)
     # a's n1 and b's n1 are the same job (same resources): asked once; so 3 calls
     assert found["calls"] == len(sbatch.commands) == 3 and found["note"] is None
     assert "not a bound either way" in found["bound"]
@@ -158,7 +163,7 @@ def test_one_call_per_shape_and_a_refused_shape_says_why_in_its_row():
     assert n3["predicted_start"] is None and n3["predicted_wait_s"] is None
     assert "Node count specification invalid" in n3["queue_note"]
     json.dumps(found)  # machine-readable as it is
-    html = render(made, found)
+    html = render(made, queue)
     assert "Node count specification invalid" in html and "2024-05-01T10:00:00" in html
     assert "not a bound either way" in html
 
@@ -177,28 +182,29 @@ def test_each_planned_job_is_priced_as_submitted_with_its_price_basis():
     runs = pd.DataFrame({"point": ["a-t1", "b-t1", "b-t2"], "status": ["ok"] * 3,
                          "wall_s": [60.0, 70.0, 40.0]})  # fmt: skip
     made = [study_plan(paired, runs)]
-    found = asked(made, {}, Sbatch({"--nodes=1": (0, SINCE_25_05)}))
+    on_slurm, queue = asked(made, {}, Sbatch({"--nodes=1": (0, SINCE_25_05)}))
+    found = plan_json(queue)
     (study,) = found["studies"]
     assert [(j["point"], j["runs"]) for j in study["jobs"]] == [
         ("a-t1, b-t1", 4), ("a-t2, b-t2", 4),
     ]  # fmt: skip
-    rows = {r["label"]: r for r in made[0].rows}
+    rows = {r.point.label: r for r in made[0].rows}
     t1, t2 = study["jobs"]
     assert t1["seconds"] == 2 * 60 + 2 * 70
-    assert t1["su"] == pytest.approx(
-        2 * rows["a-t1"]["su_per_job"] + 2 * rows["b-t1"]["su_per_job"]
-    )
+    assert t1["su"] == pytest.approx(2 * rows["a-t1"].su_per_job + 2 * rows["b-t1"].su_per_job)
     assert (t1["price_basis"], t1["price_from_n"]) == ("median of 1 earlier run", 1)
-    assert t2["price_basis"] == (
-        f"a-t2: {rows['a-t2']['price_basis']}; b-t2: median of 1 earlier run"
-    )
+    assert t2["price_basis"] == (f"a-t2: {rows['a-t2'].price_basis}; b-t2: median of 1 earlier run")
     assert t2["price_from_n"] == {"a-t2": 1, "b-t2": 2}
     # locally each run is a job of its own, its price its row's
-    local = predict(made, local_facts())["studies"][0]["jobs"]
+    local = plan_json(predict(on_slurm, local_facts())[1])["studies"][0]["jobs"]
     assert len(local) == 8 and local[0]["point"] == "a-t1" and local[0]["runs"] == 1
     assert (local[0]["price_basis"], local[0]["price_from_n"]) == (
-        rows["a-t1"]["price_basis"], 1,
+        rows["a-t1"].price_basis, 1,
     )  # fmt: skip
+    # predict changes no row in place: plans asked of Slurm, then locally, keep no
+    # --test-only command of the first asking (the rows were dicts added to, and did)
+    assert all(job["sbatch_test_only"] is None for job in local)
+    assert all(row.start is None for row in made[0].rows)
 
 
 def test_slurm_out_of_reach_is_one_note_and_locally_every_wait_is_0():
@@ -210,21 +216,30 @@ def test_slurm_out_of_reach_is_one_note_and_locally_every_wait_is_0():
     ]:  # fmt: skip
         sbatch = cause if isinstance(cause, Sbatch) else Sbatch(cause)
         made = plans()
-        found = asked(made, {}, sbatch)
+        made, queue = asked(made, {}, sbatch)
+        found = plan_json(queue)
         assert len(sbatch.commands) == 1  # not once per shape
         assert words in found["note"] and found["bound"] is None
         jobs = [j for s in found["studies"] for j in s["jobs"]]
         assert all(j["predicted_wait_s"] is None and j["queue_note"] is None for j in jobs)
-        assert words in render(made, found)
+        assert words in render(made, queue)
     made = plans()
-    local = predict(made, local_facts())
+    made, queue = predict(made, local_facts())
+    local = plan_json(queue)
     assert local["calls"] == 0 and local["note"] is None
     jobs = [j for s in local["studies"] for j in s["jobs"]]
     # locally a packed study's repeats are jobs of their own
     assert len(jobs) == 6 and {(j["predicted_wait_s"], j["start_basis"]) for j in jobs} == {
         (0.0, LOCAL)
     }
-    assert "Locally there is no queue" in render(made, local)
+    assert "Locally there is no queue" in render(made, queue)
+
+
+def plan_json(queue) -> dict:
+    """plan.json as Forecast.dump writes it."""
+    with tempfile.TemporaryDirectory() as folder:
+        queue.dump(path := Path(folder) / "plan.json")
+        return json.loads(path.read_text())
 
 
 def render(made, queue) -> str:
@@ -250,7 +265,7 @@ garbage
 
 
 def test_past_waits_by_shape_from_sacct():
-    from scalestudy.analysis.cluster.queue import NO_HISTORY, job_shape, parse_history, past_waits
+    from scalestudy.analysis.cluster.queue import job_shape, parse_history, past_waits
 
     jobs = parse_history(HISTORY)
     assert len(jobs) == 5  # the pending job and the garbage are left out
@@ -260,7 +275,7 @@ def test_past_waits_by_shape_from_sacct():
     # run time over time limit of the jobs that ended (an overrun capped at 1)
     assert [j["run_to_limit"] for j in jobs] == [0.5, 1.0, 0.2, None, 0.1]
     (n1, _) = plans()[0].rows
-    n1 = n1 | {"slurm_resources": n1["slurm_resources"] | {"runtime": 7}}
+    n1 = replace(n1, slurm_resources=n1.slurm_resources | {"runtime": 7})
     found = past_waits(jobs, job_shape(n1, "debug"))
     assert found["history_jobs"] == 3 and found["history_wait_median_s"] == 10.0
     assert found["history_wait_p90_s"] == pytest.approx(82.0)  # 10 % of the way 10 -> 100
@@ -269,7 +284,7 @@ def test_past_waits_by_shape_from_sacct():
     # 3 jobs: too few for a bound, the largest wait stands beside it
     assert found["history_wait_bound_s"] is None and found["history_wait_max_s"] == 100.0
     assert (found["history_bound_covered"], found["history_bound_tested"]) == (0, 0)
-    assert past_waits(jobs, job_shape(n1 | {"nodes": 3}, "debug")) == NO_HISTORY
+    assert past_waits(jobs, job_shape(replace(n1, point=replace(n1.point, nodes=3)), "debug")) == {}
 
 
 class SacctToo(Sbatch):
@@ -288,30 +303,35 @@ def test_past_waits_stand_beside_the_bound_and_without_accounting_a_note():
     answers = {f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)}
     made = plans()
     sbatch = SacctToo(answers, (0, HISTORY, ""))
-    found = asked(made, {}, sbatch, history_days=30)
+    made, queue = asked(made, {}, sbatch, history_days=30)
+    found = plan_json(queue)
     sacct = [c for c in sbatch.commands if c[0] == "sacct"]
     assert len(sacct) == 1 and "now-30days" in sacct[0]  # one call for the whole plan
     assert found["history_note"] is None and found["history_days"] == 30
-    html = render(made, found)
+    html = render(made, queue)
     assert "past waits (s)" in html and "none of this shape" in html
     made = plans()
     off = SacctToo(answers, (1, "", "sacct: error: Slurm accounting storage is disabled"))
-    found = asked(made, {}, off, history_days=30)
+    made, queue = asked(made, {}, off, history_days=30)
+    found = plan_json(queue)
     assert found["history_note"] == (
         "no past waits: sacct was not available (sacct: error: Slurm accounting storage is "
         "disabled)"
     )
     assert all(j["history_jobs"] == 0 for s in found["studies"] for j in s["jobs"])
-    html = render(made, found)
+    html = render(made, queue)
     assert found["history_note"] in html and found["history"] is False
     assert "past waits (s)" not in html and "none of this shape" not in html
 
 
 def test_a_job_the_slurm_plugin_would_not_submit_says_so_in_its_row():
     made = plans()
-    made[0].rows[0]["slurm_resources"] |= {"mpi": "srun", "tasks": 1}  # refused by it
+    row = made[0].rows[0]
+    refused = replace(row, slurm_resources=row.slurm_resources | {"mpi": "srun", "tasks": 1})
+    made[0] = replace(made[0], rows=[refused, *made[0].rows[1:]])  # refused by the plugin
     sbatch = Sbatch({f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)})
-    found = asked(made, {}, sbatch)
+    made, queue = asked(made, {}, sbatch)
+    found = plan_json(queue)
     first = found["studies"][0]["jobs"][0]
     assert first["queue_note"].startswith("the Slurm plugin would not submit this job: ")
     assert "'tasks' must be greater than 1" in first["queue_note"]
@@ -347,7 +367,9 @@ def test_a_hung_slurm_command_costs_its_timeout_and_the_facts_say_what_is_unknow
         commands.append(command)
         raise subprocess.TimeoutExpired(command, kwargs["timeout"])
 
-    found = asked(made, {}, slow)
+    made, queue = asked(made, {}, slow)
+
+    found = plan_json(queue)
     assert len(commands) == 1 and "did not answer within 60 s" in found["note"]
 
 
@@ -372,12 +394,13 @@ def test_a_slow_sacct_on_path_is_timed_out_once_and_the_rest_of_the_plan_stands(
     monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
     monkeypatch.setattr(scalestudy.slurm, "TIMEOUT_S", 1)
     made = plans()
-    shapes = [row["slurm_resources"] for plan in made for row in plan.rows]
+    shapes = [row.slurm_resources for plan in made for row in plan.rows]
     start = time.perf_counter()
     facts = gather({}, 30, ["41"], lambda _: probe_commands(shapes, {}), now=NOW)
     assert time.perf_counter() - start < 30  # not the minute each sacct would sleep
     assert calls.read_text().split() == ["asked"]
-    found = predict(made, facts)
+    made, queue = predict(made, facts)
+    found = plan_json(queue)
     assert (
         found["history_note"] == "no past waits: sacct did not answer within 1 s (not asked again)"
     )
@@ -386,7 +409,7 @@ def test_a_slow_sacct_on_path_is_timed_out_once_and_the_rest_of_the_plan_stands(
     assert {(j["predicted_wait_s"], j["corrected_wait_s"], j["history_jobs"]) for j in jobs} == {
         (3600.0, None, 0)
     }
-    html = render(made, found)
+    html = render(made, queue)
     assert found["history_note"] in html and "2024-05-01T10:00:00" in html
 
 
@@ -440,17 +463,19 @@ def test_too_little_history_for_a_bound_under_29_jobs_the_largest_wait_beside_it
     assert enough["history_wait_bound_s"] == 280.0 == enough["history_wait_max_s"]
     # the plan says it in the shape's row
     answers = {f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)}
-    found = asked(made, {}, SacctToo(answers, (0, sacct_lines(shape, [5.0] * 28), "")), 30)
+    made, queue = asked(made, {}, SacctToo(answers, (0, sacct_lines(shape, [5.0] * 28), "")), 30)
+    found = plan_json(queue)
     assert found["studies"][0]["jobs"][0]["history_wait_bound_s"] is None
-    html = render(made, found)
+    html = render(made, queue)
     assert "too little history for a bound</span> (largest 5;" in html
     assert "No shape in the history has enough jobs to backtest the bound" in html
     # 31 jobs: the plan states the backtested coverage, over the history and per row
     made = plans()
     waits = [float(w) for w in range(1, 30)] + [30.0, 5.0]
-    found = asked(made, {}, SacctToo(answers, (0, sacct_lines(shape, waits), "")), 30)
+    made, queue = asked(made, {}, SacctToo(answers, (0, sacct_lines(shape, waits), "")), 30)
+    found = plan_json(queue)
     assert found["coverage"] == {"covered": 1, "tested": 2, "coverage": 0.5}
-    html = render(made, found)
+    html = render(made, queue)
     assert "1 of 2 (50 %) were under it" in html and "15, 30 (31; backtest 1 of 2)" in html
     # ... of the bound alone; what time to result uses is said, with its measured coverage
     assert "against the bound alone of the waits of its shape before it" in html
@@ -517,20 +542,22 @@ def test_test_only_start_is_corrected_by_past_jobs_run_time_to_limit_or_said_not
     answers = {f"--nodes={n}": (0, SINCE_25_05) for n in (1, 2, 3)}
     # past jobs ran 30 s of their 2-minute limits: a quarter
     history = (0, sacct_lines(shape, [5.0] * 4), "")
-    found = asked(made, {}, SacctToo(answers, history), history_days=30)
+    made, queue = asked(made, {}, SacctToo(answers, history), history_days=30)
+    found = plan_json(queue)
     assert found["run_to_limit"] == {"ratio": 0.25, "jobs": 4}
     job = found["studies"][0]["jobs"][0]
     assert (job["predicted_wait_s"], job["corrected_wait_s"]) == (3600.0, 900.0)
     assert job["corrected_start"] == "2024-05-01T09:15:00"
-    assert "corrected 900" in render(made, found)
+    assert "corrected 900" in render(made, queue)
     # no history (sacct down): each start is said to be uncorrected, the rest stands
     made = plans()
     down = SacctToo(answers, (1, "", "sacct: error: Slurm accounting storage is disabled"))
-    found = asked(made, {}, down, history_days=30)
+    made, queue = asked(made, {}, down, history_days=30)
+    found = plan_json(queue)
     assert found["correction_note"] == UNCORRECTED and found["run_to_limit"] is None
     job = found["studies"][0]["jobs"][0]
     assert job["predicted_wait_s"] == 3600.0 and job["corrected_wait_s"] is None
-    assert "starts are uncorrected: no past job" in render(made, found)
+    assert "starts are uncorrected: no past job" in render(made, queue)
 
 
 def test_the_queue_benchmark_s_jobs_and_figures_without_a_cluster():

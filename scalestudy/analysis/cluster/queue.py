@@ -28,11 +28,14 @@ import bisect
 import math
 import re
 import shlex
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from functools import cache
+from pathlib import Path
 
 from snakemake_interface_common.exceptions import WorkflowError
 
+from scalestudy.records import write_json_atomic
 from scalestudy.sections.requests.contract import PointRequest
 from scalestudy.slurm import (
     HISTORY_FIELDS,
@@ -83,13 +86,74 @@ def parse_test_only(text: str) -> dict | None:
 
 
 NO_PREDICTION = {"predicted_start": None, "predicted_wait_s": None, "start_basis": None}
-NO_HISTORY = {"history_wait_median_s": None, "history_wait_p90_s": None, "history_jobs": 0,
-              "history_wait_bound_s": None, "history_wait_max_s": None,
-              "history_bound_covered": 0, "history_bound_tested": 0}  # fmt: skip
 NO_CORRECTION = {"corrected_start": None, "corrected_wait_s": None}
-# a planned job's start, as its first row has it
-START_KEYS = ("predicted_start", "predicted_wait_s", "corrected_start", "corrected_wait_s",
-              "start_basis", "queue_note")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class JobStart:
+    """When a planned job would start (predict), the --test-only command asked, and how
+    long past jobs of its shape waited (past_waits). The defaults: nothing known."""
+
+    predicted_start: str | None = None
+    predicted_wait_s: float | None = None
+    corrected_start: str | None = None
+    corrected_wait_s: float | None = None
+    start_basis: str | None = None
+    queue_note: str | None = None
+    sbatch_test_only: str | None = None
+    history_wait_median_s: float | None = None
+    history_wait_p90_s: float | None = None
+    history_jobs: int = 0
+    history_wait_bound_s: float | None = None
+    history_wait_max_s: float | None = None
+    history_bound_covered: int = 0
+    history_bound_tested: int = 0
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    """A job a plan will submit (planned_jobs)."""
+
+    point: str
+    series: str
+    n: int
+    runs: int
+    nodes: int
+    layout: dict[str, int]
+    seconds: float
+    su: float
+    price_basis: str
+    price_from_n: int | dict[str, int] | None
+    start: JobStart
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """results/plan.json: what Slurm said of the plans' jobs (predict), and each study's
+    jobs (`studies`: its name and PlannedJob's)."""
+
+    queue: str
+    asked_at: str | None
+    calls: int
+    note: str | None
+    bound: str | None
+    history_days: int | None
+    history_note: str | None
+    history: bool  # whether the rows carry past waits (sacct answered)
+    coverage: dict | None  # the bound's backtest over every shape in the history
+    coverage_words: str | None  # what the top of a wait is, measured and backtested
+    run_to_limit: dict | None  # --test-only's correction (None: uncorrected, as
+    correction_note: str | None  # this says)
+    bound_min_jobs: int
+    studies: list[dict]
+
+    def dump(self, path: str | Path) -> None:
+        """plan.json written, atomically: each job's start among its other fields."""
+        found = asdict(self)
+        for study in found["studies"]:
+            study["jobs"] = [job | job.pop("start") for job in study["jobs"]]
+        write_json_atomic(path, found)
+
 
 # the bound on past waits (BOUND_LEVEL, BOUND_QUANTILE: scalestudy.thresholds) needs
 # BOUND_MIN_JOBS jobs, the least n whose largest wait is the bound (1 - q^n >= level): 29
@@ -270,12 +334,13 @@ def parse_history(text: str) -> list[dict]:
     return jobs
 
 
-def job_shape(row: dict, partition: str | None) -> dict:
-    """A plan row's job as sacct's history describes one: nodes, GPUs, CPUs, partition
-    (None: the default, whichever it is) and time limit in minutes."""
-    return {"nodes": row["nodes"], "gpus": row["gpus"], "cpus": row["cores"],
+def job_shape(row, partition: str | None) -> dict:
+    """A plan row's (cost.plan.PlanRow) job as sacct's history describes one: nodes,
+    GPUs, CPUs, partition (None: the default, whichever it is) and time limit in minutes."""
+    point = row.point
+    return {"nodes": point.nodes, "gpus": point.gpus, "cpus": point.cores,
             "partition": partition or None,
-            "minutes": row["slurm_resources"]["runtime"]}  # fmt: skip
+            "minutes": row.slurm_resources["runtime"]}  # fmt: skip
 
 
 SHAPE_KEYS = ("nodes", "gpus", "cpus", "minutes", "partition")
@@ -291,14 +356,14 @@ def same_shape(job: dict, shape: dict) -> bool:
 def past_waits(jobs: list[dict], shape: dict) -> dict:
     """The waits of the past jobs of this shape: median, sample 90th percentile, the
     95 % upper bound on the 90th percentile (p90_bound; None under BOUND_MIN_JOBS),
-    the largest, the count, and the bound's backtest over them in time order (no
-    figures, count 0, where none matched)."""
+    the largest, the count, and the bound's backtest over them in time order (none
+    where none matched: JobStart's defaults)."""
     import numpy as np
 
     same = sorted((job for job in jobs if same_shape(job, shape)), key=lambda j: j["eligible"])
     waits = [job["wait_s"] for job in same]
     if not waits:
-        return dict(NO_HISTORY)
+        return {}
     covered, tested = backtest(waits)
     return {"history_wait_median_s": float(np.median(waits)),
             "history_wait_p90_s": float(np.percentile(waits, 90)), "history_jobs": len(waits),
@@ -346,92 +411,90 @@ def started(facts: dict, resources: dict) -> tuple[dict, str | None]:
     return read_prediction(answer["returncode"], output, asked_at(facts)) | asked, None
 
 
-def predict(plans: list[dict], facts: dict) -> dict:
-    """Each plan row's predicted start and wait (added to the row in place), and the
-    plan's machine-readable form: per study, per job to run, its nodes, layout,
-    predicted_start, predicted_wait_s and start_basis. `facts`: what Slurm said
-    (scalestudy.slurm.gather, or local_facts: every job's wait 0)."""
+def job_start(facts: dict, resources: dict, shape: dict, past: list[dict], ratio: dict | None,
+              note: str | None) -> tuple[JobStart, str | None]:  # fmt: skip
+    """A Slurm job's past waits (`past`: past_jobs), and what --test-only said of it
+    (started), corrected (`ratio`: run_to_limit), unless Slurm could not be asked
+    (`note`: one note, no job's reasons); and the note."""
+    found = past_waits(past, shape)
+    if note is None:
+        start, note = started(facts, resources)
+        found |= start | corrected(start.get("predicted_wait_s"), asked_at(facts), ratio)
+    return JobStart(**found), note
+
+
+def predict(plans: list, facts: dict) -> tuple[list, Forecast]:
+    """The plans (cost.plan.StudyPlan) with each row's start (JobStart), and plan.json
+    (Forecast): per study, per job to run, its nodes, layout, price and start.
+    `facts`: what Slurm said (scalestudy.slurm.gather, or local_facts: every job's wait 0)."""
     queue, site = facts["queue"], facts["site"]
     note = None
     past, history_note = past_jobs(facts)
     ratio = run_to_limit(past)
+    asked = []
     for plan in plans:
+        rows = []
         for row in plan.rows:
-            if queue != SLURM:
-                row |= NO_HISTORY | NO_CORRECTION | {
-                    "predicted_start": None, "predicted_wait_s": 0.0,
-                    "start_basis": LOCAL, "queue_note": None}  # fmt: skip
-                continue
-            row |= past_waits(past, job_shape(row, site.get("slurm_partition")))
-            row |= NO_PREDICTION | NO_CORRECTION | {"queue_note": None}
-            if note is None:  # else Slurm could not be asked: one note, no rows' reasons
-                found, note = started(facts, row["slurm_resources"])
-                row |= found | corrected(found.get("predicted_wait_s"), asked_at(facts), ratio)
+            start = JobStart(predicted_wait_s=0.0, start_basis=LOCAL)
+            if queue == SLURM:
+                shape = job_shape(row, site.get("slurm_partition"))
+                start, note = job_start(facts, row.slurm_resources, shape, past, ratio, note)
+            rows.append(replace(row, start=start))
+        asked.append(replace(plan, rows=rows))
     slurm = queue == SLURM
     history = slurm and facts["history"] is not None and history_note is None
     coverage = history_coverage(past) if history else None
-    # history: whether the rows carry past waits (sacct answered); coverage: the bound's
-    # backtest over every shape in the history, and coverage_words what the top of a wait
-    # is, measured and backtested; run_to_limit: --test-only's correction (None:
-    # uncorrected, `correction_note` says why)
-    return {
-        "queue": queue, "asked_at": facts["asked_at"], "calls": len(facts["test_only"]),
-        "note": note, "bound": NOT_A_BOUND if slurm and note is None else None,
-        "history_days": facts["history_days"] if slurm else None,
-        "history_note": history_note, "history": history, "coverage": coverage,
-        "coverage_words": coverage_words(coverage) if history else None,
-        "run_to_limit": ratio,
-        "correction_note": UNCORRECTED if slurm and note is None and ratio is None else None,
-        "bound_min_jobs": BOUND_MIN_JOBS,
-        "studies": [{"study": plan.study, "jobs": planned_jobs(plan, queue)} for plan in plans],
-    }  # fmt: skip
+    return asked, Forecast(
+        queue=queue, asked_at=facts["asked_at"], calls=len(facts["test_only"]),
+        note=note, bound=NOT_A_BOUND if slurm and note is None else None,
+        history_days=facts["history_days"] if slurm else None,
+        history_note=history_note, history=history, coverage=coverage,
+        coverage_words=coverage_words(coverage) if history else None,
+        run_to_limit=ratio,
+        correction_note=UNCORRECTED if slurm and note is None and ratio is None else None,
+        bound_min_jobs=BOUND_MIN_JOBS,
+        studies=[{"study": plan.study, "jobs": planned_jobs(plan, queue)} for plan in asked],
+    )  # fmt: skip
 
 
-def planned_jobs(plan: dict, queue: str) -> list[dict]:
-    """The jobs a plan will submit: one per run to come, or on Slurm one per group of
-    runs that share a job (a packed point's repeats, a comparison's a and b at one N:
-    the row's slurm_job), each with its layout, its price (the runs' time and SU one
-    after another, and what each price is based on) and predicted start. A shared job's
-    rows are alike in shape: its layout and start are its first row's."""
+def planned_jobs(plan, queue: str) -> list[PlannedJob]:
+    """The jobs a plan (cost.plan.StudyPlan, asked: predict) will submit: one per run to
+    come, or on Slurm one per group of runs that share a job (a packed point's repeats,
+    a comparison's a and b at one N: the row's slurm_job), each with its layout, its
+    price (the runs' time and SU one after another, and what each price is based on)
+    and start. A shared job's rows are alike in shape: its layout and start are its
+    first row's."""
     groups: dict = {}
     for position, row in enumerate(plan.rows):
-        if not row["to_run"]:
+        if not row.to_run:
             continue
-        if queue == SLURM and row["slurm_job"] is not None:
-            groups.setdefault(row["slurm_job"], []).append((row, row["to_run"]))
+        if queue == SLURM and row.slurm_job is not None:
+            groups.setdefault(row.slurm_job, []).append((row, row.to_run))
         else:
-            for k in range(row["to_run"]):
+            for k in range(row.to_run):
                 groups[(position, k)] = [(row, 1)]
     jobs = []
     for shared in groups.values():
         row = shared[0][0]
-        jobs.append({
-            "point": ", ".join(r["label"] for r, _ in shared),
-            "series": ", ".join(r["series"] for r, _ in shared if r["series"]),
-            "n": row["n"], "runs": sum(runs for _, runs in shared), "nodes": row["nodes"],
-            "layout": {key: row[key] for key in
-                       ("nodes", "tasks_per_node", "threads", "gpus_per_node")},
-            "seconds": sum(r["seconds"] * runs for r, runs in shared),
-            "su": sum(r["su_per_job"] * runs for r, runs in shared),
+        point = row.point
+        bases = {r.point.label: r.price_basis for r, _ in shared}
+        # the N whose time priced the runs; {label: N} where they differ
+        from_n = {r.point.label: r.price_from_n for r, _ in shared}
+        jobs.append(PlannedJob(
+            point=", ".join(r.point.label for r, _ in shared),
+            series=", ".join(r.point.series for r, _ in shared if r.point.series),
+            n=point.n, runs=sum(runs for _, runs in shared), nodes=point.nodes,
+            layout={key: getattr(point, key) for key in
+                    ("nodes", "tasks_per_node", "threads", "gpus_per_node")},
+            seconds=sum(r.seconds * runs for r, runs in shared),
+            su=sum(r.su_per_job * runs for r, runs in shared),
             # per run's point where they differ: "a-t1: ...; b-t1: ..."
-            "price_basis": alike(shared, "price_basis",
-                                 lambda v: "; ".join(f"{k}: {t}" for k, t in v.items())),
-            # the N whose time priced the runs; {label: N} where they differ
-            "price_from_n": alike(shared, "price_from_n", lambda v: v),
-            **{key: row[key] for key in START_KEYS},
-            "sbatch_test_only": row.get("sbatch_test_only"),
-            **{key: row[key] for key in NO_HISTORY},
-        })  # fmt: skip
+            price_basis=row.price_basis if len(set(bases.values())) == 1
+            else "; ".join(f"{k}: {t}" for k, t in bases.items()),
+            price_from_n=row.price_from_n if len(set(from_n.values())) == 1 else from_n,
+            start=row.start,
+        ))  # fmt: skip
     return jobs
-
-
-def alike(shared: list, key: str, differ):
-    """A shared job's rows' value of `key` where they all have the same one, else
-    `differ` of {label: value}."""
-    values = {row["label"]: row[key] for row, _ in shared}
-    if len(set(values.values())) == 1:
-        return next(iter(values.values()))
-    return differ(values)
 
 
 # --- the waits of a study's requests, at aggregation (time to result) -------
@@ -462,19 +525,14 @@ def request_waits(requests: list[PointRequest], facts: dict) -> dict:
     note = None
     points = {}
     for r in requests:
-        found = dict(NO_HISTORY) | {"wait_now_s": 0.0 if local else None, "queue_note": None,
-                                    "wait_now_corrected_s": None}  # fmt: skip
-        points[r.point] = found
-        if local or r.resources is None:  # no run measured: no request to ask about
-            continue
-        found |= past_waits(past, request_shape(r, site.get("slurm_partition")))
-        if note is None:
-            answer, note = started(facts, r.resources)
-            if note is None:
-                now = answer["predicted_wait_s"]
-                fixed = corrected(now, None, ratio)["corrected_wait_s"]
-                found |= {"wait_now_s": now, "wait_now_corrected_s": fixed,
-                          "queue_note": answer["queue_note"]}  # fmt: skip
+        start = JobStart(predicted_wait_s=0.0 if local else None)
+        if not local and r.resources is not None:  # no run measured: no request to ask about
+            shape = request_shape(r, site.get("slurm_partition"))
+            start, note = job_start(facts, r.resources, shape, past, ratio, note)
+        history = {k: v for k, v in asdict(start).items() if k.startswith("history_")}
+        points[r.point] = history | {"wait_now_s": start.predicted_wait_s, "queue_note":
+                                     start.queue_note, "wait_now_corrected_s":
+                                     start.corrected_wait_s}  # fmt: skip
     return {"queue": LOCAL if local else SLURM, "asked_at": facts["asked_at"],
             "calls": len(facts["test_only"]), "note": note, "history_note": history_note,
             "history_days": None if local else facts["history_days"],

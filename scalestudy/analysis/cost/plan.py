@@ -28,6 +28,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from scalestudy.analysis.cluster.queue import JobStart
 from scalestudy.analysis.cost.cost import SECONDS_PER_MINUTE, Cost, charges, within_budget
 from scalestudy.analysis.decisions import adaptive
 from scalestudy.analysis.history.baseline import runs_for_comparison, times_by_point
@@ -35,7 +36,7 @@ from scalestudy.analysis.stats.predictions import jsonable, times_by_n, usable_r
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.contract import AdaptiveStop, RefusedRound
 from scalestudy.model import Study
-from scalestudy.study.points import point_for
+from scalestudy.study.points import Point, point_for
 from scalestudy.study.slurm import job_runtime, shared_job, slurm_resources
 
 MEASURED, NEIGHBOUR, MODEL, LIMIT = "measured", "neighbour", "model", "limit"
@@ -152,14 +153,40 @@ class SoFar:
 
 
 @dataclass(frozen=True)
+class PlanRow:
+    """A point's jobs, priced (study_plan: job_price, basis_text), and when its job would
+    start (None until Slurm is asked: queue.predict)."""
+
+    point: Point
+    repeats: int
+    done: int
+    to_run: int
+    seconds: float
+    basis: str
+    price_from_n: int | None  # the point whose time priced it
+    price_basis: str
+    earlier_runs: int
+    su_per_job: float
+    su_reserve_per_job: float
+    su: float
+    su_limit_per_job: float
+    su_to_run: float
+    seconds_to_run: float
+    # what one Slurm job of the point asks for (a packed one: all its repeats' time),
+    # for sbatch --test-only (scalestudy.analysis.cluster.queue)
+    slurm_resources: dict
+    slurm_job: str | None  # the Slurm job its runs share (None: each run a job of its own)
+    start: JobStart | None = None
+
+
+@dataclass(frozen=True)
 class StudyPlan:
-    """Every job of a study, priced (study_plan): one row per point (a dict:
-    queue.predict adds its predicted start to it), and totals."""
+    """Every job of a study, priced (study_plan): one row per point, and totals."""
 
     study: str
     description: str | None
     rate: str
-    rows: list[dict]
+    rows: list[PlanRow]
     totals: Totals
     budget_su: float | None
     over_budget: bool
@@ -202,30 +229,23 @@ def study_plan(
             su = float(cost.su(point.cores, point.gpus, seconds))
             reserve = float(cost.su(point.cores, point.gpus, price["reserve_s"]))
             earlier = len(times.get(point.label, []))
-            rows.append(point.as_dict() | {
-                "repeats": repeats, "done": done, "to_run": repeats - done,
-                "seconds": seconds, "basis": basis,
-                "price_from_n": price["from_n"],  # the point whose time priced it
-                "price_basis": basis_text(price, earlier), "earlier_runs": earlier,
-                "su_per_job": su, "su_reserve_per_job": reserve, "su": su * repeats,
-                "su_limit_per_job": float(cost.su(point.cores, point.gpus, limit_s)),
-                "su_to_run": su * (repeats - done), "seconds_to_run": seconds * (repeats - done),
-                # what one Slurm job of the point asks for (a packed one: all its
-                # repeats' time), for sbatch --test-only (scalestudy.analysis.cluster.queue)
-                "slurm_resources": slurm_resources(point, study)
-                | {"runtime": job_runtime(study, point)},
-                # the Slurm job its runs share (None: each run a job of its own)
-                "slurm_job": shared_job(study, point),
-            })  # fmt: skip
+            rows.append(PlanRow(
+                point, repeats, done, repeats - done, seconds, basis, price["from_n"],
+                basis_text(price, earlier), earlier, su, reserve, su * repeats,
+                float(cost.su(point.cores, point.gpus, limit_s)), su * (repeats - done),
+                seconds * (repeats - done),
+                slurm_resources(point, study) | {"runtime": job_runtime(study, point)},
+                shared_job(study, point),
+            ))  # fmt: skip
     # on Slurm, runs that share a job (a packed point's repeats, a comparison's a and
     # b at one N) are one job (the plan is made before any executor is chosen: locally
     # each run stays a job of its own); finished ones count, as in `jobs`
-    shared = {r["slurm_job"] for r in rows if r["repeats"] > 0}
+    shared = {r.slurm_job for r in rows if r.repeats > 0}
     totals = Totals(
-        **{key: float(sum(r[key] for r in rows)) for key in Totals.SUMMED},
-        jobs=sum(r["repeats"] for r in rows),
-        slurm_jobs=len(shared) if any(r["slurm_job"] for r in rows) else None,
-        upper_bound=any(r["basis"] == LIMIT and r["to_run"] for r in rows),
+        **{key: float(sum(getattr(r, key) for r in rows)) for key in Totals.SUMMED},
+        jobs=sum(r.repeats for r in rows),
+        slurm_jobs=len(shared) if any(r.slurm_job for r in rows) else None,
+        upper_bound=any(r.basis == LIMIT and r.to_run for r in rows),
     )
     budget = study.budget_su
     return StudyPlan(
@@ -249,7 +269,7 @@ def budget_problem(plan: StudyPlan) -> str | None:
     if not plan.over_budget:
         return None
     jobs = plan.totals.jobs
-    bounds = sum(r["repeats"] for r in plan.rows if r["basis"] == LIMIT)
+    bounds = sum(r.repeats for r in plan.rows if r.basis == LIMIT)
     how = (f"; {bounds} of its {jobs} jobs are priced at their time limit, an upper bound "
            "(run a few first, or lower resources.runtime, to price them from measurements)"
            if bounds else "")  # fmt: skip
@@ -285,9 +305,9 @@ def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None,
         samples |= times_by_n(usable_runs(runs, study), TIME_COLUMNS[study.time])
         spent = charges(runs, study).su
     priced = study_plan(study, runs)
-    su_per_run = {int(r["n"]): r["su_per_job"] for r in priced.rows}
+    su_per_run = {r.point.n: r.su_per_job for r in priced.rows}
     # a round is admitted within the budget on what it holds back (job_price)
-    reserve = {int(r["n"]): r["su_reserve_per_job"] for r in priced.rows}
+    reserve = {r.point.n: r.su_reserve_per_job for r in priced.rows}
     scale = {n: n / base for n in ns} if study.scaling.kind == "weak" else None
     inputs, rules = (round_no, ns, base, made, samples, reserve, spent), adaptive.Rules.of(study)
     plan = adaptive.next_round(*inputs, rules, scale)
@@ -302,7 +322,7 @@ def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None,
         plan = runs_for_comparison(plan, now, was, study, reserve)
     # a study stopped undecided: the config change that would plan a round again
     decide = adaptive.to_decide(plan, *inputs, rules=rules, scale=scale)
-    at_limit = {int(r["n"]): r["su_limit_per_job"] for r in priced.rows}
+    at_limit = {r.point.n: r.su_limit_per_job for r in priced.rows}
     shares = adaptive.budget_limits(plan["added"], reserve, at_limit, study.budget_su - spent)
 
     def labelled(by_n: dict) -> dict:
@@ -323,8 +343,8 @@ def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None,
         to_decide=decide and replace(decide, added=labelled(decide.added)),
         study=study.name, points={label[n]: n for n in ns},
         su_per_run={label[n]: su_per_run[n] for n in ns},
-        price_basis={label[int(r["n"])]: r["price_basis"] for r in priced.rows},
-        priced_at_limit=[label[int(r["n"])] for r in priced.rows if r["basis"] == LIMIT],
+        price_basis={label[r.point.n]: r.price_basis for r in priced.rows},
+        priced_at_limit=[label[r.point.n] for r in priced.rows if r.basis == LIMIT],
         budget_su=study.budget_su,
         time_limits_min=limits,
     )  # fmt: skip
