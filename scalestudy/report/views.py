@@ -144,7 +144,6 @@ DDP = [
     "job_ids", "config", "world_size", "nodes", "wall_s", "time_per_epoch_s", "val_loss",
     "val_accuracy", "speedup", "efficiency", "band", "throughput",
 ]  # fmt: skip
-# the Slurm jobs' table: the template's names for its cells, and their columns
 # what the answers (the headline, the summary at the top) state of their points
 ANSWER = ["speedup", "relative_su"]
 # Columns shown with their confidence interval: column -> (lo, hi) columns.
@@ -232,14 +231,10 @@ def profile_links(records: list[Path], report_path: Path) -> list[dict]:
         except RecordError as e:
             reason, size_mb = str(e), None
         ok = reason is None and size_mb is not None
-        links.append(
-            {
-                "point": path.stem,
-                "href": os.path.relpath(trace, report_path.parent) if ok else None,
-                "size_mb": fmt(size_mb, "{:.1f}") if ok else None,
-                "reason": None if ok else (reason or "the run wrote no trace"),
-            }
-        )
+        links.append({"point": path.stem,
+                      "href": os.path.relpath(trace, report_path.parent) if ok else None,
+                      "size_mb": fmt(size_mb, "{:.1f}") if ok else None,
+                      "reason": None if ok else (reason or "the run wrote no trace")})  # fmt: skip
     return links
 
 
@@ -320,29 +315,16 @@ def ddp_view(summary: list[dict], ddp: list[contract.DdpPoint]) -> dict:
 
 
 def comparison_view(c: Comparison) -> dict:
-    return shallow(c) | {
-        "a": c.a or "(default)",
-        "p": fmt(c.p_value, "{:.3g}"),
-        "per_n": [
-            shallow(e)
-            | {
-                "ratio": fmt(e.ratio, "{:.3f}"),
-                "lo": fmt(e.lo, "{:.3f}"),
-                "hi": fmt(e.hi, "{:.3f}"),
-                "p": fmt(e.p_value, "{:.3g}"),
-            }
-            for e in c.per_n
-        ],
-    }
+    per_n = [shallow(e) | {k: fmt(getattr(e, k), "{:.3f}") for k in ("ratio", "lo", "hi")}
+             | {"p": fmt(e.p_value, "{:.3g}")} for e in c.per_n]  # fmt: skip
+    return shallow(c) | {"a": c.a or "(default)", "p": fmt(c.p_value, "{:.3g}"), "per_n": per_n}
 
 
 def step_text(step: contract.Step | None) -> dict | None:
     """A step the answer stands on, its gain and interval to two decimals."""
-    if step is None:
-        return None
-    return {"from_n": step.from_n, "to_n": step.to_n, "gain": fmt(step.gain, "{:.2f}"),
-            "lo": fmt(step.lo, "{:.2f}"), "hi": fmt(step.hi, "{:.2f}"),
-            "within_zone": step.within_zone}  # fmt: skip
+    return step and shallow(step) | {
+        k: fmt(getattr(step, k), "{:.2f}") for k in ("gain", "lo", "hi")
+    }
 
 
 def adaptive_view(rounds: Rounds | None) -> dict | None:
@@ -354,17 +336,12 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
         return ", ".join(f"{k} at N = {rounds.points[p]}" for p, k in added.items())
 
     refused, to_decide = rounds.refused, rounds.to_decide
+    rows = [shallow(r) | {"added": added_text(r.added), "su": fmt(r.su, "{:.3g}"),
+                          "why": "; ".join(dict.fromkeys(r.why.values()))}
+            for r in rounds.rounds]  # fmt: skip
     relative = rounds.relative_to_grid
     return shallow(rounds) | {
-        "rows": [
-            shallow(r)
-            | {
-                "added": added_text(r.added),
-                "su": fmt(r.su, "{:.3g}"),
-                "why": "; ".join(dict.fromkeys(r.why.values())),
-            }
-            for r in rounds.rounds
-        ],  # fmt: skip
+        "rows": rows,
         "budget": fmt(rounds.budget_su, "{:g}"),
         "spent": fmt(rounds.spent_su, "{:.3g}"),
         "grid": fmt(rounds.grid_su, "{:.3g}"),
