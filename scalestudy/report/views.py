@@ -247,12 +247,8 @@ OPTIONAL = ["warmup_s", "steady_epoch_s", "samples_per_s", "global_batch", "qual
 def results_view(summary: list[dict], fitted_series: list[SeriesFit], has_series: bool) -> dict:
     """The results table: a column only where it has something to show (no series
     column without series, OPTIONAL ones only with a value)."""
-    columns = [
-        c
-        for c in RESULTS
-        if (c != "series" or has_series)
-        and (c not in OPTIONAL or any(cell(r, c) != "–" for r in summary))
-    ]
+    columns = [c for c in RESULTS if (c != "series" or has_series)
+               and (c not in OPTIONAL or any(cell(r, c) != "–" for r in summary))]  # fmt: skip
     excluded = {
         (p.series, point): reason for p in fitted_series for point, reason in p.excluded.items()
     }

@@ -62,17 +62,10 @@ class Rules:
     @classmethod
     def of(cls, study) -> Rules:
         """The rules of a study model with `adaptive` set."""
-        a = study.adaptive
-        return cls(
-            threshold=study.recommend.min_marginal_speedup,
-            indifference=study.recommend.indifference,
-            target_ci=a.target_ci,
-            budget_su=study.budget_su,
-            max_repeats=a.max_repeats,
-            max_rounds=a.max_rounds,
-            first_repeats=a.first_repeats,
-            first_points=a.first_points,
-        )
+        own = ("target_ci", "max_repeats", "max_rounds", "first_repeats", "first_points")
+        return cls(threshold=study.recommend.min_marginal_speedup,
+                   indifference=study.recommend.indifference, budget_su=study.budget_su,
+                   **{k: getattr(study.adaptive, k) for k in own})  # fmt: skip
 
     @property
     def zone(self) -> float:

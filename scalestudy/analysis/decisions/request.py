@@ -197,15 +197,14 @@ def study_requests(
     jobs, note = slurm_accounting
     points = []
     for row in summary.itertuples():
-        series = base_series(row.series if isinstance(row.series, str) else "")
+        series = row.series if isinstance(row.series, str) else ""
         mine = runs[runs["point"] == row.point]
         slurm = accounted(mine, jobs)
+        found = point_request(study, base_series(series), int(row.n), mine,
+                              slurm["sacct_peak_mem_mb"])  # fmt: skip
         # the summary's own names: a series split by provenance keeps its tag
-        found = point_request(study, series, int(row.n), mine, slurm["sacct_peak_mem_mb"]) | {
-            "point": row.point,
-            "series": row.series if isinstance(row.series, str) else "",
-        }
-        points.append(PointRequest(**jsonable(found | slurm)))
+        found |= {"point": row.point, "series": series} | slurm
+        points.append(PointRequest(**jsonable(found)))
     return Requests(points, note)
 
 
