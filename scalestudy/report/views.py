@@ -178,11 +178,9 @@ def fmt(value, pattern: str) -> str:
 def column_formats(rows: list[dict], columns) -> dict[str, str]:
     """Each column's one format in a table of `rows` (Significant ones fixed by the
     column's values)."""
-    forms = {}
-    for c in columns:
-        form = pattern(c)
-        forms[c] = form.fixed([r.get(c) for r in rows]) if isinstance(form, Significant) else form
-    return forms
+    forms = {c: pattern(c) for c in columns}
+    return {c: f.fixed([r.get(c) for r in rows]) if isinstance(f, Significant) else f
+            for c, f in forms.items()}  # fmt: skip
 
 
 def cell(row: dict, column: str, form=None) -> str:

@@ -448,12 +448,8 @@ def next_round(round_no: int, candidates: list[int], base: int, runs: dict[int, 
             factors = shrink_factors(judged, n, rules, curtailed)
             if n in beyond:
                 factors.pop("ci", None)
-            if (
-                curtailed
-                and not factors
-                and not wanted
-                and not any(n in moved_by(base, judged["speedups"], *s) for s in open_steps)
-            ):
+            moved = any(n in moved_by(base, judged["speedups"], *s) for s in open_steps)
+            if curtailed and not factors and not wanted and not moved:
                 continue  # only curtailed steps wanted its runs
             # as many runs as the intervals N decides ask for (not at a point without 2
             # usable runs: no interval to project). A step is not given up before
