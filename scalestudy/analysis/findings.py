@@ -113,15 +113,9 @@ def ddp_findings(summary: pd.DataFrame, study: Study) -> list[DdpPoint]:
         world = r["world_size"]
         if not (finite(world) or 0) > 0:
             world = point_for(study, int(r["n"]), base_series(series)).world_size
-        rows.append(
-            DdpPoint(
-                series=series,
-                point=r["point"],
-                world_size=float(world),
-                processes_per_node=int(world / r["nodes"]) if r["nodes"] else 0,
-                band=efficiency_band(r["efficiency"]),
-            )
-        )
+        rows.append(DdpPoint(series, r["point"], float(world),
+                             int(world / r["nodes"]) if r["nodes"] else 0,
+                             efficiency_band(r["efficiency"])))  # fmt: skip
     return rows
 
 
@@ -134,22 +128,15 @@ def framework_share(summary: pd.DataFrame) -> FrameworkShare | None:
     lightning, plain = (base[c].iloc[0] for c in columns)
     if not (pd.notna(lightning) and pd.notna(plain) and plain > 0):
         return None
-    lightning, plain = float(lightning), float(plain)
-    return FrameworkShare(
-        lightning_ms=lightning * 1e3, plain_ms=plain * 1e3, share=1 - plain / lightning
-    )
+    return FrameworkShare(float(lightning) * 1e3, float(plain) * 1e3, float(1 - plain / lightning))
 
 
 def shown_metrics(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     """The summary's columns of every metric the workloads reported that has a number
     at some point (the report shows those it shows nowhere else)."""
-    columns = []
-    for name in metric_columns(runs):
-        # where the summary has a column of the metric's name, its median is metric_NAME
-        column = f"metric_{name}" if f"metric_{name}" in summary else name
-        if column in summary and summary[column].notna().any():
-            columns.append(column)
-    return columns
+    # where the summary has a column of the metric's name, its median is metric_NAME
+    columns = [f"metric_{n}" if f"metric_{n}" in summary else n for n in metric_columns(runs)]
+    return [c for c in columns if c in summary and summary[c].notna().any()]
 
 
 # what the answer states of its point, from the summary row
@@ -260,12 +247,9 @@ def study_findings(
         unstable=int(summary["unstable"].fillna(False).astype(bool).sum()),
         overlapped=int(runs["overlapped"].fillna(False).astype(bool).sum()),
         shared_machines=shared_machines(runs),
-        failures=[
-            Failure(point=f.point, repeat=int(f.repeat), reason=f.reason or None)
-            for f in failures.itertuples()
-        ],
+        failures=[Failure(f.point, int(f.repeat), f.reason or None) for f in failures.itertuples()],
         mismatches=[
-            Mismatch(point=m.point, repeat=int(m.repeat), what=jsonable(m.mismatches))
+            Mismatch(m.point, int(m.repeat), jsonable(m.mismatches))
             for m in mismatches.itertuples()
         ],
         # runs whose CPUs others used, as aggregation found them (disturbed_reasons)

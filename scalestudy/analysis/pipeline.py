@@ -91,12 +91,8 @@ def tables(
     if study.measured is None:  # times measured elsewhere have no energy
         runs = with_energy(runs, accounted[0], study.time)
     if plans:
-        runs = runs.assign(
-            round=[
-                round_of_run(plans, p, int(k))
-                for p, k in zip(runs["point"], runs["repeat"], strict=True)
-            ]
-        )
+        keys = zip(runs["point"], runs["repeat"], strict=True)
+        runs = runs.assign(round=[round_of_run(plans, p, int(k)) for p, k in keys])
     runs = split_by_provenance(runs, study)
     return runs, summarise(runs, study)
 

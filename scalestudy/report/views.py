@@ -144,7 +144,6 @@ DDP = [
     "job_ids", "config", "world_size", "nodes", "wall_s", "time_per_epoch_s", "val_loss",
     "val_accuracy", "speedup", "efficiency", "band", "throughput",
 ]  # fmt: skip
-# the Slurm jobs' table: the template's names for its cells, and their columns
 # what the answers (the headline, the summary at the top) state of their points
 ANSWER = ["speedup", "relative_su"]
 # Columns shown with their confidence interval: column -> (lo, hi) columns.
@@ -179,11 +178,9 @@ def fmt(value, pattern: str) -> str:
 def column_formats(rows: list[dict], columns) -> dict[str, str]:
     """Each column's one format in a table of `rows` (Significant ones fixed by the
     column's values)."""
-    forms = {}
-    for c in columns:
-        form = pattern(c)
-        forms[c] = form.fixed([r.get(c) for r in rows]) if isinstance(form, Significant) else form
-    return forms
+    forms = {c: pattern(c) for c in columns}
+    return {c: f.fixed([r.get(c) for r in rows]) if isinstance(f, Significant) else f
+            for c, f in forms.items()}  # fmt: skip
 
 
 def cell(row: dict, column: str, form=None) -> str:
@@ -232,14 +229,10 @@ def profile_links(records: list[Path], report_path: Path) -> list[dict]:
         except RecordError as e:
             reason, size_mb = str(e), None
         ok = reason is None and size_mb is not None
-        links.append(
-            {
-                "point": path.stem,
-                "href": os.path.relpath(trace, report_path.parent) if ok else None,
-                "size_mb": fmt(size_mb, "{:.1f}") if ok else None,
-                "reason": None if ok else (reason or "the run wrote no trace"),
-            }
-        )
+        links.append({"point": path.stem,
+                      "href": os.path.relpath(trace, report_path.parent) if ok else None,
+                      "size_mb": fmt(size_mb, "{:.1f}") if ok else None,
+                      "reason": None if ok else (reason or "the run wrote no trace")})  # fmt: skip
     return links
 
 
@@ -252,12 +245,8 @@ OPTIONAL = ["warmup_s", "steady_epoch_s", "samples_per_s", "global_batch", "qual
 def results_view(summary: list[dict], fitted_series: list[SeriesFit], has_series: bool) -> dict:
     """The results table: a column only where it has something to show (no series
     column without series, OPTIONAL ones only with a value)."""
-    columns = [
-        c
-        for c in RESULTS
-        if (c != "series" or has_series)
-        and (c not in OPTIONAL or any(cell(r, c) != "–" for r in summary))
-    ]
+    columns = [c for c in RESULTS if (c != "series" or has_series)
+               and (c not in OPTIONAL or any(cell(r, c) != "–" for r in summary))]  # fmt: skip
     excluded = {
         (p.series, point): reason for p in fitted_series for point, reason in p.excluded.items()
     }
@@ -320,29 +309,16 @@ def ddp_view(summary: list[dict], ddp: list[contract.DdpPoint]) -> dict:
 
 
 def comparison_view(c: Comparison) -> dict:
-    return shallow(c) | {
-        "a": c.a or "(default)",
-        "p": fmt(c.p_value, "{:.3g}"),
-        "per_n": [
-            shallow(e)
-            | {
-                "ratio": fmt(e.ratio, "{:.3f}"),
-                "lo": fmt(e.lo, "{:.3f}"),
-                "hi": fmt(e.hi, "{:.3f}"),
-                "p": fmt(e.p_value, "{:.3g}"),
-            }
-            for e in c.per_n
-        ],
-    }
+    per_n = [shallow(e) | {k: fmt(getattr(e, k), "{:.3f}") for k in ("ratio", "lo", "hi")}
+             | {"p": fmt(e.p_value, "{:.3g}")} for e in c.per_n]  # fmt: skip
+    return shallow(c) | {"a": c.a or "(default)", "p": fmt(c.p_value, "{:.3g}"), "per_n": per_n}
 
 
 def step_text(step: contract.Step | None) -> dict | None:
     """A step the answer stands on, its gain and interval to two decimals."""
-    if step is None:
-        return None
-    return {"from_n": step.from_n, "to_n": step.to_n, "gain": fmt(step.gain, "{:.2f}"),
-            "lo": fmt(step.lo, "{:.2f}"), "hi": fmt(step.hi, "{:.2f}"),
-            "within_zone": step.within_zone}  # fmt: skip
+    return step and shallow(step) | {
+        k: fmt(getattr(step, k), "{:.2f}") for k in ("gain", "lo", "hi")
+    }
 
 
 def adaptive_view(rounds: Rounds | None) -> dict | None:
@@ -354,17 +330,12 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
         return ", ".join(f"{k} at N = {rounds.points[p]}" for p, k in added.items())
 
     refused, to_decide = rounds.refused, rounds.to_decide
+    rows = [shallow(r) | {"added": added_text(r.added), "su": fmt(r.su, "{:.3g}"),
+                          "why": "; ".join(dict.fromkeys(r.why.values()))}
+            for r in rounds.rounds]  # fmt: skip
     relative = rounds.relative_to_grid
     return shallow(rounds) | {
-        "rows": [
-            shallow(r)
-            | {
-                "added": added_text(r.added),
-                "su": fmt(r.su, "{:.3g}"),
-                "why": "; ".join(dict.fromkeys(r.why.values())),
-            }
-            for r in rounds.rounds
-        ],  # fmt: skip
+        "rows": rows,
         "budget": fmt(rounds.budget_su, "{:g}"),
         "spent": fmt(rounds.spent_su, "{:.3g}"),
         "grid": fmt(rounds.grid_su, "{:.3g}"),

@@ -126,8 +126,7 @@ def deadline_by_result(
     if deadline_s is None or not times.waits_known:
         return answer
     mine = [p for p in times.points if p.series == answer.series]
-    rows = summary[summary["series"].astype(object).fillna("") == answer.series]
-    rows = rows.set_index("point")
+    rows = summary[summary["series"].astype(object).fillna("") == answer.series].set_index("point")
     ns = [p.n for p in mine]
     results = [np.nan if p.result_s is None else p.result_s for p in mine]
     costs = [float(rows.loc[p.point, "su"]) for p in mine]

@@ -116,15 +116,9 @@ class Cost:
         """From a study's validated `cost` (Study.cost: both weights, and partitions;
         energy_weight, whose schema default is 0: a cost built by hand without it
         charges no energy)."""
-        rate = Rate(*(float(cost[k]) for k in WEIGHTS))
-        return cls(
-            rate,
-            tuple(
-                (str(name), _rate(own or {}, asdict(rate)))
-                for name, own in cost["partitions"].items()
-            ),
-            float(cost["energy_weight"]) if "energy_weight" in cost else 0.0,
-        )
+        rate, partitions = Rate(*(float(cost[k]) for k in WEIGHTS)), cost["partitions"].items()
+        rates = tuple((str(name), _rate(own or {}, asdict(rate))) for name, own in partitions)
+        return cls(rate, rates, float(cost.get("energy_weight", 0.0)))
 
     @classmethod
     def of(cls, study: Study, series: str = "") -> Cost:
@@ -161,15 +155,9 @@ class Cost:
         partitions = table.get("partition", nothing)
         # NaN or None: not measured, no charge (Cost.su)
         energies = pd.to_numeric(table.get("energy_j", nothing), errors="coerce")
-        return np.array(
-            [
-                self.su(cores, gpus, t, partition, energy)
-                for cores, gpus, t, partition, energy in zip(
-                    table["cores"], table["gpus"], seconds, partitions, energies, strict=True
-                )
-            ],
-            dtype=float,
-        )
+        rows = zip(table["cores"], table["gpus"], seconds, partitions, energies, strict=True)
+        return np.array([self.su(cores, gpus, t, where, energy) for cores, gpus, t, where, energy
+                         in rows], dtype=float)  # fmt: skip
 
     def energy_text(self) -> str | None:
         """The energy charge in words; None where energy is not charged."""

@@ -62,17 +62,10 @@ class Rules:
     @classmethod
     def of(cls, study) -> Rules:
         """The rules of a study model with `adaptive` set."""
-        a = study.adaptive
-        return cls(
-            threshold=study.recommend.min_marginal_speedup,
-            indifference=study.recommend.indifference,
-            target_ci=a.target_ci,
-            budget_su=study.budget_su,
-            max_repeats=a.max_repeats,
-            max_rounds=a.max_rounds,
-            first_repeats=a.first_repeats,
-            first_points=a.first_points,
-        )
+        own = ("target_ci", "max_repeats", "max_rounds", "first_repeats", "first_points")
+        return cls(threshold=study.recommend.min_marginal_speedup,
+                   indifference=study.recommend.indifference, budget_su=study.budget_su,
+                   **{k: getattr(study.adaptive, k) for k in own})  # fmt: skip
 
     @property
     def zone(self) -> float:
@@ -455,12 +448,8 @@ def next_round(round_no: int, candidates: list[int], base: int, runs: dict[int, 
             factors = shrink_factors(judged, n, rules, curtailed)
             if n in beyond:
                 factors.pop("ci", None)
-            if (
-                curtailed
-                and not factors
-                and not wanted
-                and not any(n in moved_by(base, judged["speedups"], *s) for s in open_steps)
-            ):
+            moved = any(n in moved_by(base, judged["speedups"], *s) for s in open_steps)
+            if curtailed and not factors and not wanted and not moved:
                 continue  # only curtailed steps wanted its runs
             # as many runs as the intervals N decides ask for (not at a point without 2
             # usable runs: no interval to project). A step is not given up before

@@ -88,10 +88,7 @@ def mem_amount(mb: int) -> tuple[int, str]:
 
 def mem_text(mb: int | None) -> str | None:
     """--mem in words: "2 GB", "1536 MB" (None: no figure)."""
-    if mb is None:
-        return None
-    amount, unit = mem_amount(mb)
-    return f"{amount} {unit}B"
+    return None if mb is None else "{} {}B".format(*mem_amount(mb))
 
 
 def sbatch_lines(resources: dict) -> list[str]:
@@ -137,6 +134,7 @@ def point_request(
     request_peak = slurm_peak if counted_by_slurm else peak
     cores_used = _numbers(ok, "cores_used")
     cpu_busy = cores_used / point.cores if point.cores else cores_used * np.nan
+    gpu_util = _numbers(ok, "gpu_util_mean_pct")
     found |= {
         "runs": len(ok),
         "asked_mem_mb": asked_mb,
@@ -144,9 +142,7 @@ def point_request(
         "peak_mem_mb": peak,
         "memory_used": None if peak is None else peak / asked_mb,
         "cpu_busy": None if cpu_busy.isna().all() else float(cpu_busy.median()),
-        "gpu_util_pct": None
-        if _numbers(ok, "gpu_util_mean_pct").isna().all()
-        else float(_numbers(ok, "gpu_util_mean_pct").median()),
+        "gpu_util_pct": None if gpu_util.isna().all() else float(gpu_util.median()),
     }
     if ok.empty:
         unmeasured = ("mem_mb", "mem_text", "mem_from", "time_min", "slowest_s", "resources")
@@ -154,9 +150,8 @@ def point_request(
     full = [full_length_seconds(r) for _, r in ok.iterrows()]
     slowest, scaled = max(full)
     time_min = max(1, math.ceil(slowest * (1 + study.request.time_margin) / SECONDS_PER_MINUTE))
-    mem_mb = (
-        None if request_peak is None else memory_request_mb(request_peak, study.request.mem_margin)
-    )
+    margin = study.request.mem_margin
+    mem_mb = None if request_peak is None else memory_request_mb(request_peak, margin)
     resources = slurm_resources(point, study) | {
         "mem_mb": mem_mb if mem_mb is not None else asked_mb,
         "runtime": time_min,
@@ -202,15 +197,14 @@ def study_requests(
     jobs, note = slurm_accounting
     points = []
     for row in summary.itertuples():
-        series = base_series(row.series if isinstance(row.series, str) else "")
+        series = row.series if isinstance(row.series, str) else ""
         mine = runs[runs["point"] == row.point]
         slurm = accounted(mine, jobs)
+        found = point_request(study, base_series(series), int(row.n), mine,
+                              slurm["sacct_peak_mem_mb"])  # fmt: skip
         # the summary's own names: a series split by provenance keeps its tag
-        found = point_request(study, series, int(row.n), mine, slurm["sacct_peak_mem_mb"]) | {
-            "point": row.point,
-            "series": row.series if isinstance(row.series, str) else "",
-        }
-        points.append(PointRequest(**jsonable(found | slurm)))
+        found |= {"point": row.point, "series": series} | slurm
+        points.append(PointRequest(**jsonable(found)))
     return Requests(points, note)
 
 
@@ -218,7 +212,7 @@ def accounted(runs: pd.DataFrame, jobs: dict[str, dict]) -> dict:
     """Slurm accounting's CPU busy share (median over the point's jobs) and peak memory
     (largest), None where it has no figure."""
     ok = runs[runs["status"] == "ok"]
-    mine = [jobs[key] for key in accounting_keys(ok) if key in jobs]
+    mine = [jobs[key] for key in run_accounting_keys(ok) if key in jobs]  # None: no job
     busy = [j["cpu_s"] / (j["elapsed_s"] * j["cpus"]) for j in mine
             if j["cpu_s"] is not None and j["elapsed_s"] and j["cpus"]]  # fmt: skip
     peaks = [j["peak_mem_mb"] for j in mine if j["peak_mem_mb"] is not None]
@@ -226,11 +220,6 @@ def accounted(runs: pd.DataFrame, jobs: dict[str, dict]) -> dict:
         "sacct_cpu_busy": float(np.median(busy)) if busy else None,
         "sacct_peak_mem_mb": max(peaks) if peaks else None,
     }
-
-
-def accounting_keys(runs: pd.DataFrame) -> list[str]:
-    """The sacct entry of each run that has a job (run_accounting_keys)."""
-    return [key for key in run_accounting_keys(runs) if key is not None]
 
 
 def run_accounting_keys(runs: pd.DataFrame) -> list[str | None]:
@@ -243,14 +232,9 @@ def run_accounting_keys(runs: pd.DataFrame) -> list[str | None]:
     shared = ids.dropna().astype(str).value_counts()
     keys: list[str | None] = []
     for job, step in zip(ids, steps, strict=True):
-        if pd.isna(job):
-            keys.append(None)
-            continue
-        job = str(job)
-        if shared.get(job, 0) > 1 and not pd.isna(step):
-            keys.append(f"{job}.{int(float(step))}")
-        else:
-            keys.append(job)
+        job = None if pd.isna(job) else str(job)
+        packed = job is not None and shared.get(job, 0) > 1 and not pd.isna(step)
+        keys.append(f"{job}.{int(float(step))}" if packed else job)
     return keys
 
 
@@ -313,19 +297,14 @@ def read_accounting(answer: dict | None) -> tuple[dict[str, dict], str | None]:
         found = jobs.setdefault(job, {"cpu_s": None, "elapsed_s": None, "cpus": None,
                                       "peak_mem_mb": None,
                                       "energy": consumed_energy("")})  # fmt: skip
-        cpu, elapsed, mem = (
-            slurm_seconds(fields[1]),
-            slurm_seconds(fields[2]),
-            slurm_megabytes(fields[4]),
-        )
+        cpu, elapsed = slurm_seconds(fields[1]), slurm_seconds(fields[2])
+        cpus, mem = int(fields[3]) if fields[3].isdigit() else None, slurm_megabytes(fields[4])
         if "." not in fields[0]:  # the job's own line: its totals
             found["cpu_s"], found["elapsed_s"] = cpu, elapsed
-            found["cpus"] = int(fields[3]) if fields[3].isdigit() else None
-            found["energy"] = used
+            found["cpus"], found["energy"] = cpus, used
         elif fields[0].split(".")[1].isdigit():  # an srun step: one run of a shared job
             jobs[fields[0]] = {"cpu_s": cpu, "elapsed_s": elapsed, "peak_mem_mb": mem,
-                               "cpus": int(fields[3]) if fields[3].isdigit() else None,
-                               "energy": used}  # fmt: skip
+                               "cpus": cpus, "energy": used}  # fmt: skip
         if mem is not None:
             found["peak_mem_mb"] = max(found["peak_mem_mb"] or 0.0, mem)
     return jobs, None

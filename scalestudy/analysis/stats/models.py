@@ -323,14 +323,9 @@ def _bootstrap_means(samples, statistic, n_boot: int, rng) -> np.ndarray:
     Only its bootstrap distribution is used: the refits give the intervals."""
     from scipy.stats import bootstrap  # here: scipy.stats costs ~1 s of every workflow parse
 
-    res = bootstrap(
-        samples,
-        statistic,
-        n_resamples=n_boot,
-        method="percentile",
-        vectorized=True,
-        random_state=rng,  # rng= needs SciPy >= 1.15
-    )
+    # random_state=, not rng=: rng= needs SciPy >= 1.15
+    res = bootstrap(samples, statistic, n_resamples=n_boot, method="percentile",
+                    vectorized=True, random_state=rng)  # fmt: skip
     return np.reshape(res.bootstrap_distribution, (-1, n_boot)).T
 
 

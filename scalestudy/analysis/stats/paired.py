@@ -70,26 +70,13 @@ def paired_ratios(points, ns, tolerance: float) -> list[PairedRatio]:
     # log(b / a) is a pair's log difference: its pooled variance is the differences'
     variance, df = pooled_log_variance(ratios)
     judged = [i for i, r in enumerate(ratios) if r.size]
-    found = verdicts(
-        [float(np.log(ratios[i]).mean()) for i in judged],
-        [ratios[i].size for i in judged],
-        [math.inf] * len(judged),
-        variance,
-        df,
-        np.log([ns[i] for i in judged]),
-        tolerance,
-        unit="pair",
-    )["points"] if judged else []  # fmt: skip
+    means = [float(np.log(ratios[i]).mean()) for i in judged]
+    found = verdicts(means, [ratios[i].size for i in judged], [math.inf] * len(judged), variance,
+                     df, np.log([ns[i] for i in judged]), tolerance,
+                     unit="pair")["points"] if judged else []  # fmt: skip
     result = [NO_PAIRS] * len(points)
     for i, v in zip(judged, found, strict=True):
-        known = math.isfinite(v["lo"])
-        result[i] = PairedRatio(
-            ratios[i].size,
-            v["ratio"],
-            v["lo"] if known else None,
-            v["hi"] if known else None,
-            v["verdict"],
-            v["text"],
-            v["more_runs"],
-        )
+        lo, hi = (v["lo"], v["hi"]) if math.isfinite(v["lo"]) else (None, None)
+        result[i] = PairedRatio(ratios[i].size, v["ratio"], lo, hi, v["verdict"], v["text"],
+                                v["more_runs"])  # fmt: skip
     return result

@@ -92,11 +92,8 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> Serie
     time_col = TIME_COLUMNS[study.time]
     ns = sorted(int(n) for n in summary["n"])
     base = study.base_n(ns)
-    excluded = {}
-    for _, row in summary.iterrows():
-        reason = exclusion_reason(row, study)
-        if reason:
-            excluded[row["point"]] = reason
+    excluded = {row["point"]: reason for _, row in summary.iterrows()
+                if (reason := exclusion_reason(row, study))}  # fmt: skip
     eligible = summary[~summary["point"].isin(list(excluded))]
     usable = usable_runs(runs[runs["point"].isin(eligible["point"])], study)
     mixed = provenance_differences(usable)
@@ -168,18 +165,12 @@ def fit_summary(fit: models.FitResult, weight: float | None) -> Fit:
 
 def recommendation(summary: pd.DataFrame, study: Study) -> dict:
     """What to ask for, from the measured points (analysis.recommendation.recommend)."""
-    options = study.recommend
-    return recommend(
-        summary["n"].to_numpy(dtype=float),
-        summary["speedup"].to_numpy(dtype=float),
-        summary["n"].to_numpy(dtype=float),
-        threshold=options.min_marginal_speedup,
-        times=summary["wall_s"].to_numpy(dtype=float),
-        costs=summary["su"].to_numpy(dtype=float),
-        deadline_s=options.deadline_s,
-        budget=options.budget_su,
-        indifference=options.indifference,
-    )
+    o = study.recommend
+    ns, speedups, times, su = (summary[c].to_numpy(float) for c in ("n", "speedup", "wall_s", "su"))
+    # N is the unit of the marginal gain too
+    return recommend(ns, speedups, ns, threshold=o.min_marginal_speedup, times=times, costs=su,
+                     deadline_s=o.deadline_s, budget=o.budget_su,
+                     indifference=o.indifference)  # fmt: skip
 
 
 def times_by_n(usable: pd.DataFrame, time_col: str) -> dict[int, np.ndarray]:

@@ -25,16 +25,14 @@ def view(energy: Energy | None) -> dict | None:
     def kj(joules):
         return None if joules is None else joules / 1000
 
-    rows = [
-        shallow(p)
-        | {
-            "energy_kj": kj(p.energy_j),
-            "energy_kj_ci_lo": kj(p.energy_ci_lo),
-            "energy_kj_ci_hi": kj(p.energy_ci_hi),
-        }
-        for p in energy.points
-    ]
+    rows = [shallow(p) | {"energy_kj": kj(p.energy_j), "energy_kj_ci_lo": kj(p.energy_ci_lo),
+                          "energy_kj_ci_hi": kj(p.energy_ci_hi)}
+            for p in energy.points]  # fmt: skip
     formatted = table(rows, ENERGY)
+    answers = {a.series or "": shallow(a) | {
+        "speedup": fmt(a.speedup, "{:.2f}"), "relative": fmt(a.relative_energy, "{:.2f}"),
+        "least_relative": None if a.least_relative_energy is None
+        else fmt(a.least_relative_energy, "{:.2f}")} for a in energy.answers}  # fmt: skip
     return shallow(energy) | {
         "weight": fmt(energy.weight_su_per_kwh, "{:g}") if energy.weight_su_per_kwh else None,
         "has_series": any(p.series for p in energy.points),
@@ -43,17 +41,7 @@ def view(energy: Energy | None) -> dict | None:
             | {"energy": f["energy_kj"], "relative": f["relative_energy"], "source": p.source_words}
             for p, f in zip(energy.points, formatted, strict=True)
         ],
-        "answers": {
-            a.series or "": shallow(a)
-            | {
-                "speedup": fmt(a.speedup, "{:.2f}"),
-                "relative": fmt(a.relative_energy, "{:.2f}"),
-                "least_relative": None
-                if a.least_relative_energy is None
-                else fmt(a.least_relative_energy, "{:.2f}"),
-            }
-            for a in energy.answers
-        },
+        "answers": answers,
     }
 
 

@@ -24,12 +24,7 @@ def layouts_view(total: Total) -> dict:
     return shallow(total) | {
         "best": layout_text(total.best),
         "others": [
-            layout_text(o)
-            | {
-                "ratio": fmt(o.ratio, "{:.2f}"),
-                "lo": fmt(o.lo, "{:.2f}"),
-                "hi": fmt(o.hi, "{:.2f}"),
-            }  # fmt: skip
+            layout_text(o) | {k: fmt(getattr(o, k), "{:.2f}") for k in ("ratio", "lo", "hi")}
             for o in total.others
         ],
     }

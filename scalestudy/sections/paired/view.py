@@ -15,20 +15,14 @@ def variant_words(overrides: dict) -> str:
 def view(paired: Paired | None) -> dict | None:
     if paired is None:
         return None
+    points = [shallow(p) | {"ratio": fmt(p.ratio, "{:.3f}"), "interval": "–" if p.ci_lo is None
+                            else f"[{fmt(p.ci_lo, '{:.3f}')}, {fmt(p.ci_hi, '{:.3f}')}]"}
+              for p in paired.points]  # fmt: skip
     return shallow(paired) | {
         "a": variant_words(paired.a),
         "b": variant_words(paired.b),
         "tolerance": f"{paired.tolerance * 100:g} %",
         "slower_alarms": f"{paired.slower_alarms * 100:g} %",
         "faster_alarms": f"{paired.faster_alarms * 100:g} %",
-        "points": [
-            shallow(p)
-            | {
-                "ratio": fmt(p.ratio, "{:.3f}"),
-                "interval": "–"
-                if p.ci_lo is None
-                else f"[{fmt(p.ci_lo, '{:.3f}')}, {fmt(p.ci_hi, '{:.3f}')}]",
-            }
-            for p in paired.points
-        ],
+        "points": points,
     }

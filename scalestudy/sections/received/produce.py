@@ -27,14 +27,7 @@ def received(runs: pd.DataFrame) -> list[Received]:
         first = group.iloc[0]
         if pd.isna(first.get("cpus_usable")):
             continue
-        view.append(
-            Received(
-                point=point,
-                threads=int(first["threads"]),
-                processes=int(first["cores"] / first["threads"]),
-                gpus=int(first["gpus"]),
-                nodes=int(first["nodes"]),
-                got=[[c, text] for c in RECEIVED if (text := distinct(group, c))],
-            )
-        )
+        got = [[c, text] for c in RECEIVED if (text := distinct(group, c))]
+        view.append(Received(point, int(first["threads"]), int(first["cores"] / first["threads"]),
+                             int(first["gpus"]), int(first["nodes"]), got))  # fmt: skip
     return view
