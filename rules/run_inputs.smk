@@ -60,7 +60,9 @@ def job_resource(name):
 def get_run_runtime(wildcards):
     """The run's job's minutes (the rule's runtime resource): the point's, or its
     round's budget limit (rules/adaptive.smk) with the same slack
-    (slurm_resources)."""
+    (slurm_resources). A profiling job (no repeat) is no round's run."""
+    if "repeat" not in wildcards.keys():
+        return get_job_resources(wildcards)["runtime"]
     limit = round_time_limit(wildcards.study, wildcards.point, int(wildcards.repeat))
     if limit is None:
         return get_job_resources(wildcards)["runtime"]

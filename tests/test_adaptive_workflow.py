@@ -80,6 +80,17 @@ def test_a_runs_time_limit_follows_its_rounds_budget_limit(workflow):
     assert sorted(map(float, limits)) == [0.25, 10.0], output
 
 
+def test_a_profiling_job_asks_for_its_points_runtime(workflow):
+    # a profiling job has no repeat: the runtime resource that looks up a run's round
+    # failed on it (AttributeError: no repeat), and every profiled study with it
+    study = {"workload": "spiral_mlp", "scaling": {"axis": "threads", "points": [1, 2]},
+             "resources": {"mem_mb": 500, "runtime": 10},
+             "profile": {"enabled": True, "point": 2, "steps": 3}}  # fmt: skip
+    workflow.write_config({"studies": {"a": study}})
+    dry = workflow.snakemake("--profile", "profiles/local", "-n", "-p", "results/a/profile/t2.json")
+    assert re.search(r"rule profile_point:.*?runtime=12", dry.stdout + dry.stderr, re.S), dry.output
+
+
 @pytest.mark.slow
 def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflow):
     # round 1 (2 runs on 1 and on 2 cores, priced at their 1-min limit: 0.1 SU) is
