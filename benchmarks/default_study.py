@@ -27,6 +27,11 @@ decides 100 / 100 / 99.7 / 99.7 % in 116-118 s median, 120-218 s p90, so it stay
 it is: the larger study would double its time for nothing (the report's aggregation,
 figures and page come on top of these times).
 
+Measured quiet (2026-11-27, 12:44-13:01 UTC, nothing else running on the machine):
+`--runs 10` decided 10 of 10, each "ask for N = 2" (speedup 1.64-1.77), in 88-172 s
+(8 in round 1, 2 in round 2); one (t2 CV 12.1 %) decided on its step with the CI target
+out of reach. A fresh clone's `make report` then: decided, 3:27 with set-up.
+
 Measured here (2026-11-27, a machine shared with other engineers: load 3-12, so not
 the quiet figures the goal asks for), at 80 batches and 4 first runs: 2 runs, neither
 decided, 371 s and 1261 s: the runs at 2 threads were flagged "shared CPUs" (others
