@@ -31,6 +31,10 @@ Measured quiet (2026-11-27, 12:44-13:01 UTC, nothing else running on the machine
 `--runs 10` decided 10 of 10, each "ask for N = 2" (speedup 1.64-1.77), in 88-172 s
 (8 in round 1, 2 in round 2); one (t2 CV 12.1 %) decided on its step with the CI target
 out of reach. A fresh clone's `make report` then: decided, 3:27 with set-up.
+Then `--runs 3 --hog` (stopped after 2): neither decided, 293 s and 298 s, at max_rounds;
+t1's runs clean (8.4-9.2 s), every t2 run on shared CPUs (21-24 s against 5 s quiet) and
+left out, so N = 2 has no usable run: beside a hog on the other core the goal of 7 in 10
+cannot be met without using runs the workflow must flag.
 
 Measured here (2026-11-27, a machine shared with other engineers: load 3-12, so not
 the quiet figures the goal asks for), at 80 batches and 4 first runs: 2 runs, neither
