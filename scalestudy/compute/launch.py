@@ -220,7 +220,7 @@ MEMORY_WATCH_S = 5.0
 
 
 class Supervisor:
-    """Start a run's processes, each leading its own session and dying with the
+    """Start a run's processes, each leading its own process group and dying with the
     launcher; stream their output into the capped log (a local command's program
     writes into a pipe of ours, not its worker's); stop them all at the time or
     memory limit (local runs: Slurm enforces its own) or when the launcher is told to
