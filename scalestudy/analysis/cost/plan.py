@@ -1,21 +1,7 @@
 """The price of a study before it runs: its jobs, their layout, and an estimate of
-each job's whole-job time and SU.
-
-A job's time is estimated (job_price), best first, from
-1. the point's own earlier runs in this study (the median whole-job time of its
-   successful runs, from results/STUDY/runs.csv): "measured";
-2. for a point the study has not measured, conservatively: the slower of what its
-   measured neighbour says ("neighbour": neighbour_time) and the upper end of the
-   fitted scaling model's 95 % prediction band ("model": model_time; only where the
-   model was fitted to whole-job time of a strong-scaling study, and only within the
-   range it was drawn over), times PRICE_MARGIN;
-3. the study's time limit (`resources.runtime`), where nothing is measured or the
-   estimate is above it: an upper bound (a run is killed at its limit), marked as one.
-SU are priced by scalestudy.analysis.cost.cost, on the study's (or the series') weights; a job's
-partition is unknown before it runs, so partition weights are not applied. What runs
-cost is their measured time (cost.charges), however they were priced: a run slower
-than its price counts in full against a budget, up to the limit an adaptive round
-near the budget's edge gives it (adaptive.budget_limits).
+each job's whole-job time and SU (job_price: measured, else from a neighbour or the
+fitted model with PRICE_MARGIN, else the time limit, an upper bound). The rules, and
+why: docs/studies.md, "What will it cost?"; adaptive rounds: docs/adaptive.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
-"""What to ask the scheduler for, per point: the whole request, memory and time too,
-and how much of what the runs were given they used (seff-style, from the runs' own
-records: no accounting needed).
-
-- Layout: the point's nodes, processes, threads and GPUs, as the workflow's own jobs
-  asked for them (scalestudy.study.slurm.slurm_resources).
-- `--mem` per node: the largest peak measured at the point, plus `request.mem_margin`,
-  rounded up to whole GB (whole MB below 1 GB). A node's peak is the larger of the
-  resident memory of all of the run's processes (sampled by the launcher every few
-  seconds, local runs) and the largest process's peak times the processes per node.
-- `--time`: the slowest successful run's whole-job time plus `request.time_margin`,
-  rounded up to whole minutes. Where the runs were shortened (a workload's
-  `train_fraction` / `eval_fraction` metrics below 1: a batch limit), their training
-  and evaluation are scaled to full length first, and the time is marked as a scaled
-  estimate.
-- The `#SBATCH` lines come from the Slurm executor plugin's own submit command for
-  those resources (the flags the workflow's jobs were submitted with), and the
-  Snakemake `resources:` from the same dict.
+"""What to ask the scheduler for, per point (layout, `--mem`, `--time`, the `#SBATCH`
+lines from the Slurm plugin's own submit command), and how much of what the runs
+were given they used (seff-style, from the runs' own records; Slurm accounting beside
+them). The rules: docs/report.md, "the whole request", and config/README.md's request.*.
 """
 
 from __future__ import annotations
