@@ -299,12 +299,11 @@ def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None,
     plan = adaptive.next_round(*inputs, rules, scale)
     if baseline is not None and samples and study.adaptive.settle_baseline:
         column = TIME_COLUMNS[study.time]
-        now = {n: x for (_, n), x in times_by_point(usable_runs(runs, study), column).items()}
-        was = {n: x for (_, n), x in times_by_point(usable_runs(baseline, study), column).items()}
         now, was = (
-            {("", n): x for n, x in now.items() if n in ns},
-            {("", n): x for n, x in was.items()},
+            {("", n): x for (_, n), x in times_by_point(usable_runs(t, study), column).items()}
+            for t in (runs, baseline)
         )
+        now = {key: x for key, x in now.items() if key[1] in ns}
         plan = runs_for_comparison(plan, now, was, study, reserve)
     # a study stopped undecided: the config change that would plan a round again
     decide = adaptive.to_decide(plan, *inputs, rules=rules, scale=scale)

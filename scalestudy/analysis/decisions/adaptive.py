@@ -84,12 +84,10 @@ def judge(
     scale = scale or {}
     base_times = np.asarray(samples.get(base, []), dtype=float)
 
-    def speedup_of(n: int) -> tuple[float, float, float]:
-        k = scale.get(n, 1.0)
-        ratio, lo, hi = ratio_ci(base_times, samples[n])
-        return k * ratio, k * lo, k * hi
-
-    speedup_cis = {n: speedup_of(n) for n in ns}  # N -> (speedup, lo, hi)
+    # N -> (speedup, lo, hi)
+    speedup_cis = {
+        n: tuple(scale.get(n, 1.0) * x for x in ratio_ci(base_times, samples[n])) for n in ns
+    }
     speedups = [speedup_cis[n][0] for n in ns]
     rec = recommend(ns, speedups, ns, threshold=rules.threshold, indifference=rules.indifference)
     speedup_at = dict(zip(ns, speedups, strict=True))
@@ -129,12 +127,10 @@ def judge(
 
     # repeats for a deciding step between neighbouring candidates (a step over
     # unmeasured ones is split by `new` first)
-    if recommended is not None and undecided(recommended):
-        need(sorted(moved_by(base, speedup_at, recommended[0], worth)),
-             f"the step {recommended[0]}->{worth} may not pay")  # fmt: skip
-    if stopped is not None and undecided(stopped):
-        need(sorted(moved_by(base, speedup_at, stopped[0], stopped[1])),
-             f"the step {stopped[0]}->{stopped[1]} may pay")  # fmt: skip
+    for step, may in ((recommended, "may not pay"), (stopped, "may pay")):
+        if step is not None and undecided(step):
+            a, b = step[:2]
+            need(sorted(moved_by(base, speedup_at, a, b)), f"the step {a}->{b} {may}")
     # the points of the deciding steps need runs enough to trust their intervals: of 2
     # runs, the bootstrap median takes 3 values, and decided answers were wrong in 5 %
     # of the simulated studies (1-2 % when they must have 3). Asked for only once the
