@@ -182,8 +182,7 @@ def top_wait(wait_now_s: float | None, bound_s: float | None) -> float | None:
     in its history; where it is busier now (a run of long jobs ahead), --test-only
     sees it (TOP_WAIT_MEASURED: how often each held on the test cluster). None where
     neither is known."""
-    known = [w for w in (wait_now_s, bound_s) if w is not None]
-    return max(known) if known else None
+    return max((w for w in (wait_now_s, bound_s) if w is not None), default=None)
 
 
 def backtest(waits: list[float], now: list[float | None] | None = None) -> tuple[int, int]:
@@ -208,10 +207,9 @@ def history_coverage(jobs: list[dict]) -> dict:
     by_shape: dict[tuple, list[dict]] = {}
     for job in jobs:
         by_shape.setdefault(tuple(job[k] for k in SHAPE_KEYS), []).append(job)
-    covered = tested = 0
-    for same in by_shape.values():
-        c, t = backtest([j["wait_s"] for j in sorted(same, key=lambda j: j["eligible"])])
-        covered, tested = covered + c, tested + t
+    in_order = (sorted(same, key=lambda j: j["eligible"]) for same in by_shape.values())
+    found = [backtest([j["wait_s"] for j in same]) for same in in_order]
+    covered, tested = sum(c for c, _ in found), sum(t for _, t in found)
     return {"covered": covered, "tested": tested,
             "coverage": covered / tested if tested else None}  # fmt: skip
 

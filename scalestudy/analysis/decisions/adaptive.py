@@ -407,10 +407,8 @@ def next_round(round_no: int, candidates: list[int], base: int, runs: dict[int, 
         if round_no > rules.max_rounds:
             return plan | {"stop": stop(LIMITS, f"{rules.max_rounds} rounds were run "
                                         "(max_rounds)")}  # fmt: skip
-        added, why = {}, {}
         new_runs = min(NEW_POINT_RUNS, rules.first_repeats, rules.max_repeats)
-        for n, reason in judged["new"].items():
-            added[n], why[n] = new_runs, reason
+        added, why = dict.fromkeys(judged["new"], new_runs), dict(judged["new"])
         at_limit = []  # points that still decide the answer but have max_repeats runs
         # where the CI target is out of reach, steps that more runs would hardly change
         # (nor decide) get none

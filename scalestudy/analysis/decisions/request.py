@@ -36,14 +36,6 @@ def _numbers(frame: pd.DataFrame, column: str) -> pd.Series:
     return pd.to_numeric(frame[column], errors="coerce")
 
 
-def node_peak_mb(runs: pd.DataFrame, tasks_per_node: int) -> float | None:
-    """The largest memory one node of the point held, over its runs (None: unmeasured)."""
-    tree = _numbers(runs, "usage_peak_rss_mb")
-    per_process = _numbers(runs, "peak_rss_mb") * tasks_per_node
-    peak = pd.concat([tree, per_process]).max()
-    return None if pd.isna(peak) else float(peak)
-
-
 def full_length_seconds(run: pd.Series) -> tuple[float, bool]:
     """A run's whole-job time at full length, and whether it was scaled to it: training
     and evaluation divided by the share of a full run the workload says it did."""
@@ -114,7 +106,11 @@ def point_request(
         k: v for k, v in point.as_dict().items() if k not in ("study", "label", "n", "series")
     }
     asked_mb = own.resources.mem_mb
-    peak = node_peak_mb(ok, point.tasks_per_node)
+    # the largest memory one node held: its process tree's, or the largest process's
+    # times the processes per node (None: unmeasured)
+    per_process = _numbers(ok, "peak_rss_mb") * point.tasks_per_node
+    peak = pd.concat([_numbers(ok, "usage_peak_rss_mb"), per_process]).max()
+    peak = None if pd.isna(peak) else float(peak)
     slurm_peak = None if sacct_peak_mb is None else sacct_peak_mb * point.tasks_per_node
     counted_by_slurm = slurm_peak is not None and (peak is None or slurm_peak > peak)
     request_peak = slurm_peak if counted_by_slurm else peak
