@@ -43,9 +43,8 @@ def chosen_wait(asked: dict, queue: str, min_jobs: int | None) -> dict:
     basis, from what Slurm said of it (queue.request_waits)."""
     if queue == LOCAL:
         return {"wait_s": 0.0, "wait_hi_s": 0.0, "basis": LOCAL}
-    now = asked["wait_now_s"]
-    if asked["wait_now_corrected_s"] is not None:
-        now = asked["wait_now_corrected_s"]
+    now = asked["wait_now_corrected_s"]
+    now = asked["wait_now_s"] if now is None else now
     enough = min_jobs is not None and asked["history_jobs"] >= min_jobs
     typical = asked["history_wait_median_s"] if enough else None
     if typical is not None and (now is None or typical > now):

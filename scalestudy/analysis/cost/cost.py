@@ -133,8 +133,7 @@ class Cost:
         # NaN or None: not measured, no charge (Cost.su)
         energies = pd.to_numeric(table.get("energy_j", nothing), errors="coerce")
         rows = zip(table["cores"], table["gpus"], seconds, partitions, energies, strict=True)
-        return np.array([self.su(cores, gpus, t, where, energy) for cores, gpus, t, where, energy
-                         in rows], dtype=float)  # fmt: skip
+        return np.array([self.su(*row) for row in rows], dtype=float)
 
     def energy_text(self) -> str | None:
         """The energy charge in words; None where energy is not charged."""
@@ -153,13 +152,9 @@ def run_su(runs: pd.DataFrame, study: Study) -> np.ndarray:
     series' cost on its partition. A run without a time costs 0: nothing says what it
     held."""
     runs = runs.assign(elapsed_s=whole_job_seconds(runs).fillna(0.0))
-    names = (
-        runs["series"].astype(object).fillna("").astype(str)
-        if "series" in runs
-        else pd.Series("", index=runs.index)
-    )
+    names = runs.get("series", pd.Series("", index=runs.index)).astype(object).fillna("")
     su = pd.Series(np.nan, index=runs.index, dtype=float)
-    for name, part in runs.groupby(names, sort=False):
+    for name, part in runs.groupby(names.astype(str), sort=False):
         su[part.index] = Cost.of(study, name).su_of(part)
     return su.to_numpy(dtype=float)
 
