@@ -178,10 +178,8 @@ def p90_bound(waits: list[float]) -> float | None:
 
 def top_wait(wait_now_s: float | None, bound_s: float | None) -> float | None:
     """The top of a wait's interval: the bound on past waits, raised to the wait
-    --test-only sees now where that is longer. The bound assumes the queue as busy as
-    in its history; where it is busier now (a run of long jobs ahead), --test-only
-    sees it (TOP_WAIT_MEASURED: how often each held on the test cluster). None where
-    neither is known."""
+    --test-only sees now where that is longer (a queue busier now than in its history:
+    docs/slurm.md; TOP_WAIT_MEASURED). None where neither is known."""
     return max((w for w in (wait_now_s, bound_s) if w is not None), default=None)
 
 
