@@ -198,6 +198,7 @@ def study_plan(
     rows = []
     for series in study.series_names:
         own = study.for_series(series)
+        # a job's partition is unknown before it runs: no partition's weights apply
         cost = Cost.of(study, series)
         points = {n: point_for(study, n, series) for n in sorted(own.scaling.ns())}
         measured = {
