@@ -53,8 +53,7 @@ def model_time(study: Study, analysis: dict | None, series: str, n: int) -> floa
         if fitted.get("series") != series or not curve or not curve.get("base_time_s"):
             continue
         ns = np.asarray(curve["n"], float)
-        slowest = np.asarray([math.nan if x is None else x for x in curve.get("band_lo") or []],
-                             float)  # fmt: skip
+        slowest = np.asarray(curve.get("band_lo") or [], float)  # None (no band): NaN
         if len(slowest) != len(ns) or not ns.min() <= n <= ns.max():
             return None
         speedup = float(np.interp(math.log(n), np.log(ns), slowest))

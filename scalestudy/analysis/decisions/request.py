@@ -80,11 +80,9 @@ def sbatch_lines(resources: dict) -> list[str]:
         flag, _, value = word.partition("=")
         if flag not in REQUEST_FLAGS:
             continue
-        if not value:
-            value = words[i + 1]
-        if flag == "-t":
-            minutes = int(value)
-            flag, value = "--time", f"{minutes // 60}:{minutes % 60:02d}:00"
+        value = value or words[i + 1]
+        if flag == "-t":  # minutes
+            flag, value = "--time", "{}:{:02d}:00".format(*divmod(int(value), 60))
         elif flag == "--mem":
             value = "".join(map(str, mem_amount(int(value))))
         lines.append(f"#SBATCH {flag}={value}")
