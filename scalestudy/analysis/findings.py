@@ -74,16 +74,6 @@ def is_distributed(study: Study) -> bool:
     return False
 
 
-def study_kind(study: Study, distributed: bool) -> str:
-    """What the study is, for the report's words: times measured elsewhere, the user's
-    command, or a training of the workflow's own, in one process or distributed."""
-    if study.measured is not None:
-        return "measured"
-    if study.workload == "command":
-        return "command"
-    return "distributed" if distributed else "training"
-
-
 def study_facts(study: Study) -> StudyFacts:
     """What the report states about the study as configured."""
     axis = study.scaling.axis
@@ -91,9 +81,14 @@ def study_facts(study: Study) -> StudyFacts:
     if axis == "devices" and study.scaling.device == "gpu":
         one, several = "GPU", "GPUs"
     distributed = is_distributed(study)
+    # what the study is, for the report's words: times measured elsewhere, the user's
+    # command, or a training of the workflow's own, in one process or distributed
+    kind = "distributed" if distributed else "training"
+    if study.measured is not None or study.workload == "command":
+        kind = "measured" if study.measured is not None else "command"
     return StudyFacts(
         study.name, study.description, study.workload, study.measured,
-        kind=study_kind(study, distributed), params=jsonable(study.params),
+        kind=kind, params=jsonable(study.params),
         scaling=Scaling(**jsonable(asdict(study.scaling))),  # as JSON reads it back: lists
         unit=several, unit_one=one, time=study.time, tolerance=study.convergence.tolerance,
         distributed=distributed, include_shared=study.include_shared,

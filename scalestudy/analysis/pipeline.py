@@ -1,12 +1,8 @@
 """One aggregation of a study: its records (or its CSV of times measured elsewhere) ->
-the runs table, the summary and the analysis (fits, predictions, recommendation, an
-adaptive study's rounds and, under "findings", every other number the report shows).
-
-scripts/aggregate.py, the tests and the benchmarks all call this; nothing rebuilds
-the chain by hand, so no caller can skip a step (the disturbed runs, the split by
-provenance, the rounds) that the workflow takes. It asks nothing and starts no process:
-what Slurm says comes in as data, the study's cluster facts (scalestudy.slurm.gather,
-results/<study>/cluster.json), so the same inputs give the same bytes.
+the runs table, the summary and the analysis. scripts/aggregate.py, the tests and the
+benchmarks all call it, so no caller can skip a step the workflow takes (the disturbed
+runs, the split by provenance, the rounds). It starts no process: what Slurm says comes
+in as data, results/<study>/cluster.json (docs/architecture.md; docs/slurm.md).
 """
 
 from __future__ import annotations

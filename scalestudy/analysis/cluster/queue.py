@@ -1,25 +1,8 @@
-"""When each job of a plan would start: Slurm's own prediction, before anything runs.
-
-For every distinct shape of job in the plans (one call each, as each call takes the
-controller's job write lock), the Slurm executor plugin's own submit command
-(`get_submit_command`, `set_gres_string`: the very sbatch line a run would be
-submitted with) is run with `--test-only`: sbatch then submits nothing and says
-"Job N to start at TIME using X processors on nodes ... in partition P". That
-prediction is no bound either way: it may miss pending jobs of higher priority (too
-early), and takes every job ahead to run to its time limit (too late; on the test
-cluster it came late, benchmarks/queue_prediction.py).
-
-Beside it, the waits of past jobs of the same shape (past_waits), from one sacct call
-over every user's jobs of the last `queue_history_days`: median, and a 95 % upper
-confidence bound on the 90th percentile by the binomial (order-statistic) method of
-QBETS/BMBP (p90_bound: distribution-free), backtested. The same history corrects
---test-only's wait by the median ratio of run time to time limit of past jobs that
-ended (run_to_limit): --test-only takes every job ahead to run to its limit.
-
-Locally there is no queue: every job's wait is 0, basis "local".
-
-Everything here reads what Slurm said (scalestudy.slurm.gather: the plan's rule asks
-for itself, aggregation reads results/<study>/cluster.json) and asks nothing.
+"""When each job of a plan would start: Slurm's own prediction (sbatch --test-only on
+the plugin's own submit command, one call per shape of job), beside the waits of
+past jobs of the same shape (sacct) with a 95 % upper bound on their 90th percentile.
+It only reads what Slurm said (scalestudy.slurm.gather) and asks nothing. The rules,
+and why: docs/slurm.md, "When each job would start" and "Time to result, at aggregation".
 """
 
 from __future__ import annotations
@@ -195,12 +178,9 @@ def p90_bound(waits: list[float]) -> float | None:
 
 def top_wait(wait_now_s: float | None, bound_s: float | None) -> float | None:
     """The top of a wait's interval: the bound on past waits, raised to the wait
-    --test-only sees now where that is longer. The bound assumes the queue as busy as
-    in its history; where it is busier now (a run of long jobs ahead), --test-only
-    sees it (TOP_WAIT_MEASURED: how often each held on the test cluster). None where
-    neither is known."""
-    known = [w for w in (wait_now_s, bound_s) if w is not None]
-    return max(known) if known else None
+    --test-only sees now where that is longer (a queue busier now than in its history:
+    docs/slurm.md; TOP_WAIT_MEASURED). None where neither is known."""
+    return max((w for w in (wait_now_s, bound_s) if w is not None), default=None)
 
 
 def backtest(waits: list[float], now: list[float | None] | None = None) -> tuple[int, int]:
@@ -225,10 +205,9 @@ def history_coverage(jobs: list[dict]) -> dict:
     by_shape: dict[tuple, list[dict]] = {}
     for job in jobs:
         by_shape.setdefault(tuple(job[k] for k in SHAPE_KEYS), []).append(job)
-    covered = tested = 0
-    for same in by_shape.values():
-        c, t = backtest([j["wait_s"] for j in sorted(same, key=lambda j: j["eligible"])])
-        covered, tested = covered + c, tested + t
+    in_order = (sorted(same, key=lambda j: j["eligible"]) for same in by_shape.values())
+    found = [backtest([j["wait_s"] for j in same]) for same in in_order]
+    covered, tested = sum(c for c, _ in found), sum(t for _, t in found)
     return {"covered": covered, "tested": tested,
             "coverage": covered / tested if tested else None}  # fmt: skip
 

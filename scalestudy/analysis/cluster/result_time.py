@@ -1,19 +1,6 @@
 """Time to result: how long after submission each point's result is expected, the
-queue wait beside the run time.
-
-- Run time: the median of the point's successful runs' whole-job times, each scaled
-  to full length where the study shortened it (request.full_length_seconds, as
-  `--time` is), with the median's distribution-free 95 % interval (order statistics).
-- Wait: on Slurm, the larger of the wait sbatch --test-only predicts now (Slurm's
-  estimate, not a bound either way: queue.NOT_A_BOUND; corrected by past jobs' run
-  time to time limit where sacct knows it) and the median of past jobs of the same
-  shape where at least `min_jobs` of them are known; basis "now" or "typical". The
-  interval's top wait is the larger of that wait and the 95 % upper bound on the 90th
-  percentile of past waits of the shape (queue.p90_bound, 29 past jobs or more;
-  queue.top_wait). Slurm not reachable, or the shape refused, and no history: basis "unknown
-  wait" and no wait added. Locally there is no queue: wait 0, basis "local".
-- Time to result = wait + run time, its interval [wait + run's low end, top wait +
-  run's high end]: a sum of medians, never an average of ratios.
+queue wait (queue.request_waits) plus the median full-length run time, a sum of
+medians with its interval. The rules, and why: docs/report.md, "Time to result".
 """
 
 from __future__ import annotations
@@ -56,9 +43,8 @@ def chosen_wait(asked: dict, queue: str, min_jobs: int | None) -> dict:
     basis, from what Slurm said of it (queue.request_waits)."""
     if queue == LOCAL:
         return {"wait_s": 0.0, "wait_hi_s": 0.0, "basis": LOCAL}
-    now = asked["wait_now_s"]
-    if asked["wait_now_corrected_s"] is not None:
-        now = asked["wait_now_corrected_s"]
+    now = asked["wait_now_corrected_s"]
+    now = asked["wait_now_s"] if now is None else now
     enough = min_jobs is not None and asked["history_jobs"] >= min_jobs
     typical = asked["history_wait_median_s"] if enough else None
     if typical is not None and (now is None or typical > now):

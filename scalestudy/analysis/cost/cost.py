@@ -3,37 +3,19 @@
     SU = (core_weight x cores + gpu_weight x GPUs) x hours of whole-job (wall) time
          + energy_weight x kWh of measured energy  (energy_weight 0 by default: off)
 
-The weights are a study's `cost`; a series' own `cost` overrides it key by key
-(Study.for_series), and a run on a Slurm partition listed under `cost.partitions`
-is priced at that partition's weights (a weight the partition does not give is the
-study's, or the series'). The default weights live in the config schema only
-($defs/cost): a validated config, and so the study model, has them.
-
-Time basis: every SU figure prices whole-job (wall) time, what the allocation is
-charged, whatever time the study's speedups use (`time: train` or `steady`). Cost
-chooses it (whole_job_seconds): callers pass their runs or points (Cost.su_of). The
-summary's `su` (and so `relative_su`, the Pareto front and the deadline and budget
-picks), the study's charges and the GPU verdict's SU per result all come from here.
-
-Energy is charged only where a centre charges for it (cost.energy_weight, SU per kWh)
-and only as measured (scalestudy.analysis.energy.energy: counters, never estimates): a run
-without a measurement is charged no energy, and the plan, which runs nothing, prices
-none.
-
-What runs cost is one function, `charges`: every run counts, failed and killed ones
-too, each at its whole-job (elapsed) time, priced with its series' weights on its
-partition. The report's charges, the plan's "so far", an adaptive study's budget
-(its rounds' `spent_su`) and the rounds' summary all take it from there.
-
-Whether a price is within a budget is one function, `within_budget`: the plan's
-refusal, an adaptive round's stop, the baseline's extra runs and the recommendation's
-"fastest within budget" all ask it.
+The weights are a study's `cost`, a series' own overriding it key by key, a listed
+partition's for runs there (config/README.md; the defaults live in the config schema
+only). Every SU figure prices whole-job time, whatever time the speedups use: Cost
+chooses it (whole_job_seconds), its callers pass runs or points. Energy is charged
+only as measured: the plan, which runs nothing, prices none. What runs cost is one
+function, `charges` (every run, failed and killed ones too, at its elapsed time);
+whether a price is within a budget is one function, `within_budget`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -78,16 +60,6 @@ def within_budget(su, budget):
     return np.asarray(su) <= budget + SU_RELATIVE_PRECISION * abs(budget)
 
 
-def _rate(weights: Mapping, fallback: Mapping) -> Rate:
-    """A Rate from `weights`, a weight it lacks taken from `fallback`. The config schema
-    ($defs/cost) has checked the weights (known keys, numbers >= 0): not again here."""
-    return Rate(*(float(weights.get(k, fallback.get(k))) for k in WEIGHTS))
-
-
-def _number(value: float) -> str:
-    return f"{value:g}"
-
-
 @dataclass(frozen=True)
 class Rate:
     """SU per core-hour and per GPU-hour."""
@@ -100,7 +72,7 @@ class Rate:
         return self.core_weight * cores + self.gpu_weight * gpus
 
     def text(self) -> str:
-        return f"{_number(self.core_weight)} × cores + {_number(self.gpu_weight)} × GPUs"
+        return f"{self.core_weight:g} × cores + {self.gpu_weight:g} × GPUs"
 
 
 @dataclass(frozen=True)
@@ -117,7 +89,12 @@ class Cost:
         energy_weight, whose schema default is 0: a cost built by hand without it
         charges no energy)."""
         rate, partitions = Rate(*(float(cost[k]) for k in WEIGHTS)), cost["partitions"].items()
-        rates = tuple((str(name), _rate(own or {}, asdict(rate))) for name, own in partitions)
+        # a partition's weights (the schema, $defs/cost, has checked them: known keys,
+        # numbers >= 0) replace the study's key by key
+        rates = tuple(
+            (str(name), replace(rate, **{k: float(v) for k, v in (own or {}).items()}))
+            for name, own in partitions
+        )
         return cls(rate, rates, float(cost.get("energy_weight", 0.0)))
 
     @classmethod
@@ -156,14 +133,13 @@ class Cost:
         # NaN or None: not measured, no charge (Cost.su)
         energies = pd.to_numeric(table.get("energy_j", nothing), errors="coerce")
         rows = zip(table["cores"], table["gpus"], seconds, partitions, energies, strict=True)
-        return np.array([self.su(cores, gpus, t, where, energy) for cores, gpus, t, where, energy
-                         in rows], dtype=float)  # fmt: skip
+        return np.array([self.su(*row) for row in rows], dtype=float)
 
     def energy_text(self) -> str | None:
         """The energy charge in words; None where energy is not charged."""
         if not self.energy_weight:
             return None
-        return f"{_number(self.energy_weight)} SU per kWh of measured energy"
+        return f"{self.energy_weight:g} SU per kWh of measured energy"
 
     def describe(self) -> list[tuple[str, str]]:
         """(where, weights in words): the cost's own, then each partition's."""
@@ -176,13 +152,9 @@ def run_su(runs: pd.DataFrame, study: Study) -> np.ndarray:
     series' cost on its partition. A run without a time costs 0: nothing says what it
     held."""
     runs = runs.assign(elapsed_s=whole_job_seconds(runs).fillna(0.0))
-    names = (
-        runs["series"].astype(object).fillna("").astype(str)
-        if "series" in runs
-        else pd.Series("", index=runs.index)
-    )
+    names = runs.get("series", pd.Series("", index=runs.index)).astype(object).fillna("")
     su = pd.Series(np.nan, index=runs.index, dtype=float)
-    for name, part in runs.groupby(names, sort=False):
+    for name, part in runs.groupby(names.astype(str), sort=False):
         su[part.index] = Cost.of(study, name).su_of(part)
     return su.to_numpy(dtype=float)
 

@@ -1,21 +1,7 @@
 """The price of a study before it runs: its jobs, their layout, and an estimate of
-each job's whole-job time and SU.
-
-A job's time is estimated (job_price), best first, from
-1. the point's own earlier runs in this study (the median whole-job time of its
-   successful runs, from results/STUDY/runs.csv): "measured";
-2. for a point the study has not measured, conservatively: the slower of what its
-   measured neighbour says ("neighbour": neighbour_time) and the upper end of the
-   fitted scaling model's 95 % prediction band ("model": model_time; only where the
-   model was fitted to whole-job time of a strong-scaling study, and only within the
-   range it was drawn over), times PRICE_MARGIN;
-3. the study's time limit (`resources.runtime`), where nothing is measured or the
-   estimate is above it: an upper bound (a run is killed at its limit), marked as one.
-SU are priced by scalestudy.analysis.cost.cost, on the study's (or the series') weights; a job's
-partition is unknown before it runs, so partition weights are not applied. What runs
-cost is their measured time (cost.charges), however they were priced: a run slower
-than its price counts in full against a budget, up to the limit an adaptive round
-near the budget's edge gives it (adaptive.budget_limits).
+each job's whole-job time and SU (job_price: measured, else from a neighbour or the
+fitted model with PRICE_MARGIN, else the time limit, an upper bound). The rules, and
+why: docs/studies.md, "What will it cost?"; adaptive rounds: docs/adaptive.md.
 """
 
 from __future__ import annotations
@@ -67,8 +53,7 @@ def model_time(study: Study, analysis: dict | None, series: str, n: int) -> floa
         if fitted.get("series") != series or not curve or not curve.get("base_time_s"):
             continue
         ns = np.asarray(curve["n"], float)
-        slowest = np.asarray([math.nan if x is None else x for x in curve.get("band_lo") or []],
-                             float)  # fmt: skip
+        slowest = np.asarray(curve.get("band_lo") or [], float)  # None (no band): NaN
         if len(slowest) != len(ns) or not ns.min() <= n <= ns.max():
             return None
         speedup = float(np.interp(math.log(n), np.log(ns), slowest))
@@ -212,6 +197,7 @@ def study_plan(
     rows = []
     for series in study.series_names:
         own = study.for_series(series)
+        # a job's partition is unknown before it runs: no partition's weights apply
         cost = Cost.of(study, series)
         points = {n: point_for(study, n, series) for n in sorted(own.scaling.ns())}
         measured = {
@@ -322,12 +308,11 @@ def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None,
     plan = adaptive.next_round(*inputs, rules, scale)
     if baseline is not None and samples and study.adaptive.settle_baseline:
         column = TIME_COLUMNS[study.time]
-        now = {n: x for (_, n), x in times_by_point(usable_runs(runs, study), column).items()}
-        was = {n: x for (_, n), x in times_by_point(usable_runs(baseline, study), column).items()}
         now, was = (
-            {("", n): x for n, x in now.items() if n in ns},
-            {("", n): x for n, x in was.items()},
+            {("", n): x for (_, n), x in times_by_point(usable_runs(t, study), column).items()}
+            for t in (runs, baseline)
         )
+        now = {key: x for key, x in now.items() if key[1] in ns}
         plan = runs_for_comparison(plan, now, was, study, reserve)
     # a study stopped undecided: the config change that would plan a round again
     decide = adaptive.to_decide(plan, *inputs, rules=rules, scale=scale)

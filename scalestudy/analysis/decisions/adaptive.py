@@ -1,17 +1,8 @@
 """Adaptive studies: after each round of runs, is the answer decided, and if not, which
-runs would decide it, and may the study afford them?
-
-A study with `adaptive:` runs in rounds (rules/adaptive.smk: one Snakemake checkpoint
-per round). Each round's plan says how many runs each candidate point should have
-once the round is done (cumulative totals: a later plan never takes a run back, so a
-rerun, a raised budget or a tighter target continue from what exists and redo
-nothing). Pure functions of the runs' times, shared by the workflow and by
-benchmarks/adaptive_simulator.py.
-
-In short: two steps decide the answer (into it and out of it), so each round adds
-only the candidates around the answer and repeats where a step's marginal-gain
-interval, or the answer's speedup CI, is not yet decided, within the budget and the
-limits. The rules in full, and why, are in docs/adaptive.md (written once, there).
+runs would decide it, and may the study afford them? Pure functions of the runs'
+times (cumulative per-round totals: a later plan never takes a run back), shared by
+rules/adaptive.smk and benchmarks/adaptive_simulator.py. The rules in full, and why:
+docs/adaptive.md (written once, there).
 """
 
 from __future__ import annotations
@@ -93,12 +84,10 @@ def judge(
     scale = scale or {}
     base_times = np.asarray(samples.get(base, []), dtype=float)
 
-    def speedup_of(n: int) -> tuple[float, float, float]:
-        k = scale.get(n, 1.0)
-        ratio, lo, hi = ratio_ci(base_times, samples[n])
-        return k * ratio, k * lo, k * hi
-
-    speedup_cis = {n: speedup_of(n) for n in ns}  # N -> (speedup, lo, hi)
+    # N -> (speedup, lo, hi)
+    speedup_cis = {
+        n: tuple(scale.get(n, 1.0) * x for x in ratio_ci(base_times, samples[n])) for n in ns
+    }
     speedups = [speedup_cis[n][0] for n in ns]
     rec = recommend(ns, speedups, ns, threshold=rules.threshold, indifference=rules.indifference)
     speedup_at = dict(zip(ns, speedups, strict=True))
@@ -138,12 +127,10 @@ def judge(
 
     # repeats for a deciding step between neighbouring candidates (a step over
     # unmeasured ones is split by `new` first)
-    if recommended is not None and undecided(recommended):
-        need(sorted(moved_by(base, speedup_at, recommended[0], worth)),
-             f"the step {recommended[0]}->{worth} may not pay")  # fmt: skip
-    if stopped is not None and undecided(stopped):
-        need(sorted(moved_by(base, speedup_at, stopped[0], stopped[1])),
-             f"the step {stopped[0]}->{stopped[1]} may pay")  # fmt: skip
+    for step, may in ((recommended, "may not pay"), (stopped, "may pay")):
+        if step is not None and undecided(step):
+            a, b = step[:2]
+            need(sorted(moved_by(base, speedup_at, a, b)), f"the step {a}->{b} {may}")
     # the points of the deciding steps need runs enough to trust their intervals: of 2
     # runs, the bootstrap median takes 3 values, and decided answers were wrong in 5 %
     # of the simulated studies (1-2 % when they must have 3). Asked for only once the
@@ -211,22 +198,10 @@ def skips(unmeasured, a: int, b: int) -> bool:
 def new_points(unmeasured: list[int], lower: dict[int, float], rec: dict, by_step: dict,
                rules: Rules) -> dict[int, str]:  # fmt: skip
     """The candidates to measure for the first time (N -> why; `unmeasured`: those not
-    yet measured, sorted; `lower`: N -> the lower end of its speedup's CI). The gains
-    of a speedup curve fall as N rises (Amdahl's law and the USL: up to the peak), so
-    the steps into and out of the answer, between neighbouring candidates, decide it;
-    candidates further away need no runs. Three cases:
-
-    * the step into the answer goes over candidates: the one just below the answer;
-    * the step that stopped the walk goes over candidates: the one just above its
-      start (the cheapest; walking up, the next round's walk tells where to go on);
-    * every measured step pays, candidates remain above: where the Amdahl law fitted
-      to the speedups' lower CI ends says the gain falls below the threshold, and the
-      candidate after it. The lower ends, because overshooting costs more than an
-      extra round: a point beyond the answer is among the dearest in SU. Where no
-      Amdahl law fits (predicted_answer), the next candidate up.
-    And where the measured gains clearly rise (a step's interval above the one
-    before it) up to the step that stopped the walk, the curve is not shaped so:
-    every candidate the walk went over."""
+    yet measured, sorted; `lower`: N -> the lower end of its speedup's CI): around the
+    steps into and out of the answer, where the Amdahl law fitted to `lower` puts the
+    answer while every measured step pays, and every candidate of a stretch where the
+    gains clearly rise. The cases, and why: docs/adaptive.md, "What each round adds"."""
     new = {}
     stopped = rec["stopped_at"]
     for (a, b, _), (c, d, _) in itertools.pairwise(rec["steps"]):
@@ -432,10 +407,8 @@ def next_round(round_no: int, candidates: list[int], base: int, runs: dict[int, 
         if round_no > rules.max_rounds:
             return plan | {"stop": stop(LIMITS, f"{rules.max_rounds} rounds were run "
                                         "(max_rounds)")}  # fmt: skip
-        added, why = {}, {}
         new_runs = min(NEW_POINT_RUNS, rules.first_repeats, rules.max_repeats)
-        for n, reason in judged["new"].items():
-            added[n], why[n] = new_runs, reason
+        added, why = dict.fromkeys(judged["new"], new_runs), dict(judged["new"])
         at_limit = []  # points that still decide the answer but have max_repeats runs
         # where the CI target is out of reach, steps that more runs would hardly change
         # (nor decide) get none

@@ -158,10 +158,8 @@ def step_decided(gain: float, interval, threshold: float, zone: float) -> bool:
     """Is the walk's choice at this step right, with 95 % confidence, up to the zone
     (`zone`: its half-width, zone_half_width)? A step the walk takes (gain at least
     the threshold) is when its interval's lower end is at least threshold - zone; a
-    step it stops at, when the upper end is below threshold + zone. As in
-    ranking-and-selection with an indifference zone (Bechhofer; Kim and Nelson): a
-    gain near the threshold is decided once its interval is narrower than the zone,
-    whichever side it falls on, instead of never. None (no interval): not decided."""
+    step it stops at, when the upper end is below threshold + zone (why: docs/adaptive.md,
+    "When the answer is decided"). None (no interval): not decided."""
     if interval is None or interval[0] is None:
         return False
     lo, hi = interval[:2]

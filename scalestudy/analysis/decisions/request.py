@@ -1,21 +1,7 @@
-"""What to ask the scheduler for, per point: the whole request, memory and time too,
-and how much of what the runs were given they used (seff-style, from the runs' own
-records: no accounting needed).
-
-- Layout: the point's nodes, processes, threads and GPUs, as the workflow's own jobs
-  asked for them (scalestudy.study.slurm.slurm_resources).
-- `--mem` per node: the largest peak measured at the point, plus `request.mem_margin`,
-  rounded up to whole GB (whole MB below 1 GB). A node's peak is the larger of the
-  resident memory of all of the run's processes (sampled by the launcher every few
-  seconds, local runs) and the largest process's peak times the processes per node.
-- `--time`: the slowest successful run's whole-job time plus `request.time_margin`,
-  rounded up to whole minutes. Where the runs were shortened (a workload's
-  `train_fraction` / `eval_fraction` metrics below 1: a batch limit), their training
-  and evaluation are scaled to full length first, and the time is marked as a scaled
-  estimate.
-- The `#SBATCH` lines come from the Slurm executor plugin's own submit command for
-  those resources (the flags the workflow's jobs were submitted with), and the
-  Snakemake `resources:` from the same dict.
+"""What to ask the scheduler for, per point (layout, `--mem`, `--time`, the `#SBATCH`
+lines from the Slurm plugin's own submit command), and how much of what the runs
+were given they used (seff-style, from the runs' own records; Slurm accounting beside
+them). The rules: docs/report.md, "the whole request", and config/README.md's request.*.
 """
 
 from __future__ import annotations
@@ -48,14 +34,6 @@ def _numbers(frame: pd.DataFrame, column: str) -> pd.Series:
     if column not in frame:
         return pd.Series(np.nan, index=frame.index, dtype=float)
     return pd.to_numeric(frame[column], errors="coerce")
-
-
-def node_peak_mb(runs: pd.DataFrame, tasks_per_node: int) -> float | None:
-    """The largest memory one node of the point held, over its runs (None: unmeasured)."""
-    tree = _numbers(runs, "usage_peak_rss_mb")
-    per_process = _numbers(runs, "peak_rss_mb") * tasks_per_node
-    peak = pd.concat([tree, per_process]).max()
-    return None if pd.isna(peak) else float(peak)
 
 
 def full_length_seconds(run: pd.Series) -> tuple[float, bool]:
@@ -102,11 +80,9 @@ def sbatch_lines(resources: dict) -> list[str]:
         flag, _, value = word.partition("=")
         if flag not in REQUEST_FLAGS:
             continue
-        if not value:
-            value = words[i + 1]
-        if flag == "-t":
-            minutes = int(value)
-            flag, value = "--time", f"{minutes // 60}:{minutes % 60:02d}:00"
+        value = value or words[i + 1]
+        if flag == "-t":  # minutes
+            flag, value = "--time", "{}:{:02d}:00".format(*divmod(int(value), 60))
         elif flag == "--mem":
             value = "".join(map(str, mem_amount(int(value))))
         lines.append(f"#SBATCH {flag}={value}")
@@ -128,7 +104,11 @@ def point_request(
         k: v for k, v in point.as_dict().items() if k not in ("study", "label", "n", "series")
     }
     asked_mb = own.resources.mem_mb
-    peak = node_peak_mb(ok, point.tasks_per_node)
+    # the largest memory one node held: its process tree's, or the largest process's
+    # times the processes per node (None: unmeasured)
+    per_process = _numbers(ok, "peak_rss_mb") * point.tasks_per_node
+    peak = pd.concat([_numbers(ok, "usage_peak_rss_mb"), per_process]).max()
+    peak = None if pd.isna(peak) else float(peak)
     slurm_peak = None if sacct_peak_mb is None else sacct_peak_mb * point.tasks_per_node
     counted_by_slurm = slurm_peak is not None and (peak is None or slurm_peak > peak)
     request_peak = slurm_peak if counted_by_slurm else peak
