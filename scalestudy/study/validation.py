@@ -2,7 +2,6 @@
 
 import copy
 import json
-import re
 from pathlib import Path
 
 import workloads as registry
@@ -13,15 +12,13 @@ from scalestudy.study.errors import (
     ConfigError,
     config_key,
     describe_validation_error,
-    schema_problem,
+    names_under,
     yaml_problem,
 )
 from scalestudy.study.expansion import expand_grid, expand_range
 from scalestudy.study.points import TOTAL_AXES, layout_of, point_for
 from scalestudy.study.slurm import limit_problems, runtime_problems
 from scalestudy.study.workload_bridge import find_workload, params_problems, workloads_of
-
-SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 
 def study_problems(study: Study, workdir: Path, limits: dict | None = None,
@@ -195,10 +192,7 @@ def normalise_config(config: dict, workdir: Path) -> dict:
             unusable |= {name} if found else set()
     limits = config["partition_limits"]
     for name, study in config["studies"].items():
-        if not SAFE_NAME.match(name):
-            problems.append(f"studies.{name}: study names may only use letters, digits, '-' and "
-                            "'_', starting with a letter or digit")  # fmt: skip
-            continue
+        # the schema refuses names other than letters, digits, '_' and '-' (propertyNames)
         if repeated := periodic_name_problem(name):
             problems.append(repeated)
             continue
@@ -295,7 +289,7 @@ def schema_problems(config: dict, schema: dict) -> list[tuple[list[str], str]]:
 
     found = []
     for error in Draft202012Validator(schema).iter_errors(config):
-        found += schema_problem(error)
+        found += registry.describe_error(error, names_under)
     found.sort(key=lambda problem: document_order(config, problem[0]))
     return list({config_key(*p): p for p in found}.values())
 
@@ -365,23 +359,12 @@ def checked_config(config: dict, schema_path: str | Path, workdir: Path) -> dict
     the studies `only:` selects (not_selected_problems checks the others).
     ConfigError lists every problem found, schema ones first, each as
     `config key PATH: ...`; a study the schema refused is not checked further."""
-    config, unknown = selected(config)
-    if unknown and not config["studies"]:
-        raise ConfigError(*unknown)
-    try:
-        checked = checked_selection(config, schema_path, workdir)
-    except ConfigError as e:
-        raise ConfigError(*e.problems, *unknown) from None
-    if unknown:
-        raise ConfigError(*unknown)
-    return checked
-
-
-def checked_selection(config: dict, schema_path: str | Path, workdir: Path) -> dict:
-    """checked_config for the studies selected."""
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate
 
+    config, unknown = selected(config)
+    if unknown and not config["studies"]:
+        raise ConfigError(*unknown)
     try:
         validate(config, schema=str(schema_path))
     except WorkflowError as e:
@@ -390,7 +373,7 @@ def checked_selection(config: dict, schema_path: str | Path, workdir: Path) -> d
         schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
         found = schema_problems(json.loads(json.dumps(config)), schema)
         if not found:  # pragma: no cover - the two validators disagree
-            raise ConfigError(describe_validation_error(e)) from None
+            raise ConfigError(describe_validation_error(e), *unknown) from None
         problems = [config_key(*problem) for problem in found]
         rest = without_schema_problems(config, [path for path, _ in found])
         if rest is not None:
@@ -401,8 +384,11 @@ def checked_selection(config: dict, schema_path: str | Path, workdir: Path) -> d
                 problems += [f"config key {p}" for p in more.problems]
             except WorkflowError:  # pragma: no cover - the rest is valid by construction
                 pass
-        raise ConfigError(*problems) from None
+        raise ConfigError(*problems, *unknown) from None
     try:
-        return normalise_config(config, workdir)
+        checked = normalise_config(config, workdir)
     except ConfigError as e:
-        raise ConfigError(*(f"config key {p}" for p in e.problems)) from None
+        raise ConfigError(*(f"config key {p}" for p in e.problems), *unknown) from None
+    if unknown:
+        raise ConfigError(*unknown)
+    return checked
