@@ -1,13 +1,9 @@
-"""Data preparation, done once by a local rule before any timed job.
+"""Data preparation, done once by a local rule before any timed job (docs/measuring.md).
 
-MNIST and Fashion-MNIST are placed where torchvision's dataset classes read them
-(<root>/<Class>/raw/, uncompressed IDX files), from a local folder that has them (Debian's
-dataset-fashion-mnist installs /usr/share/datasets/fashion-mnist), else from torchvision's
-download; every file is checked against a reference md5 before it is used.
-
-Each split is then written once more, normalised, as a tensor file that a run maps into
-memory (load_prepared): its data phase takes milliseconds instead of the seconds
-torchvision's parsing and the normalisation take.
+Files come from a local folder that has them (data_sources), else from torchvision's
+download, each checked against a reference md5; each split is then written once more,
+normalised, as a tensor file that a run maps into memory (load_prepared), so its data
+phase takes milliseconds instead of the seconds torchvision's parsing takes.
 """
 
 import gzip

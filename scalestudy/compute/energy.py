@@ -1,18 +1,6 @@
-"""Energy of a run, read from hardware counters at the start and end of the workload's
-run and of each timed phase (so the analysis takes the energy of the same phases as the
-time it uses); never estimated (no TDP, no sampled power x time).
-
-Two counters, each read where it exists and said "not measured" (with why) where not:
-
-- NVML `nvmlDeviceGetTotalEnergyConsumption`: millijoules since the driver loaded
-  (Volta or newer), the whole board of each GPU the rank used; 64 bits: no wrap.
-- Linux powercap RAPL, `/sys/class/powercap/intel-rapl:<k>/energy_uj`: microjoules of
-  each CPU package, wrapping at `max_energy_range_uj` (often about 262 kJ: some 20 minutes
-  at 200 W). It counts the node's whole packages, so it means something only where the
-  run had its node to itself, which the launcher decides (combine). Root-only since 2020.
-
-A thread reads the RAPL counters every `wrap_check_s` (well under the shortest wrap) to
-count the wraps that a start and end read alone cannot see; it adds no power samples.
+"""Energy of a run, read from hardware counters (NVML, RAPL) at the start and end of the
+workload's run and of each timed phase, so that the analysis takes the energy of the same
+phases as the time it uses; never estimated (docs/measuring.md, "Energy").
 
 Each part is {"joules", "source", "scope", "not_measured"}: a figure with its source, or
 null with the reason (records.py refuses a figure without a source).
