@@ -108,32 +108,30 @@ class RaplMeter:
         self._thread = threading.Thread(target=self._loop, name="rapl-wraps", daemon=True)
         self._thread.start()
 
-    def _check(self) -> None:
+    def _check(self) -> bool:
+        """Count the wraps since the last reading; False, with the reason noted, where a
+        counter cannot be read."""
         # read under the lock: the wrap thread and a phase's read (read()) both check,
         # and an older reading compared after a newer one would count a false wrap
-        with self._lock:
-            now = rapl_read(self.zones)
-            for i, (before, after) in enumerate(zip(self._last, now, strict=True)):
-                if after < before:
-                    self._wraps[i] += 1
-            self._last = now
-
-    def _checked(self) -> bool:
-        """_check(); False, with the reason noted, where a counter cannot be read."""
         try:
-            self._check()
+            with self._lock:
+                now = rapl_read(self.zones)
+                for i, (before, after) in enumerate(zip(self._last, now, strict=True)):
+                    if after < before:
+                        self._wraps[i] += 1
+                self._last = now
         except OSError as e:
             self.reason = f"not readable: {e}"
             return False
         return True
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.wrap_check_s) and self._checked():
+        while not self._stop.wait(self.wrap_check_s) and self._check():
             pass
 
     def read(self) -> float | None:
         """Joules since start(), wraps counted; None where the counter cannot be read."""
-        if self.reason or not self._start or not self._checked():
+        if self.reason or not self._start or not self._check():
             return None
         # each wrap lost max_energy_range_uj + 1 (the counter goes from max to 0)
         with self._lock:
