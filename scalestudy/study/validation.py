@@ -21,11 +21,11 @@ from scalestudy.study.slurm import limit_problems, runtime_problems
 from scalestudy.study.workload_bridge import find_workload, params_problems, workloads_of
 
 
-def study_problems(study: Study, workdir: Path, limits: dict | None = None,
-                   known: dict | None = None, params_ok: bool = True) -> list[str]:  # fmt: skip
-    """Every problem the schema cannot see, each naming its key. `known`: the workloads
-    (default: those of the workflow in workdir); `params_ok`: False when the study's
-    params failed their schema (their own checks are then skipped)."""
+def study_problems(study: Study, workdir: Path, limits: dict, known: dict,
+                   params_ok: bool) -> list[str]:  # fmt: skip
+    """Every problem the schema cannot see, each naming its key. `known`: the workflow's
+    workloads; `params_ok`: False when the study's params failed their schema (their own
+    checks are then skipped)."""
     # the baseline and references are checked whatever else is wrong: each names its key
     compared = baseline_problems(study, workdir) + archive_problems(study, workdir)
     compared += expect_problems(study)
@@ -42,14 +42,13 @@ def study_problems(study: Study, workdir: Path, limits: dict | None = None,
         missing = [] if path.is_file() else [f"studies.{study.name}.measured: no such file: {path}"]
         return missing + compared
     try:
-        known = workloads_of(workdir) if known is None else known
         workload = find_workload(study.name, study.workload, known)
     except ConfigError as e:
         return e.problems + compared
     problems = compared
     for series in study.series_names:
         problems += series_problems(study, limits, series, workload, workdir, params_ok)
-    return list(dict.fromkeys(problems))
+    return problems  # ConfigError drops a problem said twice
 
 
 def compare_problems(study: Study, workdir: Path) -> list[str]:
@@ -97,8 +96,8 @@ def adaptive_problems(study: Study) -> list[str]:
     return problems
 
 
-def series_problems(whole: Study, limits: dict | None, series: str, workload: registry.Workload,
-                    workdir: Path | None = None, params_ok: bool = True) -> list[str]:  # fmt: skip
+def series_problems(whole: Study, limits: dict, series: str, workload: registry.Workload,
+                    workdir: Path, params_ok: bool) -> list[str]:  # fmt: skip
     study = whole.for_series(series)
     name, scaling, points = study.name, study.scaling, study.scaling.ns()
     problems = scaling_problems(name, scaling, series)
@@ -116,7 +115,7 @@ def series_problems(whole: Study, limits: dict | None, series: str, workload: re
                         "scale it over threads (axis: threads, devices: 1, nodes: 1)")  # fmt: skip
     chosen = [point_for(whole, n, series) for n in points]
     problems += limit_problems(name, chosen, limits)
-    runtime = (limits or {}).get("runtime")
+    runtime = limits.get("runtime")
     problems += runtime_problems(whole, chosen, runtime, "partition_limits.runtime")
     profile, where = study.profile, f"studies.{name}"
     if profile.enabled and not workload.steps:
