@@ -1,12 +1,7 @@
-"""The host's ledger of timed runs, and the machine-wide lock for local timed runs.
-
-Every launcher on a host notes its run in one append-only file in node-local shared memory
-(/dev/shm, else the temporary folder), whatever its study, workflow folder or Snakemake
-invocation. A run overlapped another if the other was still running when it started (its
-process is alive) or started while it ran; both are seen from the ledger, so each of two
-overlapping runs names the other. Entries carry the CPUs the run could use, so the record
-says whether the overlap was on the same CPUs. Locally (no Slurm) a launcher also holds a
-machine-wide lock while it times its run, so that two invocations never time at once.
+"""The host's ledger of timed runs, and the machine-wide lock for local timed runs
+(docs/measuring.md). Every launcher on a host notes its run, with the CPUs it could use,
+in one append-only file in node-local shared memory (/dev/shm, else the temporary folder),
+whatever its study or workflow folder, so that each of two overlapping runs names the other.
 """
 
 import contextlib
