@@ -98,8 +98,9 @@ def _fast_validator():
 
 def schema_errors(record: dict) -> str | None:
     """None for a valid record, else where and why it is not."""
+    fast = _fast_validator()
     try:
-        _fast_validator()(record)
+        fast(record)
         return None
     except Exception as e:  # JsonSchemaValueException; described below
         fast_message = str(e)
