@@ -1,8 +1,9 @@
 """The run's processes: kept together, stopped together, measured, and heard without
 being held back (docs/measuring.md, the bullets on a run's processes and its output).
-Each leads its own session and dies with its parent; the launcher and a command's worker
-are child subreapers that sweep what a program left behind (no cgroup: compute nodes
-rarely let a user make one). Output moves in blocks, and the job log keeps its head and tail.
+Each leads its own process group, in the user's session (a session of its own would be a
+scheduling group of its own: autogroup), and dies with its parent; the launcher and a
+command's worker are child subreapers that sweep what a program left behind (no cgroup:
+compute nodes rarely let a user make one). Output moves in blocks; the log keeps its head and tail.
 
 Standard library only: this runs on compute nodes, before and around the workload.
 """
@@ -87,9 +88,9 @@ def sweep(keep: set[int] = frozenset(), timeout_s: float = 5.0) -> None:
 
 
 def start_alone() -> None:
-    """preexec_fn of a run's process: its own session and process group, and death
-    with its parent."""
-    os.setsid()
+    """preexec_fn of a run's process: its own process group, and death with its
+    parent."""
+    os.setpgid(0, 0)
     die_with_parent()
 
 
