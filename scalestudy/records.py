@@ -88,10 +88,8 @@ def _fast_validator():
     """The same schema compiled to Python by fastjsonschema: about 50x faster than
     jsonschema, which matters at 10,000 records. It knows drafts up to 7; the record
     schema uses nothing newer, so it is compiled as draft 7."""
-    try:
-        import fastjsonschema
-    except ImportError:  # pragma: no cover - in requirements.txt
-        return None
+    import fastjsonschema
+
     schema = json.loads(SCHEMA_PATH.read_text())
     schema["$schema"] = "http://json-schema.org/draft-07/schema#"
     schema.pop("$id", None)
@@ -100,11 +98,10 @@ def _fast_validator():
 
 def schema_errors(record: dict) -> str | None:
     """None for a valid record, else where and why it is not."""
-    fast, fast_message = _fast_validator(), None
+    fast = _fast_validator()
     try:
-        if fast is not None:
-            fast(record)
-            return None
+        fast(record)
+        return None
     except Exception as e:  # JsonSchemaValueException; described below
         fast_message = str(e)
     # jsonschema says it better: the path of the first bad key
@@ -113,7 +110,7 @@ def schema_errors(record: dict) -> str | None:
         err = errors[0]
         where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
         return f"invalid record at {where}: {err.message}"
-    return f"invalid record: {fast_message}" if fast_message else None
+    return f"invalid record: {fast_message}"
 
 
 # the counters a record's energy may come from (scalestudy/compute/energy.py); a figure

@@ -1,15 +1,8 @@
-"""What the workflow asks Slurm, and its one adapter to the Slurm executor plugin.
-
-- The adapter: the plugin's submit command (`get_submit_command`, `set_gres_string`:
-  private API, no stable interface) run on a stand-in for a Snakemake job, so that an
-  sbatch line the workflow shows or tests is the very one a run is submitted with.
-  ADAPTED_TO is the plugin version it was checked against (tests/test_slurm_plugin.py
-  fails on any other).
-- The asking: each command with a timeout, its answer kept raw (exit status, output,
-  or why it could not run) so that aggregation reads Slurm's facts as data and starts
-  no process (rules/cluster.smk gathers them into results/<study>/cluster.json; the
-  plan's rule asks for itself). The parsing is the analysis' (scalestudy.analysis.cluster.queue,
-  scalestudy.analysis.decisions.request).
+"""What the workflow asks Slurm, and its one adapter to the Slurm executor plugin's
+submit command (private API: ADAPTED_TO is the version tests/test_slurm_mapping.py
+checked), so that an sbatch line the workflow shows is the very one a run is submitted
+with. Each command has a timeout and its answer is kept raw: aggregation reads Slurm's
+facts as data and starts no process (docs/slurm.md, "Time to result, at aggregation").
 """
 
 import json

@@ -1,9 +1,6 @@
 """The user's own command as a workload: safe placeholder substitution and metric parsing.
-
-A command is a list of arguments (a string is split with shell rules first) started without
-a shell, so a value substituted into it stays one argument whatever characters it holds: no
-quoting, globbing or `$(...)` ever happens. Placeholders use Python's format syntax
-restricted to plain names ({threads}); write {{ and }} for literal braces.
+Never run by a shell: a value substituted into an argument stays that one argument,
+whatever it holds (config/README.md, "Workload `command`: your own program").
 """
 
 import json

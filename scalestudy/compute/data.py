@@ -1,13 +1,9 @@
-"""Data preparation, done once by a local rule before any timed job.
+"""Data preparation, done once by a local rule before any timed job (docs/measuring.md).
 
-MNIST and Fashion-MNIST are placed where torchvision's dataset classes read them
-(<root>/<Class>/raw/, uncompressed IDX files), from a local folder that has them (Debian's
-dataset-fashion-mnist installs /usr/share/datasets/fashion-mnist), else from torchvision's
-download; every file is checked against a reference md5 before it is used.
-
-Each split is then written once more, normalised, as a tensor file that a run maps into
-memory (load_prepared): its data phase takes milliseconds instead of the seconds
-torchvision's parsing and the normalisation take.
+Files come from a local folder that has them (data_sources), else from torchvision's
+download, each checked against a reference md5; each split is then written once more,
+normalised, as a tensor file that a run maps into memory (load_prepared), so its data
+phase takes milliseconds instead of the seconds torchvision's parsing takes.
 """
 
 import gzip
@@ -70,11 +66,6 @@ def torchvision_class(dataset: str):
     return getattr(torchvision.datasets, CLASS_NAMES[dataset])
 
 
-def reference_gz_md5(dataset: str) -> dict[str, str]:
-    """torchvision's own md5s of the original .gz archives."""
-    return {name: digest for name, digest in torchvision_class(dataset).resources}
-
-
 def check_idx(path: Path, name: str | None = None) -> None:
     name = name or path.name
     with open(path, "rb") as f:
@@ -96,7 +87,7 @@ def find_local_copy(dataset: str, sources: list[str]) -> Path | None:
 
 def place_from_folder(dataset: str, folder: Path, raw: Path) -> dict[str, str]:
     """Copy (decompressing) into raw/; return how each file was verified."""
-    gz_md5 = reference_gz_md5(dataset)
+    gz_md5 = dict(torchvision_class(dataset).resources)  # torchvision's, of the original .gz
     known = UNCOMPRESSED_MD5.get(dataset, {})
     how = {}
     raw.mkdir(parents=True, exist_ok=True)
@@ -129,7 +120,7 @@ def place_from_folder(dataset: str, folder: Path, raw: Path) -> dict[str, str]:
 def download(dataset: str, root: Path) -> dict[str, str]:
     # torchvision checks the md5 of what it downloads
     torchvision_class(dataset)(root=str(root), train=True, download=True)
-    return {name: "md5 checked by torchvision's download" for name in IDX_SHAPES}
+    return dict.fromkeys(IDX_SHAPES, "md5 checked by torchvision's download")
 
 
 def how_to_get(dataset: str, sources: list[str], root: Path) -> str:

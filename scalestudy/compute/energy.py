@@ -1,18 +1,6 @@
-"""Energy of a run, read from hardware counters at the start and end of the workload's
-run and of each timed phase (so the analysis takes the energy of the same phases as the
-time it uses); never estimated (no TDP, no sampled power x time).
-
-Two counters, each read where it exists and said "not measured" (with why) where not:
-
-- NVML `nvmlDeviceGetTotalEnergyConsumption`: millijoules since the driver loaded
-  (Volta or newer), the whole board of each GPU the rank used; 64 bits: no wrap.
-- Linux powercap RAPL, `/sys/class/powercap/intel-rapl:<k>/energy_uj`: microjoules of
-  each CPU package, wrapping at `max_energy_range_uj` (often about 262 kJ: some 20 minutes
-  at 200 W). It counts the node's whole packages, so it means something only where the
-  run had its node to itself, which the launcher decides (combine). Root-only since 2020.
-
-A thread reads the RAPL counters every `wrap_check_s` (well under the shortest wrap) to
-count the wraps that a start and end read alone cannot see; it adds no power samples.
+"""Energy of a run, read from hardware counters (NVML, RAPL) at the start and end of the
+workload's run and of each timed phase, so that the analysis takes the energy of the same
+phases as the time it uses; never estimated (docs/measuring.md, "Energy").
 
 Each part is {"joules", "source", "scope", "not_measured"}: a figure with its source, or
 null with the reason (records.py refuses a figure without a source).
@@ -120,32 +108,30 @@ class RaplMeter:
         self._thread = threading.Thread(target=self._loop, name="rapl-wraps", daemon=True)
         self._thread.start()
 
-    def _check(self) -> None:
+    def _check(self) -> bool:
+        """Count the wraps since the last reading; False, with the reason noted, where a
+        counter cannot be read."""
         # read under the lock: the wrap thread and a phase's read (read()) both check,
         # and an older reading compared after a newer one would count a false wrap
-        with self._lock:
-            now = rapl_read(self.zones)
-            for i, (before, after) in enumerate(zip(self._last, now, strict=True)):
-                if after < before:
-                    self._wraps[i] += 1
-            self._last = now
-
-    def _checked(self) -> bool:
-        """_check(); False, with the reason noted, where a counter cannot be read."""
         try:
-            self._check()
+            with self._lock:
+                now = rapl_read(self.zones)
+                for i, (before, after) in enumerate(zip(self._last, now, strict=True)):
+                    if after < before:
+                        self._wraps[i] += 1
+                self._last = now
         except OSError as e:
             self.reason = f"not readable: {e}"
             return False
         return True
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.wrap_check_s) and self._checked():
+        while not self._stop.wait(self.wrap_check_s) and self._check():
             pass
 
     def read(self) -> float | None:
         """Joules since start(), wraps counted; None where the counter cannot be read."""
-        if self.reason or not self._start or not self._checked():
+        if self.reason or not self._start or not self._check():
             return None
         # each wrap lost max_energy_range_uj + 1 (the counter goes from max to 0)
         with self._lock:

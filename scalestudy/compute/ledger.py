@@ -1,12 +1,7 @@
-"""The host's ledger of timed runs, and the machine-wide lock for local timed runs.
-
-Every launcher on a host notes its run in one append-only file in node-local shared memory
-(/dev/shm, else the temporary folder), whatever its study, workflow folder or Snakemake
-invocation. A run overlapped another if the other was still running when it started (its
-process is alive) or started while it ran; both are seen from the ledger, so each of two
-overlapping runs names the other. Entries carry the CPUs the run could use, so the record
-says whether the overlap was on the same CPUs. Locally (no Slurm) a launcher also holds a
-machine-wide lock while it times its run, so that two invocations never time at once.
+"""The host's ledger of timed runs, and the machine-wide lock for local timed runs
+(docs/measuring.md). Every launcher on a host notes its run, with the CPUs it could use,
+in one append-only file in node-local shared memory (/dev/shm, else the temporary folder),
+whatever its study or workflow folder, so that each of two overlapping runs names the other.
 """
 
 import contextlib
@@ -37,10 +32,11 @@ def _open_shared(path: Path) -> int:
 
 
 @contextmanager
-def timed_run_lock(path: Path | None = None, on_wait=None):
-    """Hold the machine-wide lock of local timed runs; `on_wait()` is called once if
-    another run holds it. Released when the holder ends, however it ends."""
-    fd = _open_shared(path or shared_dir() / "scalestudy-timed-run.lock")
+def locked(path: Path, on_wait=None):
+    """Hold an exclusive lock of the shared file `path` (yields its descriptor);
+    `on_wait()` is called once if another holds it. Released when the holder ends,
+    however it ends."""
+    fd = _open_shared(path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -48,9 +44,14 @@ def timed_run_lock(path: Path | None = None, on_wait=None):
             if on_wait:
                 on_wait()
             fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        yield fd
     finally:
         os.close(fd)
+
+
+def timed_run_lock(path: Path | None = None, on_wait=None):
+    """Hold the machine-wide lock of local timed runs (see `locked`)."""
+    return locked(path or shared_dir() / "scalestudy-timed-run.lock", on_wait)
 
 
 def _start_time(pid: int) -> str | None:
@@ -79,15 +80,6 @@ class Ledger:
                 continue  # a line cut by a full disk: ignore it
         return runs
 
-    @contextmanager
-    def _locked(self):
-        fd = _open_shared(self.path)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield fd
-        finally:
-            os.close(fd)
-
     def _append(self, fd: int, entry: dict) -> None:
         os.write(fd, (json.dumps(entry) + "\n").encode())
 
@@ -99,7 +91,7 @@ class Ledger:
         """Note this run's start; return the runs on this host still running now."""
         now = time.time()
         try:
-            with self._locked() as fd:
+            with locked(self.path) as fd:
                 entries = self._entries(fd)
                 running = [
                     e
@@ -124,7 +116,7 @@ class Ledger:
         """Note this run's end; return the runs on this host that started while it ran."""
         now = time.time()
         try:
-            with self._locked() as fd:
+            with locked(self.path) as fd:
                 entries = self._entries(fd)
                 self._append(fd, {"run_id": run_id, "end": now})
         except OSError:
@@ -140,12 +132,11 @@ class Ledger:
 
 def overlaps(mine: list[int], others: list[dict]) -> list[dict]:
     """Record entries for the runs that overlapped this one, once each."""
-    seen, result = set(), []
+    first: dict[str, dict] = {}
     for e in others:
-        if e["run_id"] in seen:
-            continue
-        seen.add(e["run_id"])
-        theirs = e.get("cpus")
-        same = bool(set(mine) & set(theirs)) if theirs and mine else None
+        first.setdefault(e["run_id"], e)
+    result = []
+    for e in first.values():
+        same = bool(set(mine) & set(e["cpus"])) if e.get("cpus") and mine else None
         result.append({"run": e.get("run", "?"), "run_id": e["run_id"], "same_cpus": same})
     return result

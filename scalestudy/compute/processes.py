@@ -1,22 +1,9 @@
 """The run's processes: kept together, stopped together, measured, and heard without
-being held back.
-
-- Every process a launcher starts leads its own process group (so its whole tree can
-  be signalled as one group) and dies with its parent (Linux's parent-death signal), so
-  no process of a run outlives the launcher, even after `kill -9`. It stays in the
-  user's session: a session of its own would be a scheduling group of its own
-  (kernel.sched_autogroup_enabled), beside which a program the user started at
-  `nice 19` still takes its full share of a CPU.
-- What a run's program leaves behind, however it detached (`setsid`, a double fork),
-  stays in the tree: the launcher and a command's worker are child subreapers (orphans
-  are re-parented to them, not to init) and sweep their descendants when the program
-  ends. A cgroup per run would also hold them, but compute nodes rarely let a user
-  make one (Slurm owns the job's cgroup), so nothing here needs one.
-- CPU use over a run comes from getrusage (the process and the children it waited
-  for) and /proc/stat (the busy time of the CPUs it may use): what other processes
-  took of those CPUs is their difference.
-- Output is read and written in blocks, never line by line, and kept bounded: the
-  job log keeps its head and its tail and says what it cut.
+being held back (docs/measuring.md, the bullets on a run's processes and its output).
+Each leads its own process group, in the user's session (a session of its own would be a
+scheduling group of its own: autogroup), and dies with its parent; the launcher and a
+command's worker are child subreapers that sweep what a program left behind (no cgroup:
+compute nodes rarely let a user make one). Output moves in blocks; the log keeps its head and tail.
 
 Standard library only: this runs on compute nodes, before and around the workload.
 """

@@ -7,26 +7,22 @@ or https://ui.perfetto.dev.
 """
 
 import os
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 
 WAIT_STEPS, WARMUP_STEPS = 1, 1
 
 
-def maybe_profiled(ctx, spec: dict, torch):
-    """The profiler for rank 0 of a profiling run, else nothing."""
-    profile = spec.get("profile")
-    if not profile or ctx.rank != 0:
-        return nullcontext()
-    return profiled_steps(ctx, profile["trace"], profile["steps"], torch)
-
-
 @contextmanager
-def profiled_steps(ctx, trace_path: str | Path, steps: int, torch):
-    """Profile `steps` training steps of the run; write the trace atomically."""
+def profiled(ctx, spec: dict):
+    """In rank 0 of a profiling run, profile its spec's `steps` training steps and write
+    the trace atomically; any other run goes unprofiled."""
+    if "profile" not in spec or ctx.rank != 0:
+        yield
+        return
     from torch.profiler import ProfilerActivity, profile, schedule
 
-    trace_path = Path(trace_path)
+    trace_path, steps = Path(spec["profile"]["trace"]), spec["profile"]["steps"]
     written = []
 
     def export(prof):

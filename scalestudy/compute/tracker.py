@@ -1,12 +1,7 @@
-"""Optional experiment tracking with Comet, for rank 0 only.
-
-Nothing happens unless COMET_API_KEY is set and comet_ml is installed. comet_ml reads the
-key from the environment itself: this module never reads, copies or prints it, so it cannot
-reach records, logs or the report. Compute nodes often have no internet: with
-COMET_OFFLINE_DIRECTORY set, the experiment is written there as an archive to upload later
-(`comet upload FILE.zip`). The tracker starts before the workload, so Comet's system
-metrics (CPU, memory, GPU) cover the training; its set-up falls into the run's start-up
-phase and wall time, never into epochs. The record says whether a tracker was on.
+"""Optional experiment tracking with Comet, for rank 0 only (config/README.md, "Experiment
+tracking"). comet_ml reads COMET_API_KEY itself: this module never reads, copies or prints
+it. The tracker starts before the workload, so that Comet's system metrics cover the
+training; its set-up falls into the run's start-up phase and wall time, never into epochs.
 """
 
 import os

@@ -17,7 +17,7 @@ from scalestudy.compute import harness
 from scalestudy.compute.energy import RankEnergy, gpus_of
 from scalestudy.compute.harness import Context, Phase, threads_from_allocation
 from scalestudy.compute.processes import CpuWatch, adopt_orphans, die_with_parent
-from scalestudy.compute.profiling import maybe_profiled
+from scalestudy.compute.profiling import profiled
 from scalestudy.compute.tracker import finish_tracker, start_tracker
 from scalestudy.records import jsonable, write_json_atomic
 
@@ -66,7 +66,7 @@ def run_workload(spec: dict, launch_time: float) -> dict:
         # counters read at the start and end of the workload's run and of each phase;
         # one reader of the node's packages per node (its first rank)
         meter = RankEnergy(gpus_of(ctx.device, torch), node_reader=ctx.local_rank == 0)
-        with meter, maybe_profiled(ctx, spec, torch):
+        with meter, profiled(ctx, spec):
             ctx.energy_reader = meter.read  # each phase's energy too
             workload.run(spec["params"], ctx)
         energy = meter.result

@@ -22,12 +22,6 @@ def names_under(path: list[str]) -> str:
     )
 
 
-def schema_problem(error) -> list[tuple[list[str], str]]:
-    """One jsonschema error of the config as (key path, message in words), one per bad
-    key; the error's own path is kept (its document position orders the messages)."""
-    return registry.describe_error(error, names_of=names_under)
-
-
 def config_key(path: list[str], message: str) -> str:
     return f"config key {'.'.join(path) or '(top level)'}: {message}"
 
@@ -42,7 +36,7 @@ def describe_validation_error(error: BaseException) -> str:
         err = err.__cause__ or err.__context__
     if err is None:
         return str(error)
-    return "\n".join(config_key(path, message) for path, message in schema_problem(err))
+    return "\n".join(config_key(*p) for p in registry.describe_error(err, names_under))
 
 
 def counted(problems: list[str]) -> tuple[str, str]:

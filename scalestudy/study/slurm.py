@@ -110,12 +110,12 @@ LIMITS = {
 }
 
 
-def limit_problems(name: str, points: list[Point], limits: dict | None) -> list[str]:
+def limit_problems(name: str, points: list[Point], limits: dict) -> list[str]:
     """The points the partition cannot hold, found before any job is submitted: for
     each limit, the first point beyond it (and how many more are)."""
     problems = []
     for key, (what, need) in LIMITS.items():
-        limit = (limits or {}).get(key)
+        limit = limits.get(key)
         beyond = [p for p in points if limit is not None and need(p) > limit]
         if beyond:
             message = (f"studies.{name}: point {beyond[0].label} needs {need(beyond[0])} {what}, "

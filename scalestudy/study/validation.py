@@ -2,7 +2,6 @@
 
 import copy
 import json
-import re
 from pathlib import Path
 
 import workloads as registry
@@ -13,7 +12,7 @@ from scalestudy.study.errors import (
     ConfigError,
     config_key,
     describe_validation_error,
-    schema_problem,
+    names_under,
     yaml_problem,
 )
 from scalestudy.study.expansion import expand_grid, expand_range
@@ -21,14 +20,12 @@ from scalestudy.study.points import TOTAL_AXES, layout_of, point_for
 from scalestudy.study.slurm import limit_problems, runtime_problems
 from scalestudy.study.workload_bridge import find_workload, params_problems, workloads_of
 
-SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
-
-def study_problems(study: Study, workdir: Path, limits: dict | None = None,
-                   known: dict | None = None, params_ok: bool = True) -> list[str]:  # fmt: skip
-    """Every problem the schema cannot see, each naming its key. `known`: the workloads
-    (default: those of the workflow in workdir); `params_ok`: False when the study's
-    params failed their schema (their own checks are then skipped)."""
+def study_problems(study: Study, workdir: Path, limits: dict, known: dict,
+                   params_ok: bool) -> list[str]:  # fmt: skip
+    """Every problem the schema cannot see, each naming its key. `known`: the workflow's
+    workloads; `params_ok`: False when the study's params failed their schema (their own
+    checks are then skipped)."""
     # the baseline and references are checked whatever else is wrong: each names its key
     compared = baseline_problems(study, workdir) + archive_problems(study, workdir)
     compared += expect_problems(study)
@@ -45,14 +42,13 @@ def study_problems(study: Study, workdir: Path, limits: dict | None = None,
         missing = [] if path.is_file() else [f"studies.{study.name}.measured: no such file: {path}"]
         return missing + compared
     try:
-        known = workloads_of(workdir) if known is None else known
         workload = find_workload(study.name, study.workload, known)
     except ConfigError as e:
         return e.problems + compared
     problems = compared
     for series in study.series_names:
         problems += series_problems(study, limits, series, workload, workdir, params_ok)
-    return list(dict.fromkeys(problems))
+    return problems  # ConfigError drops a problem said twice
 
 
 def compare_problems(study: Study, workdir: Path) -> list[str]:
@@ -100,8 +96,8 @@ def adaptive_problems(study: Study) -> list[str]:
     return problems
 
 
-def series_problems(whole: Study, limits: dict | None, series: str, workload: registry.Workload,
-                    workdir: Path | None = None, params_ok: bool = True) -> list[str]:  # fmt: skip
+def series_problems(whole: Study, limits: dict, series: str, workload: registry.Workload,
+                    workdir: Path, params_ok: bool) -> list[str]:  # fmt: skip
     study = whole.for_series(series)
     name, scaling, points = study.name, study.scaling, study.scaling.ns()
     problems = scaling_problems(name, scaling, series)
@@ -119,7 +115,7 @@ def series_problems(whole: Study, limits: dict | None, series: str, workload: re
                         "scale it over threads (axis: threads, devices: 1, nodes: 1)")  # fmt: skip
     chosen = [point_for(whole, n, series) for n in points]
     problems += limit_problems(name, chosen, limits)
-    runtime = (limits or {}).get("runtime")
+    runtime = limits.get("runtime")
     problems += runtime_problems(whole, chosen, runtime, "partition_limits.runtime")
     profile, where = study.profile, f"studies.{name}"
     if profile.enabled and not workload.steps:
@@ -195,10 +191,7 @@ def normalise_config(config: dict, workdir: Path) -> dict:
             unusable |= {name} if found else set()
     limits = config["partition_limits"]
     for name, study in config["studies"].items():
-        if not SAFE_NAME.match(name):
-            problems.append(f"studies.{name}: study names may only use letters, digits, '-' and "
-                            "'_', starting with a letter or digit")  # fmt: skip
-            continue
+        # the schema refuses names other than letters, digits, '_' and '-' (propertyNames)
         if repeated := periodic_name_problem(name):
             problems.append(repeated)
             continue
@@ -295,7 +288,7 @@ def schema_problems(config: dict, schema: dict) -> list[tuple[list[str], str]]:
 
     found = []
     for error in Draft202012Validator(schema).iter_errors(config):
-        found += schema_problem(error)
+        found += registry.describe_error(error, names_under)
     found.sort(key=lambda problem: document_order(config, problem[0]))
     return list({config_key(*p): p for p in found}.values())
 
@@ -365,23 +358,12 @@ def checked_config(config: dict, schema_path: str | Path, workdir: Path) -> dict
     the studies `only:` selects (not_selected_problems checks the others).
     ConfigError lists every problem found, schema ones first, each as
     `config key PATH: ...`; a study the schema refused is not checked further."""
-    config, unknown = selected(config)
-    if unknown and not config["studies"]:
-        raise ConfigError(*unknown)
-    try:
-        checked = checked_selection(config, schema_path, workdir)
-    except ConfigError as e:
-        raise ConfigError(*e.problems, *unknown) from None
-    if unknown:
-        raise ConfigError(*unknown)
-    return checked
-
-
-def checked_selection(config: dict, schema_path: str | Path, workdir: Path) -> dict:
-    """checked_config for the studies selected."""
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate
 
+    config, unknown = selected(config)
+    if unknown and not config["studies"]:
+        raise ConfigError(*unknown)
     try:
         validate(config, schema=str(schema_path))
     except WorkflowError as e:
@@ -390,7 +372,7 @@ def checked_selection(config: dict, schema_path: str | Path, workdir: Path) -> d
         schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
         found = schema_problems(json.loads(json.dumps(config)), schema)
         if not found:  # pragma: no cover - the two validators disagree
-            raise ConfigError(describe_validation_error(e)) from None
+            raise ConfigError(describe_validation_error(e), *unknown) from None
         problems = [config_key(*problem) for problem in found]
         rest = without_schema_problems(config, [path for path, _ in found])
         if rest is not None:
@@ -401,8 +383,11 @@ def checked_selection(config: dict, schema_path: str | Path, workdir: Path) -> d
                 problems += [f"config key {p}" for p in more.problems]
             except WorkflowError:  # pragma: no cover - the rest is valid by construction
                 pass
-        raise ConfigError(*problems) from None
+        raise ConfigError(*problems, *unknown) from None
     try:
-        return normalise_config(config, workdir)
+        checked = normalise_config(config, workdir)
     except ConfigError as e:
-        raise ConfigError(*(f"config key {p}" for p in e.problems)) from None
+        raise ConfigError(*(f"config key {p}" for p in e.problems), *unknown) from None
+    if unknown:
+        raise ConfigError(*unknown)
+    return checked
