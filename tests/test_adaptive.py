@@ -791,8 +791,8 @@ def test_a_study_stopped_undecided_says_first_what_one_command_would_decide_it()
 
 
 def test_a_study_whose_runs_shared_their_cpus_says_first_to_stop_the_other_programs():
-    """Issue 37: beside a CPU hog every run at 2 threads was left out (shared CPUs) and
-    the first line asked only for another round, which the hog would spoil the same way."""
+    """Beside a CPU hog every run at 2 threads was left out (shared CPUs), and the first
+    line asked only for another round, which the hog would spoil the same way."""
     from scalestudy.analysis.pipeline import analyse
     from scalestudy.report.rendering import render
     from scalestudy.report.views import study_view
