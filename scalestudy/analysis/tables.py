@@ -450,9 +450,7 @@ def point_row(
     ok = group[group["status"] == "ok"]
     # a run that did not get what its point asked for, or whose CPUs others used,
     # does not measure that point
-    measured = ok if keep_mismatched else ok[~ok["mismatch"].astype(bool)]
-    if not keep_disturbed and "disturbed" in measured:
-        measured = measured[measured["disturbed"].astype(object).fillna("") == ""]
+    measured = group[energy.measures_point(group, keep_mismatched, keep_disturbed)]
     timed = numeric(measured, time_col)
     times = timed.to_numpy()
     first = group.iloc[0]

@@ -1,26 +1,8 @@
 """Does the answer still hold? A study against an earlier run of it (`baseline:`): per
 point, whole curve, fitted models, the answer and the two fingerprints
-(results/<study>/baseline.json and the report's section). Pure functions on the runs
-tables and the two analyses; every random draw comes from ``np.random.default_rng``.
-
-Statistical choices, and why:
-
-* The regression check (scalestudy/analysis/stats/verdicts.py says how and why): per
-  series, the whole curve, then each point; alpha is split over the series. A point's
-  ratio is now / baseline of geometric means (the ratio of medians under
-  multiplicative noise) with its 95 % interval on the pooled variance. At 3 runs a
-  side and CV 5 %, Welch tests per point with Bonferroni, which it replaces, called a
-  10 % slowdown of every point in 34 % of studies, the check in 99 %
-  (benchmarks/baseline_calls.py prints both).
-* The speedup curves differ when at some N the speedup ratio (now / baseline, four
-  medians, each sample resampled on its own) has a Bonferroni interval (level
-  1 - 0.05 / k over k points) that excludes 1, beyond the tolerance, and the t-test of
-  the log speedup ratio (four samples, Welch-Satterthwaite) gives p below 0.05 / k:
-  one test over all points at 5 %, and a uniform slow-down (every point 10 % slower) leaves the
-  curve, and the answer, alone. The times' own overall test is the stratified
-  permutation test of `comparison.compare_series`.
-* The models differ where a parameter's 95 % intervals (analysis/stats/models.py) of the
-  same model do not overlap: conservative, as the report says.
+(results/<study>/baseline.json and the report's section). Pure functions; every random
+draw comes from ``np.random.default_rng``. The tests and why: docs/baselines.md,
+"Comparing with a baseline" (the regression check: stats/verdicts.py).
 """
 
 from __future__ import annotations

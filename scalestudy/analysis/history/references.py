@@ -1,16 +1,10 @@
-"""References (`expect:`): what a study states it expects, against what it measured,
-for CI. Aggregation judges them (analysis.json's `expectations`); `make check` reads the
-analyses and runs nothing:
+"""References (`expect:`): what a study states it expects, judged against what it
+measured (analysis.json's `expectations`); `make check` reads the analyses and runs
+nothing:
 
     python -m scalestudy.analysis.history.references [STUDY ...]   (or: make check [STUDY=...])
 
-checks the studies named, or every study of the config that states expectations
-(check_config).
-
-An expectation is broken when the measured value's whole 95 % interval lies outside its
-bounds (the runs show it is not met); unsure when the value is outside but its interval
-reaches the bounds (not called: a CI job must not fail on noise); unmeasured (broken
-too) when the study has no such point.
+When an expectation is broken, unsure or unmeasured: docs/baselines.md, "References for CI".
 """
 
 from __future__ import annotations

@@ -244,26 +244,18 @@ class FitResult:
             return np.full(np.shape(n), np.nan)
         return _design(self.name, n) @ self.theta
 
-    def predict_speedup(
-        self, n, n_base: float | None = None, t_base: float | None = None
-    ) -> np.ndarray:
+    def predict_speedup(self, n, t_base: float | None = None) -> np.ndarray:
         """Fitted speedup t_base/t(n). t_base: the base time the speedups are against,
         e.g. the measured median at the base N (as the measured speedups); default the
-        model's own t(n_base), n_base defaulting to the study's base."""
+        model's own t(n_base) at the study's base."""
         if t_base is None:
-            n_base = self.n_base if n_base is None else n_base
-            t_base = self.predict_time(n_base)
+            t_base = self.predict_time(self.n_base)
         return t_base / self.predict_time(n)
 
     def band(
-        self,
-        n,
-        n_base: float | None = None,
-        level: float = LEVEL,
-        prediction: bool = True,
-        t_base: float | None = None,
+        self, n, prediction: bool = True, t_base: float | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(lo, hi) of the speedup t_base/t(n) over the bootstrap parameter sets.
+        """(lo, hi) of the speedup t_base/t(n) over the bootstrap parameter sets, at LEVEL.
         prediction=True (default): a prediction band for the speedup that one new run at
         n would show (each set is combined with resampled residuals of the fit).
         prediction=False: confidence band of the fitted curve only. t_base as in
@@ -277,13 +269,12 @@ class FitResult:
         with np.errstate(divide="ignore", invalid="ignore"):
             t_n = self.boot_theta @ _design(self.name, n).T
             if t_base is None:
-                n_base = self.n_base if n_base is None else n_base
-                t_base = self.boot_theta @ _design(self.name, [n_base]).T
+                t_base = self.boot_theta @ _design(self.name, [self.n_base]).T
             log_speedup = np.log(t_base) - np.log(t_n)
         if prediction:  # (sets x draws) x points
             log_speedup = log_speedup[:, None, :] - self.boot_noise[:, :, None]
             log_speedup = log_speedup.reshape(-1, n.size)
-        lo, hi = nan_quantile(np.exp(log_speedup), _tails(level), axis=0)
+        lo, hi = nan_quantile(np.exp(log_speedup), _tails(LEVEL), axis=0)
         return lo.reshape(shape), hi.reshape(shape)
 
 

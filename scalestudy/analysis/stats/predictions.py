@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.decisions.recommendation import decision, recommend, step_intervals
+from scalestudy.analysis.energy.energy import measures_point
 from scalestudy.analysis.stats import comparison, models
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.contract import Comparison, TestAtN
@@ -79,12 +80,7 @@ def exclusion_reason(row: pd.Series, study: Study) -> str | None:
 def usable_runs(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
     """The runs that may measure a point: good, given what they asked for (unless the
     study takes mismatched ones), on CPUs nobody else used (unless it takes shared)."""
-    usable = runs[runs["status"] == "ok"]
-    if not study.include_mismatched:
-        usable = usable[~usable["mismatch"].astype(bool)]
-    if not study.include_shared and "disturbed" in usable:
-        usable = usable[usable["disturbed"].astype(object).fillna("") == ""]
-    return usable
+    return runs[measures_point(runs, study.include_mismatched, study.include_shared)]
 
 
 def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> SeriesFit:

@@ -177,15 +177,11 @@ def _not_called(slower, faster: float, within: bool, tolerance, unit: str, curve
     where = (" over the curve", " at every point") if curve else ("", "")
     if power >= POWER and within:
         chance = ["above 0.99" if p > 0.99 else f"{p:.2f}" for p in (power, faster)]
-        return (
-            SAME,
-            power,
-            None,
-            (
-                f"no change beyond {tolerance:.0%}{where[0]} (a {seen} slowdown{where[1]} would"
-                f" have been called with probability {chance[0]}, a {seen} speedup {chance[1]})"
-            ),
+        text = (
+            f"no change beyond {tolerance:.0%}{where[0]} (a {seen} slowdown{where[1]} would"
+            f" have been called with probability {chance[0]}, a {seen} speedup {chance[1]})"
         )
+        return SAME, power, None, text
     reached = np.flatnonzero(np.asarray(slower[1:]) >= POWER)
     if not reached.size:
         return UNDECIDED, power, None, f"undecided: more {unit}s now cannot decide it alone"
