@@ -248,7 +248,10 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Ans
                 "not_measured": why, "time_s": row.time_s, "values": values,
             }  # fmt: skip
         base = next((found[int(r.n)] for r in rows.itertuples() if r.is_base), None)
-        basis = base["source"] if base and base["source"] else _common(found)
+        # the base case's source, else the most common one (a tie: the first measured)
+        sources = [p["source"] for p in found.values() if p["source"]]
+        common = max(sources, key=sources.count, default=None)
+        basis = base["source"] if base and base["source"] else common
         for p in found.values():
             p["comparable"] = p["source"] == basis and p["source"] is not None
             related = p["comparable"] and base is not None and base["source"] == basis
@@ -274,11 +277,6 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Ans
     points = [EnergyPoint(**jsonable(p)) for p in points]
     return Energy(measured, why, points, series_answers, WINDOWS[study.time],
                   Cost.of(study).energy_weight)  # fmt: skip
-
-
-def _common(found: dict) -> str | None:
-    sources = [p["source"] for p in found.values() if p["source"]]
-    return max(set(sources), key=sources.count) if sources else None
 
 
 SAME_SOURCE = "not measured from the same source as the base case"

@@ -267,21 +267,15 @@ def read_runs_csv(path: str | Path) -> pd.DataFrame:
     return pd.read_csv(io.StringIO(runs_csv_text(Path(path))))
 
 
-def read_baseline(folder: str | Path) -> tuple[pd.DataFrame, dict]:
-    """The baseline's runs table and analysis (as JSON: an older one need not match the
-    contract), read as the config check read them before any job. RecordError names
-    the file and line of a broken one."""
-    folder = Path(folder)
-    runs, analysis = BASELINE_FILES
-    return read_runs_csv(folder / runs), earlier_analysis(folder / analysis)
-
-
 def compare(
     study: Study, runs: pd.DataFrame, analysis: Analysis, folder: str | Path, seed: int = 0
 ) -> BaselineComparison:
     """The study (its runs table and analysis) against the baseline in `folder`, as
-    baseline.json holds it."""
-    old_runs, old = read_baseline(folder)
+    baseline.json holds it. Its runs table and analysis (as JSON: an older one need not
+    match the contract) are read as the config check read them before any job
+    (RecordError names the file and line of a broken one)."""
+    runs_csv, analysis_json = (Path(folder) / name for name in BASELINE_FILES)
+    old_runs, old = read_runs_csv(runs_csv), earlier_analysis(analysis_json)
     column = TIME_COLUMNS[study.time]
     if column not in old_runs:
         raise RecordError(f"baseline {folder}: its runs.csv has no {column} (time: {study.time})")

@@ -1,25 +1,21 @@
 """Scaling models fitted to a study's times: Amdahl, fixed work plus a per-unit overhead
 and fixed work plus a tree-communication term, with bootstrap uncertainty, AICc model
 selection and the predicted peak. Pure functions on numpy arrays; every random draw
-comes from ``np.random.default_rng(seed)``.
+comes from ``np.random.default_rng(seed)``. The models, and what the report makes of
+them: docs/report.md (the results table's section).
 
 Statistical choices, and why:
 
 * The candidates are different families, so that AICc chooses between explanations and
-  not between spellings of one curve:
-  amdahl               t = T·(s + (1−s)/N): a serial part, the rest divides perfectly;
-  fixed_work_overhead  t = F + W/N + c·N: an overhead growing with every unit (a ring
-                       all-reduce's latency term, contention, per-process start-up);
-  log_comm             t = F + W/N + c·log2(N): an overhead growing with the depth of a
-                       tree (tree all-reduce, broadcast, a reduction across nodes).
-  The two three-parameter families share only Amdahl's curves (c = 0): 1, 1/N, N and
-  log2(N) are linearly independent functions, so on enough distinct N neither
-  reproduces the other's curves. The Universal Scalability Law is no separate
-  candidate: it spans the curves a + b/N + c·N, so wherever it fits with F >= 0 it is
-  fixed_work_overhead under other names (the two tied to 13 digits of AICc on real
-  data and split the Akaike weight); only its F < 0 part (kappa > sigma) is left out.
-  fixed_work_overhead reports the USL reading of its fit as well:
-  sigma = (F + c)/t(1), kappa = c/t(1), with t(1) = F + W + c.
+  not between spellings of one curve: an overhead growing with every unit, c·N (a ring
+  all-reduce's latency term, contention, per-process start-up), or with the depth of a
+  tree, c·log2(N) (tree all-reduce, broadcast, a reduction across nodes), beside
+  Amdahl's serial part. 1, 1/N, N and log2(N) are linearly independent,
+  so on enough distinct N neither three-parameter family reproduces the other's curves.
+  The Universal Scalability Law spans the curves a + b/N + c·N: wherever it fits with
+  F >= 0 it is fixed_work_overhead under other names (the two tied to 13 digits of AICc
+  on real data and split the Akaike weight), so it is no separate candidate;
+  fixed_work_overhead reports its reading, sigma = (F + c)/t(1), kappa = c/t(1).
 * Models are fitted in log space, sum of (log t - log model)^2: errors are relative (the
   times at large N are small and would otherwise not count), and with log-symmetric
   noise the curve goes through the medians. All three models are linear in the time
@@ -35,13 +31,10 @@ Statistical choices, and why:
   (one sample per N); every replicate is then refitted in the one vectorised batch.
   The fitter is hand-written: ~100x faster than a scipy.optimize.least_squares call per
   replicate (benchmarks/stats_scipy.py).
-* Speedups are t_base / t(N). By default t_base is the model's own t(N_base); pass the
-  measured base time (`t_base=`) to draw predictions against the same base case as the
-  measured speedups: the model's t(N_base) is not the measured median there, and a
-  curve against its own base is shifted off the measured points by that ratio.
-* Bands: `FitResult.band` gives, by default, a *prediction* band: where the speedup of
-  one new run at N would fall (bootstrap parameter sets combined with resampled
-  residuals). A *confidence* band (prediction=False) covers only the fitted curve.
+* Speedups, bands and the peak are against a given t_base (the measured base time, as
+  the measured speedups) or the model's own t(N_base): `FitResult.predict_speedup`.
+  `FitResult.band` gives a prediction band by default (one new run), a confidence
+  band of the curve with prediction=False.
 """
 
 from __future__ import annotations
