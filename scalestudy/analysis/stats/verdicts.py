@@ -11,14 +11,10 @@ points, 3 runs a side, 1000 pairs, seed 1):
 
 * One log-scale variance pooled over every point and both sides (run times vary by a
   factor, about alike at every N): 3 runs a side at 5 points give 20 degrees of
-  freedom where a Welch test per point had 2-4, so a 10 % change at CV 5 % can be seen.
+  freedom where a Welch test per point had 2-4.
 * Each way its own one-sided tests: SLOWER_SHARE of alpha (4 %) calls "slower", the
-  rest (1 %) "faster"; a study's false alarms, both ways, stay at alpha (slow outliers,
-  which look like slowdowns, raise them to 5-7 %: docs/baselines.md). The check is
-  there to catch slowdowns, and two-sided tests (alpha split evenly) cannot reach
-  both goals: a ramp 0 to +10 % called 70 % (goal 75 %), one point +10 % 30 % (35 %;
-  all of alpha to the points gives at most 34 %). One-sided: 78 % and 37 %. The price
-  is said: a 10 % speedup of one point is called 25 % of the time, not 38 %.
+  rest (1 %) "faster"; why, and what it costs a speedup: docs/baselines.md, "How often
+  a change is called by chance".
 * The whole curve first: the changes a scaling curve shows are a shift at every
   point, or one that grows with log N from none at the smallest N (more
   communication) or fades with it (a slower parallel part). Each shape's weighted
