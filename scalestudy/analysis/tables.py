@@ -1,10 +1,7 @@
 """From records (or a CSV measured elsewhere) to the tidy runs table and the summary.
 
-Vocabulary: the *base case* is the point that speedups are relative to;
-`speedup = t_base / t_N` uses the median time of each point (ratios are never
-averaged); `efficiency = speedup x N_base / N`; `relative_su = SU_N / SU_base`
-with SU = (core_weight x cores + gpu_weight x GPUs) x hours of whole-job time
-(what the allocation is charged, also when speedups use training time only).
+Speedup, efficiency and relative SU, each against the *base case* (ratios of median
+times, never averaged; SU charged for the whole job): docs/report.md, the results table.
 
 Columns: a run's row (runs.csv) is its derived columns, each written once in
 derived_columns (status rules, phase sums, the requested layout, overlaps), then every
@@ -498,12 +495,9 @@ def distinct_text(frame: pd.DataFrame, column: str) -> list[str]:
     """Distinct non-empty values of a text column, as text, in order of appearance."""
     if column not in frame:
         return []
-    values = []
-    for v in frame[column].dropna():
-        text = str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
-        if text and text not in values:
-            values.append(text)
-    return values
+    values = frame[column].dropna()
+    texts = (str(int(v)) if isinstance(v, float) and v.is_integer() else str(v) for v in values)
+    return [text for text in dict.fromkeys(texts) if text]
 
 
 def summarise_series(runs: pd.DataFrame, study: Study, time_col: str) -> pd.DataFrame:

@@ -1,13 +1,8 @@
-"""A paired comparison's statistics: the ratio b/a of each point from its pairs (a's and
-b's run of one repeat, next to each other in the same job), its interval, and the
-verdict in the report's words.
-
-Pairing removes what the two runs of a pair share (the allocation, the node, the hour)
-from the comparison: what is judged is each pair's log difference log(b) - log(a),
-whose spread is what is left once that shared part cancels. The verdicts are the
-regression check's (stats/verdicts.py: one rule for both): the per-point mean log
-difference against one variance of the differences pooled over the points, the other
-side's runs infinite (a pair's difference carries both runs' noise already).
+"""A paired comparison's statistics: the ratio b/a of each point from its pairs, its
+interval and verdict (docs/report.md, "Paired comparison"). The verdicts are the
+regression check's (stats/verdicts.py) on each pair's log difference, whose variance is
+pooled over the points, the other side's runs infinite (a pair's difference carries
+both runs' noise already).
 """
 
 from __future__ import annotations
