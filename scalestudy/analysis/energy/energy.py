@@ -165,27 +165,21 @@ def with_energy(runs: pd.DataFrame, jobs: dict[str, dict], time: str) -> pd.Data
     exclusive = runs.get("slurm_oversubscribe", pd.Series(None, index=runs.index, dtype=object))
     # Slurm's figure is the whole job's or step's: no window but the whole run's
     slurm_covers = time == "wall"
-    slurm, slurm_why, whole, result = [], [], [], []
+    found = []
     for row, key, shared in zip(runs.itertuples(), keys, exclusive, strict=True):
         s_j, s_why = (None, None) if key is None else slurm_part(jobs.get(key), shared)
-        slurm.append(s_j)
-        slurm_why.append(s_why)
-        whole.append(_taken(row, "", s_j, s_why))
+        whole = _taken(row, "", s_j, s_why)
         if slurm_covers:
-            result.append(whole[-1])
+            result = whole
         else:
             whole_job = f"its figure is the whole job's, not {WINDOWS[time].split(',')[0]}"
-            result.append(_taken(row, BASES[time], None, whole_job if s_j is not None else s_why))
-    return runs.assign(
-        energy_slurm_j=pd.Series(slurm, index=runs.index, dtype=float),
-        energy_slurm_why=slurm_why,
-        energy_j=pd.Series([w[0] for w in whole], index=runs.index, dtype=float),
-        energy_source=[w[1] for w in whole],
-        energy_why=[w[2] for w in whole],
-        energy_result_j=pd.Series([r[0] for r in result], index=runs.index, dtype=float),
-        energy_result_source=[r[1] for r in result],
-        energy_result_why=[r[2] for r in result],
-    )
+            result = _taken(row, BASES[time], None, whole_job if s_j is not None else s_why)
+        found.append((s_j, s_why, *whole, *result))
+    columns = ["energy_slurm_j", "energy_slurm_why", "energy_j", "energy_source", "energy_why"]
+    columns += ["energy_result_j", "energy_result_source", "energy_result_why"]
+    energy = pd.DataFrame(found, index=runs.index, columns=columns)
+    joules = [c for c in energy if c.endswith("_j")]
+    return runs.assign(**energy.astype(dict.fromkeys(joules, float)))
 
 
 def measures_point(
