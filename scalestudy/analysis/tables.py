@@ -385,12 +385,6 @@ def study_quality_metric(study: Study, runs: pd.DataFrame) -> str | None:
     return None
 
 
-def median_of(runs: pd.DataFrame, column: str | None) -> float:
-    if column is None or column not in runs or runs.empty:
-        return math.nan
-    return float(pd.to_numeric(runs[column], errors="coerce").median())
-
-
 def global_batch(ok: pd.DataFrame) -> float:
     """Batch over all processes: per-process batch x world size (median over runs)."""
     if "per_process_batch" not in ok or ok.empty:
@@ -420,7 +414,8 @@ def check_convergence(summary: pd.DataFrame, study: Study, base: int, runs: pd.D
         )
 
 
-def numeric(frame: pd.DataFrame, column: str) -> pd.Series:
+def numeric(frame: pd.DataFrame, column: str | None) -> pd.Series:
+    """A column's numbers (none where the frame has no such column, or no column is named)."""
     if column not in frame:
         return pd.Series(dtype=float)
     return pd.to_numeric(frame[column], errors="coerce").dropna()
@@ -482,7 +477,7 @@ def point_row(
         # the source's throughput: samples x epochs / time, over the whole job
         "throughput": samples / wall if samples and wall else math.nan,
         "global_batch": global_batch(ok), "job_ids": " ".join(jobs),
-        "quality": median_of(ok, quality_metric),
+        "quality": float(numeric(ok, quality_metric).median()),
         "cores": int(first["cores"]), "gpus": int(first["gpus"]),
         "nodes": int(first["nodes"]) if pd.notna(first.get("nodes")) else 1,
         "world_size": median_or_nan(ok, "world_size"),

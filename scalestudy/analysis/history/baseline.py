@@ -124,7 +124,7 @@ def regression_check(
     now: dict, was: dict, tolerance: float
 ) -> list[tuple[CurveVerdict, list[PointChange]]]:
     """Per series measured in both (now and was keyed (series, N), as times_by_point):
-    its curve's verdict and each common point's (module docstring). Alpha is split
+    its curve's verdict and each common point's (stats/verdicts.py). Alpha is split
     evenly over the series."""
     common = sorted(set(now) & set(was))
     series = sorted({s for s, _ in common})
@@ -173,7 +173,7 @@ def curve_change(
 ) -> CurveChange:
     """Do the speedup curves differ? Per N: speedup now / speedup baseline with a
     Bonferroni bootstrap interval over the k points compared; they differ where one
-    interval excludes 1 beyond the tolerance (module docstring)."""
+    interval excludes 1 beyond the tolerance (docs/baselines.md)."""
     keys = sorted(n for s, n in set(now) & set(was) if s == series and n != base_n)
     if (series, base_n) not in now or (series, base_n) not in was or not keys:
         missing = f"N = {base_n} (the base) or another common N is missing: not compared"

@@ -30,7 +30,7 @@ Statistical choices, and why:
   has a single run; percentile intervals. scipy.stats.bootstrap draws the replicates
   (one sample per N); every replicate is then refitted in the one vectorised batch.
   The fitter is hand-written: ~100x faster than a scipy.optimize.least_squares call per
-  replicate (benchmarks/stats_scipy.py).
+  replicate, at the same loss (benchmarks/stats_scipy.py).
 * Speedups, bands and the peak are against a given t_base (the measured base time, as
   the measured speedups) or the model's own t(N_base): `FitResult.predict_speedup`.
   `FitResult.band` gives a prediction band by default (one new run), a confidence
@@ -164,8 +164,6 @@ def _fit_log_batch(
     Gauss-Newton: around the current model m the problem is the weighted linear one
     min sum w ((m (1 + mean_log - log m) - X theta) / m)^2, solved exactly under
     theta >= 0; steps are halved until the loss falls. Returns theta, loss, converged."""
-    # hand-written: ~100x faster than a scipy.optimize.least_squares loop over the 300
-    # bootstrap replicates, at the same loss (benchmarks/stats_scipy.py)
     B, G = mean_log.shape
     root_w = np.sqrt(weight)
     # Start: least squares on relative errors (1 - X theta / y), nearly the answer.
