@@ -381,8 +381,10 @@ def study_view(
     if framework:
         shown |= {"step_time_median_s", "plain_step_time_median_s"}
     answers = found.answers
-    # each section's view, in the registry's order (scalestudy.sections)
-    views = {name: part(name, "view").view(analysis.sections[name]) for name in SECTIONS}
+    # each section's view, in the registry's order (scalestudy.sections); a section
+    # with no data in this study (None) has none
+    data = {name: analysis.sections[name] for name in SECTIONS}
+    views = {name: v if v is None else part(name, "view").view(v) for name, v in data.items()}
     result_text = part("time_to_result", "view").result_text
     request_for = part("requests", "view").request_for
     return (

@@ -121,19 +121,16 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> Serie
     # Predicted speedups are against the measured base median, as the summary's measured
     # speedups are (the model's own t(base) differs: the curve would sit off every
     # measured point by that ratio); the model's base only when the base has no time.
-    measured_base = summary.loc[summary["n"] == base, "time_s"].astype(float)
+    at_base = summary.loc[summary["n"] == base, "time_s"].astype(float)
+    measured_base = float(at_base.iloc[0]) if len(at_base) else math.nan
     model_base = float(best.predict_time(base))
-    if len(measured_base) and np.isfinite(measured_base.iloc[0]) and measured_base.iloc[0] > 0:
-        t_base, source = float(measured_base.iloc[0]), "measured"
+    if np.isfinite(measured_base) and measured_base > 0:
+        t_base, source = measured_base, "measured"
     else:
         t_base, source = model_base, "model"
-    prediction_base = {
-        "n": base,
-        "time_s": t_base,
-        "source": source,  # whose base time the predicted speedups use
-        "measured_s": float(measured_base.iloc[0]) if len(measured_base) else math.nan,
-        "model_s": model_base,
-    }
+    # source: whose base time the predicted speedups use
+    prediction_base = {"n": base, "time_s": t_base, "source": source}
+    prediction_base |= {"measured_s": measured_base, "model_s": model_base}
     peak = models.predicted_peak(best, t_base=t_base)
     n_max = max(ns)
     top = max(n_max * EXTRAPOLATE_FACTOR, peak[0] * 1.3 if peak else 0)

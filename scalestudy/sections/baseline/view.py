@@ -10,11 +10,9 @@ def with_ci(value, lo, hi, form: str) -> str:
     return f"{fmt(value, form)} [{fmt(lo, form)}, {fmt(hi, form)}]"
 
 
-def view(b: BaselineComparison | None) -> dict | None:
+def view(b: BaselineComparison) -> dict:
     """The comparison with the baseline in the report's formats (decided in
     scalestudy.analysis.history.baseline)."""
-    if b is None:
-        return None
     ratio = "{:.2f}"
     points = [
         shallow(p)

@@ -7,10 +7,8 @@ from scalestudy.sections.gpu_verdict.contract import GpuVerdict
 PLACE = "telemetry"
 
 
-def view(v: GpuVerdict | None) -> dict | None:
+def view(v: GpuVerdict) -> dict:
     """Is the GPU worth it: the verdict, and each size's figures formatted."""
-    if v is None:
-        return None
     sizes = [
         shallow(r)
         | {k: fmt(getattr(r, k), "{:.2f}") for k in ("speedup", "break_even_speedup")}
