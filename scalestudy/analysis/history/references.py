@@ -67,8 +67,7 @@ def expectations(study: Study, summary: pd.DataFrame) -> list[Expectation]:
             n = int(key)
             rows = summary[summary["n"] == n] if "n" in summary else summary.iloc[0:0]
             row = rows.iloc[0] if len(rows) else None
-            found = (None,) * 3 if row is None else (finite(row.get(c)) for c in columns)
-            value, lo, hi = found
+            value, lo, hi = (None,) * 3 if row is None else (finite(row.get(c)) for c in columns)
             out.append(judge(what, n, lower, upper, value, lo, hi))
     return out
 

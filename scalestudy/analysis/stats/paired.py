@@ -44,8 +44,7 @@ def pairs_of(
     with nothing); by N, then repeat."""
     runs = runs.assign(variant=runs["series"].map(base_series))
     # each run's place among its point's runs, in the order they started
-    place = runs.groupby("n")["started_at"].rank(method="first")
-    runs = runs.assign(place=place)
+    runs = runs.assign(place=runs.groupby("n")["started_at"].rank(method="first"))
     places = runs.pivot_table(index=["n", "repeat"], columns="variant", values="place",
                               aggfunc="first").reindex(columns=["a", "b"])  # fmt: skip
     adjacent = places[(places["a"] - places["b"]).abs() == 1].index

@@ -208,10 +208,8 @@ def verdicts(
     (`unit`: what one of the runs is called, "pair" for a paired comparison)."""
     from scipy.stats import t
 
-    d = np.asarray(log_ratios, dtype=float)
-    n_now = np.asarray(runs_now, dtype=float)
-    n_other = np.asarray(runs_other, dtype=float)
-    x = np.asarray(log_n, dtype=float)
+    given = (log_ratios, runs_now, runs_other, log_n)
+    d, n_now, n_other, x = (np.asarray(v, dtype=float) for v in given)
     k = d.size
     known = df > 0 and math.isfinite(variance) and variance > 0
     scale = 1 / n_now + 1 / n_other
@@ -251,10 +249,8 @@ def verdicts(
             verdict, power, more, text = _not_called(
                 slower[i], faster[i], within, tolerance, unit, False
             )
-        way = SLOWER if d[i] >= 0 else FASTER
-        p_value, threshold = (
-            (ways[way]["p"][i], ways[way]["steps"][i]) if known else (math.nan, math.nan)
-        )
+        test = ways.get(SLOWER if d[i] >= 0 else FASTER)  # none: no variance
+        p_value, threshold = (test["p"][i], test["steps"][i]) if test else (math.nan, math.nan)
         points.append(dict(ratio=ratio, lo=lo, hi=hi, p_value=float(p_value), text=text,
                            threshold=float(threshold), verdict=verdict, power=power,
                            more_runs=more))  # fmt: skip
