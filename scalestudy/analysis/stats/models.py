@@ -376,9 +376,7 @@ def _fit_one(name, runs: _Runs, n_base, boot_mean_log, n_boot, rng) -> FitResult
                      boot_noise=boot_noise)  # fmt: skip
 
 
-def fit_models(
-    ns, times, n_base: float, n_boot: int = 300, seed: int = 0, models=MODEL_NAMES
-) -> list[FitResult]:
+def fit_models(ns, times, n_base: float, n_boot: int = 300, seed: int = 0) -> list[FitResult]:
     """Fit amdahl, fixed_work_overhead and log_comm to times t(N) in log space (see the module
     docstring). `ns` and `times` hold one entry per run, repeats included; non-finite or
     non-positive times are dropped. Uncertainty: when every N has at least 2 runs, the
@@ -400,7 +398,7 @@ def fit_models(
     boot_mean_log = _resample_within_n(runs, n_boot, rng) if by_repeats and n_boot > 0 else None
     fits = [
         _fit_one(name, runs, n_base, boot_mean_log, n_boot, np.random.default_rng([seed, i]))
-        for i, name in enumerate(models)
+        for i, name in enumerate(MODEL_NAMES)
     ]
     how = "CI: bootstrap of " + ("runs within each N" if by_repeats else "residuals")
     for fit in fits:
