@@ -84,7 +84,7 @@ def check(folders: list[Path]) -> int:
     for folder in folders:
         path = folder / "analysis.json"
         try:
-            analysis = Analysis.from_json(path.read_text(), str(path))
+            analysis = Analysis.load(path)
         except (OSError, ContractError) as e:
             print(f"{folder.name}: cannot check: {e}")
             failed += 1
