@@ -32,7 +32,7 @@ def get_run_spec(wildcards):
         point["series"],
         data_dir=DATA_DIR,
         profile_trace=trace if profiling else None,
-        time_limit_min=(
+        budget_limit_min=(
             None
             if profiling
             else round_time_limit(wildcards.study, wildcards.point, repeat)

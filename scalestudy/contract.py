@@ -263,6 +263,9 @@ class ToDecide:
     added: dict[str, int]  # point label -> runs the round adds
     round_su: float
     runs_decide: bool  # False: the looser rule decides on the runs that exist
+    # point label -> its runs left out because other programs used their CPUs: more
+    # runs decide nothing while those programs run
+    shared: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)

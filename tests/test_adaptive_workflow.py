@@ -80,6 +80,26 @@ def test_a_runs_time_limit_follows_its_rounds_budget_limit(workflow):
     assert sorted(map(float, limits)) == [0.25, 10.0], output
 
 
+@pytest.mark.slow
+def test_a_run_is_stopped_at_its_rounds_budget_limit_and_says_so(workflow):
+    # a run of 30 s whose round gives it 0.01 min (0.6 s) of what the budget has left:
+    # the launcher stops it there, through the real workflow, and its record names the
+    # budget (the report's failed runs and the study's spent SU come from the record)
+    study = adaptive_study() | {
+        "params": {"command": [PY, "-c", "import time; time.sleep(30)"]},
+        "resources": {"mem_mb": 500, "runtime": 10},
+    }
+    workflow.write_config({"studies": {"a": study}})
+    plan = replace(round_plan(study_model(study, "a"), 1, None), time_limits_min={"t2": 0.01})
+    (workflow.root / "results" / "a" / "rounds").mkdir(parents=True)
+    plan.dump(workflow.root / "results" / "a" / "rounds" / "round1.json")
+    workflow.snakemake("--profile", "profiles/local", "results/a/runs/t2/rep1.json")
+    record = json.loads((workflow.root / "results" / "a" / "runs" / "t2" / "rep1.json").read_text())
+    assert record["status"] == "failed"
+    assert record["reason"] == "budget limit (0.01 min) exceeded", record["reason"]
+    assert record["wall_s"] < 10, record["wall_s"]
+
+
 def test_a_profiling_job_asks_for_its_points_runtime(workflow):
     # a profiling job has no repeat: the runtime resource that looks up a run's round
     # failed on it (AttributeError: no repeat), and every profiled study with it

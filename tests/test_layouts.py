@@ -163,7 +163,7 @@ def test_the_launchers_srun_repeats_the_layout():
         cmd
     )
     # an adaptive round's budget limit may be a fraction of a minute: srun takes whole ones
-    limited = srun_command(run_spec(study, 8, 1, time_limit_min=0.25), environ, {})
+    limited = srun_command(run_spec(study, 8, 1, budget_limit_min=0.25), environ, {})
     assert "--time=1" in limited and "--time=0.25" not in limited
 
 
@@ -378,11 +378,14 @@ def test_a_threads_by_processes_grid_end_to_end(workflow):
     assert 'data-figure="layouts"' in page["html"]  # the heat map figure, with N = 2 line
 
 
-def test_on_slurm_the_launcher_enforces_a_rounds_fractional_budget_limit_itself():
-    # Slurm keeps whole minutes (srun --time rounds a round's 0.25 min up to 1): the
-    # launcher stops such a run at its limit, as it does every local run
+def test_on_slurm_the_launcher_enforces_a_rounds_budget_limit_itself():
+    # Slurm keeps whole minutes (srun --time rounds a round's 0.25 min up to 1) and stops
+    # a step late: the launcher stops a run at its budget limit, as every local run
     from scalestudy.compute.launch import enforced_minutes
 
-    assert enforced_minutes({"time_limit_min": 0.25}, local=False) == 0.25
+    limited = {"time_limit_min": 0.25, "budget_limit_min": 0.25}
+    assert enforced_minutes(limited, local=False) == 0.25
+    # a whole-minute budget limit too: Slurm stops a step late, and with the job's slack
+    assert enforced_minutes({"time_limit_min": 2, "budget_limit_min": 2}, local=False) == 2
     assert enforced_minutes({"time_limit_min": 10}, local=False) is None
     assert enforced_minutes({"time_limit_min": 10}, local=True) == 10

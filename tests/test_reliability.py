@@ -354,6 +354,19 @@ def test_a_local_programs_output_goes_straight_to_the_launcher(tmp_path):
     assert holders == [str(os.getpid())]
 
 
+def test_a_runs_program_leads_its_own_group_in_the_users_session(tmp_path):
+    # a session of its own is a scheduling group of its own (autogroups): beside it a
+    # program the user started at nice 19 took 0.4-0.5 of a CPU from the run, not 0.01
+    # (benchmarks/default_study.py --hog)
+    where = "import os; print('ids', os.getsid(0), os.getpgid(0), os.getpid())"
+    spec = command_spec(tmp_path, [PY, "-c", where])
+    log = tmp_path / "rep1.log"
+    assert launch(spec, tmp_path / "rep1.json", log_path=log)["status"] == "ok"
+    sid, pgid, pid = re.search(r"^ids (\d+) (\d+) (\d+)$", log.read_text(), re.M).groups()
+    assert int(sid) == os.getsid(0)
+    assert pgid != str(os.getpgid(0))  # a group of its own: the run is stopped as one
+
+
 def test_a_failed_programs_output_and_its_last_line_reach_the_log_and_the_reason(tmp_path):
     script = "import sys\nfor i in range(200000): print('step', i)\nprint('diverged'); sys.exit(2)"
     spec = command_spec(tmp_path, [PY, "-c", script])

@@ -89,11 +89,10 @@ def interpreter(spec: dict) -> list[str]:
 
 
 def enforced_minutes(spec: dict, local: bool) -> float | None:
-    """The time limit the launcher itself enforces: locally the run's; on Slurm, which
-    enforces whole minutes, only a fraction (a round's budget limit, which Slurm would
-    round up: the budget must hold to the second)."""
-    minutes = spec.get("time_limit_min")
-    return minutes if local or (minutes and minutes % 1) else None
+    """The time limit the launcher itself enforces: locally the run's; on Slurm only a
+    round's budget limit (Slurm keeps whole minutes, rounds a fraction up and stops a
+    step late: the budget must hold to the second)."""
+    return spec.get("time_limit_min") if local else spec.get("budget_limit_min")
 
 
 def local_cpu_sets(threads: int, world: int, available: list[int]) -> list[list[int]] | None:
@@ -221,15 +220,16 @@ MEMORY_WATCH_S = 5.0
 
 
 class Supervisor:
-    """Start a run's processes, each leading its own session and dying with the
+    """Start a run's processes, each leading its own process group and dying with the
     launcher; stream their output into the capped log (a local command's program
     writes into a pipe of ours, not its worker's); stop them all at the time or
     memory limit (local runs: Slurm enforces its own) or when the launcher is told to
     stop; and leave no process of theirs behind (this process adopts those that
     detach) and none of their files in the temporary folder."""
 
-    def __init__(self, log, time_limit_s=None, mem_limit_mb=None):
+    def __init__(self, log, time_limit_s=None, mem_limit_mb=None, limit_name="time limit"):
         self.log, self.time_limit_s, self.mem_limit_mb = log, time_limit_s, mem_limit_mb
+        self.limit_name = limit_name
         self.procs: list[subprocess.Popen] = []
         self.limit_reason: str | None = None
         self.peak_rss_mb: float | None = None
@@ -358,7 +358,8 @@ class Supervisor:
                         self.stop(signal.SIGKILL, 0)
                         return
                 if self.time_limit_s and time.monotonic() - started > self.time_limit_s:
-                    self.limit_reason = f"time limit ({self.time_limit_s / 60:g} min) exceeded"
+                    minutes = self.time_limit_s / 60
+                    self.limit_reason = f"{self.limit_name} ({minutes:g} min) exceeded"
                     self.log.note(f"[scalestudy: {self.limit_reason}: stopping the run]")
                     self.stop()
                     return
@@ -555,8 +556,10 @@ def launch(
             running = hosts_ledger.begin(run_id, run_name, cpus)
             minutes = enforced_minutes(spec, local)
             mem_mb = spec["requested"].get("mem_mb") if local else None
+            # a round's budget limit stops the run where the study's budget ends: said so
+            name = "budget limit" if spec.get("budget_limit_min") else "time limit"
             supervisor = held.enter_context(
-                closing(Supervisor(log, minutes and minutes * 60, mem_mb))
+                closing(Supervisor(log, minutes and minutes * 60, mem_mb, name))
             )
             started = time.time()
             started_at = utc_now()

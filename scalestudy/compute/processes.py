@@ -1,9 +1,12 @@
 """The run's processes: kept together, stopped together, measured, and heard without
 being held back.
 
-- Every process a launcher starts leads its own session (so its whole tree can be
-  signalled as one group) and dies with its parent (Linux's parent-death signal), so
-  no process of a run outlives the launcher, even after `kill -9`.
+- Every process a launcher starts leads its own process group (so its whole tree can
+  be signalled as one group) and dies with its parent (Linux's parent-death signal), so
+  no process of a run outlives the launcher, even after `kill -9`. It stays in the
+  user's session: a session of its own would be a scheduling group of its own
+  (kernel.sched_autogroup_enabled), beside which a program the user started at
+  `nice 19` still takes its full share of a CPU.
 - What a run's program leaves behind, however it detached (`setsid`, a double fork),
   stays in the tree: the launcher and a command's worker are child subreapers (orphans
   are re-parented to them, not to init) and sweep their descendants when the program
@@ -98,9 +101,9 @@ def sweep(keep: set[int] = frozenset(), timeout_s: float = 5.0) -> None:
 
 
 def start_alone() -> None:
-    """preexec_fn of a run's process: its own session and process group, and death
-    with its parent."""
-    os.setsid()
+    """preexec_fn of a run's process: its own process group, and death with its
+    parent."""
+    os.setpgid(0, 0)
     die_with_parent()
 
 

@@ -331,6 +331,7 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
     decide = to_decide and {
         "setting": f"{to_decide.key}: {to_decide.value:g}",
         "added": added_text(to_decide.added),
+        "shared": added_text(to_decide.shared),
         "su": fmt(to_decide.round_su, "{:.2g}"),
     }
     return shallow(rounds) | {

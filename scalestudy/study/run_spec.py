@@ -17,10 +17,11 @@ def dataset_of(study: Study) -> str | None:
 
 def run_spec(study: Study, n: int, repeat: int, series: str = "", *, data_dir: str | None = None,
              profile_trace: str | None = None,
-             time_limit_min: float | None = None) -> dict:  # fmt: skip
+             budget_limit_min: float | None = None) -> dict:  # fmt: skip
     """What the launcher needs to run one job of a point, whole: the prepared data sets'
-    folder (data_dir, when the workflow gives one), and for a profiling job (one extra
-    run of the point, traced) the steps to profile and where the trace goes."""
+    folder (data_dir, when the workflow gives one), for a profiling job (one extra run
+    of the point, traced) the steps to profile and where the trace goes, and the time
+    limit its round's budget sets (adaptive.budget_limits), where it sets one."""
     point = point_for(study, n, series)
     own = study.for_series(series)
     spec = {"study": study.name, "point": point.label, "repeat": repeat, "workload": own.workload,
@@ -28,13 +29,15 @@ def run_spec(study: Study, n: int, repeat: int, series: str = "", *, data_dir: s
             "requested": {"threads": point.threads, "tasks_per_node": point.tasks_per_node,
                           "nodes": point.nodes, "gpus_per_node": point.gpus_per_node,
                           "mem_mb": own.resources.mem_mb},
-            "time_limit_min": time_limit_min or own.resources.runtime,  # None: the study's
+            "time_limit_min": budget_limit_min or own.resources.runtime,
             "series": series}  # fmt: skip
     if study.compare is not None:
         variant = study.compare.variant(series)
         spec |= {key: variant[key] for key in ("python", "container") if key in variant}
         position = paired_order(study, n).index((series, repeat)) + 1
         spec["compare"] = {"seed": study.compare.order_seed, "position": position}
+    if budget_limit_min is not None:
+        spec["budget_limit_min"] = budget_limit_min
     if data_dir is not None:
         spec["data_dir"] = data_dir
     if profile_trace is not None:
