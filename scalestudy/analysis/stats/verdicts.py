@@ -265,11 +265,9 @@ def verdicts(
     power, more = math.nan, None
     if signs:
         verdict = MIXED if len(signs) > 1 else signs.pop()
-        text = (
-            "slower at some points, faster at others"
-            if verdict == MIXED
-            else f"{_change_text(ratio, lo, hi)} on average over the points"
-        )
+        text = f"{_change_text(ratio, lo, hi)} on average over the points"
+        if verdict == MIXED:
+            text = "slower at some points, faster at others"
     elif not known:
         verdict, text = UNDECIDED, NO_VARIANCE.format(unit=unit)
     else:
