@@ -8,8 +8,7 @@ JSON. `to_json` writes `dataclasses.asdict` as JSON, so the file keeps the shape
 readers know (scalestudy.analysis.cost.plan reads series[i].curve). Loading is strict: a key
 the contract does not name, or one it names that is missing, is refused with the key's
 path and the file, so an analysis.json older or newer than the report is said, not
-half-read. The analysis's producers return these dataclasses themselves; `parse` is
-the one parser of Analysis.load and RoundPlan.load.
+half-read. Who writes and reads it: docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """From records (or a CSV measured elsewhere) to the tidy runs table and the summary.
 
-Vocabulary: the *base case* is the point that speedups are relative to;
-`speedup = t_base / t_N` uses the median time of each point (ratios are never
-averaged); `efficiency = speedup x N_base / N`; `relative_su = SU_N / SU_base`
-with SU = (core_weight x cores + gpu_weight x GPUs) x hours of whole-job time
-(what the allocation is charged, also when speedups use training time only).
+Speedup, efficiency and relative SU, each against the *base case* (ratios of median
+times, never averaged; SU charged for the whole job): docs/report.md, the results table.
 
 Columns: a run's row (runs.csv) is its derived columns, each written once in
 derived_columns (status rules, phase sums, the requested layout, overlaps), then every
@@ -388,12 +385,6 @@ def study_quality_metric(study: Study, runs: pd.DataFrame) -> str | None:
     return None
 
 
-def median_of(runs: pd.DataFrame, column: str | None) -> float:
-    if column is None or column not in runs or runs.empty:
-        return math.nan
-    return float(pd.to_numeric(runs[column], errors="coerce").median())
-
-
 def global_batch(ok: pd.DataFrame) -> float:
     """Batch over all processes: per-process batch x world size (median over runs)."""
     if "per_process_batch" not in ok or ok.empty:
@@ -423,7 +414,8 @@ def check_convergence(summary: pd.DataFrame, study: Study, base: int, runs: pd.D
         )
 
 
-def numeric(frame: pd.DataFrame, column: str) -> pd.Series:
+def numeric(frame: pd.DataFrame, column: str | None) -> pd.Series:
+    """A column's numbers (none where the frame has no such column, or no column is named)."""
     if column not in frame:
         return pd.Series(dtype=float)
     return pd.to_numeric(frame[column], errors="coerce").dropna()
@@ -450,9 +442,7 @@ def point_row(
     ok = group[group["status"] == "ok"]
     # a run that did not get what its point asked for, or whose CPUs others used,
     # does not measure that point
-    measured = ok if keep_mismatched else ok[~ok["mismatch"].astype(bool)]
-    if not keep_disturbed and "disturbed" in measured:
-        measured = measured[measured["disturbed"].astype(object).fillna("") == ""]
+    measured = group[energy.measures_point(group, keep_mismatched, keep_disturbed)]
     timed = numeric(measured, time_col)
     times = timed.to_numpy()
     first = group.iloc[0]
@@ -487,7 +477,7 @@ def point_row(
         # the source's throughput: samples x epochs / time, over the whole job
         "throughput": samples / wall if samples and wall else math.nan,
         "global_batch": global_batch(ok), "job_ids": " ".join(jobs),
-        "quality": median_of(ok, quality_metric),
+        "quality": float(numeric(ok, quality_metric).median()),
         "cores": int(first["cores"]), "gpus": int(first["gpus"]),
         "nodes": int(first["nodes"]) if pd.notna(first.get("nodes")) else 1,
         "world_size": median_or_nan(ok, "world_size"),
@@ -500,12 +490,9 @@ def distinct_text(frame: pd.DataFrame, column: str) -> list[str]:
     """Distinct non-empty values of a text column, as text, in order of appearance."""
     if column not in frame:
         return []
-    values = []
-    for v in frame[column].dropna():
-        text = str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
-        if text and text not in values:
-            values.append(text)
-    return values
+    values = frame[column].dropna()
+    texts = (str(int(v)) if isinstance(v, float) and v.is_integer() else str(v) for v in values)
+    return [text for text in dict.fromkeys(texts) if text]
 
 
 def summarise_series(runs: pd.DataFrame, study: Study, time_col: str) -> pd.DataFrame:

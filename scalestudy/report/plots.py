@@ -124,13 +124,8 @@ def extrapolated_ticks(ns, top: float) -> list[float]:
         return []
     last = ns[-1]
     gap = last - ns[-2] if len(ns) > 1 else 1.0
-    if len(ns) > 1 and last >= 2 * ns[-2]:
-        ticks, n = [], last * 2
-        while n <= top * (1 + 1e-9):
-            ticks.append(n)
-            n *= 2
-        if ticks:
-            return ticks
+    if len(ns) > 1 and last >= 2 * ns[-2] and 2 * last <= top * (1 + 1e-9):
+        return [last * 2**k for k in range(1, int(np.log2(top * (1 + 1e-9) / last)) + 1)]
     wanted = max(gap, (top - last) / 5)
     steps = (m * 10**e for e in range(12) for m in (1, 2, 5))
     step = next((s for s in steps if s >= wanted), wanted)
@@ -471,8 +466,7 @@ def write_figures(summary: pd.DataFrame, runs: pd.DataFrame, axis: str, out_dir:
             _write_note(out_dir, name, NOTHING_TO_DRAW[name])
             continue
         try:
-            figure = makers[name]()
-            _save(figure, out_dir, name)
+            _save(makers[name](), out_dir, name)
         except (ValueError, OverflowError, FloatingPointError) as e:
             # a number no axis can hold must not cost the report: the figure says so
             plt.close("all")

@@ -51,13 +51,10 @@ class Significant:
 
 
 class Percent:
-    """A share as a percentage, spaced as the report writes it: 66 %."""
-
-    def __init__(self, decimals: int = 0):
-        self.decimals = decimals
+    """A share as a whole percentage, spaced as the report writes it: 66 %."""
 
     def format(self, value) -> str:
-        return f"{100 * value:.{self.decimals}f} %"
+        return f"{100 * value:.0f} %"
 
 
 def shallow(part) -> dict:
@@ -79,7 +76,7 @@ COLUMNS = {
     "time_s": ("time (s, median [95 % CI])", Significant(3)),
     "cv": ("CV", "{:.1%}"),
     "speedup": ("speedup [95 % CI]", "{:.2f}"),
-    "efficiency": ("efficiency [95 % CI]", Percent(0)),
+    "efficiency": ("efficiency [95 % CI]", Percent()),
     "karp_flatt": ("Karp-Flatt e", "{:.3f}"),
     "warmup_s": ("warm-up epoch (s)", Significant(3)),
     "steady_epoch_s": ("steady epoch (s)", Significant(3)),
@@ -189,9 +186,9 @@ def cell(row: dict, column: str, form=None) -> str:
     form = form or pattern(column)
     text = fmt(row.get(column), form)
     if column in WITH_CI and text != "–":
-        lo, hi = (row.get(c) for c in WITH_CI[column])
-        if not any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (lo, hi)):
-            text += f" [{fmt(lo, form)}, {fmt(hi, form)}]"
+        lo, hi = (fmt(row.get(c), form) for c in WITH_CI[column])
+        if "–" not in (lo, hi):
+            text += f" [{lo}, {hi}]"
             level = row.get(CI_LEVEL.get(column, ""))
             if isinstance(level, float) and not math.isnan(level):
                 text += f" ({100 * level:g} % CI)"
@@ -300,11 +297,8 @@ def ddp_view(summary: list[dict], ddp: list[contract.DdpPoint]) -> dict:
     view = []
     for r, f in zip(rows, formatted, strict=True):
         d = found[(series_of(r), r["point"])]
-        view.append(
-            f
-            | {"processes_per_node": d.processes_per_node, "nodes_n": fmt(r["nodes"], "{}")}
-            | {"nodes_count": r["nodes"], "band": band_words(d.band)}
-        )
+        said = {"processes_per_node": d.processes_per_node, "band": band_words(d.band)}
+        view.append(f | said | {"nodes_count": r["nodes"]})
     return {"columns": [label(c) for c in order], "order": order, "rows": view}
 
 
@@ -334,6 +328,12 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
                           "why": "; ".join(dict.fromkeys(r.why.values()))}
             for r in rounds.rounds]  # fmt: skip
     relative = rounds.relative_to_grid
+    decide = to_decide and {
+        "setting": f"{to_decide.key}: {to_decide.value:g}",
+        "added": added_text(to_decide.added),
+        "shared": added_text(to_decide.shared),
+        "su": fmt(to_decide.round_su, "{:.2g}"),
+    }
     return shallow(rounds) | {
         "rows": rows,
         "budget": fmt(rounds.budget_su, "{:g}"),
@@ -343,14 +343,7 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
         "refused_text": added_text(refused.added) if refused else None,
         "refused_su": fmt(refused.round_su, "{:.3g}") if refused else None,
         "budget_needed": fmt(rounds.budget_needed, "{:.3g}"),
-        "to_decide": to_decide
-        and shallow(to_decide)
-        | {
-            "setting": f"{to_decide.key}: {to_decide.value:g}",
-            "added": added_text(to_decide.added),
-            "shared": added_text(to_decide.shared),
-            "su": fmt(to_decide.round_su, "{:.2g}"),
-        },
+        "to_decide": to_decide and shallow(to_decide) | decide,
     }
 
 
@@ -389,8 +382,10 @@ def study_view(
     if framework:
         shown |= {"step_time_median_s", "plain_step_time_median_s"}
     answers = found.answers
-    # each section's view, in the registry's order (scalestudy.sections)
-    views = {name: part(name, "view").view(analysis.sections[name]) for name in SECTIONS}
+    # each section's view, in the registry's order (scalestudy.sections); a section
+    # with no data in this study (None) has none
+    data = {name: analysis.sections[name] for name in SECTIONS}
+    views = {name: v if v is None else part(name, "view").view(v) for name, v in data.items()}
     result_text = part("time_to_result", "view").result_text
     request_for = part("requests", "view").request_for
     return (

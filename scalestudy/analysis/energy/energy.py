@@ -1,31 +1,8 @@
 """Energy to result: each run's measured energy, and per point its median with a 95 %
-interval, its ratio to the base case and the point that uses least.
-
-Only counters count (scalestudy/compute/energy.py in the run; Slurm's ConsumedEnergy
-here, at aggregation): where none gave a figure the run's energy is "not measured" with
-why, never an estimate. A run's energy is taken from one source, in this order:
-
-1. RAPL (the node's CPU packages), plus NVML for its GPUs where read: disjoint parts of
-   the node. Recorded only where the run had its nodes to itself.
-2. Slurm's ConsumedEnergy of the run's job or srun step, where accounting gathers energy
-   and the job had its nodes to itself. Its scope is the site's plugin (RAPL: packages;
-   IPMI, Cray pm_counters: the whole node, GPUs included), which is not known here, so
-   NVML's GPU figure is not added to it: that could count the GPUs twice. Slurm itself
-   never counts NVIDIA GPUs (its NVML energy read is a stub).
-3. NVML alone: the GPUs' boards only.
-
-Points are compared only on the same source (a ratio of GPU-only energy to whole-node
-energy means nothing): a point measured from another source than its base case has no
-ratio, and the least-energy point is chosen among the base case's source.
-
-Two figures per run, each over its own window:
-- the run's energy (energy_j): the workload's whole run, after start-up. What a centre
-  charges for (cost.energy_weight), beside the run's whole elapsed time.
-- the energy per result (energy_result_j): over the same phases as the time the study
-  uses (`time`): the training epochs (train), the median epoch after the first (steady),
-  or the whole run (wall, whose start-up no counter reads). Each phase's energy is read
-  at its start and end (compute/energy.py), so time and energy of a point are of the
-  same work. Slurm's ConsumedEnergy is of the whole job or step: it serves `wall` only.
+interval, its ratio to the base case and the point that uses least. Only counters count,
+never an estimate; a run's energy comes from one source (RAPL + NVML, else Slurm's
+ConsumedEnergy, else NVML alone), and points are compared only on their base case's
+source: docs/measuring.md, "Energy", and docs/report.md, "Energy to result".
 """
 
 from __future__ import annotations
@@ -145,7 +122,8 @@ def slurm_part(job: dict | None, exclusive) -> tuple[float | None, str | None]:
 
 
 def chosen(gpu, node, slurm) -> tuple[float | None, str | None]:
-    """(joules, source) by the order of the module's docstring."""
+    """(joules, source): RAPL (+ NVML, disjoint parts of the node), else Slurm's figure
+    (its scope unknown: NVML is not added, which could count the GPUs twice), else NVML."""
     if node is not None:
         return node + (gpu or 0.0), "rapl+nvml" if gpu is not None else "rapl"
     if slurm is not None:
@@ -157,7 +135,7 @@ def chosen(gpu, node, slurm) -> tuple[float | None, str | None]:
 
 def _taken(row, basis: str, s_j, s_why) -> tuple[float | None, str | None, str | None]:
     """(joules, source, why none) of a run over one window: the counters' parts of
-    `basis` (BASES) and Slurm's figure, by the order of the module's docstring."""
+    `basis` (BASES) and Slurm's figure, by the order of `chosen`."""
     gpu = finite(getattr(row, f"energy_gpu{basis}_j"))
     node = finite(getattr(row, f"energy_node{basis}_j"))
     joules, src = chosen(gpu, node, s_j) if row.status == "ok" else (None, None)
@@ -187,34 +165,29 @@ def with_energy(runs: pd.DataFrame, jobs: dict[str, dict], time: str) -> pd.Data
     exclusive = runs.get("slurm_oversubscribe", pd.Series(None, index=runs.index, dtype=object))
     # Slurm's figure is the whole job's or step's: no window but the whole run's
     slurm_covers = time == "wall"
-    slurm, slurm_why, whole, result = [], [], [], []
+    found = []
     for row, key, shared in zip(runs.itertuples(), keys, exclusive, strict=True):
         s_j, s_why = (None, None) if key is None else slurm_part(jobs.get(key), shared)
-        slurm.append(s_j)
-        slurm_why.append(s_why)
-        whole.append(_taken(row, "", s_j, s_why))
+        whole = _taken(row, "", s_j, s_why)
         if slurm_covers:
-            result.append(whole[-1])
+            result = whole
         else:
             whole_job = f"its figure is the whole job's, not {WINDOWS[time].split(',')[0]}"
-            result.append(_taken(row, BASES[time], None, whole_job if s_j is not None else s_why))
-    return runs.assign(
-        energy_slurm_j=pd.Series(slurm, index=runs.index, dtype=float),
-        energy_slurm_why=slurm_why,
-        energy_j=pd.Series([w[0] for w in whole], index=runs.index, dtype=float),
-        energy_source=[w[1] for w in whole],
-        energy_why=[w[2] for w in whole],
-        energy_result_j=pd.Series([r[0] for r in result], index=runs.index, dtype=float),
-        energy_result_source=[r[1] for r in result],
-        energy_result_why=[r[2] for r in result],
-    )
+            result = _taken(row, BASES[time], None, whole_job if s_j is not None else s_why)
+        found.append((s_j, s_why, *whole, *result))
+    columns = ["energy_slurm_j", "energy_slurm_why", "energy_j", "energy_source", "energy_why"]
+    columns += ["energy_result_j", "energy_result_source", "energy_result_why"]
+    energy = pd.DataFrame(found, index=runs.index, columns=columns)
+    joules = [c for c in energy if c.endswith("_j")]
+    return runs.assign(**energy.astype(dict.fromkeys(joules, float)))
 
 
-def energy_counts(
+def measures_point(
     runs: pd.DataFrame, keep_mismatched: bool = False, keep_disturbed: bool = False
 ) -> pd.Series:
-    """Which runs' energy counts: successful; not mismatched, not disturbed by others
-    unless the study keeps them (others' work would be in a node's counter)."""
+    """Which runs measure their point, its time and its energy: successful; not
+    mismatched, not disturbed by others unless the study keeps them (others' work would
+    be in the time and in a node's counter)."""
     counts = runs["status"] == "ok" if "status" in runs else pd.Series(True, index=runs.index)
     if not keep_mismatched and "mismatch" in runs:
         counts &= ~runs["mismatch"].astype(bool)
@@ -227,9 +200,9 @@ def point_energy(
     group: pd.DataFrame, keep_mismatched: bool = False, keep_disturbed: bool = False
 ) -> tuple[np.ndarray, str | None, str | None]:
     """A point's energies from its most common source, that source, and why there are
-    none: over the runs its time uses (energy_counts). Columns, not rows, are selected:
+    none: over the runs its time uses (measures_point). Columns, not rows, are selected:
     a selection of the table's rows cost a millisecond each."""
-    counts = energy_counts(group, keep_mismatched, keep_disturbed)
+    counts = measures_point(group, keep_mismatched, keep_disturbed)
     if "energy_result_j" not in group or not counts.any():
         return np.array([]), None, "no run that measures the point"
     energies = group["energy_result_j"][counts]
@@ -253,7 +226,7 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Ans
     points, series_answers = [], []
     # the runs that count, each point's selected once, and only the summary's columns
     # read here: a selection from the whole table per point took most of this time
-    kept = runs[energy_counts(runs, study.include_mismatched, study.include_shared)]
+    kept = runs[measures_point(runs, study.include_mismatched, study.include_shared)]
     by_point = dict(list(kept.groupby("point", sort=False)))
     no_runs = kept.iloc[:0]
     columns = summary[["series", "point", "n", "time_s", "is_base"]]
@@ -269,7 +242,10 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Ans
                 "not_measured": why, "time_s": row.time_s, "values": values,
             }  # fmt: skip
         base = next((found[int(r.n)] for r in rows.itertuples() if r.is_base), None)
-        basis = base["source"] if base and base["source"] else _common(found)
+        # the base case's source, else the most common one (a tie: the first measured)
+        sources = [p["source"] for p in found.values() if p["source"]]
+        common = max(sources, key=sources.count, default=None)
+        basis = base["source"] if base and base["source"] else common
         for p in found.values():
             p["comparable"] = p["source"] == basis and p["source"] is not None
             related = p["comparable"] and base is not None and base["source"] == basis
@@ -295,11 +271,6 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Ans
     points = [EnergyPoint(**jsonable(p)) for p in points]
     return Energy(measured, why, points, series_answers, WINDOWS[study.time],
                   Cost.of(study).energy_weight)  # fmt: skip
-
-
-def _common(found: dict) -> str | None:
-    sources = [p["source"] for p in found.values() if p["source"]]
-    return max(set(sources), key=sources.count) if sources else None
 
 
 SAME_SOURCE = "not measured from the same source as the base case"

@@ -1,26 +1,8 @@
 """Does the answer still hold? A study against an earlier run of it (`baseline:`): per
 point, whole curve, fitted models, the answer and the two fingerprints
-(results/<study>/baseline.json and the report's section). Pure functions on the runs
-tables and the two analyses; every random draw comes from ``np.random.default_rng``.
-
-Statistical choices, and why:
-
-* The regression check (scalestudy/analysis/stats/verdicts.py says how and why): per
-  series, the whole curve, then each point; alpha is split over the series. A point's
-  ratio is now / baseline of geometric means (the ratio of medians under
-  multiplicative noise) with its 95 % interval on the pooled variance. At 3 runs a
-  side and CV 5 %, Welch tests per point with Bonferroni, which it replaces, called a
-  10 % slowdown of every point in 34 % of studies, the check in 99 %
-  (benchmarks/baseline_calls.py prints both).
-* The speedup curves differ when at some N the speedup ratio (now / baseline, four
-  medians, each sample resampled on its own) has a Bonferroni interval (level
-  1 - 0.05 / k over k points) that excludes 1, beyond the tolerance, and the t-test of
-  the log speedup ratio (four samples, Welch-Satterthwaite) gives p below 0.05 / k:
-  one test over all points at 5 %, and a uniform slow-down (every point 10 % slower) leaves the
-  curve, and the answer, alone. The times' own overall test is the stratified
-  permutation test of `comparison.compare_series`.
-* The models differ where a parameter's 95 % intervals (analysis/stats/models.py) of the
-  same model do not overlap: conservative, as the report says.
+(results/<study>/baseline.json and the report's section). Pure functions; every random
+draw comes from ``np.random.default_rng``. The tests and why: docs/baselines.md,
+"Comparing with a baseline" (the regression check: stats/verdicts.py).
 """
 
 from __future__ import annotations
@@ -142,7 +124,7 @@ def regression_check(
     now: dict, was: dict, tolerance: float
 ) -> list[tuple[CurveVerdict, list[PointChange]]]:
     """Per series measured in both (now and was keyed (series, N), as times_by_point):
-    its curve's verdict and each common point's (module docstring). Alpha is split
+    its curve's verdict and each common point's (stats/verdicts.py). Alpha is split
     evenly over the series."""
     common = sorted(set(now) & set(was))
     series = sorted({s for s, _ in common})
@@ -191,7 +173,7 @@ def curve_change(
 ) -> CurveChange:
     """Do the speedup curves differ? Per N: speedup now / speedup baseline with a
     Bonferroni bootstrap interval over the k points compared; they differ where one
-    interval excludes 1 beyond the tolerance (module docstring)."""
+    interval excludes 1 beyond the tolerance (docs/baselines.md)."""
     keys = sorted(n for s, n in set(now) & set(was) if s == series and n != base_n)
     if (series, base_n) not in now or (series, base_n) not in was or not keys:
         missing = f"N = {base_n} (the base) or another common N is missing: not compared"
@@ -285,21 +267,15 @@ def read_runs_csv(path: str | Path) -> pd.DataFrame:
     return pd.read_csv(io.StringIO(runs_csv_text(Path(path))))
 
 
-def read_baseline(folder: str | Path) -> tuple[pd.DataFrame, dict]:
-    """The baseline's runs table and analysis (as JSON: an older one need not match the
-    contract), read as the config check read them before any job. RecordError names
-    the file and line of a broken one."""
-    folder = Path(folder)
-    runs, analysis = BASELINE_FILES
-    return read_runs_csv(folder / runs), earlier_analysis(folder / analysis)
-
-
 def compare(
     study: Study, runs: pd.DataFrame, analysis: Analysis, folder: str | Path, seed: int = 0
 ) -> BaselineComparison:
     """The study (its runs table and analysis) against the baseline in `folder`, as
-    baseline.json holds it."""
-    old_runs, old = read_baseline(folder)
+    baseline.json holds it. Its runs table and analysis (as JSON: an older one need not
+    match the contract) are read as the config check read them before any job
+    (RecordError names the file and line of a broken one)."""
+    runs_csv, analysis_json = (Path(folder) / name for name in BASELINE_FILES)
+    old_runs, old = read_runs_csv(runs_csv), earlier_analysis(analysis_json)
     column = TIME_COLUMNS[study.time]
     if column not in old_runs:
         raise RecordError(f"baseline {folder}: its runs.csv has no {column} (time: {study.time})")

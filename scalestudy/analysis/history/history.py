@@ -31,15 +31,6 @@ from scalestudy.sections.history.contract import HistoryEntry, HistoryPoint
 from scalestudy.study.baseline import archives
 
 
-def entries(study: str, workdir: Path) -> list[tuple[str, Path]]:
-    """(name, folder) of every archive, oldest first, then the results now."""
-    found = [(p.name, p) for p in archives(study, workdir)]
-    now = workdir / "results" / study
-    if (now / "runs.csv").is_file():
-        found.append(("now", now))
-    return found
-
-
 def read_entry(folder: Path) -> tuple[dict, dict | None]:
     """An archive's (or results folder's) times per (series, N), and its fingerprint
     (None: an analysis made before fingerprints). RecordError names a broken file."""
@@ -73,9 +64,12 @@ def steps(items: list[tuple[str, dict, dict | None]], tolerance: float) -> list[
 
 
 def history(study: str, tolerance: float, workdir: Path = Path(".")) -> list[dict]:
-    """The history of a study from its archives and its results now (steps)."""
-    items = [(name, *read_entry(folder)) for name, folder in entries(study, workdir)]
-    return steps(items, tolerance)
+    """The history of a study (steps) from its archives, oldest first, then its results now."""
+    folders = [(p.name, p) for p in archives(study, workdir)]
+    now = workdir / "results" / study
+    if (now / "runs.csv").is_file():
+        folders.append(("now", now))
+    return steps([(name, *read_entry(folder)) for name, folder in folders], tolerance)
 
 
 def history_section(

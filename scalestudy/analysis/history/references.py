@@ -1,16 +1,10 @@
-"""References (`expect:`): what a study states it expects, against what it measured,
-for CI. Aggregation judges them (analysis.json's `expectations`); `make check` reads the
-analyses and runs nothing:
+"""References (`expect:`): what a study states it expects, judged against what it
+measured (analysis.json's `expectations`); `make check` reads the analyses and runs
+nothing:
 
     python -m scalestudy.analysis.history.references [STUDY ...]   (or: make check [STUDY=...])
 
-checks the studies named, or every study of the config that states expectations
-(check_config).
-
-An expectation is broken when the measured value's whole 95 % interval lies outside its
-bounds (the runs show it is not met); unsure when the value is outside but its interval
-reaches the bounds (not called: a CI job must not fail on noise); unmeasured (broken
-too) when the study has no such point.
+When an expectation is broken, unsure or unmeasured: docs/baselines.md, "References for CI".
 """
 
 from __future__ import annotations
@@ -73,8 +67,7 @@ def expectations(study: Study, summary: pd.DataFrame) -> list[Expectation]:
             n = int(key)
             rows = summary[summary["n"] == n] if "n" in summary else summary.iloc[0:0]
             row = rows.iloc[0] if len(rows) else None
-            found = (None,) * 3 if row is None else (finite(row.get(c)) for c in columns)
-            value, lo, hi = found
+            value, lo, hi = (None,) * 3 if row is None else (finite(row.get(c)) for c in columns)
             out.append(judge(what, n, lower, upper, value, lo, hi))
     return out
 
@@ -91,7 +84,7 @@ def check(folders: list[Path]) -> int:
     for folder in folders:
         path = folder / "analysis.json"
         try:
-            analysis = Analysis.from_json(path.read_text(), str(path))
+            analysis = Analysis.load(path)
         except (OSError, ContractError) as e:
             print(f"{folder.name}: cannot check: {e}")
             failed += 1

@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from scalestudy.analysis.stats.intervals import LEVEL, _finite, ratio_ci
+from scalestudy.analysis.stats.intervals import _finite, ratio_ci
 
 
 def _split_statistics(log_a, log_b, n_perm, rng) -> tuple[float, np.ndarray, bool]:
@@ -60,9 +60,7 @@ def _smallest_p(null: np.ndarray, exact: bool, tol: float) -> float:
     return float(np.mean(np.abs(null) >= np.abs(null).max() - tol))
 
 
-def compare_series(
-    a_by_n: dict, b_by_n: dict, n_perm: int = 5000, seed: int = 0, level: float = LEVEL
-) -> dict:
+def compare_series(a_by_n: dict, b_by_n: dict, n_perm: int = 5000, seed: int = 0) -> dict:
     """Do two series (e.g. two GPU models) differ in time? (The tests: module docstring.)
     Per common N: ratio = median(b)/median(a) with a Welch CI on log times (`ratio_ci`)
     and the permutation test's p; N with one run in each series get no per-N test but
@@ -73,7 +71,7 @@ def compare_series(
     for n in common:
         a, b = _finite(a_by_n[n]), _finite(b_by_n[n])
         entry = {"n": n, "n_a": int(a.size), "n_b": int(b.size)}
-        ratio, lo, hi = ratio_ci(b, a, level=level)
+        ratio, lo, hi = ratio_ci(b, a)
         entry.update(ratio=ratio, lo=lo, hi=hi, p_value=math.nan, method="", note="")
         if a.size == 0 or b.size == 0 or np.any(a <= 0) or np.any(b <= 0):
             entry["note"] = "no runs, or a non-positive time, in one of the series: no test"

@@ -1,29 +1,18 @@
 """Intervals of one point: the CI of a median time, of a speedup or efficiency (ratios
 of medians), instability flags and the Karp-Flatt serial fraction. Pure functions on
-numpy arrays; nothing is random.
+numpy arrays; nothing is random. Which interval, its coverage and why
+(benchmarks/coverage.py measures them): docs/report.md, the results table.
 
-Statistical choices, and why (benchmarks/coverage.py measures each interval's coverage
-on lognormal, right-skewed and one-outlier-in-ten noise, CV 2-15 %, 3-8 runs):
-
-* Medians, not means: run times are right-skewed and now and then hit by one slow run
-  (a noisy neighbour, a cold cache). Where n allows (n >= 6 at 95 %), the CI of a
-  median comes from order statistics: the number of runs below the true median is
-  Binomial(n, 1/2) whatever the distribution, so [X_(d), X_(n-d+1)] covers it with a
-  known probability; we interpolate between neighbouring order statistics
-  (Hettmansperger & Sheather 1986) to come close to the nominal level. For n <= 5 no
-  pair reaches 95 % ((min, max) covered 75 % at n = 3), so a t interval on log times
-  is used there: 95 % under lognormal noise, above with outliers, 92-94 % under
-  right-skewed noise, whose mean log time lies above the median (`median_ci_coverage`
-  says so). Not at larger n: that gap does not shrink with n while the interval does.
-* Speedup and efficiency are ratios of medians; their CI is Welch's on log times, the
-  CI of the ratio of geometric means, which is the ratio of medians when the noise of
-  the two points has the same shape (multiplicative noise). It covered 94.7-98.7 % at
-  3-8 runs; the percentile bootstrap of the medians it replaced covered 89-90 % at 3
-  runs (a bootstrap median of 3 runs can only be one of them: too narrow). Ratios of
-  single runs are never averaged.
-* A point is unstable when its repeats disagree: coefficient of variation above 10 %,
-  or an outlier by the modified z-score (median and MAD, which the outlier itself
-  cannot drag along) that also lies more than 5 % from the median.
+* Medians, not means: run times are right-skewed and now and then hit by one slow run.
+  From n >= 6 (at 95 %) the CI of a median comes from order statistics (the runs below
+  the true median are Binomial(n, 1/2) whatever the distribution), interpolated between
+  neighbours (Hettmansperger & Sheather 1986) to come close to the nominal level; below,
+  where no pair reaches 95 %, a t interval on log times (`median_ci_coverage` says what
+  it reaches; not at larger n: its shortfall under skew does not shrink with n while the
+  interval does). Speedups are ratios of medians with Welch's CI on log times (the ratio of
+  geometric means: of medians under multiplicative noise); single runs' ratios are never
+  averaged. Unstable: CV above CV_LIMIT, or an outlier by the modified z-score (median
+  and MAD, which the outlier cannot drag along) also far from the median.
 
 Both CIs are hand-written (benchmarks/stats_scipy.py measures them against SciPy;
 tests/test_intervals.py checks they agree): ``scipy.stats.quantile_test`` gives only

@@ -1,25 +1,21 @@
 """Scaling models fitted to a study's times: Amdahl, fixed work plus a per-unit overhead
 and fixed work plus a tree-communication term, with bootstrap uncertainty, AICc model
 selection and the predicted peak. Pure functions on numpy arrays; every random draw
-comes from ``np.random.default_rng(seed)``.
+comes from ``np.random.default_rng(seed)``. The models, and what the report makes of
+them: docs/report.md (the results table's section).
 
 Statistical choices, and why:
 
 * The candidates are different families, so that AICc chooses between explanations and
-  not between spellings of one curve:
-  amdahl               t = T·(s + (1−s)/N): a serial part, the rest divides perfectly;
-  fixed_work_overhead  t = F + W/N + c·N: an overhead growing with every unit (a ring
-                       all-reduce's latency term, contention, per-process start-up);
-  log_comm             t = F + W/N + c·log2(N): an overhead growing with the depth of a
-                       tree (tree all-reduce, broadcast, a reduction across nodes).
-  The two three-parameter families share only Amdahl's curves (c = 0): 1, 1/N, N and
-  log2(N) are linearly independent functions, so on enough distinct N neither
-  reproduces the other's curves. The Universal Scalability Law is no separate
-  candidate: it spans the curves a + b/N + c·N, so wherever it fits with F >= 0 it is
-  fixed_work_overhead under other names (the two tied to 13 digits of AICc on real
-  data and split the Akaike weight); only its F < 0 part (kappa > sigma) is left out.
-  fixed_work_overhead reports the USL reading of its fit as well:
-  sigma = (F + c)/t(1), kappa = c/t(1), with t(1) = F + W + c.
+  not between spellings of one curve: an overhead growing with every unit, c·N (a ring
+  all-reduce's latency term, contention, per-process start-up), or with the depth of a
+  tree, c·log2(N) (tree all-reduce, broadcast, a reduction across nodes), beside
+  Amdahl's serial part. 1, 1/N, N and log2(N) are linearly independent,
+  so on enough distinct N neither three-parameter family reproduces the other's curves.
+  The Universal Scalability Law spans the curves a + b/N + c·N: wherever it fits with
+  F >= 0 it is fixed_work_overhead under other names (the two tied to 13 digits of AICc
+  on real data and split the Akaike weight), so it is no separate candidate;
+  fixed_work_overhead reports its reading, sigma = (F + c)/t(1), kappa = c/t(1).
 * Models are fitted in log space, sum of (log t - log model)^2: errors are relative (the
   times at large N are small and would otherwise not count), and with log-symmetric
   noise the curve goes through the medians. All three models are linear in the time
@@ -34,14 +30,11 @@ Statistical choices, and why:
   has a single run; percentile intervals. scipy.stats.bootstrap draws the replicates
   (one sample per N); every replicate is then refitted in the one vectorised batch.
   The fitter is hand-written: ~100x faster than a scipy.optimize.least_squares call per
-  replicate (benchmarks/stats_scipy.py).
-* Speedups are t_base / t(N). By default t_base is the model's own t(N_base); pass the
-  measured base time (`t_base=`) to draw predictions against the same base case as the
-  measured speedups: the model's t(N_base) is not the measured median there, and a
-  curve against its own base is shifted off the measured points by that ratio.
-* Bands: `FitResult.band` gives, by default, a *prediction* band: where the speedup of
-  one new run at N would fall (bootstrap parameter sets combined with resampled
-  residuals). A *confidence* band (prediction=False) covers only the fitted curve.
+  replicate, at the same loss (benchmarks/stats_scipy.py).
+* Speedups, bands and the peak are against a given t_base (the measured base time, as
+  the measured speedups) or the model's own t(N_base): `FitResult.predict_speedup`.
+  `FitResult.band` gives a prediction band by default (one new run), a confidence
+  band of the curve with prediction=False.
 """
 
 from __future__ import annotations
@@ -171,8 +164,6 @@ def _fit_log_batch(
     Gauss-Newton: around the current model m the problem is the weighted linear one
     min sum w ((m (1 + mean_log - log m) - X theta) / m)^2, solved exactly under
     theta >= 0; steps are halved until the loss falls. Returns theta, loss, converged."""
-    # hand-written: ~100x faster than a scipy.optimize.least_squares loop over the 300
-    # bootstrap replicates, at the same loss (benchmarks/stats_scipy.py)
     B, G = mean_log.shape
     root_w = np.sqrt(weight)
     # Start: least squares on relative errors (1 - X theta / y), nearly the answer.
@@ -244,26 +235,18 @@ class FitResult:
             return np.full(np.shape(n), np.nan)
         return _design(self.name, n) @ self.theta
 
-    def predict_speedup(
-        self, n, n_base: float | None = None, t_base: float | None = None
-    ) -> np.ndarray:
+    def predict_speedup(self, n, t_base: float | None = None) -> np.ndarray:
         """Fitted speedup t_base/t(n). t_base: the base time the speedups are against,
         e.g. the measured median at the base N (as the measured speedups); default the
-        model's own t(n_base), n_base defaulting to the study's base."""
+        model's own t(n_base) at the study's base."""
         if t_base is None:
-            n_base = self.n_base if n_base is None else n_base
-            t_base = self.predict_time(n_base)
+            t_base = self.predict_time(self.n_base)
         return t_base / self.predict_time(n)
 
     def band(
-        self,
-        n,
-        n_base: float | None = None,
-        level: float = LEVEL,
-        prediction: bool = True,
-        t_base: float | None = None,
+        self, n, prediction: bool = True, t_base: float | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(lo, hi) of the speedup t_base/t(n) over the bootstrap parameter sets.
+        """(lo, hi) of the speedup t_base/t(n) over the bootstrap parameter sets, at LEVEL.
         prediction=True (default): a prediction band for the speedup that one new run at
         n would show (each set is combined with resampled residuals of the fit).
         prediction=False: confidence band of the fitted curve only. t_base as in
@@ -277,13 +260,12 @@ class FitResult:
         with np.errstate(divide="ignore", invalid="ignore"):
             t_n = self.boot_theta @ _design(self.name, n).T
             if t_base is None:
-                n_base = self.n_base if n_base is None else n_base
-                t_base = self.boot_theta @ _design(self.name, [n_base]).T
+                t_base = self.boot_theta @ _design(self.name, [self.n_base]).T
             log_speedup = np.log(t_base) - np.log(t_n)
         if prediction:  # (sets x draws) x points
             log_speedup = log_speedup[:, None, :] - self.boot_noise[:, :, None]
             log_speedup = log_speedup.reshape(-1, n.size)
-        lo, hi = nan_quantile(np.exp(log_speedup), _tails(level), axis=0)
+        lo, hi = nan_quantile(np.exp(log_speedup), _tails(LEVEL), axis=0)
         return lo.reshape(shape), hi.reshape(shape)
 
 
@@ -394,9 +376,7 @@ def _fit_one(name, runs: _Runs, n_base, boot_mean_log, n_boot, rng) -> FitResult
                      boot_noise=boot_noise)  # fmt: skip
 
 
-def fit_models(
-    ns, times, n_base: float, n_boot: int = 300, seed: int = 0, models=MODEL_NAMES
-) -> list[FitResult]:
+def fit_models(ns, times, n_base: float, n_boot: int = 300, seed: int = 0) -> list[FitResult]:
     """Fit amdahl, fixed_work_overhead and log_comm to times t(N) in log space (see the module
     docstring). `ns` and `times` hold one entry per run, repeats included; non-finite or
     non-positive times are dropped. Uncertainty: when every N has at least 2 runs, the
@@ -418,7 +398,7 @@ def fit_models(
     boot_mean_log = _resample_within_n(runs, n_boot, rng) if by_repeats and n_boot > 0 else None
     fits = [
         _fit_one(name, runs, n_base, boot_mean_log, n_boot, np.random.default_rng([seed, i]))
-        for i, name in enumerate(models)
+        for i, name in enumerate(MODEL_NAMES)
     ]
     how = "CI: bootstrap of " + ("runs within each N" if by_repeats else "residuals")
     for fit in fits:

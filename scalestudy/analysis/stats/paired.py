@@ -1,13 +1,8 @@
-"""A paired comparison's statistics: the ratio b/a of each point from its pairs (a's and
-b's run of one repeat, next to each other in the same job), its interval, and the
-verdict in the report's words.
-
-Pairing removes what the two runs of a pair share (the allocation, the node, the hour)
-from the comparison: what is judged is each pair's log difference log(b) - log(a),
-whose spread is what is left once that shared part cancels. The verdicts are the
-regression check's (stats/verdicts.py: one rule for both): the per-point mean log
-difference against one variance of the differences pooled over the points, the other
-side's runs infinite (a pair's difference carries both runs' noise already).
+"""A paired comparison's statistics: the ratio b/a of each point from its pairs, its
+interval and verdict (docs/report.md, "Paired comparison"). The verdicts are the
+regression check's (stats/verdicts.py) on each pair's log difference, whose variance is
+pooled over the points, the other side's runs infinite (a pair's difference carries
+both runs' noise already).
 """
 
 from __future__ import annotations
@@ -49,8 +44,7 @@ def pairs_of(
     with nothing); by N, then repeat."""
     runs = runs.assign(variant=runs["series"].map(base_series))
     # each run's place among its point's runs, in the order they started
-    place = runs.groupby("n")["started_at"].rank(method="first")
-    runs = runs.assign(place=place)
+    runs = runs.assign(place=runs.groupby("n")["started_at"].rank(method="first"))
     places = runs.pivot_table(index=["n", "repeat"], columns="variant", values="place",
                               aggfunc="first").reindex(columns=["a", "b"])  # fmt: skip
     adjacent = places[(places["a"] - places["b"]).abs() == 1].index

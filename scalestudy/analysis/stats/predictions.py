@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.decisions.recommendation import decision, recommend, step_intervals
+from scalestudy.analysis.energy.energy import measures_point
 from scalestudy.analysis.stats import comparison, models
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.contract import Comparison, TestAtN
@@ -79,12 +80,7 @@ def exclusion_reason(row: pd.Series, study: Study) -> str | None:
 def usable_runs(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
     """The runs that may measure a point: good, given what they asked for (unless the
     study takes mismatched ones), on CPUs nobody else used (unless it takes shared)."""
-    usable = runs[runs["status"] == "ok"]
-    if not study.include_mismatched:
-        usable = usable[~usable["mismatch"].astype(bool)]
-    if not study.include_shared and "disturbed" in usable:
-        usable = usable[usable["disturbed"].astype(object).fillna("") == ""]
-    return usable
+    return runs[measures_point(runs, study.include_mismatched, study.include_shared)]
 
 
 def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> SeriesFit:
@@ -125,19 +121,16 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> Serie
     # Predicted speedups are against the measured base median, as the summary's measured
     # speedups are (the model's own t(base) differs: the curve would sit off every
     # measured point by that ratio); the model's base only when the base has no time.
-    measured_base = summary.loc[summary["n"] == base, "time_s"].astype(float)
+    at_base = summary.loc[summary["n"] == base, "time_s"].astype(float)
+    measured_base = float(at_base.iloc[0]) if len(at_base) else math.nan
     model_base = float(best.predict_time(base))
-    if len(measured_base) and np.isfinite(measured_base.iloc[0]) and measured_base.iloc[0] > 0:
-        t_base, source = float(measured_base.iloc[0]), "measured"
+    if np.isfinite(measured_base) and measured_base > 0:
+        t_base, source = measured_base, "measured"
     else:
         t_base, source = model_base, "model"
-    prediction_base = {
-        "n": base,
-        "time_s": t_base,
-        "source": source,  # whose base time the predicted speedups use
-        "measured_s": float(measured_base.iloc[0]) if len(measured_base) else math.nan,
-        "model_s": model_base,
-    }
+    # source: whose base time the predicted speedups use
+    prediction_base = {"n": base, "time_s": t_base, "source": source}
+    prediction_base |= {"measured_s": measured_base, "model_s": model_base}
     peak = models.predicted_peak(best, t_base=t_base)
     n_max = max(ns)
     top = max(n_max * EXTRAPOLATE_FACTOR, peak[0] * 1.3 if peak else 0)

@@ -11,14 +11,10 @@ points, 3 runs a side, 1000 pairs, seed 1):
 
 * One log-scale variance pooled over every point and both sides (run times vary by a
   factor, about alike at every N): 3 runs a side at 5 points give 20 degrees of
-  freedom where a Welch test per point had 2-4, so a 10 % change at CV 5 % can be seen.
+  freedom where a Welch test per point had 2-4.
 * Each way its own one-sided tests: SLOWER_SHARE of alpha (4 %) calls "slower", the
-  rest (1 %) "faster"; a study's false alarms, both ways, stay at alpha (slow outliers,
-  which look like slowdowns, raise them to 5-7 %: docs/baselines.md). The check is
-  there to catch slowdowns, and two-sided tests (alpha split evenly) cannot reach
-  both goals: a ramp 0 to +10 % called 70 % (goal 75 %), one point +10 % 30 % (35 %;
-  all of alpha to the points gives at most 34 %). One-sided: 78 % and 37 %. The price
-  is said: a 10 % speedup of one point is called 25 % of the time, not 38 %.
+  rest (1 %) "faster"; why, and what it costs a speedup: docs/baselines.md, "How often
+  a change is called by chance".
 * The whole curve first: the changes a scaling curve shows are a shift at every
   point, or one that grows with log N from none at the smallest N (more
   communication) or fades with it (a slower parallel part). Each shape's weighted
@@ -177,15 +173,11 @@ def _not_called(slower, faster: float, within: bool, tolerance, unit: str, curve
     where = (" over the curve", " at every point") if curve else ("", "")
     if power >= POWER and within:
         chance = ["above 0.99" if p > 0.99 else f"{p:.2f}" for p in (power, faster)]
-        return (
-            SAME,
-            power,
-            None,
-            (
-                f"no change beyond {tolerance:.0%}{where[0]} (a {seen} slowdown{where[1]} would"
-                f" have been called with probability {chance[0]}, a {seen} speedup {chance[1]})"
-            ),
+        text = (
+            f"no change beyond {tolerance:.0%}{where[0]} (a {seen} slowdown{where[1]} would"
+            f" have been called with probability {chance[0]}, a {seen} speedup {chance[1]})"
         )
+        return SAME, power, None, text
     reached = np.flatnonzero(np.asarray(slower[1:]) >= POWER)
     if not reached.size:
         return UNDECIDED, power, None, f"undecided: more {unit}s now cannot decide it alone"
@@ -216,10 +208,8 @@ def verdicts(
     (`unit`: what one of the runs is called, "pair" for a paired comparison)."""
     from scipy.stats import t
 
-    d = np.asarray(log_ratios, dtype=float)
-    n_now = np.asarray(runs_now, dtype=float)
-    n_other = np.asarray(runs_other, dtype=float)
-    x = np.asarray(log_n, dtype=float)
+    given = (log_ratios, runs_now, runs_other, log_n)
+    d, n_now, n_other, x = (np.asarray(v, dtype=float) for v in given)
     k = d.size
     known = df > 0 and math.isfinite(variance) and variance > 0
     scale = 1 / n_now + 1 / n_other
@@ -259,10 +249,8 @@ def verdicts(
             verdict, power, more, text = _not_called(
                 slower[i], faster[i], within, tolerance, unit, False
             )
-        way = SLOWER if d[i] >= 0 else FASTER
-        p_value, threshold = (
-            (ways[way]["p"][i], ways[way]["steps"][i]) if known else (math.nan, math.nan)
-        )
+        test = ways.get(SLOWER if d[i] >= 0 else FASTER)  # none: no variance
+        p_value, threshold = (test["p"][i], test["steps"][i]) if test else (math.nan, math.nan)
         points.append(dict(ratio=ratio, lo=lo, hi=hi, p_value=float(p_value), text=text,
                            threshold=float(threshold), verdict=verdict, power=power,
                            more_runs=more))  # fmt: skip
@@ -277,11 +265,9 @@ def verdicts(
     power, more = math.nan, None
     if signs:
         verdict = MIXED if len(signs) > 1 else signs.pop()
-        text = (
-            "slower at some points, faster at others"
-            if verdict == MIXED
-            else f"{_change_text(ratio, lo, hi)} on average over the points"
-        )
+        text = f"{_change_text(ratio, lo, hi)} on average over the points"
+        if verdict == MIXED:
+            text = "slower at some points, faster at others"
     elif not known:
         verdict, text = UNDECIDED, NO_VARIANCE.format(unit=unit)
     else:

@@ -10,53 +10,42 @@ def with_ci(value, lo, hi, form: str) -> str:
     return f"{fmt(value, form)} [{fmt(lo, form)}, {fmt(hi, form)}]"
 
 
-def view(b: BaselineComparison | None) -> dict | None:
+def view(b: BaselineComparison) -> dict:
     """The comparison with the baseline in the report's formats (decided in
     scalestudy.analysis.history.baseline)."""
-    if b is None:
-        return None
     ratio = "{:.2f}"
+    points = [
+        shallow(p)
+        | {k: fmt(getattr(p, k), ratio) for k in ("ratio", "lo", "hi")}
+        | {"now": fmt(p.time_now_s, "{:.3g}"), "was": fmt(p.time_baseline_s, "{:.3g}")}
+        | {"called": p.change != NO_CHANGE, "p": fmt(p.p_value, "{:.2g}")}
+        | {"runs": f"{p.runs_now} / {p.runs_baseline}"}
+        for p in b.points
+    ]
+    curves = [
+        shallow(c)
+        | {"level": pct(c.level), "p": fmt(c.times_p_value, "{:.3g}"), "method": c.times_method}
+        | {
+            "apart": [
+                f"N = {e.n}: {with_ci(e.ratio, e.lo, e.hi, ratio)}" for e in c.points if e.differs
+            ]
+        }
+        for c in b.curves
+    ]
+    models = [
+        shallow(m)
+        | {"now": with_ci(m.now, m.now_lo, m.now_hi, "{:.3g}")}
+        | {"was": with_ci(m.baseline, m.baseline_lo, m.baseline_hi, "{:.3g}")}
+        for m in b.models
+    ]
     return shallow(b) | {
         "path": b.baseline,
         "tolerance": pct(b.tolerance),
         "slower_alarms": pct(b.slower_alarms),
         "faster_alarms": pct(b.faster_alarms),
-        "points": [
-            shallow(p)
-            | {
-                "called": p.change != NO_CHANGE,
-                "ratio": fmt(p.ratio, ratio),
-                "lo": fmt(p.lo, ratio),
-                "hi": fmt(p.hi, ratio),
-                "p": fmt(p.p_value, "{:.2g}"),
-                "now": fmt(p.time_now_s, "{:.3g}"),
-                "was": fmt(p.time_baseline_s, "{:.3g}"),
-                "runs": f"{p.runs_now} / {p.runs_baseline}",
-            }
-            for p in b.points
-        ],
-        "curves": [
-            shallow(c)
-            | {
-                "level": pct(c.level),
-                "p": fmt(c.times_p_value, "{:.3g}"),
-                "method": c.times_method,
-                "apart": [
-                    f"N = {e.n}: {with_ci(e.ratio, e.lo, e.hi, ratio)}"
-                    for e in c.points
-                    if e.differs
-                ],
-            }
-            for c in b.curves
-        ],
-        "models": [
-            shallow(m)
-            | {
-                "now": with_ci(m.now, m.now_lo, m.now_hi, "{:.3g}"),
-                "was": with_ci(m.baseline, m.baseline_lo, m.baseline_hi, "{:.3g}"),
-            }
-            for m in b.models
-        ],
+        "points": points,
+        "curves": curves,
+        "models": models,
         "differences": b.fingerprint.differences,
         "fingerprint_note": b.fingerprint.note,
     }

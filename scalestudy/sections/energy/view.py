@@ -15,12 +15,10 @@ WITH_CI |= {
 ENERGY = ["energy_kj", "relative_energy"]
 
 
-def view(energy: Energy | None) -> dict | None:
+def view(energy: Energy) -> dict:
     """Energy per result of each point formatted (kJ with its interval, ratio to the base
-    case with its interval), and each series' answer's figures; None where the study has
-    no records. Which point is least and which are on the front the analysis decided."""
-    if energy is None:
-        return None
+    case with its interval), and each series' answer's figures. Which point is least and
+    which are on the front the analysis decided."""
 
     def kj(joules):
         return None if joules is None else joules / 1000

@@ -12,13 +12,6 @@ def produce(given) -> DATA:
     return Jobs(runs, allocations(runs)) if runs else None
 
 
-def exclusive_node(run: dict) -> bool | None:
-    """Whether the run's job had its nodes to itself (Slurm's OverSubscribe=NO, what
-    sbatch --exclusive gives); None where the record does not say."""
-    value = run.get("slurm_oversubscribe")
-    return value == "NO" if isinstance(value, str) else None
-
-
 def scheduler(runs: pd.DataFrame) -> list[SlurmRun]:
     """Each Slurm run of the study: its job, queue wait and run time, the other runs
     that shared its job (packed repeats, one after another) and whether the job had
@@ -42,7 +35,10 @@ def scheduler(runs: pd.DataFrame) -> list[SlurmRun]:
             shared_with=[
                 [o["point"], int(o["repeat"])] for o in by_job[str(r["slurm_job_id"])] if o is not r
             ],
-            exclusive=exclusive_node(r),
+            # its nodes to itself: OverSubscribe=NO, what sbatch --exclusive gives
+            exclusive=r["slurm_oversubscribe"] == "NO"
+            if isinstance(r.get("slurm_oversubscribe"), str)
+            else None,
         )
         for r in slurm
     ]

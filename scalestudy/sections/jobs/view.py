@@ -9,9 +9,7 @@ PLACE = "cost"
 COLUMNS = {"queue_wait": "queue_wait_s", "run": "run_s", "submitted": "submitted"}
 
 
-def view(jobs: Jobs | None) -> dict | None:
-    if jobs is None:
-        return None
+def view(jobs: Jobs) -> dict:
     formatted = table([shallow(j) for j in jobs.runs], COLUMNS.values())
     runs = [
         shallow(j) | {k: f[c] for k, c in COLUMNS.items()}

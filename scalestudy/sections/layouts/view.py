@@ -37,10 +37,8 @@ def grid_view(grid: Grid | None) -> dict | None:
         return None
     rows = []
     for row in grid.rows:
-        formatted = [
-            shallow(c)
-            | {"time": fmt(c.time_s, "{:.3g} s"), "efficiency_pct": fmt(c.efficiency, "{:.0%}")}
-            for c in row.cells
+        cells = [
+            layout_text(c) | {"efficiency_pct": fmt(c.efficiency, "{:.0%}")} for c in row.cells
         ]
-        rows.append({"value": row.value, "cells": formatted})
+        rows.append({"value": row.value, "cells": cells})
     return shallow(grid) | {"rows": rows}

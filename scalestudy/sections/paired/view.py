@@ -12,9 +12,7 @@ def variant_words(overrides: dict) -> str:
     return "; ".join(parts) or "as the study"
 
 
-def view(paired: Paired | None) -> dict | None:
-    if paired is None:
-        return None
+def view(paired: Paired) -> dict:
     points = [shallow(p) | {"ratio": fmt(p.ratio, "{:.3f}"), "interval": "–" if p.ci_lo is None
                             else f"[{fmt(p.ci_lo, '{:.3f}')}, {fmt(p.ci_hi, '{:.3f}')}]"}
               for p in paired.points]  # fmt: skip

@@ -13,11 +13,8 @@ RECEIVED = [
 
 
 def produce(given) -> DATA:
-    return received(given.runs)
-
-
-def received(runs: pd.DataFrame) -> list[Received]:
     """Per point, what its runs asked for and what they got (distinct values)."""
+    runs = given.runs
     if "cpus_usable" not in runs:
         return []
     asked = ["threads", "cores", "gpus", "nodes"]

@@ -43,7 +43,5 @@ def request_view(r: PointRequest) -> dict:
 
 def request_for(requests: Requests, answer) -> dict | None:
     """The request of the point an answer recommends, formatted."""
-    for r in requests.points:
-        if r.series == answer.series and r.n == answer.worth_n:
-            return request_view(r)
-    return None
+    found = (r for r in requests.points if r.series == answer.series and r.n == answer.worth_n)
+    return next(map(request_view, found), None)

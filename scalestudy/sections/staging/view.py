@@ -4,11 +4,9 @@ from scalestudy.report.views import shallow, table
 from scalestudy.sections.staging.contract import Staging
 
 
-def view(staging: Staging | None) -> dict | None:
+def view(staging: Staging) -> dict:
     """Per number of copies at once, its copies' times formatted; the first and the
     last as numbers too (the template's sentence compares them)."""
-    if staging is None:
-        return None
     columns = {"slowest": "slowest_s", "typical": "typical_s", "growth": "growth",
                "rate": "mb_per_s"}  # fmt: skip
     formatted = table([shallow(r) for r in staging.rows], columns.values())

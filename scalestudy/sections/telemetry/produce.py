@@ -7,12 +7,9 @@ from scalestudy.sections.telemetry.contract import DATA, TELEMETRY, PointTelemet
 
 
 def produce(given) -> DATA:
-    return telemetry(given.runs)
-
-
-def telemetry(runs: pd.DataFrame) -> list[PointTelemetry]:
     """Per point, median GPU utilisation and memory, and the share of time spent waiting
     for data, where the runs measured them."""
+    runs = given.runs
     columns = [c for c in TELEMETRY if c in runs]
     if not any(runs[c].notna().any() for c in columns):
         return []

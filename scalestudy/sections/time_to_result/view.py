@@ -18,11 +18,9 @@ def seconds_with_interval(value, lo, hi) -> str:
     return f"{text} [{fmt(lo, form)}, {fmt(hi, form)}]"
 
 
-def view(times: ResultTimes | None) -> dict | None:
+def view(times: ResultTimes) -> dict:
     """Each point's time to result and its wait in words' numbers, keyed by point; the
     earliest of each series keyed by series (the template names it beside the answer)."""
-    if times is None:
-        return None
     by_point = {p.point: shallow(p) | {
         "result": seconds_with_interval(p.result_s, p.result_lo_s, p.result_hi_s),
         "run": seconds_with_interval(p.run_s, p.run_lo_s, p.run_hi_s),
