@@ -262,9 +262,6 @@ class ToDecide:
     added: dict[str, int]  # point label -> runs the round adds
     round_su: float
     runs_decide: bool  # False: the looser rule decides on the runs that exist
-    # point label -> its runs left out because other programs used their CPUs: more
-    # runs decide nothing while those programs run
-    shared: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -305,6 +302,9 @@ class Rounds:
     budget_needed: float | None
     # an undecided study: the config change that would plan a round again (None: none)
     to_decide: ToDecide | None = None
+    # point label -> its good runs left out because other programs used their CPUs: more
+    # runs decide nothing while those programs run
+    shared: dict[str, int] = dataclasses.field(default_factory=dict)
     # where the config changed between rounds (none: one config throughout)
     configs: list[ConfigChange] = dataclasses.field(default_factory=list)
 

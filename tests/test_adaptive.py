@@ -790,33 +790,44 @@ def test_a_study_stopped_undecided_says_first_what_one_command_would_decide_it()
     )
 
 
-def test_a_study_whose_runs_shared_their_cpus_says_first_to_stop_the_other_programs():
-    """Beside a CPU hog every run at 2 threads was left out (shared CPUs), and the first
-    line asked only for another round, which the hog would spoil the same way."""
+def first_line(study, runs, plans) -> str:
     from scalestudy.analysis.pipeline import analyse
     from scalestudy.report.rendering import render
     from scalestudy.report.views import study_view
     from tests.test_views import text_of
 
-    study = with_adaptive(max_rounds=1)
-    times = NOISY_RUNS | {2: NOISY_RUNS[2] + [21.0, 23.0]}  # 2 more runs, slowed by another program
-    runs = records_table(times).assign(reason=None, mismatches="", disturbed="")
-    hogged = (runs["n"] == 2) & (runs["repeat"] > 3)
-    runs.loc[hogged, "disturbed"] = "other processes used 0.99 cores of its 2 CPUs"
-    plans = [round_plan(study, 1, None), round_plan(study, 2, runs)]
-    change = plans[-1].to_decide
-    assert change.shared == {"t2": 2}
     analysis = analyse(study, runs, plans).analysis_as_read()
     html = render("t", [study_view(analysis, analysis_summary(study, runs), {})])
-    first = text_of(html.split("</h1>", 1)[1].split("</p>", 1)[0]).strip()
-    assert first.startswith(
+    return text_of(html.split("</h1>", 1)[1].split("</p>", 1)[0]).strip()
+
+
+def test_a_study_whose_runs_shared_their_cpus_says_first_to_stop_the_other_programs():
+    """Beside a CPU hog every run at 2 threads was left out (shared CPUs), and the first
+    line asked only for another round, which the hog would spoil the same way; where no
+    change of the config was within reach, it said nothing at all."""
+    from scalestudy.analysis.stats.predictions import shared_left_out
+
+    times = NOISY_RUNS | {2: NOISY_RUNS[2] + [21.0, 23.0]}  # 2 more runs, slowed by another program
+    runs = records_table(times).assign(reason=None, mismatches="", disturbed="")
+    runs.loc[runs["repeat"] > 3, "disturbed"] = "other processes used 0.99 cores of its 2 CPUs"
+    study = with_adaptive(max_rounds=1)
+    plans = [round_plan(study, 1, None), round_plan(study, 2, runs)]
+    assert first_line(study, runs, plans).startswith(
         "Not decided: a . To decide it, stop the other programs that used its CPUs (runs "
         "left out of the answer for it: 2 at N = 2), then set adaptive.max_rounds: 3 in study a"
-    ), first
+    )
+    # every run at N = 2 left out, and no change of the config would plan a round
+    runs.loc[runs["n"] == 2, "disturbed"] = "other processes used 0.99 cores of its 2 CPUs"
+    study = with_adaptive(max_rounds=1, max_repeats=5)
+    plans = [round_plan(study, 1, None), round_plan(study, 2, runs)]
+    assert plans[-1].to_decide is None
+    assert first_line(study, runs, plans) == (
+        "Not decided: a . To decide it, stop the other programs that used its CPUs (runs "
+        "left out of the answer for it: 5 at N = 2), then run make redo STUDY=a , then make "
+        "report : the study starts over (its records are moved aside, not deleted)."
+    )
     # a study that takes such runs leaves none out
-    from scalestudy.analysis.cost.plan import left_out_shared
-
-    assert left_out_shared(runs, study_model(TWO_POINTS | {"include_shared": True}, "a")) == {}
+    assert shared_left_out(runs, study_model(TWO_POINTS | {"include_shared": True}, "a")) == {}
 
 
 def analysis_summary(study, runs):

@@ -331,7 +331,6 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
     decide = to_decide and {
         "setting": f"{to_decide.key}: {to_decide.value:g}",
         "added": added_text(to_decide.added),
-        "shared": added_text(to_decide.shared),
         "su": fmt(to_decide.round_su, "{:.2g}"),
     }
     return shallow(rounds) | {
@@ -343,6 +342,7 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
         "refused_text": added_text(refused.added) if refused else None,
         "refused_su": fmt(refused.round_su, "{:.3g}") if refused else None,
         "budget_needed": fmt(rounds.budget_needed, "{:.3g}"),
+        "shared": added_text(rounds.shared),
         "to_decide": to_decide and shallow(to_decide) | decide,
     }
 

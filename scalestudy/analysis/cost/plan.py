@@ -271,15 +271,6 @@ def budget_problem(plan: StudyPlan) -> str | None:
     )
 
 
-def left_out_shared(runs: pd.DataFrame | None, study: Study) -> dict[int, int]:
-    """N -> the good runs left out of the answer because other programs used their CPUs
-    (tables.disturbed_reasons; none where the study takes such runs)."""
-    if runs is None or study.include_shared or "disturbed" not in runs:
-        return {}
-    shared = runs[(runs["status"] == "ok") & (runs["disturbed"].astype(object).fillna("") != "")]
-    return {int(n): len(group) for n, group in shared.groupby("n")}
-
-
 def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None,
                baseline: pd.DataFrame | None = None) -> adaptive.RoundPlan:  # fmt: skip
     """The plan of round `round_no` of an adaptive study (scalestudy.analysis.decisions.adaptive),
@@ -334,8 +325,7 @@ def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None,
         stop=plan["stop"] and AdaptiveStop(**plan["stop"]), judged=jsonable(plan["judged"]),
         refused=refused and RefusedRound(labelled(refused["added"]), labelled(refused["why"]),
                                          refused["round_su"]),
-        to_decide=decide and replace(decide, added=labelled(decide.added),
-                                     shared=labelled(left_out_shared(runs, study))),
+        to_decide=decide and replace(decide, added=labelled(decide.added)),
         study=study.name, points={label[n]: n for n in ns},
         su_per_run={label[n]: su_per_run[n] for n in ns},
         price_basis={label[r.point.n]: r.price_basis for r in priced.rows},

@@ -30,7 +30,7 @@ from scalestudy.analysis.decisions.recommendation import (
     zone_text,
 )
 from scalestudy.analysis.stats.intervals import LEVEL, _t_quantile, ratio_ci
-from scalestudy.analysis.stats.predictions import usable_runs
+from scalestudy.analysis.stats.predictions import shared_left_out, usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.records import jsonable, write_json_atomic
 
@@ -682,5 +682,6 @@ def rounds_summary(plans: list[RoundPlan], runs: pd.DataFrame, study) -> contrac
         # rounded up as the first line's (to_decide): one figure, never below the need
         budget_needed=last.refused and significant_ceiling(spent_su + last.refused.round_su),
         to_decide=last.to_decide,
+        shared=shared_left_out(runs, study),
         configs=configs if len(configs) > 1 else [],
     )

@@ -83,6 +83,15 @@ def usable_runs(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
     return runs[measures_point(runs, study.include_mismatched, study.include_shared)]
 
 
+def shared_left_out(runs: pd.DataFrame, study: Study) -> dict[str, int]:
+    """Point label -> its good runs left out because other programs used their CPUs
+    (none where the study takes such runs)."""
+    if study.include_shared or "disturbed" not in runs:
+        return {}
+    shared = runs[(runs["status"] == "ok") & (runs["disturbed"].astype(object).fillna("") != "")]
+    return {str(point): len(group) for point, group in shared.groupby("point")}
+
+
 def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> SeriesFit:
     """Validity gates, fits, extrapolation and the recommendation of one series."""
     time_col = TIME_COLUMNS[study.time]
