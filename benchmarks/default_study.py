@@ -36,6 +36,16 @@ t1's runs clean (8.4-9.2 s), every t2 run on shared CPUs (21-24 s against 5 s qu
 left out, so N = 2 has no usable run: beside a hog on the other core the goal of 7 in 10
 cannot be met without using runs the workflow must flag.
 
+Since a run's processes stay in the user's session (compute/processes.py: a session of
+their own was a scheduling group of its own, beside which the nice-19 hog took a full
+share), 2026-11-27 15:00 UTC, nothing else running: `--hog` (same session), 3 runs, none
+decided (152-158 s): t2 5.1-7.1 s against 5.0 s quiet, every one flagged (others used
+0.40-0.50 of its 2 CPUs, the time the run leaves idle; the run used 1.49-1.59); `--hog
+own-session`, 1 run, not decided (311 s): t2 22.8-23.6 s, every one flagged. Each report's
+first line: "Not decided: mnist_threads. To decide it, stop the other programs that used
+its CPUs (runs left out of the answer for it: 8 at N = 2), then run make redo
+STUDY=mnist_threads, then make report: ...".
+
 Measured here (2026-11-27, a machine shared with other engineers: load 3-12, so not
 the quiet figures the goal asks for), at 80 batches and 4 first runs: 2 runs, neither
 decided, 371 s and 1261 s: the runs at 2 threads were flagged "shared CPUs" (others
