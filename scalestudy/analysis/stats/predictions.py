@@ -86,9 +86,10 @@ def usable_runs(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
 def shared_left_out(runs: pd.DataFrame, study: Study) -> dict[str, int]:
     """Point label -> its good runs left out because other programs used their CPUs
     (none where the study takes such runs)."""
-    if study.include_shared or "disturbed" not in runs:
+    if study.include_shared:
         return {}
-    shared = runs[(runs["status"] == "ok") & (runs["disturbed"].astype(object).fillna("") != "")]
+    good = measures_point(runs, keep_mismatched=True, keep_disturbed=True)
+    shared = runs[good & ~measures_point(runs, keep_mismatched=True)]
     return {str(point): len(group) for point, group in shared.groupby("point")}
 
 
