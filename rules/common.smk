@@ -95,7 +95,7 @@ def get_final_outputs(wildcards):
     for name in ADAPTIVE:
         records += adaptive_records(name)
     return (
-        ["results/report.html"]
+        ["results/report.html", "results/answered.txt"]
         + expand("results/{study}/summary.csv", study=list(STUDIES))
         + records
     )

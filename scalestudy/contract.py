@@ -353,6 +353,18 @@ class Findings:
     # (scalestudy.analysis.history.baseline.fingerprint)
     fingerprint: dict[str, str] = dataclasses.field(default_factory=dict)
 
+    @property
+    def base_failure(self) -> str | None:
+        """Why the study has no answer when every run of its base case failed, in one
+        line (None: one did not): the workflow then ends non-zero, after the report."""
+        base = self.base
+        if base is None or base.time_s is not None:
+            return None
+        failed = [f for f in self.failures if f.point == base.point]
+        if not failed or any(m.point == base.point for m in self.mismatches + self.disturbed):
+            return None
+        return f"every run of the base case {base.point} failed: {failed[-1].reason}"
+
 
 @dataclass(frozen=True)
 class Analysis:

@@ -17,23 +17,29 @@ from tests.conftest import study_model
 from tests.test_workflow import planned_runs
 
 PY = sys.executable
-# a command whose time halves with its threads, and whose odd repeats take 3x as long:
-# its speedup's interval stays wide (a factor of 3 or more at 4 runs), so that the step
-# 1 -> 2 (a gain of about 1 per core, less the interpreter's start-up, which "train"
-# includes: 0.6-0.9 on a busy machine) stays undecided against a threshold of 1, and
-# rounds add repeats (up to max_repeats) whatever the machine's own noise (at 1.5x a
-# loaded machine's start-up made the gain decidably below 1 at 3 runs)
-PROGRAM = (
-    "import sys, time; n, k = map(int, sys.argv[1:]); time.sleep(0.4 / n * (3 if k % 2 else 1))"
+# a command whose training time (its own report of it) halves with its threads, and
+# whose odd repeats take 3x as long: its speedup's interval stays wide (a factor of 3 or
+# more at 4 runs), so that the step 1 -> 2 (a gain of about 1 per core) stays undecided
+# against a threshold of 1, and rounds add repeats (up to max_repeats) whatever the
+# machine's own noise
+TRAINS = (
+    "import sys, time; t = time.perf_counter(); {}; "
+    "print('train_s=%.4f' % (time.perf_counter() - t))"
 )
+PROGRAM = TRAINS.format("n, k = map(int, sys.argv[1:]); time.sleep(0.4 / n * (3 if k % 2 else 1))")
+# the program's own training time, as it prints it (time: train rests on it)
+OWN_TRAINING = {"train_s": r"train_s=([0-9.]+)"}
 
 
 def adaptive_study(**adaptive) -> dict:
     return {
         "workload": "command",
-        "params": {"command": [PY, "-c", PROGRAM, "{threads}", "{repeat}"]},
+        "params": {
+            "command": [PY, "-c", PROGRAM, "{threads}", "{repeat}"],
+            "metrics_regex": OWN_TRAINING,
+        },
         "scaling": {"axis": "threads", "points": [1, 2]},
-        # the command's own run: the harness's start-up would dilute the speedup
+        # the program's own training: start-ups would dilute the speedup
         "time": "train",
         "resources": {"mem_mb": 500, "runtime": 1},
         "budget_su": 1,
@@ -86,7 +92,10 @@ def test_a_run_is_stopped_at_its_rounds_budget_limit_and_says_so(workflow):
     # the launcher stops it there, through the real workflow, and its record names the
     # budget (the report's failed runs and the study's spent SU come from the record)
     study = adaptive_study() | {
-        "params": {"command": [PY, "-c", "import time; time.sleep(30)"]},
+        "params": {
+            "command": [PY, "-c", TRAINS.format("time.sleep(30)")],
+            "metrics_regex": OWN_TRAINING,
+        },
         "resources": {"mem_mb": 500, "runtime": 10},
     }
     workflow.write_config({"studies": {"a": study}})
@@ -195,14 +204,14 @@ def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflo
 # to it: speedups about 1, 1.74, 2.8, 3.8, 4.7, 5.3, 5.6 at N = 1 ... 64; gains per
 # unit 0.74, 0.51, 0.26, 0.12, 0.035, 0.01. Against 0.08, the answer is 16, decided by
 # the steps 8 -> 16 and 16 -> 32 alone
-AMDAHL = "import sys, time; n = int(sys.argv[1]); time.sleep(2.0 * (0.135 + 0.865 / n))"
+AMDAHL = TRAINS.format("n = int(sys.argv[1]); time.sleep(2.0 * (0.135 + 0.865 / n))")
 
 
 @pytest.mark.slow
 def test_an_adaptive_study_runs_only_the_candidates_that_decide_its_answer(workflow):
     study = {
         "workload": "command",
-        "params": {"command": [PY, "-c", AMDAHL, "{n}"]},
+        "params": {"command": [PY, "-c", AMDAHL, "{n}"], "metrics_regex": OWN_TRAINING},
         "scaling": {"axis": "threads", "points": [1, 2, 4, 8, 16, 32, 64]},
         "time": "train",
         "resources": {"mem_mb": 500, "runtime": 1},
@@ -240,7 +249,7 @@ def test_an_adaptive_study_runs_only_the_candidates_that_decide_its_answer(workf
 def test_a_stopped_study_with_failed_runs_runs_nothing_on_a_rerun(workflow):
     # the fault probe's study stopped with its N = 2 runs all killed at their limit; a
     # plain rerun started them again, each another minute and another charge
-    fails_at_2 = "import sys, time; n = int(sys.argv[1]); time.sleep(0.2); sys.exit(n == 2)"
+    fails_at_2 = TRAINS.format("n = int(sys.argv[1]); time.sleep(0.2); n == 2 and sys.exit(1)")
     study = adaptive_study(max_repeats=2)
     study["params"]["command"] = [PY, "-c", fails_at_2, "{threads}"]
     workflow.write_config({"studies": {"a": study}})

@@ -294,7 +294,7 @@ def test_the_worker_reads_the_counters_around_the_workload(tmp_path, monkeypatch
     assert result["energy"]["node"]["joules"] == 5.0
     assert result["energy"]["gpu"]["not_measured"] == "no counter: the run used no GPU"
     # the command's phase read the counters too: the 5 J fell inside it
-    (phase,) = (p for p in result["phases"] if p["kind"] == "epoch")
+    (phase,) = (p for p in result["phases"] if p["name"] == "command")
     assert phase["energy"] == {"gpu": None, "node": 5.0}
     results = {0: result}
     whole = run_energy(spec, results, {"machine_cpus": 1}, {}, [])

@@ -141,7 +141,8 @@ def test_published_ddp_times_are_said_as_measured_and_get_the_sources_table(tmp_
 
 def test_a_command_is_said_as_a_command_without_the_sources_table(tmp_path):
     said = {
-        "train": "your command's whole run , from its start to its exit",
+        "train": "your program's own training time , as it reports it",
+        "steady": "your program's steady epoch : the median of the epoch_s it reports",
         "wall": "the harness's start-up and your command's whole run",
     }
     for time, words in said.items():

@@ -23,11 +23,13 @@ import time
 from pathlib import Path
 
 from scalestudy.compute.commandline import (
+    PROGRAM_PHASES,
     command_argv,
     metrics_from_json,
     metrics_from_output,
     substitute,
 )
+from scalestudy.compute.harness import TRAINING, Phase
 from scalestudy.compute.processes import (
     OUTPUT_TAIL_BYTES,
     RUN_TMP,
@@ -185,6 +187,54 @@ def run_command(
     return ended["code"], sink.text(), ended["at"] - start
 
 
+def reported_figures(params: dict, values: dict, output: str) -> tuple[dict, dict]:
+    """The program's metrics and its own phases (commandline.PROGRAM_PHASES), from its
+    JSON file and its output; a phase given by both is refused."""
+    metrics, phases = {}, {}
+    if params.get("metrics_json"):
+        path = Path(substitute(params["metrics_json"], values))
+        if not path.is_absolute() and params.get("workdir"):
+            path = Path(params["workdir"]) / path
+        if not path.is_file():
+            raise RuntimeError(f"params.metrics_json: the command wrote no {path}")
+        metrics = metrics_from_json(path.read_text(), str(path))
+        phases = {k: [metrics.pop(k)] for k in PROGRAM_PHASES if k in metrics}
+    found, in_output = metrics_from_output(output, params.get("metrics_regex", {}))
+    if twice := sorted(set(phases) & set(in_output)):
+        raise RuntimeError(f"phase {twice[0]}: reported in params.metrics_json and in the output")
+    return metrics | found, phases | in_output
+
+
+# A program's own phases may add up to its run's time and no more, but for the rounding
+# of the figures it prints: this much over (seconds, and a share of the run) is refused.
+PHASES_SLACK_S, PHASES_SLACK = 0.05, 0.01
+
+
+def own_phases(ctx, whole: Phase, reported: dict[str, list[float]]) -> float:
+    """The program's own phases (name -> seconds, PROGRAM_PHASES), each a phase of the
+    run in place of as much of the command's whole run, which keeps the rest. Returns
+    the seconds samples per second are counted over: the program's training where it
+    reports it, else its whole run. A program that reports more than it ran is refused."""
+    if "train_s" in reported and "epoch_s" in reported:
+        raise RuntimeError("the program reports train_s and epoch_s: report its training once")
+    own = [
+        Phase(name.removesuffix("_s") + (f" {i}" if name == "epoch_s" else ""), kind, seconds)
+        for name, kind in PROGRAM_PHASES.items()
+        for i, seconds in enumerate(reported.get(name, []), start=1)
+    ]
+    total = sum(p.seconds for p in own)
+    if total > whole.seconds * (1 + PHASES_SLACK) + PHASES_SLACK_S:
+        raise RuntimeError(
+            f"the program reports {total:.3f} s of phases ({', '.join(reported)}) in a run "
+            f"of {whole.seconds:.3f} s"
+        )
+    if own:
+        ctx.phases.remove(whole)
+        ctx.phases += [*own, Phase("command (rest)", "other", max(0.0, whole.seconds - total))]
+    training = sum(p.seconds for p in own if p.kind in TRAINING)
+    return training or whole.seconds
+
+
 def private_run_dir(rank: int) -> Path:
     """{run_dir}: a folder of this rank's in the run's temporary folder, which its
     launcher removes after the run, killed or not (RUN_TMP; without a launcher, a
@@ -205,28 +255,21 @@ def run(params: dict, ctx) -> None:
         extra_env = params.get("env", {})
         env = dict(os.environ) | {k: substitute(v, values) for k, v in extra_env.items()}
         cwd = params.get("workdir")
-        with ctx.phase("command", kind="epoch") as phase:
+        # the whole run, until the program ended (not until its output was read); its
+        # own phases, where it reports them, take their share of it (own_phases)
+        with ctx.phase("command", kind="other") as whole:
             code, output, seconds = run_command(argv, env, cwd, direct)
-        phase.seconds = seconds  # until the program ended, not until its output was read
+        whole.seconds = seconds
         if code != 0:
             last = next((line for line in reversed(output.splitlines()) if line.strip()), "")
             raise RuntimeError(f"command exited with status {code}: {last.strip()[:300]}")
-        if params.get("samples"):
-            phase.samples = int(params["samples"])
-            ctx.metric("samples_per_s", params["samples"] / phase.seconds)
-        if ctx.rank != 0:
-            return
-        metrics = {}
-        if params.get("metrics_json"):
-            path = Path(substitute(params["metrics_json"], values))
-            if not path.is_absolute() and cwd:
-                path = Path(cwd) / path
-            if not path.is_file():
-                raise RuntimeError(f"params.metrics_json: the command wrote no {path}")
-            metrics |= metrics_from_json(path.read_text(), str(path))
-        metrics |= metrics_from_output(output, params.get("metrics_regex", {}))
+        # rank 0's figures speak for the run (the others' output holds none, often)
+        metrics, phases = reported_figures(params, values, output) if ctx.rank == 0 else ({}, {})
         for name, value in metrics.items():
             ctx.metric(name, value)
+        timed_s = own_phases(ctx, whole, phases)
+        if params.get("samples"):
+            ctx.metric("samples_per_s", params["samples"] / timed_s)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
         with contextlib.suppress(OSError):  # the last rank of the node

@@ -26,6 +26,7 @@ from scalestudy.analysis.cost.cost import Cost
 from scalestudy.analysis.decisions import recommendation
 from scalestudy.analysis.energy import energy
 from scalestudy.analysis.stats import intervals
+from scalestudy.compute.harness import TRAINING
 from scalestudy.model import Study
 from scalestudy.records import RecordError, plain, read_placed_record
 from scalestudy.study.points import point_for, series_of_points
@@ -47,7 +48,7 @@ PARTS = {
 METRIC_NAMES = "metric_names"
 # The times a study's speedups can use (config key `time`).
 TIME_COLUMNS = {"wall": "wall_s", "train": "train_s", "steady": "steady_epoch_s"}
-PHASE_KINDS = ("startup", "data", "epoch", "eval")
+PHASE_KINDS = ("startup", "data", *TRAINING, "eval")
 
 
 def phase_seconds(phases: list[dict], kind: str) -> float:
@@ -78,11 +79,11 @@ def derived_columns(record: dict) -> dict:
         "run_id": record.get("run_id"), "status": status, "reason": reason,
         "wall_s": wall if ok else None,
         "elapsed_s": wall,  # charged whether or not the run succeeded
-        "train_s": kinds["epoch"] if ok and kinds["epoch"] else None,
+        "train_s": (sum(kinds[k] for k in TRAINING) or None) if ok and phases else None,
         "startup_s": kinds["startup"], "data_s": kinds["data"], "eval_s": kinds["eval"],
         "other_s": None if wall is None else max(0.0, wall - sum(filter(None, kinds.values()))),
         "epochs": len(epochs),
-        "samples": sum(p.get("samples") or 0 for p in phases if p["kind"] == "epoch") or None,
+        "samples": sum(p.get("samples") or 0 for p in phases if p["kind"] in TRAINING) or None,
         # the first epoch pays for warm-up (allocator, caches, lazy init); the rest is steady
         "warmup_s": epochs[0] if ok and len(epochs) > 1 else None,
         "steady_epoch_s": statistics.median(epochs[1:]) if ok and len(epochs) > 1 else None,

@@ -28,6 +28,19 @@ POINT_PLACEHOLDERS = {
     "run_dir": "a private folder for this run's files (removed afterwards)",
 }
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# What a program may report of its own run, in seconds, under these names (through
+# metrics_regex or metrics_json): each becomes a phase of its record, of this kind
+# (harness.PHASE_KINDS), in place of the command's whole run. epoch_s once per epoch, the
+# others once a run (config/README.md, "Your program's own phases").
+PROGRAM_PHASES = {
+    "startup_s": "startup",
+    "data_s": "data",
+    "train_s": "train",
+    "epoch_s": "epoch",
+    "eval_s": "eval",
+}
+# the phases each time basis rests on, and the words for them
+TIME_PHASES = {"train": ("train_s", "epoch_s"), "steady": ("epoch_s",)}
 
 
 def command_argv(command: str | list[str]) -> list[str]:
@@ -62,11 +75,21 @@ def substitute(text: str, values: dict) -> str:
 
 
 def command_params_problems(
-    params: dict, workflow_dir: str | os.PathLike | None = None
+    params: dict, time: str, workflow_dir: str | os.PathLike | None = None
 ) -> list[str]:
     """Every problem the schema cannot see, each naming its key. With `workflow_dir`
-    (where the command runs when it has no workdir) a workdir must be a folder."""
+    (where the command runs when it has no workdir) a workdir must be a folder. `time`:
+    the study's time basis, which a command's own phases must give (TIME_PHASES)."""
     problems = []
+    needs = TIME_PHASES.get(time, ())
+    reported = set(params.get("metrics_regex", {}))
+    # a JSON file may hold train_s (one figure a name: no epochs)
+    if needs and not reported & set(needs) and not (time == "train" and params.get("metrics_json")):
+        problems.append(
+            f"time: {time} rests on your program's own phases, which it reports as "
+            f"{' or '.join(needs)}: add a pattern for one under params.metrics_regex "
+            f"(e.g. {needs[-1]}: '{needs[-1]}=([0-9.]+)'), or use time: wall (the whole job)"
+        )
     values = params.get("values", {})
     clash = sorted(set(values) & set(POINT_PLACEHOLDERS))
     if clash:
@@ -133,22 +156,43 @@ def as_number(name: str, value) -> float:
     return number
 
 
-def metrics_from_output(output: str, patterns: dict[str, str]) -> dict[str, float]:
-    """Named figures from the command's output. Each pattern's last match gives the
-    metric; with several matches (one per epoch, say) the median and count are kept
-    too, because the first epoch often carries warm-up."""
-    metrics = {}
+def metrics_from_output(
+    output: str, patterns: dict[str, str]
+) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """Named figures from the command's output: its metrics, and its own phases
+    (PROGRAM_PHASES: every epoch_s, the others found once, else refused with their
+    lines). Each metric is its pattern's last match; with several matches (one per
+    epoch, say) the median and count are kept too, because the first epoch often
+    carries warm-up."""
+    metrics, phases = {}, {}
     for name, pattern in patterns.items():
         compiled = re.compile(pattern, re.MULTILINE)
         group = "value" if "value" in compiled.groupindex else 1
-        found = [as_number(name, m.group(group)) for m in compiled.finditer(output)]
+        matches = list(compiled.finditer(output))
+        found = [as_number(name, m.group(group)) for m in matches]
         if not found:
             raise ValueError(f"metric {name}: the pattern {pattern!r} never matched the output")
+        if name in PROGRAM_PHASES:
+            if len(found) > 1 and name != "epoch_s":
+                lines = " and ".join(repr(line_of(output, m)) for m in matches[:2])
+                raise ValueError(
+                    f"phase {name}: the program reported it {len(found)} times in one run "
+                    f"({lines}); report it once (epoch_s once an epoch)"
+                )
+            phases[name] = found
+            continue
         metrics[name] = found[-1]
         if len(found) > 1:
             metrics[f"{name}_median"] = statistics.median(found)
             metrics[f"{name}_count"] = float(len(found))
-    return metrics
+    return metrics, phases
+
+
+def line_of(text: str, match: re.Match) -> str:
+    """The line a match is on (at most 200 characters of it)."""
+    start = text.rfind("\n", 0, match.start()) + 1
+    end = text.find("\n", match.end())
+    return text[start : end if end >= 0 else len(text)][:200]
 
 
 def metrics_from_json(text: str, source: str) -> dict[str, float]:

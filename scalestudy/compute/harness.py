@@ -15,7 +15,9 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-PHASE_KINDS = ("startup", "data", "epoch", "eval", "other")
+PHASE_KINDS = ("startup", "data", "epoch", "train", "eval", "other")
+# training: its epochs, or a program's own training not split into epochs (train)
+TRAINING = ("epoch", "train")
 
 
 @dataclass
@@ -88,7 +90,7 @@ class Context:
     def phase(self, name: str, kind: str = "other", samples: int | None = None):
         """Time a block. GPU work is synchronised at the end so its time is real."""
         check_kind(kind)
-        if kind == "epoch" and self.training_started_at is None:
+        if kind in TRAINING and self.training_started_at is None:
             self.training_started_at = time.time()
         since = self.mark()
         record = Phase(name, kind, 0.0, samples)
@@ -139,19 +141,35 @@ def threads_from_allocation(environ=os.environ) -> int:
     return len(os.sched_getaffinity(0))
 
 
-def rank_environment(environ=os.environ) -> dict:
-    """RANK, LOCAL_RANK and WORLD_SIZE for torch.distributed: as the local launcher set
-    them, else from the SLURM_* variables srun gives each task."""
+def rank_environment(tasks_per_node: int, environ=os.environ) -> dict:
+    """What torchrun gives each process, at every N: RANK, LOCAL_RANK, WORLD_SIZE and
+    NODE_RANK as the local launcher set them, else from the SLURM_* variables srun gives
+    each task, and LOCAL_WORLD_SIZE, GROUP_RANK, ROLE_RANK, GROUP_WORLD_SIZE and
+    ROLE_WORLD_SIZE from them (MASTER_ADDR and MASTER_PORT come from the launcher)."""
     pairs = {"RANK": "SLURM_PROCID", "LOCAL_RANK": "SLURM_LOCALID", "WORLD_SIZE": "SLURM_NTASKS",
              "NODE_RANK": "SLURM_NODEID"}  # fmt: skip
-    return {
+    env = {
         key: environ.get(key) or environ.get(slurm_key) or ("1" if key == "WORLD_SIZE" else "0")
         for key, slurm_key in pairs.items()
+    }
+    return env | {
+        "LOCAL_WORLD_SIZE": str(tasks_per_node),
+        "GROUP_RANK": env["NODE_RANK"],
+        "ROLE_RANK": env["RANK"],
+        "GROUP_WORLD_SIZE": str(max(1, int(env["WORLD_SIZE"]) // tasks_per_node)),
+        "ROLE_WORLD_SIZE": env["WORLD_SIZE"],
     }
 
 
 def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    """This process's peak resident memory plus its largest waited-for descendant's (a
+    command's program, a data loader's worker): exact however short the run when the
+    rank runs one program, and an upper bound when its processes did not peak together
+    (docs/measuring.md, memory)."""
+    own, kids = (
+        resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return (own + kids) / 1024  # KiB on Linux
 
 
 def memory_limit_mb(environ=os.environ) -> float | None:

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from scalestudy.compute import energy, ledger, processes
-from scalestudy.compute.harness import allocation_mismatches, threads_from_allocation
+from scalestudy.compute.harness import TRAINING, allocation_mismatches, threads_from_allocation
 from scalestudy.records import SCHEMA_VERSION, write_json_atomic
 
 REPO_DIR = Path(__file__).resolve().parents[2]
@@ -72,8 +72,8 @@ def worker_processes(
         # the program's output then comes to the launcher itself (Supervisor.run)
         env["SCALESTUDY_DIRECT_OUTPUT"] = "1"
     cpu_sets = local_cpu_sets(requested["threads"], world, sorted(os.sched_getaffinity(0)))
-    if world == 1:
-        return [(base, pinned(env, cpu_sets, 0))]
+    # as torchrun gives them, one process included: a program that joins its group
+    # with init_method="env://" runs at every N (the worker adds the rest)
     env |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "NODE_RANK": "0",
             "WORLD_SIZE": str(world)}  # fmt: skip
     return [(base, pinned(env, cpu_sets, r) | {"RANK": str(r), "LOCAL_RANK": str(r)})
@@ -214,9 +214,9 @@ class RunClaimed(RuntimeError):
 # After SIGTERM, a run's processes get this long to end before SIGKILL.
 GRACE_S = 10.0
 # How often the launcher looks at the clock and, locally, at the run's memory (Slurm
-# samples memory every 30 s by default).
+# samples memory every 30 s by default: a run's processes' own peaks are in their
+# records too, from getrusage, however short the peak).
 WATCH_S = 0.5
-MEMORY_WATCH_S = 5.0
 
 
 class Supervisor:
@@ -227,12 +227,17 @@ class Supervisor:
     stop; and leave no process of theirs behind (this process adopts those that
     detach) and none of their files in the temporary folder."""
 
-    def __init__(self, log, time_limit_s=None, mem_limit_mb=None, limit_name="time limit"):
+    def __init__(
+        self, log, time_limit_s=None, mem_limit_mb=None, limit_name="time limit", local=True
+    ):
         self.log, self.time_limit_s, self.mem_limit_mb = log, time_limit_s, mem_limit_mb
-        self.limit_name = limit_name
+        self.limit_name, self.local = limit_name, local
         self.procs: list[subprocess.Popen] = []
         self.limit_reason: str | None = None
+        # locally: the largest the run's process tree held, sampled, and the largest
+        # single process of the run (getrusage of the waited-for children)
         self.peak_rss_mb: float | None = None
+        self.largest_process_mb: float | None = None
         # made by the ranks ({run_dir}), removed here: a killed rank cannot remove its own
         self.run_tmp = Path(tempfile.gettempdir()) / f"scalestudy-run-{uuid.uuid4().hex}"
         processes.adopt_orphans()
@@ -323,7 +328,10 @@ class Supervisor:
             if threading.current_thread() is threading.main_thread():
                 old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
             self._watch()
-            return [p.wait() for p in self.procs]
+            codes = [p.wait() for p in self.procs]
+            if self.local:  # on Slurm the children are srun alone
+                self.largest_process_mb = processes.largest_child_mb()
+            return codes
         except Terminated:
             self.stop()
             raise
@@ -343,16 +351,15 @@ class Supervisor:
                 r.join(timeout=10)
 
     def _watch(self) -> None:
-        started = last_memory = time.monotonic()
+        started = time.monotonic()
         roots = [p.pid for p in self.procs]
         with closing(processes.ExitWatch(self.procs)) as exits:
             while exits.running():
                 exits.wait(WATCH_S)  # back at once when a process ends: its time ends there
-                if self.mem_limit_mb and time.monotonic() - last_memory >= MEMORY_WATCH_S:
-                    last_memory = time.monotonic()
+                if self.local:
                     rss = processes.tree_rss_mb(roots)
                     self.peak_rss_mb = max(self.peak_rss_mb or 0.0, rss)
-                    if rss > self.mem_limit_mb:
+                    if self.mem_limit_mb and rss > self.mem_limit_mb:
                         self.limit_reason = (f"memory limit ({self.mem_limit_mb} MB) exceeded: "
                                              f"the run's processes held {rss:.0f} MB")  # fmt: skip
                         self.stop(signal.SIGKILL, 0)
@@ -377,8 +384,8 @@ def read_results(result_dir: Path) -> dict[int, dict]:
 def rank_spread(results: dict[int, dict]) -> dict:
     """Slowest and fastest rank's training time: a wide spread means load imbalance
     or a slow node, which the mean would hide."""
-    train = [sum(p["seconds"] for p in r.get("phases", []) if p["kind"] == "epoch")
-             for r in results.values()]  # fmt: skip
+    phases = ([p for p in r.get("phases", []) if p["kind"] in TRAINING] for r in results.values())
+    train = [sum(p["seconds"] for p in own) for own in phases if own]  # ranks that trained
     if len(train) < 2:
         return {}
     return {"rank_train_s_min": min(train), "rank_train_s_max": max(train)}
@@ -423,11 +430,34 @@ def run_energy(
     return energy.combine(ranks, exclusive, spec["requested"]["nodes"])
 
 
+def memory_use(results: dict[int, dict], hosts: list[str], launcher_seen: list | None) -> dict:
+    """The run's peak memory per rank (each rank's processes, from getrusage), per node
+    (the sum of its ranks' peaks; locally, where `launcher_seen` holds the sampled tree's
+    and the largest single process's, whichever is more) and the largest node's, which
+    `--mem` must cover; None where nothing was measured (docs/measuring.md, memory)."""
+    peaks = {r: results[r].get("metrics", {}).get("peak_rss_mb") for r in sorted(results)}
+    nodes = [
+        sum(filter(None, (peaks[r] for r in peaks if host_of(results[r]) == host))) or None
+        for host in hosts
+    ]
+    if launcher_seen is not None:  # a local run: one node, the launcher's
+        nodes = [max(filter(None, [*nodes, *launcher_seen]), default=None)]
+    return {
+        "peak_rss_mb": max(filter(None, nodes), default=None),
+        "rank_peak_rss_mb": list(peaks.values()),
+        "node_peak_rss_mb": nodes,
+    }
+
+
+def host_of(result: dict) -> str | None:
+    return (result.get("environment") or {}).get("host")
+
+
 def assemble_record(
     spec: dict, results: dict[int, dict], codes: list[int], wall_s: float | None,
     started_at: str, rerun_token: str, reason: str | None, job: dict | None = None,
     run_id: str | None = None, overlapping: list[dict] | None = None,
-    peak_rss_mb: float | None = None,
+    launcher_seen: list | None = None,
 ) -> dict:  # fmt: skip
     """One record from the ranks' results; rank 0 speaks for the run."""
     head, ranks = results.get(0, {}), list(results.values())
@@ -453,8 +483,7 @@ def assemble_record(
     usage = processes.combine_usage(
         [r["usage"] | {"host": r["environment"]["host"]} for r in ranks if r.get("usage")]
     )
-    if peak_rss_mb is not None:
-        usage["peak_rss_mb"] = peak_rss_mb
+    usage |= memory_use(results, environment["hosts"] or [socket.gethostname()], launcher_seen)
     used = run_energy(spec, results, environment, job, overlapping) if not reason else None
     return {
         "schema_version": SCHEMA_VERSION,
@@ -559,7 +588,7 @@ def launch(
             # a round's budget limit stops the run where the study's budget ends: said so
             name = "budget limit" if spec.get("budget_limit_min") else "time limit"
             supervisor = held.enter_context(
-                closing(Supervisor(log, minutes and minutes * 60, mem_mb, name))
+                closing(Supervisor(log, minutes and minutes * 60, mem_mb, name, local))
             )
             started = time.time()
             started_at = utc_now()
@@ -576,10 +605,11 @@ def launch(
             during = hosts_ledger.finish(run_id, started)
             results = read_results(work)
             reason = reason or failure_reason(results, codes, log.recent_text())
+            seen = [supervisor.peak_rss_mb, supervisor.largest_process_mb] if local else None
             record = assemble_record(
                 spec, results, codes, wall_s, started_at, rerun_token, reason, job,
                 run_id=run_id, overlapping=ledger.overlaps(cpus, running + during),
-                peak_rss_mb=supervisor.peak_rss_mb,
+                launcher_seen=seen,
             )  # fmt: skip
             write_json_atomic(record_path, record)
     finally:

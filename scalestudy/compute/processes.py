@@ -217,6 +217,12 @@ def tree_rss_mb(roots: list[int]) -> float:
     return pages * PAGE_MB
 
 
+def largest_child_mb() -> float:
+    """The peak resident memory of the largest process this one has waited for (theirs
+    included): getrusage's figure, exact however short the peak, but no sum."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux
+
+
 def cpu_busy_ticks(cpus: set[int]) -> int:
     """Busy clock ticks (all but idle and iowait) of these CPUs since boot."""
     busy = 0

@@ -35,7 +35,7 @@ def select_device(torch, spec: dict, local_rank: int):
 def run_workload(spec: dict, launch_time: float) -> dict:
     """Run one rank of the workload; return its result (never raises)."""
     status, reason = "ok", None
-    os.environ.update(harness.rank_environment())
+    os.environ.update(harness.rank_environment(spec["requested"]["tasks_per_node"]))
     # what the process was started with; workloads (Lightning) may change os.environ
     started_env = dict(os.environ)
     rank = int(os.environ["RANK"])

@@ -403,6 +403,7 @@ def study_view(
             # "3" or "3-4" runs per point
             "repeats": "-".join(map(str, dict.fromkeys(found.repeats))),
             "repeats_most": found.repeats[1],
+            "base_failure": found.base_failure,
             "base": None
             if found.base is None
             else shallow(found.base) | {"time": cell(shallow(found.base), "time_s")},

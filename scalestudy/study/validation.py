@@ -104,7 +104,8 @@ def series_problems(whole: Study, limits: dict, series: str, workload: registry.
     if problems:
         return problems
     if study.workload == "command" and params_ok:
-        problems += [f"studies.{name}.{p}" for p in command_params_problems(study.params, workdir)]
+        found = command_params_problems(study.params, study.time, workdir)
+        problems += [f"studies.{name}.{p}" for p in found]
     if scaling.device not in workload.devices:
         problems.append(f"studies.{name}.scaling.device: workload {workload.name} runs on "
                         f"{' or '.join(workload.devices)} only, not {scaling.device}")  # fmt: skip

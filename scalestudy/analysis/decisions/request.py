@@ -20,6 +20,8 @@ from scalestudy.study.points import point_for
 from scalestudy.study.slurm import slurm_resources
 
 MB_PER_GB = 1024
+# the request's line where no run's peak memory was measured
+UNMEASURED_MEM = "# --mem: not measured (no run's peak memory was recorded): set it yourself"
 # below these a point's use is called waste in the report's words
 BUSY_WARNING = 0.5
 MEMORY_WARNING = 0.5
@@ -48,6 +50,18 @@ def full_length_seconds(run: pd.Series) -> tuple[float, bool]:
             seconds += part * (1 / fraction - 1)
             scaled = True
     return seconds, scaled
+
+
+def node_peaks_mb(runs: pd.DataFrame, per_node: int, workload: str | None) -> pd.Series:
+    """Each run's largest memory on one node, NaN where unmeasured: its record's own
+    (usage.peak_rss_mb, which it gives with its per-node figures). A record from before
+    those: its largest process times the processes per node, but never a command's,
+    whose figure was the harness's alone (docs/measuring.md, memory)."""
+    own = _numbers(runs, "usage_peak_rss_mb")
+    older = pd.concat([own, _numbers(runs, "peak_rss_mb") * per_node], axis=1).max(axis=1)
+    if workload == "command":
+        older[:] = np.nan
+    return own.where(runs.get("node_peak_rss_mb", pd.Series(index=runs.index)).notna(), older)
 
 
 def memory_request_mb(peak_mb: float, margin: float) -> int:
@@ -104,10 +118,7 @@ def point_request(
         k: v for k, v in point.as_dict().items() if k not in ("study", "label", "n", "series")
     }
     asked_mb = own.resources.mem_mb
-    # the largest memory one node held: its process tree's, or the largest process's
-    # times the processes per node (None: unmeasured)
-    per_process = _numbers(ok, "peak_rss_mb") * point.tasks_per_node
-    peak = pd.concat([_numbers(ok, "usage_peak_rss_mb"), per_process]).max()
+    peak = node_peaks_mb(ok, point.tasks_per_node, own.workload).max()
     peak = None if pd.isna(peak) else float(peak)
     slurm_peak = None if sacct_peak_mb is None else sacct_peak_mb * point.tasks_per_node
     counted_by_slurm = slurm_peak is not None and (peak is None or slurm_peak > peak)
@@ -132,10 +143,8 @@ def point_request(
     time_min = max(1, math.ceil(slowest * (1 + study.request.time_margin) / SECONDS_PER_MINUTE))
     margin = study.request.mem_margin
     mem_mb = None if request_peak is None else memory_request_mb(request_peak, margin)
-    resources = slurm_resources(point, study) | {
-        "mem_mb": mem_mb if mem_mb is not None else asked_mb,
-        "runtime": time_min,
-    }
+    # unmeasured: no figure to paste (the study's own request would be a guess)
+    resources = slurm_resources(point, study) | {"mem_mb": mem_mb, "runtime": time_min}
     snakemake = {k: v for k, v in resources.items() if v not in (None, "")}
     return found | {
         "slowest_s": slowest,
@@ -143,8 +152,8 @@ def point_request(
         "time_min": time_min,
         "mem_mb": mem_mb,
         "mem_text": mem_text(mem_mb),
-        "mem_from": "asked" if mem_mb is None else "sacct" if counted_by_slurm else "measured",
-        "sbatch": sbatch_lines(resources),
+        "mem_from": "unmeasured" if mem_mb is None else "sacct" if counted_by_slurm else "measured",
+        "sbatch": sbatch_lines(snakemake) + ([UNMEASURED_MEM] if mem_mb is None else []),
         "resources": snakemake,
         "waste": waste(point, found),
     }

@@ -17,6 +17,7 @@ from scalestudy.analysis.cost.cost import Cost
 from scalestudy.analysis.decisions import recommendation
 from scalestudy.analysis.decisions.request import run_accounting_keys
 from scalestudy.analysis.stats import intervals
+from scalestudy.compute.harness import TRAINING
 from scalestudy.contract import Answer
 from scalestudy.records import finite, jsonable
 from scalestudy.sections.energy.contract import Energy, EnergyAnswer, EnergyPoint
@@ -71,7 +72,7 @@ def record_columns(record: dict) -> dict:
     train_s: every epoch; steady_epoch_s: the median epoch after the first)."""
     energy = record.get("energy") or {}
     phases = record.get("phases", [])
-    epochs = [p for p in phases if p["kind"] == "epoch"]
+    epochs = [p for p in phases if p["kind"] in TRAINING]
     epoch_s = [p["seconds"] for p in epochs]
     # the whole run's window: the workload's run after start-up
     startup_s = sum(p["seconds"] for p in phases if p["kind"] == "startup")

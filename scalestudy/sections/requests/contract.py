@@ -26,7 +26,7 @@ class PointRequest:
     cpu_busy: float | None
     gpu_util_pct: float | None
     mem_mb: int | None
-    mem_from: str | None  # measured (the runs' own peak), sacct (Slurm's higher count), asked
+    mem_from: str | None  # measured (the runs' own peak), sacct (Slurm's higher count), unmeasured
     time_min: int | None
     slowest_s: float | None
     resources: dict[str, Any] | None

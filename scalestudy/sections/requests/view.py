@@ -28,7 +28,7 @@ def gigabytes(mb) -> str:
 def request_view(r: PointRequest) -> dict:
     """One point's request, its numbers formatted (--mem as the analysis words it)."""
     return shallow(r) | {
-        "mem": r.mem_text or "–",
+        "mem": r.mem_text or ("not measured" if r.mem_from == "unmeasured" else "–"),
         "asked_mem": r.asked_mem_text or "–",
         "peak_mem": gigabytes(r.peak_mem_mb),
         "time": fmt(r.time_min, "{} min"),
