@@ -87,17 +87,14 @@ wildcard_constraints:
 
 
 def get_final_outputs(wildcards):
-    """The report, every study's summary, and every record: Snakemake does not remake
-    a deleted file that only feeds outputs it finds up to date, so a deleted record
-    is a target here, and its run and its study's aggregation run again. An adaptive
-    study's records are those its rounds chose (adaptive_rounds)."""
-    records = [paths.record_path(r.study, r.point, r.repeat) for r in RUNS.itertuples()]
-    for name in ADAPTIVE:
-        records += adaptive_records(name)
+    """The report, every study's summary, and every record (records_to_make):
+    Snakemake does not remake a deleted file that only feeds outputs it finds up to
+    date, so a deleted record is a target here, and its run and its study's
+    aggregation run again."""
     return (
         ["results/report.html", "results/answered.txt"]
         + expand("results/{study}/summary.csv", study=list(STUDIES))
-        + records
+        + records_to_make()
     )
 
 
@@ -144,6 +141,8 @@ def get_study_records(wildcards):
     study = STUDIES[wildcards.study]
     if study.measured is not None:
         return [study.measured]
+    if failed := failed_probes(wildcards.study):
+        return failed
     if study.adaptive is not None:
         return adaptive_records(wildcards.study)
     runs = RUNS[RUNS["study"] == wildcards.study]

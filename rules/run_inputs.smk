@@ -6,10 +6,11 @@ from snakemake.logging import logger
 
 from scalestudy import paths
 from scalestudy import snakemake_internals as sm
+from scalestudy.compute.launch import probe_failure
 from scalestudy.records import RecordError, read_placed_record
 from scalestudy.redo import DISCARDED, RefusedRecords
 from scalestudy.study.points import point_for
-from scalestudy.study.run_spec import previous_paired_run, run_spec
+from scalestudy.study.run_spec import previous_paired_run, probe_spec, run_spec
 from scalestudy.study.slurm import TIME_SLACK_MIN, shared_job, slurm_resources
 
 # The input functions of a run's job (rules/run.smk) and of a profiling run
@@ -39,6 +40,87 @@ def get_run_spec(wildcards):
         ),
     )
     return json.dumps(spec, sort_keys=True)
+
+
+def get_probe_spec(wildcards):
+    """A command study's probe (rules/run.smk): one short run at its series' base case."""
+    point = get_point(wildcards)
+    study = STUDIES[wildcards.study]
+    spec = probe_spec(study, int(point["n"]), point["series"], DATA_DIR)
+    return json.dumps(spec, sort_keys=True)
+
+
+def probe_points(name, series=None):
+    """The points a command study probes (rules/run.smk): each series' base case (only
+    `series`' where given); none for other workloads, nor for an adaptive study, whose
+    first round runs few."""
+    study = STUDIES[name]
+    if study.adaptive is not None:
+        return []
+    points = POINTS.loc[name]
+    found = []
+    for each in [series] if series is not None else study.series_names:
+        own = study.for_series(each)
+        ns = points.loc[points["series"] == each, "n"]
+        if own.workload == "command" and len(ns):
+            found.append(point_for(study, own.base_n(list(ns)), each).label)
+    return found
+
+
+def probe_path(study, point):
+    return f"results/{study}/probe/{point}.json"
+
+
+def get_command_probe(wildcards):
+    """The probe a command study's run (or profiling run) waits for: its series' base
+    case's. An order, not a dependency on its content (ancient): a probe made again
+    leaves what was measured as it is."""
+    points = probe_points(wildcards.study, get_point(wildcards)["series"])
+    return [ancient(probe_path(wildcards.study, point)) for point in points]
+
+
+def failed_probes(study):
+    """The probes of a command study that say its command failed at once (each a
+    checkpoint: until it has run, Snakemake runs it first and asks again); their
+    records then stand for the study's runs, which never start."""
+    found = []
+    for point in probe_points(study):
+        path = checkpoints.probe_command.get(study=study, point=point).output.record
+        try:
+            failed = probe_failure(json.loads(Path(path).read_text()))
+        except (OSError, ValueError, KeyError):
+            failed = "unreadable"  # aggregation names the file
+        if failed:
+            found.append(path)
+    return found
+
+
+def records_to_make():
+    """The record of every run a full invocation makes: each fixed study's, but for a
+    command study whose probe failed (its runs never start), and each adaptive
+    study's, as its rounds chose them (adaptive_records)."""
+    failed = {name for name in STUDIES if failed_probes(name)}
+    records = [
+        paths.record_path(r.study, r.point, r.repeat)
+        for r in RUNS.itertuples()
+        if r.study not in failed
+    ]
+    return records + [path for name in ADAPTIVE for path in adaptive_records(name)]
+
+
+def get_probe_token(wildcards):
+    """A probe that failed (or cannot be read) runs again on the next invocation, as a
+    failed run does (get_rerun_token); one that passed keeps its token."""
+    path = Path(probe_path(wildcards.study, wildcards.point))
+    try:
+        record = json.loads(path.read_text())
+        return (
+            "probe"
+            if not probe_failure(record)
+            else f"retry-after-{record['finished_at']}"
+        )
+    except (OSError, ValueError, KeyError):
+        return "probe" if not path.exists() else f"retry-after-{path.stat().st_mtime}"
 
 
 def get_job_resources(wildcards):

@@ -9,6 +9,7 @@ from scalestudy.analysis.cost.budgets import budget_problems
 from scalestudy.slurm import partition_time_limits
 from scalestudy.study.errors import startup_problems_text, stop
 from scalestudy.study.startup_checks import (
+    kept_from_elsewhere,
     local_cpu_problems,
     local_gpu_problems,
     packing_problems,
@@ -138,6 +139,9 @@ def check_before_any_job():
     ]
     if found:
         stop(startup_problems_text(found))
+    if not sm.remote_exec(workflow):
+        for line in kept_from_elsewhere(POINTS, sm.submits_elsewhere(workflow)):
+            logger.warning(line)
 
 
 sm.on_dag_built(check_before_any_job)

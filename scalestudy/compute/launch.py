@@ -586,7 +586,8 @@ def launch(
             minutes = enforced_minutes(spec, local)
             mem_mb = spec["requested"].get("mem_mb") if local else None
             # a round's budget limit stops the run where the study's budget ends: said so
-            name = "budget limit" if spec.get("budget_limit_min") else "time limit"
+            name = PROBE_LIMIT if spec.get("probe") else "budget limit"
+            name = name if spec.get("budget_limit_min") else "time limit"
             supervisor = held.enter_context(
                 closing(Supervisor(log, minutes and minutes * 60, mem_mb, name, local))
             )
@@ -617,6 +618,22 @@ def launch(
     return record
 
 
+# A command study's probe (spec "probe", rules/run.smk): one short run first, stopped at
+# its limit, so that a command that is not found or fails at once is named before the
+# study's runs pile up, and none of them starts.
+PROBE_LIMIT = "probe limit"
+
+
+def probe_failure(record: dict) -> str | None:
+    """Why a probe says that its study's runs must not start (None: its command ran to
+    its end, or was still running at the probe's limit)."""
+    reason = record["reason"] or ""
+    if record["status"] == "ok" or reason.startswith(PROBE_LIMIT):
+        return None
+    study = record["study"]
+    return f"study {study}: its command failed at once, so none of its runs starts: {reason}"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--spec", required=True, help="the run's spec as JSON")
@@ -627,10 +644,9 @@ def main(argv=None) -> int:
     parser.add_argument("--log-limit-mb", type=float, help=limit_help)
     args = parser.parse_args(argv)
     # errors the record cannot hold go to our own stderr, which Snakemake shows
+    spec = json.loads(args.spec)
     try:
-        record = launch(
-            json.loads(args.spec), Path(args.record), args.rerun_token, args.log, args.log_limit_mb
-        )
+        record = launch(spec, Path(args.record), args.rerun_token, args.log, args.log_limit_mb)
     except (RunClaimed, OSError) as e:
         message = f"scalestudy.compute.launch: {e}"
         print(message, file=sys.stderr)
@@ -642,10 +658,13 @@ def main(argv=None) -> int:
         + (f" ({record['reason']})" if record["reason"] else "")
         + (f" in {record['wall_s']:.2f} s" if record["wall_s"] is not None else "")
     )
+    failed = probe_failure(record) if spec.get("probe") else None
     print(summary)
     if args.log:
         with open(args.log, "a") as f:
-            print(summary, file=f)
+            print(summary, *[failed] if failed else [], sep="\n", file=f)
+    if failed:  # said here; its record stands for the study's runs (rules/run.smk)
+        print(failed, file=sys.stderr)
     return 0
 
 

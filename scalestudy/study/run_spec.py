@@ -45,6 +45,19 @@ def run_spec(study: Study, n: int, repeat: int, series: str = "", *, data_dir: s
     return spec
 
 
+# How long a command study's probe may run (the launcher stops it there): long enough
+# for a program to fail at its start (imports, arguments, files), short enough not to
+# hold back the study's runs (rules/run.smk, probe_command).
+PROBE_MIN = 1.0
+
+
+def probe_spec(study: Study, n: int, series: str, data_dir: str) -> dict:
+    """The spec of the command's probe at point n: one run, stopped at PROBE_MIN."""
+    return run_spec(study, n, 1, series, data_dir=data_dir, budget_limit_min=PROBE_MIN) | {
+        "probe": True
+    }
+
+
 def paired_order(study: Study, n: int) -> list[tuple[str, int]]:
     """The order a comparison's runs of point n run in, as (variant, repeat): pair k is
     a's and b's repeat k, next to each other, which of them first drawn from the seed,

@@ -5,6 +5,7 @@ reads them from Snakemake, scalestudy.snakemake_internals) and returns its probl
 one string each, an empty list when there is none."""
 
 import itertools
+import json
 import os
 from pathlib import Path
 
@@ -52,6 +53,29 @@ def still_to_run(
         if model.adaptive is not None
         for point in points.loc[study, "point"]
     }
+
+
+def kept_from_elsewhere(points: pd.DataFrame, on_slurm: bool) -> list[str]:
+    """One line per study whose points already have records made under the other
+    executor (on Slurm when this invocation runs locally, or the reverse), said before
+    any job: they are kept, not run again, and a dry run would otherwise list no run of
+    them without a word of why. Each point's first record says where its runs ran."""
+    found: dict[str, list[str]] = {}
+    for study, point in points[["study", "point"]].itertuples(index=False):
+        first = next(paths.records_on_disk(study, point), None)
+        try:
+            slurm = "slurm_job_id" in json.loads(first[1].read_text())["environment"]
+        except (TypeError, OSError, ValueError, KeyError):
+            continue  # no record, or one aggregation will name
+        if slurm != on_slurm:
+            found.setdefault(study, []).append(point)
+    there, here = ("locally", "on Slurm") if on_slurm else ("on Slurm", "here")
+    return [
+        f"Study {study}: {plural(len(kept), 'point')} ({listed(kept)}) already "
+        f"{'has' if len(kept) == 1 else 'have'} records made {there}: they are kept, not run "
+        f"again {here} (make redo STUDY={study} moves them aside to run them {here})"
+        for study, kept in found.items()
+    ]
 
 
 def local_cpu_problems(studies: dict[str, Study], points: pd.DataFrame,
