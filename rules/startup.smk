@@ -24,14 +24,15 @@ from scalestudy.study.startup_checks import (
 # a job longer than its partition allows. What this invocation runs is read from
 # Snakemake once its DAG is built (scalestudy.snakemake_internals) and judged by package
 # functions (scalestudy.study.startup_checks); all problems at once.
-RUN_RULES = ("run_point", "profile_point")
+RUN_RULES = ("run_point", "profile_point", "probe_command")
 
 
-def studies_in_rounds():
-    """Adaptive studies with a round still to plan in this invocation."""
-    return {
-        job.wildcards.study for job in sm.jobs_to_run(workflow, ("adaptive_round",))
-    }
+def studies_behind_checkpoints():
+    """Studies whose runs Snakemake plans only after a checkpoint of this invocation:
+    an adaptive study with a round still to plan, a command study with its probe
+    still to run."""
+    gates = ("adaptive_round", "probe_command")
+    return {job.wildcards.study for job in sm.jobs_to_run(workflow, gates)}
 
 
 def points_to_run():
@@ -44,10 +45,10 @@ def points_to_run():
     needed = sm.needed_pairs(workflow, RUN_RULES)
     needed |= {
         (study, point)
-        for study in studies_in_rounds()
+        for study in studies_behind_checkpoints()
         for point in POINTS.loc[study, "point"]
     }
-    if sm.jobs_to_run(workflow, ("plan",)) or studies_in_rounds():
+    if sm.jobs_to_run(workflow, ("plan",)) or studies_behind_checkpoints():
         needed |= still_to_run(STUDIES, POINTS, RUNS)
     return needed
 
@@ -70,10 +71,10 @@ def local_problems_now():
 def budget_problems_now():
     """Anywhere: the plans of the studies with jobs to come against their budget_su."""
     running = {study for study, _ in sm.needed_pairs(workflow, RUN_RULES)}
-    if studies_in_rounds():  # the DAG stops at a round: still_to_run says the rest
+    if studies_behind_checkpoints():  # the DAG stops there: still_to_run says the rest
         running |= {study for study, _ in still_to_run(STUDIES, POINTS, RUNS)}
     return budget_problems(
-        STUDIES, POINTS, running | studies_in_rounds(), logger.warning
+        STUDIES, POINTS, running | studies_behind_checkpoints(), logger.warning
     )
 
 
@@ -82,6 +83,7 @@ def packing_problems_now():
     if not sm.submits_elsewhere(workflow) or sm.remote_exec(workflow):
         return []
     running = {study for study, _ in sm.needed_pairs(workflow, ("run_point",))}
+    running |= studies_behind_checkpoints()
     return packing_problems(
         STUDIES,
         running,

@@ -8,9 +8,10 @@ import threading
 
 import pytest
 
+from scalestudy.analysis.tables import record_row
 from scalestudy.compute import processes
-from scalestudy.compute.launch import launch, worker_processes
-from scalestudy.study.run_spec import run_spec
+from scalestudy.compute.launch import launch, probe_failure, worker_processes
+from scalestudy.study.run_spec import probe_spec, run_spec
 from tests.test_studies import config_error, model
 from workloads import command as command_workload
 
@@ -202,3 +203,81 @@ def test_a_torch_distributed_command_on_gloo_reports_from_rank_0(tmp_path):
     )
     assert record["status"] == "ok", record["reason"]
     assert record["metrics"]["sum"] == 3
+
+
+# a program that sleeps (start-up), then trains, and prints both as it timed them
+OWN_PHASES = (
+    "import time; t = time.perf_counter(); time.sleep(0.3); s = time.perf_counter() - t;"
+    " time.sleep(0.2); print('startup_s=%.4f' % s);"
+    " print('train_s=%.4f' % (time.perf_counter() - t - s))"
+)
+PHASES = {"startup_s": r"startup_s=([0-9.]+)", "train_s": r"train_s=([0-9.]+)"}
+
+
+def test_a_programs_own_phases_are_its_records_phases(tmp_path):
+    record = run_command_point(tmp_path, command=[PY, "-c", OWN_PHASES], metrics_regex=PHASES)
+    assert record["status"] == "ok", record["reason"]
+    phases = {p["name"]: p for p in record["phases"]}
+    assert phases["train"]["kind"] == "train" and 0.19 < phases["train"]["seconds"] < 0.5
+    assert phases["startup"]["kind"] == "startup" and phases["command (rest)"]["kind"] == "other"
+    # they are phases, not metrics, and no epoch is claimed
+    assert "train_s" not in record["metrics"] and not any(
+        p["kind"] == "epoch" for p in phases.values()
+    )
+    row = record_row(record)
+    assert row["train_s"] == pytest.approx(phases["train"]["seconds"]) and row["epochs"] == 0
+    # epoch by epoch: each an epoch, and the steady epoch from them
+    epochs = "[print('epoch_s=%s' % s) for s in (0.3, 0.1, 0.1)]"
+    record = run_command_point(
+        tmp_path,
+        command=[PY, "-c", f"import time; time.sleep(0.6); {epochs}"],
+        metrics_regex={"epoch_s": r"epoch_s=([0-9.]+)"},
+    )
+    assert record["status"] == "ok", record["reason"]
+    row = record_row(record)
+    assert row["epochs"] == 3 and row["steady_epoch_s"] == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize(
+    ("prints", "reason"),
+    [
+        (
+            "print('train_s=0.1'); print('train_s=0.2')",
+            "phase train_s: the program reported it 2 times in one run "
+            "('train_s=0.1' and 'train_s=0.2')",
+        ),
+        ("print('train_s=0.1'); print('epoch_s=0.1')", "reports train_s and epoch_s"),
+        ("print('train_s=50')", "the program reports 50.000 s of phases (train_s) in a run of"),
+    ],
+)
+def test_phases_that_cannot_be_fail_the_run_with_their_lines(tmp_path, prints, reason):
+    patterns = {k: rf"{k}=([0-9.]+)" for k in ("train_s", "epoch_s") if k in prints}
+    record = run_command_point(tmp_path, command=[PY, "-c", prints], metrics_regex=patterns)
+    assert record["status"] == "failed" and reason in record["reason"], record["reason"]
+
+
+def test_time_train_for_a_command_that_reports_no_training_is_refused_before_any_job():
+    for time, needs in (("train", "train_s or epoch_s"), ("steady", "epoch_s")):
+        error = config_error({"studies": {"own": command_study(command="t") | {"time": time}}})
+        assert f"studies.own.time: {time} rests on your program's own phases" in error
+        assert f"which it reports as {needs}" in error
+    study = command_study(command="t", metrics_regex={"train_s": "t=(.*)"}) | {"time": "train"}
+    assert model({"studies": {"own": study}}, "own").time == "train"
+
+
+def test_a_probe_passes_a_program_that_runs_and_names_one_that_fails_at_once(tmp_path):
+    study = model(
+        {"studies": {"own": command_study(command=[PY, "-c", "import time; time.sleep(30)"])}},
+        "own",
+    )
+    spec = probe_spec(study, 1, "", str(tmp_path)) | {
+        "budget_limit_min": 0.02,
+        "time_limit_min": 0.02,
+    }
+    record = launch(spec, tmp_path / "probe.json")
+    assert record["reason"].startswith("probe limit") and probe_failure(record) is None
+    failing = run_command_point(tmp_path, command=["no-such-program-here"])
+    assert probe_failure(failing) == (
+        "study own: its command failed at once, so none of its runs starts: "
+        "RuntimeError: command not found: 'no-such-program-here'"
+    )

@@ -197,11 +197,16 @@ def command_study(**extra) -> dict:
 @pytest.mark.slow
 @pytest.mark.waits
 def test_the_plan_target_runs_nothing_and_prices_from_earlier_runs(workflow):
-    workflow.write_config({"studies": {"c": command_study()}})
+    # the studies `only` names, and no other
+    workflow.write_config({"only": ["c"], "studies": {"c": command_study(), "d": command_study()}})
     workflow.snakemake("results/plan.html", "--cores", "1")
     assert not (workflow.root / "results" / "c").exists()  # no job ran
     html = (workflow.root / "results" / "plan.html").read_text()
-    assert "4 jobs, about 0.5 SU in all" in html and "upper bound: the 5-min time limit" in html
+    assert 'id="c"' in html and 'id="d"' not in html
+    # priced at their limits: the headline says it is a bound, and why
+    assert "4 jobs, at most 0.5 SU in all" in html and "upper bound: the 5-min time limit" in html
+    assert "an upper bound: a job with no measured run to price it from" in html
+    assert "One after another they take at most 20.0 min" in html
     # locally there is no queue: every job waits 0, and plan.json says so per job
     assert "Locally there is no queue" in html
     found = json.loads((workflow.root / "results" / "plan.json").read_text())
@@ -243,7 +248,7 @@ def test_a_packed_study_says_how_many_slurm_jobs_its_runs_make():
     # each point's job, named as the workflow's packing group (study.slurm.shared_job)
     assert [r.slurm_job for r in plan.rows] == ["c-t1", "c-t2", "c-t4"]
     html = environment().get_template("plan.html.j2").render(title="t", plans=[plan], generated="")
-    assert "9 jobs, about" in html
+    assert "9 jobs, at most" in html  # priced at their time limits
     assert "(on Slurm, 3 jobs: the repeats of a point share one" in html
 
 

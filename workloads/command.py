@@ -1,13 +1,15 @@
-"""The user's own command, timed like any workload.
+"""The user's own command, timed like any workload (config/README.md, "Workload
+`command`").
 
-Each process of the point starts the command once (as srun starts a task),
-with RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set, so a
-torch.distributed program joins its group with init_method="env://". The
-command runs without a shell; placeholders ({threads}, {devices}, {nodes},
-{tasks}, ... and params.values) are substituted into each argument as text
-(scalestudy.compute.commandline). Its whole run is the timed phase; figures come from
-a JSON file it writes and/or regular expressions over its output. Rank 0's
-figures speak for the run.
+Each process of the point starts the command once (as srun starts a task), with
+torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR ...: the launcher and the
+worker set it), so a torch.distributed program joins its group with
+init_method="env://". The command runs without a shell; placeholders ({threads},
+{devices}, {nodes}, {tasks}, ... and params.values) are substituted into each argument
+as text (scalestudy.compute.commandline). Its whole run is one phase, which the phases
+it reports of itself (train_s ...) take their share of; figures come from a JSON file
+it writes and/or regular expressions over its output. Rank 0's figures speak for the
+run.
 """
 
 from __future__ import annotations
@@ -86,13 +88,15 @@ WORKLOAD = {
                 "description": "`name: pattern` with one group (or a group named `value`) "
                 "around a number in the output; the last match is the metric, and with "
                 "several matches `NAME_median` and `NAME_count` too. A pattern that never "
-                "matches fails the run with that reason",
+                "matches fails the run with that reason. `train_s`, `epoch_s`, `data_s`, "
+                "`eval_s` and `startup_s` are your program's own phases (see above)",
                 "type": "object",
                 "additionalProperties": {"type": "string", "minLength": 1},
                 "default": {},
             },
             "samples": {
-                "description": "samples one run processes: gives samples/s and throughput",
+                "description": "samples one run processes: gives samples/s over the program's "
+                "own training time where it reports it, else over its whole run",
                 "type": "number",
                 "exclusiveMinimum": 0,
             },

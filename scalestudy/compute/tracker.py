@@ -9,8 +9,9 @@ import sys
 
 
 def start_tracker(spec: dict, rank: int, environ=os.environ):
-    """A Comet experiment for this run, or None (no key, not rank 0, no comet_ml)."""
-    if rank != 0 or not environ.get("COMET_API_KEY"):
+    """A Comet experiment for this run, or None (no key, not rank 0, no comet_ml, a
+    command's probe: no run of its study)."""
+    if rank != 0 or not environ.get("COMET_API_KEY") or spec.get("probe"):
         return None
     try:
         import comet_ml
