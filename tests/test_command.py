@@ -125,6 +125,17 @@ def test_every_process_runs_the_command_and_rank_0_reports(tmp_path):
     assert record["resources"]["received"]["world_size"] == 2
 
 
+def test_one_process_gets_torchruns_environment_too(tmp_path):
+    # a program joining its group from env:// failed at N = 1: MASTER_ADDR was not set
+    names = "RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK ROLE_RANK MASTER_ADDR"
+    script = f"import os; print('env', *(os.environ[k] for k in {names.split()!r}))"
+    script = script.replace("{", "{{").replace("}", "}}")  # literal braces for placeholders
+    record = run_command_point(
+        tmp_path, 1, command=[PY, "-c", script], metrics_regex={"seen": r"env 0 0 1 1 0 0 (1)27"}
+    )
+    assert record["status"] == "ok", record["reason"]
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [

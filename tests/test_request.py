@@ -90,6 +90,25 @@ def test_a_node_holds_every_process_of_it():
             "#SBATCH --mem=15G", "#SBATCH --cpus-per-task=2"} <= set(r["sbatch"])  # fmt: skip
 
 
+def test_a_records_own_node_peak_stands_and_a_commands_older_figure_is_no_measurement():
+    # today's record: the largest node's peak, whatever its processes' figure says
+    own = {"usage_peak_rss_mb": [900.0], "node_peak_rss_mb": ["900.0"]}
+    made = runs("t1", elapsed_s=[10.0], peak_rss_mb=[50.0], **own)
+    command = study_model({"workload": "command", "scaling": {"axis": "threads", "points": [1]}})
+    assert point_request(command, "", 1, made)["peak_mem_mb"] == 900.0
+    # a command's record from before per-node figures held only the harness's memory
+    older = runs("t1", elapsed_s=[10.0], peak_rss_mb=[17.5])
+    r = point_request(command, "", 1, older)
+    assert r["peak_mem_mb"] is None and r["mem_mb"] is None and r["mem_from"] == "unmeasured"
+    assert "mem_mb" not in r["resources"] and not any("--mem=" in line for line in r["sbatch"])
+    assert (
+        r["sbatch"][-1]
+        == "# --mem: not measured (no run's peak memory was recorded): set it yourself"
+    )
+    # a built-in workload's older figure was its own process's: still its peak per node
+    assert point_request(threads_study(), "", 1, older)["peak_mem_mb"] == 17.5
+
+
 def test_a_point_without_good_runs_asks_for_nothing():
     r = point_request(threads_study(), "", 4, runs("t4", status=["failed"], elapsed_s=[3.0]))
     assert r["sbatch"] == [] and r["mem_mb"] is None and r["waste"] == []

@@ -49,7 +49,10 @@ def test_study_end_to_end_with_a_failed_point_and_a_rerun(workflow):
     workflow.write_config(
         {"studies": {"tiny": tiny_mnist_study(), "gpu": gpu, "published": MEASURED}}
     )
-    workflow.snakemake("--profile", "profiles/local", "--cores", "2")
+    # the GPU study's base case failed in every run: said, after the report, non-zero
+    proc = workflow.snakemake("--profile", "profiles/local", "--cores", "2", check=False)
+    assert proc.returncode != 0
+    assert "gpu: no answer: every run of the base case t1 failed: RuntimeError" in proc.output
     results = workflow.root / "results"
 
     tiny = pd.read_csv(results / "tiny" / "summary.csv")
