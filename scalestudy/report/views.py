@@ -141,7 +141,7 @@ DDP = [
     "job_ids", "config", "world_size", "nodes", "wall_s", "time_per_epoch_s", "val_loss",
     "val_accuracy", "speedup", "efficiency", "band", "throughput",
 ]  # fmt: skip
-# what the answers (the headline, the summary at the top) state of their points
+# what the answers' headlines state of their points
 ANSWER = ["speedup", "relative_su"]
 # Columns shown with their confidence interval: column -> (lo, hi) columns.
 WITH_CI = {
@@ -233,6 +233,8 @@ def profile_links(records: list[Path], report_path: Path) -> list[dict]:
     return links
 
 
+# the results table's columns that compare a point with its series' base case
+SELF_COMPARED = ["speedup", "efficiency", "karp_flatt", "relative_su"]
 # the results table's columns shown only where a point has a value in them: what the
 # runs hold decides (no warm-up for one-epoch runs, no throughput or quality for times
 # measured elsewhere or a command that reports none)
@@ -249,9 +251,12 @@ def results_view(summary: list[dict], fitted_series: list[SeriesFit], has_series
     }
     fitted = {p.series: any(f.ok for f in p.fits) for p in fitted_series}
     forms = column_formats(summary, columns)
+    # a series of one point: no point is compared with itself
+    alone = {p.series or "" for p in fitted_series if p.one_point}
     rows = []
     for r in summary:
         series = series_of(r)
+        r = r | (dict.fromkeys(SELF_COMPARED) if series in alone else {})
         reason = excluded.get((series, r["point"]))
         # only the kind of reason ("unstable", "allocation mismatch"): the status column
         # and the models' list say it in full, and one narrow column saying it twice
@@ -347,6 +352,33 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
     }
 
 
+def more_runs(added: dict) -> dict | None:
+    """The runs to add at each point ({where: runs}) as the words group them (by count,
+    most first), and the most any point needs: by how much `repeats` is raised."""
+    if not added:
+        return None
+    groups = {}
+    for where, k in added.items():
+        groups.setdefault(k, []).append(str(where))
+    return {"groups": sorted(groups.items(), reverse=True), "most": max(added.values())}
+
+
+def change_text(ratio: float, lo: float, hi: float) -> str:
+    """A ratio of times (now over then, b over a) as a change: '12 % [8, 16] slower'."""
+    if ratio >= 1:
+        return f"{100 * (ratio - 1):.0f} % [{100 * (lo - 1):.0f}, {100 * (hi - 1):.0f}] slower"
+    return f"{100 * (1 - ratio):.0f} % [{100 * (1 - hi):.0f}, {100 * (1 - lo):.0f}] faster"
+
+
+def with_ci(value, lo, hi, form: str | None = None, unit: str = "") -> str:
+    """A value and its interval in one format (three significant digits unless given):
+    1.27x [1.21, 1.33]; the value alone without an interval."""
+    form = form or Significant(3).fixed([value, lo, hi])
+    text = fmt(value, form) + unit
+    known = finite(lo) is not None and finite(hi) is not None
+    return f"{text} [{fmt(lo, form)}, {fmt(hi, form)}]" if known else text
+
+
 # --- the study ---------------------------------------------------------------------------
 
 
@@ -388,7 +420,7 @@ def study_view(
     views = {name: v if v is None else part(name, "view").view(v) for name, v in data.items()}
     result_text = part("time_to_result", "view").result_text
     request_for = part("requests", "view").request_for
-    return (
+    view = (
         shallow(study)
         | shallow(found)
         | {
@@ -427,6 +459,8 @@ def study_view(
                 | {"cells": cells(shallow(a), ANSWER)}
                 # the headline states efficiency without its interval, beside the speedup's
                 | {"efficiency_text": fmt(a.efficiency, pattern("efficiency"))}
+                | one_point(a, rows, analysis.section("series"))
+                | runs_to_decide(a.next_measurements)
                 | {"steps": {"to": step_text(a.steps.to), "after": step_text(a.steps.after)}}
                 | {"threshold": fmt(a.threshold, "{:g}"), "zone": fmt(a.zone, "{:.2g}")}
                 # the answer's time to result, where Slurm gave waits
@@ -458,3 +492,32 @@ def study_view(
             ],
         }
     )
+    # the first table's lines: each section's line.html.j2 where its view has a RANK (its
+    # question: the study's main one first, then how many, then the baseline beside them)
+    asks = [n for n, v in views.items() if v and hasattr(part(n, "view"), "RANK")]
+    asks.sort(key=lambda name: part(name, "view").RANK)
+    return view | {
+        "questions": [
+            {"template": f"section:{name}/line", "v": views[name], "alone": len(asks) == 1}
+            for name in asks
+        ]
+    }
+
+
+def one_point(a: contract.Answer, rows: list[dict], fits: list[SeriesFit]) -> dict:
+    """Whether an answer's series has one good point: its time and SU a run, then, are
+    what the headline says (it compares no point with itself)."""
+    if a.worth_n is None or not any(f.one_point for f in fits if f.series == a.series):
+        return {"one_point": False}
+    row = next(r for r in rows if series_of(r) == (a.series or "") and r["point"] == a.point)
+    time = with_ci(*(row[k] for k in ("time_s", "time_ci_lo", "time_ci_hi")), unit=" s")
+    return {"one_point": True, "time": time, "su": fmt(row["su"], "{:.3g}")}
+
+
+def runs_to_decide(more: contract.NextMeasurements | None) -> dict:
+    """The runs that would likely decide an answer, as the words group them (more_runs)."""
+    added = {f"N = {r.n}": r.more for r in more.repeats} if more else {}
+    return {
+        "more": more_runs(added),
+        "more_at_least": more and any(r.at_least for r in more.repeats),
+    }

@@ -1,13 +1,12 @@
 """The comparison with the baseline in the report's formats (decided in
 scalestudy.analysis.history.baseline)."""
 
-from scalestudy.report.views import fmt, pct, shallow
+from scalestudy.report.views import change_text, fmt, more_runs, pct, shallow, with_ci
 from scalestudy.sections.baseline.contract import NO_CHANGE, BaselineComparison
 
-
-def with_ci(value, lo, hi, form: str) -> str:
-    """A value and its interval in one format: 1.27 [1.21, 1.33]."""
-    return f"{fmt(value, form)} [{fmt(lo, form)}, {fmt(hi, form)}]"
+# its line of the first table, slower than before: beside the study's own answer
+RANK = 2
+CALLED = ("slower", "faster")  # the verdicts that call a change
 
 
 def view(b: BaselineComparison) -> dict:
@@ -19,6 +18,7 @@ def view(b: BaselineComparison) -> dict:
         | {k: fmt(getattr(p, k), ratio) for k in ("ratio", "lo", "hi")}
         | {"now": fmt(p.time_now_s, "{:.3g}"), "was": fmt(p.time_baseline_s, "{:.3g}")}
         | {"called": p.change != NO_CHANGE, "p": fmt(p.p_value, "{:.2g}")}
+        | {"change_text": p.verdict in CALLED and change_text(p.ratio, p.lo, p.hi)}
         | {"runs": f"{p.runs_now} / {p.runs_baseline}"}
         for p in b.points
     ]
@@ -44,6 +44,10 @@ def view(b: BaselineComparison) -> dict:
         "slower_alarms": pct(b.slower_alarms),
         "faster_alarms": pct(b.faster_alarms),
         "points": points,
+        "verdicts": [
+            shallow(c) | {"more": more_runs({"every point": c.more_runs} if c.more_runs else {})}
+            for c in b.verdicts
+        ],
         "curves": curves,
         "models": models,
         "differences": b.fingerprint.differences,

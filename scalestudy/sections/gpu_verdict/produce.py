@@ -1,8 +1,178 @@
-"""Is the GPU worth it (scalestudy.analysis.decisions.verdict)."""
+"""Is the GPU worth it? Per problem size, the GPU point against the CPU points, each
+ratio with its 95 % interval, and a verdict decided or not (docs/cpu-or-gpu.md).
 
-from scalestudy.analysis.decisions.verdict import gpu_verdict_of
-from scalestudy.sections.gpu_verdict.contract import DATA
+Two figures, two bases: the study's `time` (whole job, training only or steady epoch)
+says which point is faster; SU per result are priced on each run's whole-job time, as
+the summary's `su` (scalestudy.analysis.cost.cost: each series' own weights, on its
+partition). Two CPU points matter at a size: the fastest (the time to beat) and the
+cheapest in SU per result (the cost to beat). With several GPU points at a size (torch
+and CuPy, input pipelines), the fastest is the GPU point and the verdict names it.
+
+Each ratio's interval is ratio_ci's (Welch on log values, widened to hold the ratio of
+medians; benchmarks/coverage.py measures its coverage with the CPU points chosen from
+the same runs). The GPU is worth it where it is faster and no dearer: decided where each
+interval clears break-even (1), or lies within the indifference zone 1 +- `verdict.
+indifference`, where either answer is right; not worth it, decided, where either
+interval lies on the CPU's side of 1. Otherwise it is open, with the runs that would
+likely decide it: as many more at each point of an open ratio as bring its interval,
+at the spread seen so far, past 1 or into the zone.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from scalestudy.analysis.cost.cost import run_su
+from scalestudy.analysis.stats.intervals import LEVEL, _t_quantile, ratio_ci
+from scalestudy.analysis.stats.predictions import usable_runs
+from scalestudy.analysis.stats.verdicts import MAX_MORE_RUNS
+from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.model import Study
+from scalestudy.records import jsonable
+from scalestudy.sections.gpu_verdict.contract import (
+    DATA,
+    EVEN,
+    NOT_WORTH,
+    OPEN,
+    WORTH,
+    GpuSize,
+    GpuVerdict,
+    Ratio,
+    Weighed,
+)
+
+GPU, CPU = "gpu", "cpu"  # the side a ratio's interval favours
+
+
+@dataclass(frozen=True)
+class Side:
+    """One point's usable runs: its times (the study's `time`) and each run's SU."""
+
+    series: str
+    point: str
+    threads: int
+    times: np.ndarray
+    su: np.ndarray
+
+    @property
+    def time(self) -> float:
+        return float(np.median(self.times))
+
+    @property
+    def cost(self) -> float:
+        return float(np.median(self.su))
+
+    def weighed(self) -> Weighed:
+        return Weighed(self.point, self.series or None, self.threads, self.time, self.cost)
+
+
+def call(ratio: float, lo: float, hi: float, zone: float) -> str:
+    """A ratio oriented so that above 1 favours the GPU: GPU where its interval lies
+    above 1, CPU below, EVEN within 1 +- zone (either answer is right), else OPEN."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return OPEN
+    if lo > 1 or hi < 1:
+        return GPU if lo > 1 else CPU
+    return EVEN if lo >= 1 / (1 + zone) and hi <= 1 + zone else OPEN
+
+
+def more_runs(x: np.ndarray, y: np.ndarray, zone: float) -> tuple[int | None, bool]:
+    """The runs to add to each of two samples after which the interval of their ratio
+    (Welch on log values, df taken as for equal noise) would likely clear 1 or lie in
+    the zone, the estimate as now (None: none within MAX_MORE_RUNS); and whether that
+    count only gives an interval at all (a sample of fewer than 2 runs)."""
+    if min(x.size, y.size) < 2:
+        return 2 - min(x.size, y.size), True
+    lx, ly = np.log(x), np.log(y)
+    centre = abs(lx.mean() - ly.mean())
+    k = np.arange(1, MAX_MORE_RUNS + 1)
+    var = lx.var(ddof=1) / (x.size + k) + ly.var(ddof=1) / (y.size + k)
+    half = _t_quantile(LEVEL, x.size + y.size + 2 * k - 2) * np.sqrt(var)
+    decides = (half < centre) | (centre + half <= math.log1p(zone))
+    return (int(k[decides][0]) if decides.any() else None), False
+
+
+def judge_size(size, cpu: list[Side], gpu: list[Side], zone: float) -> GpuSize:
+    """The GPU point against the fastest and the cheapest CPU point at one size."""
+    g = min(gpu, key=lambda s: s.time)
+    fast = min(cpu, key=lambda s: (s.time, s.threads))
+    cheap = min(cpu, key=lambda s: (s.cost, s.time))
+    speed, su = ratio_ci(fast.times, g.times), ratio_ci(g.su, cheap.su)
+    # each ratio's call (oriented: above 1 favours the GPU), its CPU point, its samples
+    calls = [
+        (call(*speed, zone), fast, fast.times, g.times),
+        (call(1 / su[0], 1 / su[2], 1 / su[1], zone), cheap, g.su, cheap.su),
+    ]
+    found = {c for c, *_ in calls}
+    verdict = EVEN if found == {EVEN} else WORTH if found <= {GPU, EVEN} else OPEN
+    verdict = NOT_WORTH if CPU in found else verdict
+    needed = [(*more_runs(x, y, zone), side) for c, side, x, y in calls if c == OPEN]
+    added = {}
+    if verdict == OPEN and all(k for k, *_ in needed):
+        for k, _, side in needed:
+            for point in (g.point, side.point):
+                added[point] = max(added.get(point, 0), k)
+    return GpuSize(
+        size,
+        g.weighed(),
+        fast.weighed(),
+        cheap.weighed(),
+        Ratio(*jsonable(speed)),
+        Ratio(*jsonable(su)),
+        verdict,
+        added,
+        verdict == OPEN and any(short for _, short, _ in needed),
+    )
+
+
+def first_size(sizes: list, holds: list[bool]):
+    """The smallest size from which `holds` at every larger one (None: none)."""
+    return next((s for i, s in enumerate(sizes) if all(holds[i:])), None)
+
+
+def gpu_verdict(points: dict, size_param: str | None, zone: float) -> GpuVerdict:
+    """`points`: size -> (CPU sides, GPU sides), each side a point with runs."""
+    sizes = sorted(s for s, (cpu, gpu) in points.items() if cpu and gpu)
+    if not sizes:
+        needs = "no problem size was measured on both the CPU and the GPU (see the runs)"
+        return GpuVerdict([], size_param, zone, needs=needs)
+    rows = [judge_size(s, *points[s], zone) for s in sizes]
+    worth = first_size(sizes, [r.verdict == WORTH for r in rows])
+    faster = first_size(sizes, [r.speedup.value > 1 for r in rows])
+    return GpuVerdict(rows, size_param, zone, None, worth, faster)
+
+
+# what a study with series on one side only lacks for a verdict
+NEEDS = {
+    GPU: "a CPU series to weigh the GPU against: add a series of CPU threads",
+    CPU: "a GPU series: add a series with `scaling: {device: gpu}`",
+}
 
 
 def produce(given) -> DATA:
-    return gpu_verdict_of(given.summary, given.study)
+    return gpu_verdict_of(given.runs, given.summary, given.study)
+
+
+def gpu_verdict_of(runs: pd.DataFrame, summary: pd.DataFrame, study: Study) -> DATA:
+    """The verdict of a study whose series run on CPU threads and on GPUs (per size: the
+    series' `verdict.size_param`); one on one side only that names a size parameter
+    says what it lacks; None for any other study."""
+    on_gpu = summary.groupby("series", sort=False)["gpus"].max() > 0
+    size_param, zone = study.verdict.size_param, study.verdict.indifference
+    if on_gpu.all() or not on_gpu.any():
+        lacking = NEEDS[GPU if on_gpu.all() else CPU]
+        return None if size_param is None else GpuVerdict([], size_param, zone, needs=lacking)
+    usable = usable_runs(runs, study)
+    times = pd.to_numeric(usable[TIME_COLUMNS[study.time]], errors="coerce")
+    usable = usable.assign(su=run_su(usable, study), t=times)[times > 0]
+    points = {}
+    for (name, point), part in usable.groupby(["series", "point"], sort=False):
+        size = study.for_series(name).params.get(size_param, "all") if size_param else "all"
+        times, su = part["t"].to_numpy(float), part["su"].to_numpy(float)
+        side = Side(name, point, int(part["threads"].iloc[0]), times, su)
+        points.setdefault(size, ([], []))[int(on_gpu[name])].append(side)
+    return gpu_verdict(points, size_param, zone)
