@@ -221,7 +221,8 @@ def read_runs(study: Study, inputs: list[str | Path]) -> pd.DataFrame:
     csvs = {s: study.for_series(s).measured for s in study.series_names}
     csvs = {series: path for series, path in csvs.items() if path is not None}
     tables = [runs_from_measured(path, study, series) for series, path in csvs.items()]
-    records = [path for path in inputs if str(path) not in csvs.values()]
+    measured = {Path(path).resolve() for path in csvs.values()}
+    records = [path for path in inputs if Path(path).resolve() not in measured]
     if records or not tables:
         runs = runs_from_records(records, series_of_points(study))
         tables.append(runs.assign(disturbed=disturbed_reasons(runs, study)))

@@ -22,7 +22,7 @@ from scalestudy.records import RecordError, finite, read_record
 from scalestudy.sections import SECTIONS, part
 from scalestudy.sections.series.contract import SeriesFit
 from scalestudy.sections.telemetry.contract import TELEMETRY  # the telemetry section's columns
-from scalestudy.thresholds import BANDS_WORDS, INSTABILITY_WORDS, band_words
+from scalestudy.thresholds import BANDS_WORDS, BOTTLENECK_WORDS, INSTABILITY_WORDS, band_words
 
 
 class Significant:
@@ -251,12 +251,9 @@ def results_view(summary: list[dict], fitted_series: list[SeriesFit], has_series
     }
     fitted = {p.series: any(f.ok for f in p.fits) for p in fitted_series}
     forms = column_formats(summary, columns)
-    # a series of one point: no point is compared with itself
-    alone = {p.series or "" for p in fitted_series if p.one_point}
     rows = []
     for r in summary:
         series = series_of(r)
-        r = r | (dict.fromkeys(SELF_COMPARED) if series in alone else {})
         reason = excluded.get((series, r["point"]))
         # only the kind of reason ("unstable", "allocation mismatch"): the status column
         # and the models' list say it in full, and one narrow column saying it twice
@@ -352,9 +349,11 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
     }
 
 
-def more_runs(added: dict) -> dict | None:
-    """The runs to add at each point ({where: runs}) as the words group them (by count,
-    most first), and the most any point needs: by how much `repeats` is raised."""
+def runs_by_count(added: dict) -> dict | None:
+    """The runs to add at each point ({where: runs}; none where 0 or None) as the words
+    group them (by count, most first), and the most any point needs: by how much
+    `repeats` is raised."""
+    added = {where: k for where, k in added.items() if k}
     if not added:
         return None
     groups = {}
@@ -401,7 +400,10 @@ def study_view(
     found = analysis.findings
     study = found.study
     energy = analysis.section("energy")
+    # a series of one point: no point is compared with itself (its ratios left blank)
+    alone = {p.series or "" for p in analysis.section("series") if p.one_point}
     rows = summary.to_dict("records")
+    rows = [r | dict.fromkeys(SELF_COMPARED) if series_of(r) in alone else r for r in rows]
     has_series = any(series_of(r) for r in rows)
     results = results_view(rows, analysis.section("series"), has_series)
     distributed = study.distributed
@@ -429,6 +431,7 @@ def study_view(
             "time_margin": pct(study.request.time_margin),
             "tolerance": pct(study.tolerance),
             "instability": INSTABILITY_WORDS,
+            "bottleneck": BOTTLENECK_WORDS,
             "bands": BANDS_WORDS,
             "deadline": fmt(study.deadline_s, "{:g}"),
             "budget": fmt(study.budget_su, "{:g}"),
@@ -459,8 +462,8 @@ def study_view(
                 | {"cells": cells(shallow(a), ANSWER)}
                 # the headline states efficiency without its interval, beside the speedup's
                 | {"efficiency_text": fmt(a.efficiency, pattern("efficiency"))}
-                | one_point(a, rows, analysis.section("series"))
-                | runs_to_decide(a.next_measurements)
+                | alone_point(a, rows, analysis.section("series"))
+                | next_runs(a.next_measurements)
                 | {"steps": {"to": step_text(a.steps.to), "after": step_text(a.steps.after)}}
                 | {"threshold": fmt(a.threshold, "{:g}"), "zone": fmt(a.zone, "{:.2g}")}
                 # the answer's time to result, where Slurm gave waits
@@ -495,6 +498,7 @@ def study_view(
     # the first table's lines: each section's line.html.j2 where its view has a RANK (its
     # question: the study's main one first, then how many, then the baseline beside them)
     asks = [n for n, v in views.items() if v and hasattr(part(n, "view"), "RANK")]
+    asks = [n for n in asks if getattr(part(n, "view"), "asks", bool)(views[n])]
     asks.sort(key=lambda name: part(name, "view").RANK)
     return view | {
         "questions": [
@@ -504,7 +508,7 @@ def study_view(
     }
 
 
-def one_point(a: contract.Answer, rows: list[dict], fits: list[SeriesFit]) -> dict:
+def alone_point(a: contract.Answer, rows: list[dict], fits: list[SeriesFit]) -> dict:
     """Whether an answer's series has one good point: its time and SU a run, then, are
     what the headline says (it compares no point with itself)."""
     if a.worth_n is None or not any(f.one_point for f in fits if f.series == a.series):
@@ -514,10 +518,10 @@ def one_point(a: contract.Answer, rows: list[dict], fits: list[SeriesFit]) -> di
     return {"one_point": True, "time": time, "su": fmt(row["su"], "{:.3g}")}
 
 
-def runs_to_decide(more: contract.NextMeasurements | None) -> dict:
-    """The runs that would likely decide an answer, as the words group them (more_runs)."""
+def next_runs(more: contract.NextMeasurements | None) -> dict:
+    """The runs that would likely decide an answer, as the words group them (runs_by_count)."""
     added = {f"N = {r.n}": r.more for r in more.repeats} if more else {}
     return {
-        "more": more_runs(added),
+        "more": runs_by_count(added),
         "more_at_least": more and any(r.at_least for r in more.repeats),
     }

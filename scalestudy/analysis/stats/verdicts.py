@@ -50,6 +50,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from scalestudy.analysis.stats.intervals import MAX_MORE_RUNS
+
 ALPHA = 0.05
 SLOWER_SHARE = 0.8  # of alpha to calling "slower" (4 %), the rest to "faster" (1 %)
 # each way's false alarms, as the report states them
@@ -57,7 +59,6 @@ SLOWER_ALARMS, FASTER_ALARMS = ALPHA * SLOWER_SHARE, ALPHA * (1 - SLOWER_SHARE)
 JOINT_SHARE = 0.5  # of a direction's alpha to the shapes, the rest to the points
 POWER = 0.8  # a "same" needs this power ...
 CHANGE_SEEN = 2.0  # ... against a slowdown of this many tolerances
-MAX_MORE_RUNS = 50  # the most runs a point is searched for to decide it
 UNION_DRAWS = 20_000  # null draws that size the curve's test (its size within 0.15 %)
 
 SLOWER, FASTER, SAME, UNDECIDED = "slower", "faster", "same", "undecided"

@@ -1,7 +1,7 @@
 """The comparison with the baseline in the report's formats (decided in
 scalestudy.analysis.history.baseline)."""
 
-from scalestudy.report.views import change_text, fmt, more_runs, pct, shallow, with_ci
+from scalestudy.report.views import change_text, fmt, pct, runs_by_count, shallow, with_ci
 from scalestudy.sections.baseline.contract import NO_CHANGE, BaselineComparison
 
 # its line of the first table, slower than before: beside the study's own answer
@@ -45,8 +45,7 @@ def view(b: BaselineComparison) -> dict:
         "faster_alarms": pct(b.faster_alarms),
         "points": points,
         "verdicts": [
-            shallow(c) | {"more": more_runs({"every point": c.more_runs} if c.more_runs else {})}
-            for c in b.verdicts
+            shallow(c) | {"more": runs_by_count({"every point": c.more_runs})} for c in b.verdicts
         ],
         "curves": curves,
         "models": models,

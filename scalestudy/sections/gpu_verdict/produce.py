@@ -20,16 +20,14 @@ at the spread seen so far, past 1 or into the zone.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.cost.cost import run_su
-from scalestudy.analysis.stats.intervals import LEVEL, _t_quantile, ratio_ci
+from scalestudy.analysis.stats.intervals import ratio_ci, runs_to_decide, side_of_one
 from scalestudy.analysis.stats.predictions import usable_runs
-from scalestudy.analysis.stats.verdicts import MAX_MORE_RUNS
 from scalestudy.analysis.tables import TIME_COLUMNS
 from scalestudy.model import Study
 from scalestudy.records import jsonable
@@ -45,7 +43,8 @@ from scalestudy.sections.gpu_verdict.contract import (
     Weighed,
 )
 
-GPU, CPU = "gpu", "cpu"  # the side a ratio's interval favours
+GPU, CPU = "gpu", "cpu"  # the side a ratio's interval favours (oriented: above 1, the GPU)
+SIDES = {"above": GPU, "below": CPU, "within": EVEN, None: OPEN}
 
 
 @dataclass(frozen=True)
@@ -70,32 +69,6 @@ class Side:
         return Weighed(self.point, self.series or None, self.threads, self.time, self.cost)
 
 
-def call(ratio: float, lo: float, hi: float, zone: float) -> str:
-    """A ratio oriented so that above 1 favours the GPU: GPU where its interval lies
-    above 1, CPU below, EVEN within 1 +- zone (either answer is right), else OPEN."""
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return OPEN
-    if lo > 1 or hi < 1:
-        return GPU if lo > 1 else CPU
-    return EVEN if lo >= 1 / (1 + zone) and hi <= 1 + zone else OPEN
-
-
-def more_runs(x: np.ndarray, y: np.ndarray, zone: float) -> tuple[int | None, bool]:
-    """The runs to add to each of two samples after which the interval of their ratio
-    (Welch on log values, df taken as for equal noise) would likely clear 1 or lie in
-    the zone, the estimate as now (None: none within MAX_MORE_RUNS); and whether that
-    count only gives an interval at all (a sample of fewer than 2 runs)."""
-    if min(x.size, y.size) < 2:
-        return 2 - min(x.size, y.size), True
-    lx, ly = np.log(x), np.log(y)
-    centre = abs(lx.mean() - ly.mean())
-    k = np.arange(1, MAX_MORE_RUNS + 1)
-    var = lx.var(ddof=1) / (x.size + k) + ly.var(ddof=1) / (y.size + k)
-    half = _t_quantile(LEVEL, x.size + y.size + 2 * k - 2) * np.sqrt(var)
-    decides = (half < centre) | (centre + half <= math.log1p(zone))
-    return (int(k[decides][0]) if decides.any() else None), False
-
-
 def judge_size(size, cpu: list[Side], gpu: list[Side], zone: float) -> GpuSize:
     """The GPU point against the fastest and the cheapest CPU point at one size."""
     g = min(gpu, key=lambda s: s.time)
@@ -104,13 +77,13 @@ def judge_size(size, cpu: list[Side], gpu: list[Side], zone: float) -> GpuSize:
     speed, su = ratio_ci(fast.times, g.times), ratio_ci(g.su, cheap.su)
     # each ratio's call (oriented: above 1 favours the GPU), its CPU point, its samples
     calls = [
-        (call(*speed, zone), fast, fast.times, g.times),
-        (call(1 / su[0], 1 / su[2], 1 / su[1], zone), cheap, g.su, cheap.su),
+        (SIDES[side_of_one(speed[1], speed[2], zone)], fast, fast.times, g.times),
+        (SIDES[side_of_one(1 / su[2], 1 / su[1], zone)], cheap, g.su, cheap.su),
     ]
     found = {c for c, *_ in calls}
     verdict = EVEN if found == {EVEN} else WORTH if found <= {GPU, EVEN} else OPEN
     verdict = NOT_WORTH if CPU in found else verdict
-    needed = [(*more_runs(x, y, zone), side) for c, side, x, y in calls if c == OPEN]
+    needed = [(*runs_to_decide(x, y, zone), side) for c, side, x, y in calls if c == OPEN]
     added = {}
     if verdict == OPEN and all(k for k, *_ in needed):
         for k, _, side in needed:

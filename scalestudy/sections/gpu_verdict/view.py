@@ -1,7 +1,7 @@
 """Is the GPU worth it, in the report before the runs' telemetry: each size's figures
 formatted (its line.html.j2 says the verdict)."""
 
-from scalestudy.report.views import fmt, more_runs, pct, shallow, with_ci
+from scalestudy.report.views import fmt, pct, runs_by_count, shallow, with_ci
 from scalestudy.sections.gpu_verdict.contract import GpuVerdict
 
 # where the report shows it: after the fits' notes, before the telemetry
@@ -19,7 +19,7 @@ def view(v: GpuVerdict) -> dict:
         | {"best_cpu_su": fmt(r.best_cpu.su, "{:.3g}")}
         | {"break_even": fmt(r.break_even_speedup, "{:.3g}x"), "faster": r.speedup.value >= 1}
         | {"crossover": r.size == v.crossover_size and len(v.sizes) > 1}
-        | {"more": more_runs(r.more_runs)}
+        | {"more": runs_by_count(r.more_runs)}
         for r in v.sizes
     ]
     return shallow(v) | {"sizes": sizes, "zone": pct(v.indifference)}

@@ -1,6 +1,6 @@
 """A paired comparison in the report: each point's ratio b/a with its interval and verdict."""
 
-from scalestudy.report.views import change_text, more_runs, shallow, with_ci
+from scalestudy.report.views import change_text, runs_by_count, shallow, with_ci
 from scalestudy.sections.paired.contract import Paired
 
 # its line of the first table, a or b: the study's main question
@@ -20,7 +20,7 @@ def view(paired: Paired) -> dict:
     points = [
         shallow(p)
         | {"ratio": with_ci(p.ratio, p.ci_lo, p.ci_hi, "{:.3f}")}
-        | {"more": more_runs({p.point: p.more_pairs} if p.more_pairs else {})}
+        | {"more": runs_by_count({p.point: p.more_pairs})}
         | {"change": p.verdict in CALLED and change_text(p.ratio, p.ci_lo, p.ci_hi)}
         for p in paired.points
     ]

@@ -1,7 +1,11 @@
 """Staging with several copies at once in the report."""
 
-from scalestudy.report.views import shallow, table
+from scalestudy.report.views import runs_by_count, shallow, table, with_ci
 from scalestudy.sections.staging.contract import Staging
+from scalestudy.thresholds import STAGING_FLAT_WORDS
+
+# its line of the first table, staging: a main question of the studies that vary it
+RANK = 0
 
 
 def view(staging: Staging) -> dict:
@@ -14,4 +18,13 @@ def view(staging: Staging) -> dict:
         {"k": r.k, "runs": r.runs} | {key: f[c] for key, c in columns.items()}
         for r, f in zip(staging.rows, formatted, strict=True)
     ]
-    return {"first": staging.rows[0], "last": staging.rows[-1], "rows": view}
+    first, last = staging.rows[0], staging.rows[-1]
+    ends = {f"k = {first.k}": staging.more_runs, f"k = {last.k}": staging.more_runs}
+    return shallow(staging) | {
+        "first": first,
+        "last": last,
+        "rows": view,
+        "growth": with_ci(last.growth, last.growth_lo, last.growth_hi, unit="x"),
+        "more": runs_by_count(ends),
+        "flat": STAGING_FLAT_WORDS,
+    }
