@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import NOT_JUDGED_ON_SHARED_CPUS
+from tests.test_report_questions import first_row, lines
 
 
 def tiny_studies() -> dict:
@@ -62,7 +63,7 @@ def test_gpu_worth_and_data_loading_studies_end_to_end(workflow):
     assert solve.loc["m32-t1", "status"] == "ok" and solve.loc["m64-t2", "speedup"] > 0
     assert solve.loc["gpu-t1", "status"].startswith("failed: RuntimeError: the point asks")
     analysis = json.loads((results / "solve" / "analysis.json").read_text())
-    assert analysis["gpu_verdict"]["needs"].startswith("no problem size was measured on both")
+    assert analysis["gpu_verdict"]["needs"].startswith("a problem size measured on both")
     regression = pd.read_csv(results / "regression" / "runs.csv")
     assert set(regression["status"]) == {"ok"}
     cnn = pd.read_csv(results / "cnn" / "runs.csv").set_index("series")
@@ -79,7 +80,13 @@ def test_gpu_worth_and_data_loading_studies_end_to_end(workflow):
     assert (runs["time_to_first_batch_s"] > 0).all()
     assert "copies at once" in report
     # shards staged 2 copies at once, the others 1: the growth with k is reported
-    assert "From 1 to 2 copies at once, the slowest copy takes" in report
+    assert "from 1 to 2 copies at once, the slowest copy takes" in report
+    # the first table: the verdict says what it lacks; staging and data loading answer
+    assert lines(report, "solve")[0] == ("CPU or GPU", "no")
+    assert "CPU or GPU : No verdict. Not decided: it needs a problem size measured on" in (
+        first_row(report, "solve")
+    )
+    assert [q for q, _ in lines(report, "formats")] == ["staging"]
     cold = json.loads((results / "formats" / "runs" / "folder-t1" / "rep1.json").read_text())
     assert cold["metrics"]["cold_read"] == 1 and cold["metrics"]["evicted_mb"] > 0
     assert "evict page cache" in [p["name"] for p in cold["phases"]]

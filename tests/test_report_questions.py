@@ -230,3 +230,25 @@ def test_every_sentence_template_of_the_report_is_reached_by_a_one_point_series(
     reached_elsewhere |= {"cheapest_meeting_deadline", "deadline_note"}
     reached_elsewhere |= {"fastest_within_budget", "budget_note"}
     assert fields <= walked | reached_elsewhere, fields - walked - reached_elsewhere
+
+
+@pytest.mark.slow
+def test_published_cpu_and_gpu_times_get_their_verdict_through_the_workflow(workflow):
+    """Through real Snakemake, no job run: two series of times measured elsewhere, one on
+    the GPU; a bad CSV stops the dry run before any job, naming its file and line."""
+    root = workflow.root
+    (root / "cpu.csv").write_text(CPU_CSV)
+    (root / "gpu.csv").write_text(GPU_CSV)
+    workflow.write_config({"studies": {"pub": PUBLISHED}})
+    workflow.snakemake("--cores", "1")
+    html = (root / "results" / "report.html").read_text()
+    assert lines(html, "pub") == [("CPU or GPU", "yes"), ("how many", "no")]
+    assert "CPU or GPU : Use the GPU (series gpu): 8." in first_row(html, "pub")
+    found = json.loads((root / "results" / "pub" / "analysis.json").read_text())
+    (size,) = found["gpu_verdict"]["sizes"]
+    assert size["verdict"] == "worth" and size["speedup"]["lo"] > 1 > size["su_ratio"]["hi"]
+    assert not (root / "results" / "pub" / "runs").exists()  # no job ran
+    (root / "gpu.csv").write_text("N,time_s\n1,1.1\n2,0.6\n")
+    proc = workflow.snakemake("-n", check=False)
+    assert proc.returncode != 0
+    assert "studies.pub.series.gpu.measured: gpu.csv: line 3: N = 2 is no point" in proc.output

@@ -111,7 +111,7 @@ def gpu_verdict(points: dict, size_param: str | None, zone: float) -> GpuVerdict
     """`points`: size -> (CPU sides, GPU sides), each side a point with runs."""
     sizes = sorted(s for s, (cpu, gpu) in points.items() if cpu and gpu)
     if not sizes:
-        needs = "no problem size was measured on both the CPU and the GPU (see the runs)"
+        needs = "a problem size measured on both the CPU and the GPU (the failed runs say why)"
         return GpuVerdict([], size_param, zone, needs=needs)
     rows = [judge_size(s, *points[s], zone) for s in sizes]
     worth = first_size(sizes, [r.verdict == WORTH for r in rows])
