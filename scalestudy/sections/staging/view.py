@@ -13,12 +13,14 @@ def view(staging: Staging) -> dict:
     last as numbers too (the template's sentence compares them)."""
     columns = {"slowest": "slowest_s", "typical": "typical_s", "growth": "growth",
                "rate": "mb_per_s"}  # fmt: skip
-    formatted = table([shallow(r) for r in staging.rows], columns.values())
+    # the fewest copies are not compared with themselves
+    first, last = staging.rows[0], staging.rows[-1]
+    shown = [shallow(r) | ({"growth": None} if r is first else {}) for r in staging.rows]
+    formatted = table(shown, columns.values())
     view = [
         {"k": r.k, "runs": r.runs} | {key: f[c] for key, c in columns.items()}
         for r, f in zip(staging.rows, formatted, strict=True)
     ]
-    first, last = staging.rows[0], staging.rows[-1]
     ends = {f"k = {first.k}": staging.more_runs, f"k = {last.k}": staging.more_runs}
     return shallow(staging) | {
         "first": first,
