@@ -52,8 +52,7 @@ def test_a_rerun_30_percent_slower_at_one_point_against_its_last_archive(workflo
     assert [q for q, _ in lines(html, "m")] == ["how many", "slower than before"]
     assert lines(html, "m")[1] == ("slower than before", "yes")
     assert re.search(
-        r"slower than before : at N = 2: \d+ % \[\d+, \d+\] slower than the "
-        r"baseline\. Decided\.",
+        r"slower than before : at N = 2: slower by \d+% \[\d+%, \d+%\]\. Decided\.",
         first_row(html, "m"),
     )
     # the speedup at N = 2 fell from 1.67 to about 1.28: the reference is broken

@@ -218,8 +218,7 @@ def read_runs(study: Study, inputs: list[str | Path]) -> pd.DataFrame:
     a run; or its measured CSV, or each series' (`series.<name>.measured`)."""
     if study.measured is not None:
         return runs_from_measured(inputs[0], study)
-    csvs = {s: study.for_series(s).measured for s in study.series_names}
-    csvs = {series: path for series, path in csvs.items() if path is not None}
+    csvs = {s: path for s in study.series_names if (path := study.for_series(s).measured)}
     tables = [runs_from_measured(path, study, series) for series, path in csvs.items()]
     measured = {Path(path).resolve() for path in csvs.values()}
     records = [path for path in inputs if Path(path).resolve() not in measured]

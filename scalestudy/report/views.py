@@ -353,20 +353,11 @@ def runs_by_count(added: dict) -> dict | None:
     """The runs to add at each point ({where: runs}; none where 0 or None) as the words
     group them (by count, most first), and the most any point needs: by how much
     `repeats` is raised."""
-    added = {where: k for where, k in added.items() if k}
-    if not added:
-        return None
     groups = {}
     for where, k in added.items():
-        groups.setdefault(k, []).append(str(where))
-    return {"groups": sorted(groups.items(), reverse=True), "most": max(added.values())}
-
-
-def change_text(ratio: float, lo: float, hi: float) -> str:
-    """A ratio of times (now over then, b over a) as a change: '12 % [8, 16] slower'."""
-    if ratio >= 1:
-        return f"{100 * (ratio - 1):.0f} % [{100 * (lo - 1):.0f}, {100 * (hi - 1):.0f}] slower"
-    return f"{100 * (1 - ratio):.0f} % [{100 * (1 - hi):.0f}, {100 * (1 - lo):.0f}] faster"
+        groups.setdefault(k, []).extend([str(where)] if k else [])
+    groups = sorted((k, where) for k, where in groups.items() if k)
+    return groups and {"groups": groups[::-1], "most": groups[-1][0]} or None
 
 
 def with_ci(value, lo, hi, form: str | None = None, unit: str = "") -> str:
@@ -520,8 +511,9 @@ def alone_point(a: contract.Answer, rows: list[dict], fits: list[SeriesFit]) -> 
 
 def next_runs(more: contract.NextMeasurements | None) -> dict:
     """The runs that would likely decide an answer, as the words group them (runs_by_count)."""
-    added = {f"N = {r.n}": r.more for r in more.repeats} if more else {}
+    repeats = more.repeats if more else []
+    at_least = any(r.at_least for r in repeats)
     return {
-        "more": runs_by_count(added),
-        "more_at_least": more and any(r.at_least for r in more.repeats),
+        "more": runs_by_count({f"N = {r.n}": r.more for r in repeats}),
+        "more_at_least": at_least,
     }

@@ -24,5 +24,4 @@ def partial(name: str) -> str:
     """A section's template: its partial ("energy"), or its line of the first table
     ("energy/line")."""
     name, _, which = name.partition("/")
-    folder = Path(part(name, "contract").__file__).parent
-    return (folder / f"{which or 'partial'}.html.j2").read_text()
+    return Path(part(name, "view").__file__).with_name(f"{which or 'partial'}.html.j2").read_text()

@@ -39,16 +39,13 @@ def study_problems(study: Study, workdir: Path, limits: dict, known: dict,
         found = adaptive_problems(study)
         if found:
             return found + compared
-    measured = [s for s in study.series_names if s and study.for_series(s).measured]
+    # the series with their own times measured elsewhere
+    measured = [s for s, own in (study.series or {}).items() if own.get("measured")]
     if study.measured is not None:
         path = workdir / study.measured
         missing = [] if path.is_file() else [f"studies.{study.name}.measured: no such file: {path}"]
-        twice = [
-            f"studies.{study.name}.series.{s}.measured: the study's `measured` holds its times; "
-            "give them once"
-            for s in measured
-            if study.series[s].get("measured")
-        ]
+        key = f"studies.{study.name}.series.{measured[0]}.measured" if measured else None
+        twice = [f"{key}: the study's `measured` holds its times; give them once"] if key else []
         return missing + twice + compared
     if measured or study.workload is None:
         found = measured_problems(study, measured, workdir)
@@ -82,29 +79,24 @@ def measured_problems(study: Study, measured: list[str], workdir: Path) -> list[
             "of: use wall or train"
         )
     for series in measured:
-        own, key = study.for_series(series), f"{where}.series.{series}"
-        path, ns = workdir / own.measured, own.scaling.ns()
+        own, key = study.for_series(series), f"{where}.series.{series}.measured"
         try:
-            table = read_measured(path) if ns else None
+            table = read_measured(workdir / own.measured)
         except RecordError as e:
-            problems.append(f"{key}.measured: {e}")
+            problems.append(f"{key}: {e}")
             continue
-        if table is None:
-            problems.append(f"{key}.scaling.points: name the N its CSV measured")
-            continue
-        stray = table.index[~table["N"].isin(ns)]
-        lacking = sorted(set(ns) - set(table["N"].astype(int)))
+        ns, held = own.scaling.ns(), table["N"].astype(int)
+        stray, lacking = table.index[~held.isin(ns)], sorted(set(ns) - set(held))
         if len(stray):
             problems.append(
-                f"{key}.measured: {own.measured}: line {stray[0] + 2}: N = "
-                f"{table['N'][stray[0]]:g} is no point of the series (its scaling.points: "
-                f"{', '.join(map(str, ns))})"
+                f"{key}: {own.measured}: line {stray[0] + 2}: N = {held[stray[0]]} is no point "
+                f"of the series (its scaling.points: {', '.join(map(str, ns)) or 'none'})"
             )
         elif lacking:
-            held = ", ".join(f"{n:g}" for n in table["N"].unique())
             problems.append(
-                f"{key}.measured: {own.measured}: no row has N = {lacking[0]}, a point of its "
-                f"scaling.points (its rows, lines 2-{len(table) + 1}, hold N = {held})"
+                f"{key}: {own.measured}: no row has N = {lacking[0]}, a point of its scaling."
+                f"points (its rows, lines 2-{len(table) + 1}, hold N = "
+                f"{', '.join(map(str, held.unique()))})"
             )
     return problems
 

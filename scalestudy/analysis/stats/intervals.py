@@ -1,24 +1,7 @@
 """Intervals of one point: the CI of a median time, of a speedup or efficiency (ratios
 of medians), instability flags and the Karp-Flatt serial fraction. Pure functions on
-numpy arrays; nothing is random. Which interval, its coverage and why
-(benchmarks/coverage.py measures them): docs/report.md, the results table.
-
-* Medians, not means: run times are right-skewed and now and then hit by one slow run.
-  From n >= 6 (at 95 %) the CI of a median comes from order statistics (the runs below
-  the true median are Binomial(n, 1/2) whatever the distribution), interpolated between
-  neighbours (Hettmansperger & Sheather 1986) to come close to the nominal level; below,
-  where no pair reaches 95 %, a t interval on log times (`median_ci_coverage` says what
-  it reaches; not at larger n: its shortfall under skew does not shrink with n while the
-  interval does). Speedups are ratios of medians with Welch's CI on log times (the ratio of
-  geometric means: of medians under multiplicative noise); single runs' ratios are never
-  averaged. Unstable: CV above CV_LIMIT, or an outlier by the modified z-score (median
-  and MAD, which the outlier cannot drag along) also far from the median.
-
-Both CIs are hand-written (benchmarks/stats_scipy.py measures them against SciPy;
-tests/test_intervals.py checks they agree): ``scipy.stats.quantile_test`` gives only
-the exact interval (``median_ci(interpolate=False)``), about 60x slower;
-``scipy.stats.ttest_ind(log a, log b, equal_var=False)`` the same speedup interval,
-vectorised here for benchmarks/coverage.py.
+numpy arrays; nothing is random. Which interval, its coverage (benchmarks/coverage.py
+measures them) and why: docs/report.md, "The intervals, and why".
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """The comparison with the baseline in the report's formats (decided in
 scalestudy.analysis.history.baseline)."""
 
-from scalestudy.report.views import change_text, fmt, pct, runs_by_count, shallow, with_ci
+from scalestudy.report.views import fmt, pct, runs_by_count, shallow, with_ci
 from scalestudy.sections.baseline.contract import NO_CHANGE, BaselineComparison
 
 # its line of the first table, slower than before: beside the study's own answer
 RANK = 2
-CALLED = ("slower", "faster")  # the verdicts that call a change
 
 
 def view(b: BaselineComparison) -> dict:
@@ -18,7 +17,6 @@ def view(b: BaselineComparison) -> dict:
         | {k: fmt(getattr(p, k), ratio) for k in ("ratio", "lo", "hi")}
         | {"now": fmt(p.time_now_s, "{:.3g}"), "was": fmt(p.time_baseline_s, "{:.3g}")}
         | {"called": p.change != NO_CHANGE, "p": fmt(p.p_value, "{:.2g}")}
-        | {"change_text": p.verdict in CALLED and change_text(p.ratio, p.lo, p.hi)}
         | {"runs": f"{p.runs_now} / {p.runs_baseline}"}
         for p in b.points
     ]

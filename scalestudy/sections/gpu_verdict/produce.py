@@ -1,21 +1,8 @@
-"""Is the GPU worth it? Per problem size, the GPU point against the CPU points, each
-ratio with its 95 % interval, and a verdict decided or not (docs/cpu-or-gpu.md).
-
-Two figures, two bases: the study's `time` (whole job, training only or steady epoch)
-says which point is faster; SU per result are priced on each run's whole-job time, as
-the summary's `su` (scalestudy.analysis.cost.cost: each series' own weights, on its
-partition). Two CPU points matter at a size: the fastest (the time to beat) and the
-cheapest in SU per result (the cost to beat). With several GPU points at a size (torch
-and CuPy, input pipelines), the fastest is the GPU point and the verdict names it.
-
-Each ratio's interval is ratio_ci's (Welch on log values, widened to hold the ratio of
-medians; benchmarks/coverage.py measures its coverage with the CPU points chosen from
-the same runs). The GPU is worth it where it is faster and no dearer: decided where each
-interval clears break-even (1), or lies within the indifference zone 1 +- `verdict.
-indifference`, where either answer is right; not worth it, decided, where either
-interval lies on the CPU's side of 1. Otherwise it is open, with the runs that would
-likely decide it: as many more at each point of an open ratio as bring its interval,
-at the spread seen so far, past 1 or into the zone.
+"""Is the GPU worth it? Per problem size, the GPU point (the fastest there) against the
+fastest and the cheapest CPU point, each ratio with its 95 % interval (ratio_ci), and a
+verdict decided on those intervals or not, with the runs that would decide it: the
+rules and why, docs/cpu-or-gpu.md ("A calibrated verdict"). Times are the study's
+`time`; SU per result are each run's whole-job time priced by its series' cost.
 """
 
 from __future__ import annotations
@@ -42,9 +29,6 @@ from scalestudy.sections.gpu_verdict.contract import (
     Ratio,
     Weighed,
 )
-
-GPU, CPU = "gpu", "cpu"  # the side a ratio's interval favours (oriented: above 1, the GPU)
-SIDES = {"above": GPU, "below": CPU, "within": EVEN, None: OPEN}
 
 
 @dataclass(frozen=True)
@@ -75,30 +59,22 @@ def judge_size(size, cpu: list[Side], gpu: list[Side], zone: float) -> GpuSize:
     fast = min(cpu, key=lambda s: (s.time, s.threads))
     cheap = min(cpu, key=lambda s: (s.cost, s.time))
     speed, su = ratio_ci(fast.times, g.times), ratio_ci(g.su, cheap.su)
-    # each ratio's call (oriented: above 1 favours the GPU), its CPU point, its samples
+    # each ratio oriented so that above 1 favours the GPU, its CPU point and samples
     calls = [
-        (SIDES[side_of_one(speed[1], speed[2], zone)], fast, fast.times, g.times),
-        (SIDES[side_of_one(1 / su[2], 1 / su[1], zone)], cheap, g.su, cheap.su),
+        (side_of_one(speed[1], speed[2], zone), fast, fast.times, g.times),
+        (side_of_one(1 / su[2], 1 / su[1], zone), cheap, g.su, cheap.su),
     ]
-    found = {c for c, *_ in calls}
-    verdict = EVEN if found == {EVEN} else WORTH if found <= {GPU, EVEN} else OPEN
-    verdict = NOT_WORTH if CPU in found else verdict
-    needed = [(*runs_to_decide(x, y, zone), side) for c, side, x, y in calls if c == OPEN]
-    added = {}
-    if verdict == OPEN and all(k for k, *_ in needed):
-        for k, _, side in needed:
-            for point in (g.point, side.point):
-                added[point] = max(added.get(point, 0), k)
+    sides = {c for c, *_ in calls}
+    verdict = EVEN if sides == {"within"} else WORTH if None not in sides else OPEN
+    verdict = NOT_WORTH if "below" in sides else verdict
+    needed = [(*runs_to_decide(x, y, zone), side) for c, side, x, y in calls if c is None]
+    added, short = {}, verdict == OPEN and any(short for _, short, _ in needed)
+    for k, _, side in needed if verdict == OPEN and all(k for k, *_ in needed) else ():
+        for point in (g.point, side.point):
+            added[point] = max(added.get(point, 0), k)
+    ratios = (Ratio(*jsonable(speed)), Ratio(*jsonable(su)))
     return GpuSize(
-        size,
-        g.weighed(),
-        fast.weighed(),
-        cheap.weighed(),
-        Ratio(*jsonable(speed)),
-        Ratio(*jsonable(su)),
-        verdict,
-        added,
-        verdict == OPEN and any(short for _, short, _ in needed),
+        size, g.weighed(), fast.weighed(), cheap.weighed(), *ratios, verdict, added, short
     )
 
 
@@ -119,10 +95,10 @@ def gpu_verdict(points: dict, size_param: str | None, zone: float) -> GpuVerdict
     return GpuVerdict(rows, size_param, zone, None, worth, faster)
 
 
-# what a study with series on one side only lacks for a verdict
+# what a study with series on one side only (all on a GPU, or none) lacks for a verdict
 NEEDS = {
-    GPU: "a CPU series to weigh the GPU against: add a series of CPU threads",
-    CPU: "a GPU series: add a series with `scaling: {device: gpu}`",
+    True: "a CPU series to weigh the GPU against: add a series of CPU threads",
+    False: "a GPU series: add a series with `scaling: {device: gpu}`",
 }
 
 
@@ -137,8 +113,8 @@ def gpu_verdict_of(runs: pd.DataFrame, summary: pd.DataFrame, study: Study) -> D
     on_gpu = summary.groupby("series", sort=False)["gpus"].max() > 0
     size_param, zone = study.verdict.size_param, study.verdict.indifference
     if on_gpu.all() or not on_gpu.any():
-        lacking = NEEDS[GPU if on_gpu.all() else CPU]
-        return None if size_param is None else GpuVerdict([], size_param, zone, needs=lacking)
+        needs = NEEDS[bool(on_gpu.all())]
+        return None if size_param is None else GpuVerdict([], size_param, zone, needs=needs)
     usable = usable_runs(runs, study)
     times = pd.to_numeric(usable[TIME_COLUMNS[study.time]], errors="coerce")
     usable = usable.assign(su=run_su(usable, study), t=times)[times > 0]

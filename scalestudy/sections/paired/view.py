@@ -1,11 +1,10 @@
 """A paired comparison in the report: each point's ratio b/a with its interval and verdict."""
 
-from scalestudy.report.views import change_text, runs_by_count, shallow, with_ci
+from scalestudy.report.views import runs_by_count, shallow, with_ci
 from scalestudy.sections.paired.contract import Paired
 
 # its line of the first table, a or b: the study's main question
 RANK = 0
-CALLED = ("slower", "faster")  # the verdicts that call a change
 
 
 def variant_words(overrides: dict) -> str:
@@ -21,7 +20,6 @@ def view(paired: Paired) -> dict:
         shallow(p)
         | {"ratio": with_ci(p.ratio, p.ci_lo, p.ci_hi, "{:.3f}")}
         | {"more": runs_by_count({p.point: p.more_pairs})}
-        | {"change": p.verdict in CALLED and change_text(p.ratio, p.ci_lo, p.ci_hi)}
         for p in paired.points
     ]
     return shallow(paired) | {

@@ -21,12 +21,7 @@ def view(staging: Staging) -> dict:
         {"k": r.k, "runs": r.runs} | {key: f[c] for key, c in columns.items()}
         for r, f in zip(staging.rows, formatted, strict=True)
     ]
-    ends = {f"k = {first.k}": staging.more_runs, f"k = {last.k}": staging.more_runs}
-    return shallow(staging) | {
-        "first": first,
-        "last": last,
-        "rows": view,
-        "growth": with_ci(last.growth, last.growth_lo, last.growth_hi, unit="x"),
-        "more": runs_by_count(ends),
-        "flat": STAGING_FLAT_WORDS,
-    }
+    growth = with_ci(last.growth, last.growth_lo, last.growth_hi, unit="x")
+    more = runs_by_count({f"k = {r.k}": staging.more_runs for r in (first, last)})
+    said = {"first": first, "last": last, "rows": view, "growth": growth, "more": more}
+    return shallow(staging) | said | {"flat": STAGING_FLAT_WORDS}

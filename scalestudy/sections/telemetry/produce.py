@@ -26,11 +26,6 @@ def waiting(group: pd.DataFrame) -> dict:
     """Whether the point's steps wait for data more than BOTTLENECK_WAIT of their time
     (its median run's), and whether each of its runs (2 or more) says the same."""
     waits = group.get("wait_fraction", pd.Series(dtype=float)).dropna()
-    if waits.empty:
-        return {}
-    over = waits > BOTTLENECK_WAIT
     bottleneck = bool(waits.median() > BOTTLENECK_WAIT)
-    return {
-        "bottleneck": bottleneck,
-        "runs_agree": len(waits) > 1 and bool((over == bottleneck).all()),
-    }
+    agree = len(waits) > 1 and bool(((waits > BOTTLENECK_WAIT) == bottleneck).all())
+    return {"bottleneck": bottleneck, "runs_agree": agree} if len(waits) else {}
