@@ -18,7 +18,17 @@ efficiency is the speedup times N_base / N, a constant: its coverage is the spee
 Coverage is the share of simulated samples whose interval holds the truth; width the
 mean of (hi - lo) relative to the truth. Nothing runs and nothing sleeps.
 
-Run: .venv/bin/python -m benchmarks.coverage [--samples 2000 --seed 1]
+The GPU verdict (scalestudy/sections/gpu_verdict) gives the GPU speedup over the fastest
+CPU point and the GPU's SU per result over the cheapest CPU point's each a ratio_ci
+interval, both CPU points chosen from the same runs; three true cases (a clear win, a
+GPU within 4-8 % of two CPU points 4 % apart, a GPU faster but dearer), the same noises
+and CVs. Measured (2026-11-28, 2000 samples a cell, seed 1; 28 s): lowest coverage over
+noises x CVs 94.5-97.2 % for either ratio at 2-8 runs (94.5 % at 8 runs, as the speedup
+above); studies decided wrongly (the truth outside the zone of 5 %, the call the other
+way) at most 0.6 % of all; the verdict itself (judge_size) calls 200 simulated studies
+as this vectorised copy does. `--gpu` runs this part alone.
+
+Run: .venv/bin/python -m benchmarks.coverage [--samples 2000 --seed 1] [--gpu]
 
 Measured (2026-11-27, 2000 samples a cell, seed 1; 68 s on a loaded 2-core machine):
 lowest coverage over the 3 noises x 4 CVs, and the range of the mean width at CV 10 %
@@ -167,12 +177,153 @@ def table(samples: int, seed: int) -> list[tuple]:
     return rows
 
 
+# ------------------------------------------------------- the GPU verdict's intervals
+# (scalestudy/sections/gpu_verdict): the fastest and the cheapest CPU point are chosen
+# from the same runs whose ratios with the GPU point are then given intervals
+
+ZONE = 0.05  # verdict.indifference's default
+# true times per result: CPU points at 1, 4 and 8 threads (SU rate: their cores), the
+# GPU point's, and the GPU job's SU rate (cores + 2 x GPUs)
+SCENARIOS = {
+    "GPU 7x faster, 0.08x the SU": ((80.0, 24.0, 14.0), 2.0, 3.0),
+    "GPU 4-8 % faster than two CPU points 4 % apart, 0.5x the SU": ((30.0, 5.4, 5.2), 5.0, 3.0),
+    "GPU 2x faster, 1.6x the SU": ((30.0, 9.0, 5.2), 2.6, 18.0),
+}
+THREADS = (1, 4, 8)
+
+
+def _chosen(x: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x: (points, samples, runs); each sample's point of the least key (points,
+    samples): its runs (samples, runs) and its index."""
+    idx = np.argmin(key, axis=0)
+    return x[idx, np.arange(x.shape[1])], idx
+
+
+def _side(lo, hi, zone: float) -> np.ndarray:
+    """intervals.side_of_one, vectorised: +1 above 1, -1 below, 0 within the zone, nan open."""
+    within = (lo >= 1 / (1 + zone)) & (hi <= 1 + zone)
+    return np.where(lo > 1, 1.0, np.where(hi < 1, -1.0, np.where(within, 0.0, np.nan)))
+
+
+def gpu_cells(samples: int, seed: int, runs=RUNS) -> list[tuple]:
+    """(scenario, noise, cv, runs, speedup coverage, SU-ratio coverage, decided share,
+    share decided wrongly) per cell; the verdict as judge_size gives it."""
+    rows = []
+    for s, (name, (cpu_t, gpu_t, gpu_rate)) in enumerate(SCENARIOS.items()):
+        cpu_t, rates = np.array(cpu_t), np.array(THREADS, dtype=float)
+        for k, noise in enumerate(NOISES):
+            for j, cv in enumerate(CVS):
+                for i, n in enumerate(runs):
+                    rng = np.random.default_rng([seed, 7, s, i, j, k])
+                    cpu = cpu_t[:, None, None] * draw(noise, cv, (3, samples, n), rng)
+                    gpu = gpu_t * draw(noise, cv, (samples, n), rng)
+                    med = np.median(cpu, axis=2)
+                    fast, f = _chosen(cpu, med + 1e-12 * rates[:, None])
+                    cheap, c = _chosen(cpu * rates[:, None, None], med * rates[:, None])
+                    speed = ratio_now(fast, gpu)
+                    su = ratio_now(gpu * gpu_rate, cheap)
+                    true_speed = cpu_t[f] / gpu_t
+                    true_su = gpu_rate * gpu_t / (rates[c] * cpu_t[c])
+                    calls = np.stack([_side(*speed, ZONE), -_side(*su, ZONE)])
+                    worth = np.all(calls >= 0, axis=0) & np.any(calls > 0, axis=0)
+                    not_worth = np.any(calls < 0, axis=0)
+                    even = np.all(calls == 0, axis=0)
+                    clearly_worth = (true_speed > 1 + ZONE) & (true_su < 1 / (1 + ZONE))
+                    clearly_not = (true_speed < 1 / (1 + ZONE)) | (true_su > 1 + ZONE)
+                    outside = ~(
+                        (abs(np.log(true_speed)) <= np.log1p(ZONE))
+                        & (abs(np.log(true_su)) <= np.log1p(ZONE))
+                    )
+                    decided = worth | not_worth | even
+                    wrong = (worth & clearly_not) | (not_worth & clearly_worth) | (even & outside)
+                    rows.append(
+                        (
+                            name,
+                            noise,
+                            cv,
+                            n,
+                            cell(speed[0] / true_speed, speed[1] / true_speed)[0],
+                            cell(su[0] / true_su, su[1] / true_su)[0],
+                            float(decided.mean()),
+                            float(wrong.mean()),
+                        )
+                    )
+    return rows
+
+
+def gpu_agrees_with_the_verdict(samples: int = 200, seed: int = 1) -> int:
+    """How many of `samples` simulated studies (the first scenario's, right-skewed noise,
+    CV 10 %, 3 runs) gpu_cells and the verdict itself (judge_size) call differently."""
+    from scalestudy.sections.gpu_verdict.contract import EVEN, NOT_WORTH, OPEN, WORTH
+    from scalestudy.sections.gpu_verdict.produce import Side, judge_size
+
+    (cpu_t, gpu_t, gpu_rate), rng = SCENARIOS["GPU 2x faster, 1.6x the SU"], None
+    rng = np.random.default_rng(seed)
+    differ = 0
+    for _ in range(samples):
+        cpu = [t * draw("right-skewed", 0.10, 3, rng) for t in cpu_t]
+        gpu = gpu_t * draw("right-skewed", 0.10, 3, rng)
+        sides = [Side("cpu", f"t{k}", k, x, k * x) for k, x in zip(THREADS, cpu, strict=True)]
+        found = judge_size("all", sides, [Side("gpu", "g1", 1, gpu, gpu_rate * gpu)], ZONE)
+        med = np.array([np.median(x) for x in cpu])[:, None]
+        fast, _ = _chosen(np.array(cpu)[:, None, :], med)
+        cheap, _ = _chosen(
+            np.array([k * x for k, x in zip(THREADS, cpu, strict=True)])[:, None, :],
+            med * np.array(THREADS)[:, None],
+        )
+        calls = [
+            _side(*ratio_now(fast, gpu[None]), ZONE),
+            -_side(*ratio_now(gpu[None] * gpu_rate, cheap), ZONE),
+        ]
+        calls = np.array(calls).ravel()
+        mine = (
+            NOT_WORTH
+            if np.any(calls < 0)
+            else EVEN
+            if np.all(calls == 0)
+            else WORTH
+            if np.all(calls >= 0)
+            else OPEN
+        )
+        differ += mine != found.verdict
+    return differ
+
+
+def gpu_main(samples: int, seed: int) -> None:
+    rows = gpu_cells(samples, seed)
+    print(
+        f"\nThe GPU verdict, {samples} samples a cell: 95 % intervals of the GPU speedup "
+        "over the fastest CPU point and of the SU-per-result ratio to the cheapest, both "
+        "chosen from the runs; the share of studies decided, and decided wrongly (outside "
+        f"the indifference zone of {100 * ZONE:g} %)"
+    )
+    for name in SCENARIOS:
+        print(f"  {name}")
+        for n in RUNS:
+            cells = [r for r in rows if r[0] == name and r[3] == n]
+            print(
+                f"    {n} runs: speedup >= {100 * min(r[4] for r in cells):.1f} %, SU ratio "
+                f">= {100 * min(r[5] for r in cells):.1f} %, decided "
+                f"{100 * min(r[6] for r in cells):.0f}-{100 * max(r[6] for r in cells):.0f} %, "
+                f"wrong <= {100 * max(r[7] for r in cells):.1f} %"
+            )
+    print(
+        f"  the verdict (judge_size) against this simulation: {gpu_agrees_with_the_verdict()} "
+        "of 200 called differently"
+    )
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=2000, help="simulated samples per cell")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--gpu", action="store_true", help="the GPU verdict's intervals only")
     args = parser.parse_args(argv)
     start = time.perf_counter()
+    if args.gpu:
+        gpu_main(args.samples, args.seed)
+        print(f"({time.perf_counter() - start:.0f} s)")
+        return
     rows = table(args.samples, args.seed)
     print(f"95 % intervals, {args.samples} samples a cell, seed {args.seed}: coverage / width")
     for name, (what, _) in METHODS.items():
@@ -184,6 +335,7 @@ def main(argv=None) -> None:
     for n in RUNS:
         low = {m: min(r[3][m][0] for r in rows if r[2] == n) for m in METHODS}
         print(f"lowest at {n} runs: " + ", ".join(f"{m} {100 * c:.1f} %" for m, c in low.items()))
+    gpu_main(args.samples, args.seed)
     print(f"({time.perf_counter() - start:.0f} s)")
 
 

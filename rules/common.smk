@@ -57,24 +57,17 @@ DATA_DIR = CONFIG["data_dir"]
 PYTHON = sys.executable
 # Outputs are recomputed when the code that makes them changes: the analysis package
 # (and the record and study model it reads) for aggregation, the report's for the rest;
-# analysis.json's contract for each of them (they write or read it).
+# analysis.json's contract and the sections' code and partials for each of them.
 PACKAGE = Path(scalestudy.__file__).parent
+SHARED = ["contract.py", "thresholds.py", "sections/**/*.py", "sections/**/*.j2"]
 CODE = {
-    "analysis": sorted(str(p) for p in (PACKAGE / "analysis").rglob("*.py"))
-    + [
-        str(PACKAGE / "records.py"),
-        str(PACKAGE / "model.py"),
-        str(PACKAGE / "contract.py"),
-        str(PACKAGE / "slurm.py"),
-        str(PACKAGE / "schemas/record.schema.json"),
-    ],
-    "plots": [str(PACKAGE / "report" / "plots.py"), str(PACKAGE / "contract.py")],
-    "report": [
-        str(PACKAGE / "report" / "views.py"),
-        str(PACKAGE / "report" / "rendering.py"),
-        str(PACKAGE / "report" / "templates" / "report.html.j2"),
-        str(PACKAGE / "contract.py"),
-    ],
+    "analysis": ["analysis/**/*.py", "records.py", "model.py", "slurm.py", "schemas/*"],
+    "plots": ["report/plots.py"],
+    "report": ["report/views.py", "report/rendering.py", "report/templates/report.*"],
+}
+CODE = {
+    part: sorted(str(p) for pattern in [*own, *SHARED] for p in PACKAGE.glob(pattern))
+    for part, own in CODE.items()
 }
 
 
@@ -138,15 +131,12 @@ def get_run_data(wildcards):
 
 
 def get_study_records(wildcards):
+    """Its records, and its times measured elsewhere (the study's CSV, or series' own)."""
     study = STUDIES[wildcards.study]
-    if study.measured is not None:
-        return [study.measured]
-    if failed := failed_probes(wildcards.study):
-        return failed
+    found = sorted({study.for_series(s).measured for s in study.series_names} - {None})
     if study.adaptive is not None:
         return adaptive_records(wildcards.study)
-    runs = RUNS[RUNS["study"] == wildcards.study]
-    return [paths.record_path(r.study, r.point, r.repeat) for r in runs.itertuples()]
+    return found + fixed_records(wildcards.study)
 
 
 def get_study_config(wildcards):

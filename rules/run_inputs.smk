@@ -51,11 +51,11 @@ def get_probe_spec(wildcards):
 
 
 def probe_points(name, series=None):
-    """The points a command study probes (rules/run.smk): each series' base case (only
-    `series`' where given); none for other workloads, nor for an adaptive study, whose
-    first round runs few."""
+    """(series, point) of each series' base case a command study probes (rules/run.smk;
+    only `series`' where given); none for other workloads or times measured elsewhere,
+    nor for an adaptive study, whose first round runs few."""
     study = STUDIES[name]
-    if study.adaptive is not None or study.measured is not None:
+    if study.adaptive is not None or name not in POINTS.index:
         return []
     points = POINTS.loc[name]
     found = []
@@ -63,7 +63,7 @@ def probe_points(name, series=None):
         own = study.for_series(each)
         ns = points.loc[points["series"] == each, "n"]
         if own.workload == "command" and len(ns):
-            found.append(point_for(study, own.base_n(list(ns)), each).label)
+            found.append((each, point_for(study, own.base_n(list(ns)), each).label))
     return found
 
 
@@ -75,37 +75,42 @@ def get_command_probe(wildcards):
     """The probe a command study's run (or profiling run) waits for: its series' base
     case's. An order, not a dependency on its content (ancient): a probe made again
     leaves what was measured as it is."""
-    points = probe_points(wildcards.study, get_point(wildcards)["series"])
-    return [ancient(probe_path(wildcards.study, point)) for point in points]
+    found = probe_points(wildcards.study, get_point(wildcards)["series"])
+    return [ancient(probe_path(wildcards.study, point)) for _, point in found]
 
 
 def failed_probes(study):
-    """The probes of a command study that say its command failed at once (each a
-    checkpoint: until it has run, Snakemake runs it first and asks again); their
-    records then stand for the study's runs, which never start."""
-    found = []
-    for point in probe_points(study):
+    """{series: its probe's record} where a command study's probe says its command
+    failed at once (each a checkpoint: until it has run, Snakemake runs it first and
+    asks again); the record then stands for the series' runs, which never start."""
+    found = {}
+    for series, point in probe_points(study):
         path = checkpoints.probe_command.get(study=study, point=point).output.record
         try:
             failed = probe_failure(json.loads(Path(path).read_text()))
         except (OSError, ValueError, KeyError):
             failed = "unreadable"  # aggregation names the file
         if failed:
-            found.append(path)
+            found[series] = path
     return found
 
 
+def fixed_records(study):
+    """A fixed study's records: its runs', but a failed probe's for its series' runs."""
+    failed = failed_probes(study)
+    runs = RUNS[RUNS["study"] == study]
+    return [
+        paths.record_path(*run)
+        for run in runs.itertuples(index=False)
+        if POINT_ROWS[(run.study, run.point)]["series"] not in failed
+    ] + list(failed.values())
+
+
 def records_to_make():
-    """The record of every run a full invocation makes: each fixed study's, but for a
-    command study whose probe failed (its runs never start), and each adaptive
-    study's, as its rounds chose them (adaptive_records)."""
-    failed = {name for name in STUDIES if failed_probes(name)}
-    records = [
-        paths.record_path(r.study, r.point, r.repeat)
-        for r in RUNS.itertuples()
-        if r.study not in failed
-    ]
-    return records + [path for name in ADAPTIVE for path in adaptive_records(name)]
+    """The record of every run a full invocation makes (fixed_records; an adaptive
+    study's, as its rounds chose them: adaptive_records)."""
+    fixed = [path for name in STUDIES if name not in ADAPTIVE for path in fixed_records(name)]
+    return fixed + [path for name in ADAPTIVE for path in adaptive_records(name)]
 
 
 def get_probe_token(wildcards):

@@ -160,6 +160,7 @@ class Request:
 @dataclass(frozen=True)
 class Verdict:
     size_param: str | None
+    indifference: float  # the GPU and the CPU this close in time or SU: either is right
 
 
 @dataclass(frozen=True)
@@ -248,6 +249,8 @@ class Study:
 
     def _series_view(self, overrides: dict) -> Study:
         changes: dict[str, Any] = {"series": None, "compare": None}
+        if "measured" in overrides:  # times measured elsewhere: the series runs no jobs
+            changes |= {"measured": overrides["measured"], "workload": None}
         if "params" in overrides:
             changes["params"] = self.params | overrides["params"]
         if "cost" in overrides:
@@ -257,6 +260,11 @@ class Study:
                 own = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides[key].items()}
                 changes[key] = replace(getattr(self, key), **own)
         return replace(self, **copy.deepcopy(changes))
+
+    @property
+    def elsewhere(self) -> bool:
+        """Whether its times were all measured elsewhere (its CSV, or each series' own)."""
+        return all(self.for_series(s).measured for s in self.series_names)
 
     def base_n(self, ns) -> int:
         """The base case N: the configured one, else the smallest N."""

@@ -11,6 +11,15 @@ EFFICIENCY_BANDS = (("excellent", 0.90, "excellent"), ("good", 0.75, "good"),
 # median (a share of it) an outlier must lie
 CV_LIMIT, Z_LIMIT, MIN_DEVIATION = 0.10, 3.5, 0.05
 
+# data loading is the bottleneck where the training steps wait for data more than this
+# share of their time: the data, not the model, sets the pace (sections/telemetry)
+BOTTLENECK_WAIT = 0.5
+BOTTLENECK_WORDS = f"over {100 * BOTTLENECK_WAIT:g} % of each step"
+# staging is flat where the slowest of k copies at once takes within this share of the
+# slowest of the fewest copies' time (sections/staging)
+STAGING_FLAT = 0.1
+STAGING_FLAT_WORDS = f"within {100 * STAGING_FLAT:g} %"
+
 # the queue's bound on past waits (scalestudy.analysis.cluster.queue): BOUND_LEVEL
 # confidence that the BOUND_QUANTILE of a shape's waits lies below it
 BOUND_LEVEL, BOUND_QUANTILE = 0.95, 0.9

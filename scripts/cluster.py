@@ -16,7 +16,7 @@ def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
     study = Study.from_config(smk.wildcards.study, smk.params.study)
     # times measured elsewhere have no job to ask about: the same facts on any profile
-    if smk.params.queue == LOCAL or study.measured is not None:
+    if smk.params.queue == LOCAL or study.elsewhere:
         facts = local_facts()
     else:
         runs = read_runs(study, list(smk.input.records))

@@ -14,6 +14,7 @@ import pytest
 
 from scalestudy.analysis.cost.plan import round_plan
 from tests.conftest import study_model
+from tests.test_report_questions import first_row, lines
 from tests.test_workflow import planned_runs
 
 PY = sys.executable
@@ -163,6 +164,11 @@ def test_an_adaptive_study_runs_in_rounds_and_continues_from_what_exists(workflo
     top = report.split("</h1>", 1)[1].lstrip()
     assert top.startswith('<p class="warn not-decided">Not decided: <a href="#study-a">a</a>.')
     assert f"set <code>adaptive.max_repeats: {change['value']}</code> in study" in top
+    # and the first table's line of its question, not decided, says the same
+    assert lines(report, "a") == [("how many", "no")]
+    assert f"Not decided: set adaptive.max_repeats: {change['value']} in study a" in (
+        first_row(report, "a")
+    )
 
     # nothing to do again; a deleted record is run again, and only it
     again = workflow.snakemake("--profile", "profiles/local")

@@ -94,7 +94,9 @@ def test_each_sections_files_keep_their_layer():
     assert [p.name for p in folders] == sorted(SECTIONS)
     for folder in folders:
         names = {p.name for p in folder.iterdir() if p.name != "__pycache__"}
-        assert names == {"__init__.py", "contract.py", "produce.py", "view.py", "partial.html.j2"}
+        # and, where the section answers a question of the first table, its line
+        files = {"__init__.py", "contract.py", "produce.py", "view.py", "partial.html.j2"}
+        assert names - {"line.html.j2"} == files
         for path in sorted(folder.glob("*.py")):
             own = SECTION_LAYERS.get(path.stem)
             layers = {layer_of(m) for m in reached(path)} - {None, "compute"}
@@ -371,7 +373,7 @@ def test_the_template_reads_the_contract_and_the_views_and_decides_nothing():
     """The report's template (the plan's, plan.html.j2, formats plan.json: not this
     contract)."""
     templates = [PACKAGE / "report" / "templates" / "report.html.j2",
-                 *sorted((PACKAGE / "sections").glob("*/partial.html.j2"))]  # fmt: skip
+                 *sorted((PACKAGE / "sections").glob("*/*.html.j2"))]  # fmt: skip
     for template in templates:
         found = template_decisions(template.read_text(), template_names())
         assert not found, f"{template.relative_to(REPO)}: {found}"

@@ -3,6 +3,7 @@ measured again 30 % slower at one point and compared with its last archive, thro
 real Snakemake, the report and `make check`."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -11,6 +12,7 @@ import pytest
 
 from scalestudy.analysis.history.archive import archive
 from tests.conftest import REPO
+from tests.test_report_questions import first_row, lines
 
 
 def times_csv(path, slower_at=None, seed=0):
@@ -46,6 +48,13 @@ def test_a_rerun_30_percent_slower_at_one_point_against_its_last_archive(workflo
     assert "Against the baseline" in html and "N = 2: slower by" in html
     assert 'data-figure="baseline"' in html
     assert "<h3>History</h3>" in html  # the archive, then now
+    # the first table: how many, and beside it, slower than before at N = 2, decided
+    assert [q for q, _ in lines(html, "m")] == ["how many", "slower than before"]
+    assert lines(html, "m")[1] == ("slower than before", "yes")
+    assert re.search(
+        r"slower than before : at N = 2: slower by \d+% \[\d+%, \d+%\]\. Decided\.",
+        first_row(html, "m"),
+    )
     # the speedup at N = 2 fell from 1.67 to about 1.28: the reference is broken
     make = subprocess.run(
         ["make", "-s", "-f", str(REPO / "Makefile"), "check", f"VENV={sys.prefix}"],

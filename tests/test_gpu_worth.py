@@ -21,8 +21,6 @@ import pandas as pd
 import pytest
 import torch
 
-from scalestudy.analysis.cost.cost import Cost
-from scalestudy.analysis.decisions import verdict
 from scalestudy.compute import telemetry
 from scalestudy.compute.harness import Context
 from workloads import cifar_cnn, gd_regression, linear_solve
@@ -362,120 +360,7 @@ def test_gpu_telemetry_merges_metrics_on_cuda_only(tmp_path):
     assert ctx.metrics["gpu_util_peak_pct"] == 90 and ctx.metrics["gpu_samples"] >= 2
 
 
-# --- verdict ---------------------------------------------------------------------------
-
-SIZES = [64, 128, 256, 512]
-WEIGHTS_1_2 = Cost.from_config({"core_weight": 1, "gpu_weight": 2, "partitions": {}})
-
-
-def cpu_points():
-    """Times growing as size^3 / threads^0.8 (imperfect scaling), 1, 2 and 4 threads."""
-    points = {}
-    for size in SIZES:
-        base = (size / 64) ** 3 * 10.0
-        points[size] = [(t, base / t**0.8, WEIGHTS_1_2.su(t, 0, base / t**0.8)) for t in (1, 2, 4)]
-    return points
-
-
-def gpu_points(times, cores=1, gpus=1):
-    return {s: (t, WEIGHTS_1_2.su(cores, gpus, t)) for s, t in zip(SIZES, times, strict=True)}
-
-
-def test_crossover_at_the_right_size():
-    cpu = cpu_points()  # fastest CPU (4 threads): 3.3, 26.4, 211, 1689 s
-    gpu = gpu_points([30.0, 40.0, 60.0, 200.0])
-    assert verdict.crossover_size(cpu, gpu) == 256
-    # a noisy small size does not count unless the GPU stays faster
-    gpu_noisy = gpu_points([3.0, 40.0, 60.0, 200.0])
-    assert verdict.crossover_size(cpu, gpu_noisy) == 256
-    assert verdict.crossover_size(cpu, gpu_noisy, sustained=False) == 64
-    assert verdict.crossover_size(cpu, gpu_points([1e5] * 4)) is None
-
-
-def test_break_even_speedup():
-    # 1 core + 1 GPU at weights 1 and 2: 3 SU per hour (0.5 h: 1.5 SU)
-    gpu = (1800.0, 1.5)
-
-    def break_even(*cpu_points):  # CPU points: (threads, seconds, SU)
-        return verdict.compare_size(1, cpu_points, gpu)["break_even_speedup"]
-
-    assert break_even((4, 3600.0, 4.0)) == pytest.approx(0.75)  # vs 4 cores for 1 h
-    assert break_even((1, 3600.0, 1.0)) == pytest.approx(3.0)  # vs 1 core for 1 h
-    # vs the cheapest point (1 core, 1 h: 1 SU) with the fastest taking 0.5 h: 1.5x
-    assert break_even((1, 3600.0, 1.0), (4, 1800.0, 2.0)) == pytest.approx(1.5)
-    with pytest.raises(ValueError):
-        break_even((1, 1.0, 0.0))
-
-
-def test_verdict_worth_it():
-    cpu = cpu_points()
-    out = verdict.gpu_verdict(cpu, gpu_points([30.0, 40.0, 60.0, 200.0]))
-    assert out.crossover_size == 256 and out.worth_it
-    # at 256 the GPU (60 s at 3 SU/h = 0.05 SU) beats the cheapest CPU point (1 thread, 640 s)
-    row = out.sizes[2]
-    assert row.best_cpu_threads == 1 and row.fastest_cpu_threads == 4
-    assert row.gpu_su == pytest.approx(0.05)
-    assert row.best_cpu_su == pytest.approx(640 / 3600)
-    # the fastest CPU point (4 threads, 640 / 4^0.8 s) against the cheapest's 640 core-s:
-    # the GPU at 3 SU/h must take 640 / 3 s, i.e. be 3 / 4^0.8 times as fast
-    assert row.break_even_speedup == pytest.approx(3 / 4**0.8)
-    assert out.worth_it_size == 256
-    assert out.verdict.startswith("GPU worth it at size 256: SU per result 0.05 vs 0.178")
-    assert "(best CPU point: 1 thread)" in out.verdict
-
-
-def test_verdict_faster_but_not_cheaper():
-    # the GPU job holds 16 cores + 1 GPU (18 SU/h): faster from 256, never cheaper
-    out = verdict.gpu_verdict(cpu_points(), gpu_points([30.0, 40.0, 150.0, 1200.0], cores=16))
-    assert out.crossover_size == 256 and not out.worth_it
-    assert "not cheaper" in out.verdict and "break even" in out.verdict
-
-
-def test_verdict_names_the_size_where_the_gpu_stops_being_cheaper():
-    # a 2-core + 1-GPU job (4 SU/h): faster from 128 on, cheaper at 128 and 256, not 512
-    out = verdict.gpu_verdict(cpu_points(), gpu_points([30.0, 15.0, 100.0, 1500.0], cores=2))
-    assert out.crossover_size == 128 and not out.worth_it
-    assert [r.gpu_cheaper for r in out.sizes] == [False, True, True, False]
-    assert "but not cheaper at size 512: SU per result 1.67 vs 1.42" in out.verdict
-
-
-def test_verdict_not_worth_it():
-    out = verdict.gpu_verdict(cpu_points(), gpu_points([50.0, 400.0, 3000.0, 20000.0]))
-    assert out.crossover_size is None and out.worth_it_size is None
-    assert out.verdict.startswith("GPU not worth it at any measured size (up to 512)")
-
-
-def test_verdict_from_frame():
-    rows = []
-    for size, points in cpu_points().items():
-        for threads, time_s, _ in points:
-            for jitter in (0.9, 1.0, 1.2):  # three repeats, median = time_s
-                rows.append(("cpu", size, threads, time_s * jitter, threads, 0))
-    for size, t in zip(SIZES, [30.0, 40.0, 60.0, 200.0], strict=True):
-        rows.append(("gpu", size, 1, t, 1, 1))
-    df = pd.DataFrame(rows, columns=["series", "size", "n", "time_s", "cores", "gpus"])
-    cpu, gpu = verdict.from_frame(df, WEIGHTS_1_2)
-    assert cpu[256][0][1] == pytest.approx(cpu_points()[256][0][1])
-    assert gpu[256] == (60.0, pytest.approx(0.05), "gpu")
-    assert verdict.gpu_verdict(cpu, gpu).worth_it_size == 256
-    with pytest.raises(ValueError, match="missing columns"):
-        verdict.from_frame(df.drop(columns="gpus"), WEIGHTS_1_2)
-
-
-def test_gpu_series_at_one_size_stay_apart_and_the_fastest_is_named():
-    # three input pipelines on one GPU (same size, same 8 cores): not one median point
-    rows = [("cpu", "cpu", 256, 16, 2.2, 16, 0)]
-    rows += [("gpu", name, 256, 8, t, 8, 1) for name, t in
-             [("loader", 2.0), ("workers", 0.7), ("on_device", 0.1)]]  # fmt: skip
-    df = pd.DataFrame(rows, columns=["series", "name", "size", "n", "time_s", "cores", "gpus"])
-    cpu, gpu = verdict.from_frame(
-        df, Cost.from_config({"core_weight": 1, "gpu_weight": 16, "partitions": {}})
-    )
-    assert gpu[256][0] == 0.1 and gpu[256][2] == "on_device"
-    out = verdict.gpu_verdict(cpu, gpu)
-    assert out.sizes[0].gpu_series == "on_device"
-    assert out.sizes[0].speedup == pytest.approx(22.0)
-    assert out.verdict.startswith("GPU worth it at size 256 (series on_device)")
+# --- staging ----------------------------------------------------------------------------
 
 
 def test_staging_view_shows_growth_with_copies_at_once():

@@ -14,14 +14,15 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from scalestudy.analysis.stats.paired import paired_ratios, pairs_of
 from scalestudy.analysis.stats.verdicts import pooled_log_variance, verdicts
 from scalestudy.compute.launch import interpreter, worker_processes
 from scalestudy.records import schema_errors
+from scalestudy.sections.paired.produce import paired_ratios, pairs_of
 from scalestudy.study.errors import ConfigError
 from scalestudy.study.run_spec import paired_order, previous_paired_run, run_spec
 from scalestudy.study.validation import checked_config
 from tests.conftest import NOT_JUDGED_ON_SHARED_CPUS, REPO, checked_study
+from tests.test_report_questions import first_row, lines
 from tests.test_studies import SCHEMA
 
 SLEEP = "import sys, time; time.sleep(float(sys.argv[1]))"
@@ -287,7 +288,11 @@ def test_a_paired_study_runs_its_pairs_interleaved_and_reports_the_ratio(workflo
     assert point["verdict"] == "slower" and point["words"].startswith("slower by ")
     html = (workflow.root / "results" / "report.html").read_text()
     assert "Paired comparison: b against a" in html
-    assert f"<td>{point['ratio']:.3f}</td>" in html and point["words"] in html
+    ci = f"{point['ratio']:.3f} [{point['ci_lo']:.3f}, {point['ci_hi']:.3f}]"
+    assert f"<td>{ci}</td>" in html and point["words"] in html
+    # the first table answers its question first: b slower than a, decided
+    assert lines(html, "ab") == [("a or b", "yes")]
+    assert f"a or b : b against a: {point['words']}. Decided." in first_row(html, "ab")
     # the fault probe: a run redone (its record newer) made every later run of the
     # chain outdated, and run again, losing what they had measured
     first = runs / f"{drawn[0][0]}-t1" / f"rep{drawn[0][1]}.json"

@@ -79,13 +79,16 @@ def test_every_answer_is_in_one_table_at_the_top_linked_to_its_section(tmp_path)
     assert len(rows) == 3
     first = text_of(rows[0])
     assert '<a href="#study-rtx">rtx</a>' in rows[0]
-    # study, answer (N and layout), speedup, efficiency, relative SU, decided, warnings
+    # study; its question, the answer (N and layout, speedup, efficiency, relative SU),
+    # decided or what would decide it; warnings
     assert first == (
-        " rtx published 6 GPUs (1 node, 6 processes per node, 1 thread each, 6 GPUs per node) "
-        "3.29 55 % 1.82x not decided none "
+        " rtx published how many : Ask for 6 GPUs (1 node, 6 processes per node, 1 thread "
+        "each, 6 GPUs per node): speedup 3.29, efficiency 55 %, 1.82x the SU of the base case "
+        "N = 1. Not decided: 1 more run at N = 5, N = 6, N = 7: measure them as before and add "
+        "them to the CSV. none "
     )
-    assert text_of(rows[1]).endswith(" decided none ") and "not decided" not in rows[1]
-    assert text_of(rows[2]).endswith(" – none ")
+    assert text_of(rows[1]).endswith(" N = 1. Decided. none ") and "Not decided" not in rows[1]
+    assert text_of(rows[2]).endswith(" add them to the CSV. none ")
 
 
 def test_the_answer_carries_efficiency_layout_and_whether_it_is_decided():
@@ -244,7 +247,7 @@ def test_one_precision_per_column_and_significant_digits_for_rates():
 def test_a_reason_left_out_of_the_fit_is_said_once_in_its_row():
     reason = "allocation mismatch: cpus: asked for 2, only 1 usable (affinity)"
     rows = [summary_row("t1", 1), summary_row("t2", 2, status=reason, time_s=None)]
-    fit = SimpleNamespace(series="", excluded={"t2": reason}, fits=[])  # a SeriesFit's parts
+    fit = SimpleNamespace(series="", excluded={"t2": reason}, fits=[], one_point=False)
     view = results_view(rows, [fit], False)
     cells = view["rows"][1]["cells"]
     assert cells[view["keys"].index("fit")] == "allocation mismatch"

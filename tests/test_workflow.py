@@ -14,6 +14,7 @@ from benchmarks.dag_dry_run import grid_study
 from scalestudy import FIGURES
 from tests.browser import CHROMIUM, open_report
 from tests.conftest import FASHION_DIR, REPO, tiny_mnist_study
+from tests.test_report_questions import first_row, lines
 
 needs_fashion = pytest.mark.skipif(
     not FASHION_DIR.is_dir(), reason="Debian's dataset-fashion-mnist is not installed"
@@ -81,6 +82,17 @@ def test_study_end_to_end_with_a_failed_point_and_a_rerun(workflow):
     assert "Going from 6 to 7 GPUs adds only 0.06 speedup per added unit" in page["text"]
     assert "Prediction (model" in page["text"] and "extrapolated" in page["text"]
     assert "Hoefler" in page["text"]
+    # the first table: each study's own question, decided or not, and what would decide it
+    html = (results / "report.html").read_text()
+    assert [q for q, _ in lines(html, "tiny")] == ["how many"]
+    assert "how many : Ask for " in first_row(html, "tiny")
+    assert "how many : Ask for 6 GPUs (1 node, 6 processes per node, 1 thread each, 6 GPUs" in (
+        first_row(html, "published")
+    )
+    assert lines(html, "gpu") == [("how many", "no")]
+    assert "No recommendation: no point has a speedup (did the base case fail?). Not decided: " in (
+        first_row(html, "gpu")
+    )
     # the whole request: #SBATCH lines of the recommended point, and every point's
     assert "#SBATCH --cpus-per-task=" in page["text"] and "#SBATCH --mem=" in page["text"]
     assert "What to ask for, per point" in page["text"] and "a scaled estimate" in page["text"]

@@ -322,10 +322,12 @@ def describe_error(error, names_of=None, listing: str | None = None) -> list[tup
     from jsonschema.exceptions import best_match
 
     err = error
-    while err.context:  # oneOf/anyOf: say which alternative came closest
+    while True:  # oneOf/anyOf: say which alternative came closest
         alternatives = one_of_keys(err)
         if alternatives:
             return [([str(p) for p in err.absolute_path], alternatives)]
+        if not err.context:
+            break
         err = best_match(err.context)
     path = [str(p) for p in err.absolute_path]
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
@@ -361,10 +363,15 @@ def describe_error(error, names_of=None, listing: str | None = None) -> list[tup
 
 
 def one_of_keys(error) -> str | None:
-    """For `oneOf` of alternatives that each require a key (`workload` or `measured`):
-    which one to give, in words; None for any other oneOf."""
-    alternatives = error.validator_value if error.validator == "oneOf" else None
-    if not alternatives or not isinstance(error.instance, dict):
+    """For alternatives that each require a key (`workload` or `measured`: oneOf, anyOf,
+    or `not` both): which one to give, in words; None for any other error."""
+    if not isinstance(error.instance, dict):
+        return None
+    if error.validator == "not" and set(error.validator_value) == {"required"}:
+        keys = " or ".join(f"`{k}`" for k in error.validator_value["required"])
+        return f"give {keys}, not both"
+    alternatives = error.validator_value if error.validator in ("oneOf", "anyOf") else None
+    if not alternatives:
         return None
     keys = []
     for alternative in alternatives:

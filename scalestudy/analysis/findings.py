@@ -62,7 +62,7 @@ AXIS_UNITS = {
 def is_distributed(study: Study) -> bool:
     """Whether the study's points run several processes (DDP): a workload that can, or
     times measured elsewhere (published DDP times get the source's table too)."""
-    if study.measured is None and not workload_capabilities(study.workload).get("distributed"):
+    if not study.elsewhere and not workload_capabilities(study.workload).get("distributed"):
         return False
     for series in study.series_names:
         sc = study.for_series(series).scaling
@@ -84,10 +84,13 @@ def study_facts(study: Study) -> StudyFacts:
     # what the study is, for the report's words: times measured elsewhere, the user's
     # command, or a training of the workflow's own, in one process or distributed
     kind = "distributed" if distributed else "training"
-    if study.measured is not None or study.workload == "command":
-        kind = "measured" if study.measured is not None else "command"
+    # times measured elsewhere: the study's CSV, or its series' own
+    files = dict.fromkeys(study.for_series(s).measured for s in study.series_names)
+    measured = ", ".join(f for f in files if f) if study.elsewhere else None
+    if measured or study.workload == "command":
+        kind = "measured" if measured else "command"
     return StudyFacts(
-        study.name, study.description, study.workload, study.measured,
+        study.name, study.description, study.workload, measured,
         kind=kind, params=jsonable(study.params),
         scaling=Scaling(**jsonable(asdict(study.scaling))),  # as JSON reads it back: lists
         unit=several, unit_one=one, time=study.time, tolerance=study.convergence.tolerance,

@@ -84,7 +84,7 @@ def tables(
     """The runs table as the analysis reads it (each run's energy, with Slurm
     accounting's `accounted`: read_accounting; its round; split by provenance), and
     the summary."""
-    if study.measured is None:  # times measured elsewhere have no energy
+    if not study.elsewhere:  # times measured elsewhere have no energy
         runs = with_energy(runs, accounted[0], study.time)
     if plans:
         keys = zip(runs["point"], runs["repeat"], strict=True)
@@ -98,7 +98,7 @@ def probe_commands_of(
 ) -> list[list[str]]:
     """The sbatch --test-only commands of the study's requests, the ones aggregation
     looks up in its cluster facts (`accounting`: sacct's answer, which sizes --mem)."""
-    if study.measured is not None:
+    if study.elsewhere:
         return []
     accounted = read_accounting(accounting)
     runs, summary = tables(study, runs, accounted)
@@ -125,7 +125,7 @@ def analyse(
     cluster = cluster or local_facts()
     # Slurm accounting (only where runs had jobs): its CPU and memory figures for the
     # requests, its ConsumedEnergy for each run's energy
-    accounted = ({}, None) if study.measured is not None else read_accounting(cluster["accounting"])
+    accounted = ({}, None) if study.elsewhere else read_accounting(cluster["accounting"])
     runs, summary = tables(study, runs, accounted, plans)
     predictions = study_predictions(summary, runs, study)
     rounds = rounds_summary(plans, runs, study) if plans else None

@@ -28,8 +28,9 @@ from scalestudy.analysis.energy import energy
 from scalestudy.analysis.stats import intervals
 from scalestudy.compute.harness import TRAINING
 from scalestudy.model import Study
-from scalestudy.records import RecordError, plain, read_placed_record
+from scalestudy.records import RecordError, read_placed_record
 from scalestudy.study.points import point_for, series_of_points
+from scalestudy.study.tables import read_measured
 
 SERIES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 # The parts of a record whose fields become columns of the runs table, each under its
@@ -215,11 +216,17 @@ def mark_overlaps(runs: pd.DataFrame) -> pd.Series:
 def read_runs(study: Study, inputs: list[str | Path]) -> pd.DataFrame:
     """The study's runs table, the one way every caller reads it: its records, each
     checked against its path (RecordError names a bad one), with why others disturbed
-    a run; or its measured CSV."""
+    a run; or its measured CSV, or each series' (`series.<name>.measured`)."""
     if study.measured is not None:
         return runs_from_measured(inputs[0], study)
-    runs = runs_from_records(list(inputs), series_of_points(study))
-    return runs.assign(disturbed=disturbed_reasons(runs, study))
+    csvs = {s: path for s in study.series_names if (path := study.for_series(s).measured)}
+    tables = [runs_from_measured(path, study, series) for series, path in csvs.items()]
+    measured = {Path(path).resolve() for path in csvs.values()}
+    records = [path for path in inputs if Path(path).resolve() not in measured]
+    if records or not tables:
+        runs = runs_from_records(records, series_of_points(study))
+        tables.append(runs.assign(disturbed=disturbed_reasons(runs, study)))
+    return pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
 
 
 def runs_from_records(
@@ -253,53 +260,19 @@ def run_key(record: dict) -> str:
     return f"{env.get('host')}@{record['started_at']}-{record['finished_at']}"
 
 
-def runs_from_measured(csv_path: str | Path, study: Study) -> pd.DataFrame:
-    """A CSV of times measured by hand (N,time_s[,repeat][,series][,nodes or per_node])
-    as a runs table. On a total axis (processes, gpus, cores) `nodes` or `per_node`
-    says how a row's N was placed (8 GPUs on 2 nodes: per_node 4)."""
-    csv_path = Path(csv_path)
-    try:
-        table = pd.read_csv(csv_path)
-    except (OSError, ValueError) as e:
-        raise RecordError(f"{csv_path}: cannot read as CSV ({e})") from None
-    missing = {"N", "time_s"} - set(table.columns)
-    if missing:
-        raise RecordError(f"{csv_path}: missing column(s) {sorted(missing)}; need N,time_s")
-    if table.empty:
-        raise RecordError(f"{csv_path}: no rows")
-    optional = [c for c in ("repeat", "nodes", "per_node") if c in table]
-    for col in ["N", "time_s", *optional]:
-        values = pd.to_numeric(table[col], errors="coerce")
-        bad = values.isna() | ~np.isfinite(values.astype(float)) | (values <= 0)
-        if bad.any():
-            row = int(bad.idxmax()) + 2  # 1-based, after the header line
-            raise RecordError(
-                f"{csv_path}: line {row}: {col}={plain(table[col].iloc[bad.idxmax()])} "
-                "is not a positive finite number"
-            )
-        table[col] = values
-    if (table["N"] != table["N"].round()).any():
-        raise RecordError(f"{csv_path}: N must be whole numbers")
-    keys = ["series", "N"] if "series" in table else ["N"]
-    if "repeat" not in table:
-        table["repeat"] = table.groupby(keys).cumcount() + 1
-    keys.append("repeat")
-    repeated = table[table.duplicated(keys, keep=False)]
-    if not repeated.empty:
-        first = tuple(repeated.iloc[0][keys])
-        lines = [i + 2 for i in repeated.index if tuple(table.loc[i, keys]) == first]
-        pairs = zip(keys, first, strict=True)
-        run = ", ".join(f"{k}={v}" if k == "series" else f"{k}={v:g}" for k, v in pairs)
-        raise RecordError(
-            f"{csv_path}: lines {', '.join(map(str, lines))} are the same run ({run}): "
-            "a run counts once; give each its own repeat number"
-        )
-    rows = []
+def runs_from_measured(csv_path: str | Path, study: Study, series: str = "") -> pd.DataFrame:
+    """A CSV of times measured by hand (N,time_s[,repeat][,series][,nodes or per_node];
+    study.tables.read_measured) as a runs table: a series' own (`series`), or the study's.
+    On a total axis (processes, gpus, cores) `nodes` or `per_node` says how a row's N was
+    placed (8 GPUs on 2 nodes: per_node 4). Its time is the study's `time` (the CSV's
+    time_s stands for the whole job, or the training, as the study compares them)."""
+    csv_path, rows = Path(csv_path), []
+    table = read_measured(csv_path)
     for r in table.itertuples():
-        series = str(r.series) if "series" in table else ""
-        if series and not SERIES_NAME.match(series):
-            raise RecordError(f"{csv_path}: series {series!r}: use letters, digits and '_'")
-        point = point_for(study, int(r.N), series, measured_per_node(r, csv_path))
+        name = str(r.series) if "series" in table else series
+        if name and not SERIES_NAME.match(name):
+            raise RecordError(f"{csv_path}: series {name!r}: use letters, digits and '_'")
+        point = point_for(study, int(r.N), name, measured_per_node(r, csv_path))
         # a run that timed nothing but its whole, on what its point asks for
         layout = ("threads", "tasks_per_node", "nodes", "gpus_per_node")
         requested = {key: getattr(point, key) for key in layout}
@@ -308,7 +281,9 @@ def runs_from_measured(csv_path: str | Path, study: Study) -> pd.DataFrame:
                   "wall_s": float(r.time_s), "phases": [], "metrics": {},
                   "resources": {"requested": requested, "mismatch": False, "mismatches": []},
                   "environment": {}, "started_at": None, "finished_at": None}  # fmt: skip
-        rows.append(record_row(record) | {"series": series})
+        # under `time: train` the CSV's time is the training's
+        train = {"train_s": float(r.time_s)} if study.time == "train" else {}
+        rows.append(record_row(record) | {"series": name} | train)
     return runs_table(rows)
 
 

@@ -22,7 +22,7 @@ from scalestudy.records import RecordError, finite, read_record
 from scalestudy.sections import SECTIONS, part
 from scalestudy.sections.series.contract import SeriesFit
 from scalestudy.sections.telemetry.contract import TELEMETRY  # the telemetry section's columns
-from scalestudy.thresholds import BANDS_WORDS, INSTABILITY_WORDS, band_words
+from scalestudy.thresholds import BANDS_WORDS, BOTTLENECK_WORDS, INSTABILITY_WORDS, band_words
 
 
 class Significant:
@@ -141,7 +141,7 @@ DDP = [
     "job_ids", "config", "world_size", "nodes", "wall_s", "time_per_epoch_s", "val_loss",
     "val_accuracy", "speedup", "efficiency", "band", "throughput",
 ]  # fmt: skip
-# what the answers (the headline, the summary at the top) state of their points
+# what the answers' headlines state of their points
 ANSWER = ["speedup", "relative_su"]
 # Columns shown with their confidence interval: column -> (lo, hi) columns.
 WITH_CI = {
@@ -233,6 +233,8 @@ def profile_links(records: list[Path], report_path: Path) -> list[dict]:
     return links
 
 
+# the results table's columns that compare a point with its series' base case
+SELF_COMPARED = ["speedup", "efficiency", "karp_flatt", "relative_su"]
 # the results table's columns shown only where a point has a value in them: what the
 # runs hold decides (no warm-up for one-epoch runs, no throughput or quality for times
 # measured elsewhere or a command that reports none)
@@ -347,6 +349,26 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
     }
 
 
+def runs_by_count(added: dict) -> dict | None:
+    """The runs to add at each point ({where: runs}; none where 0 or None) as the words
+    group them (by count, most first), and the most any point needs: by how much
+    `repeats` is raised."""
+    groups = {}
+    for where, k in added.items():
+        groups.setdefault(k, []).extend([str(where)] if k else [])
+    groups = sorted((k, where) for k, where in groups.items() if k)
+    return groups and {"groups": groups[::-1], "most": groups[-1][0]} or None
+
+
+def with_ci(value, lo, hi, form: str | None = None, unit: str = "") -> str:
+    """A value and its interval in one format (three significant digits unless given):
+    1.27x [1.21, 1.33]; the value alone without an interval."""
+    form = form or Significant(3).fixed([value, lo, hi])
+    text = fmt(value, form) + unit
+    known = finite(lo) is not None and finite(hi) is not None
+    return f"{text} [{fmt(lo, form)}, {fmt(hi, form)}]" if known else text
+
+
 # --- the study ---------------------------------------------------------------------------
 
 
@@ -369,7 +391,10 @@ def study_view(
     found = analysis.findings
     study = found.study
     energy = analysis.section("energy")
+    # a series of one point: no point is compared with itself (its ratios left blank)
+    alone = {p.series or "" for p in analysis.section("series") if p.one_point}
     rows = summary.to_dict("records")
+    rows = [r | dict.fromkeys(SELF_COMPARED) if series_of(r) in alone else r for r in rows]
     has_series = any(series_of(r) for r in rows)
     results = results_view(rows, analysis.section("series"), has_series)
     distributed = study.distributed
@@ -388,7 +413,7 @@ def study_view(
     views = {name: v if v is None else part(name, "view").view(v) for name, v in data.items()}
     result_text = part("time_to_result", "view").result_text
     request_for = part("requests", "view").request_for
-    return (
+    view = (
         shallow(study)
         | shallow(found)
         | {
@@ -397,6 +422,7 @@ def study_view(
             "time_margin": pct(study.request.time_margin),
             "tolerance": pct(study.tolerance),
             "instability": INSTABILITY_WORDS,
+            "bottleneck": BOTTLENECK_WORDS,
             "bands": BANDS_WORDS,
             "deadline": fmt(study.deadline_s, "{:g}"),
             "budget": fmt(study.budget_su, "{:g}"),
@@ -428,6 +454,8 @@ def study_view(
                 | {"cells": cells(shallow(a), ANSWER)}
                 # the headline states efficiency without its interval, beside the speedup's
                 | {"efficiency_text": fmt(a.efficiency, pattern("efficiency"))}
+                | alone_point(a, rows, analysis.section("series"))
+                | next_runs(a.next_measurements)
                 | {"steps": {"to": step_text(a.steps.to), "after": step_text(a.steps.after)}}
                 | {"threshold": fmt(a.threshold, "{:g}"), "zone": fmt(a.zone, "{:.2g}")}
                 # the answer's time to result, where Slurm gave waits
@@ -459,3 +487,34 @@ def study_view(
             ],
         }
     )
+    # the first table's lines: each section's line.html.j2 where its view has a RANK (its
+    # question: the study's main one first, then how many, then the baseline beside them)
+    asks = [n for n, v in views.items() if v and hasattr(part(n, "view"), "RANK")]
+    asks = [n for n in asks if getattr(part(n, "view"), "asks", bool)(views[n])]
+    asks.sort(key=lambda name: part(name, "view").RANK)
+    return view | {
+        "questions": [
+            {"template": f"section:{name}/line", "v": views[name], "alone": len(asks) == 1}
+            for name in asks
+        ]
+    }
+
+
+def alone_point(a: contract.Answer, rows: list[dict], fits: list[SeriesFit]) -> dict:
+    """Whether an answer's series has one good point: its time and SU a run, then, are
+    what the headline says (it compares no point with itself)."""
+    if a.worth_n is None or not any(f.one_point for f in fits if f.series == a.series):
+        return {"one_point": False}
+    row = next(r for r in rows if series_of(r) == (a.series or "") and r["point"] == a.point)
+    time = with_ci(*(row[k] for k in ("time_s", "time_ci_lo", "time_ci_hi")), unit=" s")
+    return {"one_point": True, "time": time, "su": fmt(row["su"], "{:.3g}")}
+
+
+def next_runs(more: contract.NextMeasurements | None) -> dict:
+    """The runs that would likely decide an answer, as the words group them (runs_by_count)."""
+    repeats = more.repeats if more else []
+    at_least = any(r.at_least for r in repeats)
+    return {
+        "more": runs_by_count({f"N = {r.n}": r.more for r in repeats}),
+        "more_at_least": at_least,
+    }

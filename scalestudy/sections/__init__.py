@@ -1,5 +1,6 @@
 """The report's sections, one folder each (scalestudy/sections/<name>/: contract.py's
-DATA, produce.py's produce(given), view.py's view(data) and PLACE, partial.html.j2).
+DATA, produce.py's produce(given), view.py's view(data), PLACE and RANK, partial.html.j2
+and line.html.j2, its line of the first table).
 What each file holds and how to add a section: docs/architecture.md (tests/test_architecture.py
 checks each file's layer by its name, and adds a toy section this way)."""
 
@@ -20,5 +21,7 @@ def part(name: str, module: str):
 
 
 def partial(name: str) -> str:
-    """A section's template."""
-    return Path(part(name, "contract").__file__).with_name("partial.html.j2").read_text()
+    """A section's template: its partial ("energy"), or its line of the first table
+    ("energy/line")."""
+    name, _, which = name.partition("/")
+    return Path(part(name, "view").__file__).with_name(f"{which or 'partial'}.html.j2").read_text()

@@ -7,6 +7,7 @@ from pathlib import Path
 import workloads as registry
 from scalestudy.compute.commandline import command_params_problems
 from scalestudy.model import CONFIG_FILE, Study
+from scalestudy.records import RecordError
 from scalestudy.study.baseline import archive_problems, baseline_problems, expect_problems
 from scalestudy.study.errors import (
     ConfigError,
@@ -18,6 +19,7 @@ from scalestudy.study.errors import (
 from scalestudy.study.expansion import expand_grid, expand_range
 from scalestudy.study.points import TOTAL_AXES, layout_of, point_for
 from scalestudy.study.slurm import limit_problems, runtime_problems
+from scalestudy.study.tables import read_measured
 from scalestudy.study.workload_bridge import find_workload, params_problems, workloads_of
 
 
@@ -37,18 +39,66 @@ def study_problems(study: Study, workdir: Path, limits: dict, known: dict,
         found = adaptive_problems(study)
         if found:
             return found + compared
+    # the series with their own times measured elsewhere
+    measured = [s for s, own in (study.series or {}).items() if own.get("measured")]
     if study.measured is not None:
         path = workdir / study.measured
         missing = [] if path.is_file() else [f"studies.{study.name}.measured: no such file: {path}"]
-        return missing + compared
+        key = f"studies.{study.name}.series.{measured[0]}.measured" if measured else None
+        twice = [f"{key}: the study's `measured` holds its times; give them once"] if key else []
+        return missing + twice + compared
+    if measured or study.workload is None:
+        found = measured_problems(study, measured, workdir)
+        if found or study.workload is None:
+            return found + compared
     try:
         workload = find_workload(study.name, study.workload, known)
     except ConfigError as e:
         return e.problems + compared
     problems = compared
     for series in study.series_names:
-        problems += series_problems(study, limits, series, workload, workdir, params_ok)
+        if series not in measured:
+            problems += series_problems(study, limits, series, workload, workdir, params_ok)
     return problems  # ConfigError drops a problem said twice
+
+
+def measured_problems(study: Study, measured: list[str], workdir: Path) -> list[str]:
+    """Series of times measured elsewhere (series.<name>.measured) the workflow cannot
+    study, each naming its key, and a CSV's file and line."""
+    where = f"studies.{study.name}"
+    bare = [s for s in study.series_names if s not in measured]
+    if study.workload is None and bare:
+        return [
+            f"{where}.series.{bare[0]}: give it `measured` (a CSV of its times), or give the "
+            "study a `workload` to run it"
+        ]
+    problems = []
+    if study.time == "steady":  # what the runs and the CSVs time must be one thing
+        problems.append(
+            f"{where}.time: times measured elsewhere have no epochs to take the steady one "
+            "of: use wall or train"
+        )
+    for series in measured:
+        own, key = study.for_series(series), f"{where}.series.{series}.measured"
+        try:
+            table = read_measured(workdir / own.measured)
+        except RecordError as e:
+            problems.append(f"{key}: {e}")
+            continue
+        ns, held = own.scaling.ns(), table["N"].astype(int)
+        stray, lacking = table.index[~held.isin(ns)], sorted(set(ns) - set(held))
+        if len(stray):
+            problems.append(
+                f"{key}: {own.measured}: line {stray[0] + 2}: N = {held[stray[0]]} is no point "
+                f"of the series (its scaling.points: {', '.join(map(str, ns)) or 'none'})"
+            )
+        elif lacking:
+            problems.append(
+                f"{key}: {own.measured}: no row has N = {lacking[0]}, a point of its scaling."
+                f"points (its rows, lines 2-{len(table) + 1}, hold N = "
+                f"{', '.join(map(str, held.unique()))})"
+            )
+    return problems
 
 
 def compare_problems(study: Study, workdir: Path) -> list[str]:

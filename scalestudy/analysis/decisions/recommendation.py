@@ -1,17 +1,7 @@
 """What N to ask for, from the measured points: the N up to which every step pays
 (marginal speedup per resource unit at least a threshold), the cheapest point that
 meets a deadline, the fastest within a budget, and the Pareto front of time against
-cost.
-
-Decision choices, and why:
-
-* The walk up in N stops at the first step whose marginal gain falls below the
-  threshold: later gains would need paying for that poor step first.
-* Failed points (non-finite speedup) are skipped, not treated as zero: the step runs
-  from the last good point to the next good one.
-* Costs default to units x time (resource-seconds, what an allocation is charged).
-  Among the points that meet a deadline the cheapest wins (a tie: the faster), within
-  a budget the fastest (a tie: the cheaper); then the smaller N.
+cost. Its choices, and why: docs/report.md, "The answer, and why".
 """
 
 from __future__ import annotations

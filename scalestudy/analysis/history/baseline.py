@@ -74,7 +74,7 @@ def fingerprint(study: Study, runs: pd.DataFrame) -> dict[str, str]:
     found = {label: distinct(runs, column) for label, column in FINGERPRINT.items()}
     if "workflow_dirty" in runs and runs["workflow_dirty"].astype(str).eq("True").any():
         found["workflow commit"] += " (with uncommitted changes)"
-    found["workload"] = study.workload or f"measured: {study.measured}"
+    found["workload"] = study.workload or f"measured: {study.measured or 'a CSV a series'}"
     found["parameters"] = json.dumps(study.params, sort_keys=True)
     return found
 

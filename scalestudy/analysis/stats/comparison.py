@@ -3,22 +3,7 @@ Per common N a ratio of medians with its bootstrap CI and a permutation test; ov
 N a stratified permutation test. Pure functions on numpy arrays; every random draw
 comes from ``np.random.default_rng(seed)``.
 
-Statistical choices, and why:
-
-* Permutation tests on log times: no normality is assumed, and a difference of mean
-  log times is the log of a ratio (of geometric means): series differ by a factor.
-* Exact (every split of the pooled runs) when there are at most n_perm splits, else
-  n_perm random splits with p = (1 + extreme) / (1 + n_perm). Exact splits keep the test
-  valid at any sample size, so no Mann-Whitney fallback is needed; when so few splits
-  exist that p cannot fall below 0.05, the result says so.
-* Two-sided p = P(|null| >= |observed|).
-* Overall: stratified by N (labels shuffled within each N only, so that the N effect
-  on time is not mistaken for a series effect), statistic = the sum of per-N
-  differences; an N with one run in each series counts there (a sign flip).
-* Hand-written, not scipy.stats.permutation_test: that one lists the same exact null
-  distribution (tests/test_comparison.py checks it) but refuses a sample of one run,
-  which the overall test needs, has no stratified test, defines the two-sided p as
-  twice the smaller one-sided p, and is 4-14x slower (benchmarks/stats_scipy.py).
+Its statistical choices, and why: docs/report.md, "Series against each other, and why".
 """
 
 from __future__ import annotations

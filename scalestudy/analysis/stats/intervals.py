@@ -1,24 +1,7 @@
 """Intervals of one point: the CI of a median time, of a speedup or efficiency (ratios
 of medians), instability flags and the Karp-Flatt serial fraction. Pure functions on
-numpy arrays; nothing is random. Which interval, its coverage and why
-(benchmarks/coverage.py measures them): docs/report.md, the results table.
-
-* Medians, not means: run times are right-skewed and now and then hit by one slow run.
-  From n >= 6 (at 95 %) the CI of a median comes from order statistics (the runs below
-  the true median are Binomial(n, 1/2) whatever the distribution), interpolated between
-  neighbours (Hettmansperger & Sheather 1986) to come close to the nominal level; below,
-  where no pair reaches 95 %, a t interval on log times (`median_ci_coverage` says what
-  it reaches; not at larger n: its shortfall under skew does not shrink with n while the
-  interval does). Speedups are ratios of medians with Welch's CI on log times (the ratio of
-  geometric means: of medians under multiplicative noise); single runs' ratios are never
-  averaged. Unstable: CV above CV_LIMIT, or an outlier by the modified z-score (median
-  and MAD, which the outlier cannot drag along) also far from the median.
-
-Both CIs are hand-written (benchmarks/stats_scipy.py measures them against SciPy;
-tests/test_intervals.py checks they agree): ``scipy.stats.quantile_test`` gives only
-the exact interval (``median_ci(interpolate=False)``), about 60x slower;
-``scipy.stats.ttest_ind(log a, log b, equal_var=False)`` the same speedup interval,
-vectorised here for benchmarks/coverage.py.
+numpy arrays; nothing is random. Which interval, its coverage (benchmarks/coverage.py
+measures them) and why: docs/report.md, "The intervals, and why".
 """
 
 from __future__ import annotations
@@ -31,6 +14,7 @@ import numpy as np
 from scalestudy.thresholds import CV_LIMIT, MIN_DEVIATION, Z_LIMIT
 
 LEVEL = 0.95
+MAX_MORE_RUNS = 50  # the most runs a point is searched for to decide it
 
 
 def _finite(values) -> np.ndarray:
@@ -213,3 +197,29 @@ def karp_flatt(speedup, n, n_base: float = 1):
     with np.errstate(divide="ignore", invalid="ignore"):
         e = np.where(p == 1, np.nan, (1 / s - 1 / p) / (1 - 1 / p))
     return float(e) if e.ndim == 0 else e
+
+
+def side_of_one(lo, hi, zone: float) -> str | None:
+    """Where a ratio's interval lies: "above" 1, "below" it, "within" 1 +- zone (an
+    indifference zone: either answer is right), or None (no interval, or across 1)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    if lo > 1 or hi < 1:
+        return "above" if lo > 1 else "below"
+    return "within" if lo >= 1 / (1 + zone) and hi <= 1 + zone else None
+
+
+def runs_to_decide(x: np.ndarray, y: np.ndarray, zone: float) -> tuple[int | None, bool]:
+    """The runs to add to each of two samples after which the interval of their ratio
+    (Welch on log values, df taken as for equal noise) would likely clear 1 or lie in
+    1 +- zone, the estimate as now (None: none within MAX_MORE_RUNS); and whether that
+    count only gives an interval at all (a sample of fewer than 2 runs)."""
+    if min(x.size, y.size) < 2:
+        return 2 - min(x.size, y.size), True
+    lx, ly = np.log(x), np.log(y)
+    centre = abs(lx.mean() - ly.mean())
+    k = np.arange(1, MAX_MORE_RUNS + 1)
+    var = lx.var(ddof=1) / (x.size + k) + ly.var(ddof=1) / (y.size + k)
+    half = _t_quantile(LEVEL, x.size + y.size + 2 * k - 2) * np.sqrt(var)
+    decides = (half < centre) | (centre + half <= math.log1p(zone))
+    return (int(k[decides][0]) if decides.any() else None), False

@@ -4,37 +4,7 @@ selection and the predicted peak. Pure functions on numpy arrays; every random d
 comes from ``np.random.default_rng(seed)``. The models, and what the report makes of
 them: docs/report.md (the results table's section).
 
-Statistical choices, and why:
-
-* The candidates are different families, so that AICc chooses between explanations and
-  not between spellings of one curve: an overhead growing with every unit, c·N (a ring
-  all-reduce's latency term, contention, per-process start-up), or with the depth of a
-  tree, c·log2(N) (tree all-reduce, broadcast, a reduction across nodes), beside
-  Amdahl's serial part. 1, 1/N, N and log2(N) are linearly independent,
-  so on enough distinct N neither three-parameter family reproduces the other's curves.
-  The Universal Scalability Law spans the curves a + b/N + c·N: wherever it fits with
-  F >= 0 it is fixed_work_overhead under other names (the two tied to 13 digits of AICc
-  on real data and split the Akaike weight), so it is no separate candidate;
-  fixed_work_overhead reports its reading, sigma = (F + c)/t(1), kappa = c/t(1).
-* Models are fitted in log space, sum of (log t - log model)^2: errors are relative (the
-  times at large N are small and would otherwise not count), and with log-symmetric
-  noise the curve goes through the medians. All three models are linear in the time
-  domain with non-negative coefficients, t = X(N) @ theta, theta >= 0, so the fit is a
-  Gauss-Newton iteration whose steps are exact non-negative least-squares problems,
-  vectorised over all bootstrap replicates at once (no optimiser call per replicate).
-* Models are ranked by AICc (Akaike's criterion with the small-sample correction; the
-  error variance counts as a parameter): it trades fit against parameters and needs no
-  nesting. A difference below about 2 means the data do not really tell the models apart.
-* Fit uncertainty: bootstrap of the runs within each N (deviations scaled by
-  sqrt(r/(r-1)), which a plain redraw of r runs lacks), or of the residuals when some N
-  has a single run; percentile intervals. scipy.stats.bootstrap draws the replicates
-  (one sample per N); every replicate is then refitted in the one vectorised batch.
-  The fitter is hand-written: ~100x faster than a scipy.optimize.least_squares call per
-  replicate, at the same loss (benchmarks/stats_scipy.py).
-* Speedups, bands and the peak are against a given t_base (the measured base time, as
-  the measured speedups) or the model's own t(N_base): `FitResult.predict_speedup`.
-  `FitResult.band` gives a prediction band by default (one new run), a confidence
-  band of the curve with prediction=False.
+Its statistical choices, and why: docs/report.md, "The models, and why".
 """
 
 from __future__ import annotations

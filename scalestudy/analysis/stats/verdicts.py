@@ -6,41 +6,8 @@ check (analysis/history/baseline.py) uses it; any comparison of two sets of runs
 point can (a paired one: `runs_other` infinite, the variance that of the paired
 differences).
 
-Statistical choices, and why (benchmarks/baseline_calls.py measures them; CV 5 %, 5
-points, 3 runs a side, 1000 pairs, seed 1):
-
-* One log-scale variance pooled over every point and both sides (run times vary by a
-  factor, about alike at every N): 3 runs a side at 5 points give 20 degrees of
-  freedom where a Welch test per point had 2-4.
-* Each way its own one-sided tests: SLOWER_SHARE of alpha (4 %) calls "slower", the
-  rest (1 %) "faster"; why, and what it costs a speedup: docs/baselines.md, "How often
-  a change is called by chance".
-* The whole curve first: the changes a scaling curve shows are a shift at every
-  point, or one that grows with log N from none at the smallest N (more
-  communication) or fades with it (a slower parallel part). Each shape's weighted
-  contrast of the log ratios gets a t test that way; their smallest p (Bonferroni
-  over the shapes) is the curve's test. No shape weighs a point negatively (the
-  fitted time at the largest N does): a curve whose smallest N got faster is not
-  called slower. The curve changed that way when that test, or the smallest point p,
-  rejects: JOINT_SHARE of the way's alpha to the shapes, the rest to the points, both
-  raised together until the union's size under no change is the way's alpha
-  (_union_level: Bonferroni alone gives power away). JOINT_SHARE trades the ramp
-  against one point (0.4: 75 % and 39 %; 0.5: 78 % and 37 %; simulated).
-* Where: closed testing, each way. Each point's hypothesis is rejected when the
-  curve's is and Bonferroni rejects every smaller set of points holding it: Holm's
-  step-down with thresholds alpha / (k - 1), alpha / (k - 1), alpha / (k - 2), ...
-* The tolerance is applied to the estimate, not as a shifted null (a shifted null
-  needs about 4x the runs): a point is called only when its test rejects AND the
-  ratio lies beyond 1 +- tolerance; the curve when its test that way rejects and a
-  point, or the fitted curve somewhere, lies beyond it that way (both ways: "slower
-  and faster").
-* Same: not called, the ratio within 1 +- tolerance, and power >= POWER to call a
-  slowdown of CHANGE_SEEN x tolerance (noncentral t, the estimated variance): at a
-  point, one there alone, which must pass the points' share of the curve's test
-  (its own Holm step stated 0.81 where 0.66 was delivered, 6 runs a side, 5 points);
-  for the curve, one at every point, at the shift's share. The words state a
-  speedup's power too. Short of POWER the verdict is undecided, with the runs now
-  that would reach it (none when the other side's runs alone keep it short).
+Its statistical choices, and why (benchmarks/baseline_calls.py measures them):
+docs/baselines.md, "How the check decides, and why".
 """
 
 from __future__ import annotations
@@ -50,6 +17,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from scalestudy.analysis.stats.intervals import MAX_MORE_RUNS
+
 ALPHA = 0.05
 SLOWER_SHARE = 0.8  # of alpha to calling "slower" (4 %), the rest to "faster" (1 %)
 # each way's false alarms, as the report states them
@@ -57,7 +26,6 @@ SLOWER_ALARMS, FASTER_ALARMS = ALPHA * SLOWER_SHARE, ALPHA * (1 - SLOWER_SHARE)
 JOINT_SHARE = 0.5  # of a direction's alpha to the shapes, the rest to the points
 POWER = 0.8  # a "same" needs this power ...
 CHANGE_SEEN = 2.0  # ... against a slowdown of this many tolerances
-MAX_MORE_RUNS = 50  # the most runs a point is searched for to decide it
 UNION_DRAWS = 20_000  # null draws that size the curve's test (its size within 0.15 %)
 
 SLOWER, FASTER, SAME, UNDECIDED = "slower", "faster", "same", "undecided"

@@ -1,13 +1,11 @@
 """The comparison with the baseline in the report's formats (decided in
 scalestudy.analysis.history.baseline)."""
 
-from scalestudy.report.views import fmt, pct, shallow
+from scalestudy.report.views import fmt, pct, runs_by_count, shallow, with_ci
 from scalestudy.sections.baseline.contract import NO_CHANGE, BaselineComparison
 
-
-def with_ci(value, lo, hi, form: str) -> str:
-    """A value and its interval in one format: 1.27 [1.21, 1.33]."""
-    return f"{fmt(value, form)} [{fmt(lo, form)}, {fmt(hi, form)}]"
+# its line of the first table, slower than before: beside the study's own answer
+RANK = 2
 
 
 def view(b: BaselineComparison) -> dict:
@@ -44,6 +42,9 @@ def view(b: BaselineComparison) -> dict:
         "slower_alarms": pct(b.slower_alarms),
         "faster_alarms": pct(b.faster_alarms),
         "points": points,
+        "verdicts": [
+            shallow(c) | {"more": runs_by_count({"every point": c.more_runs})} for c in b.verdicts
+        ],
         "curves": curves,
         "models": models,
         "differences": b.fingerprint.differences,

@@ -23,8 +23,11 @@ def view(energy: Energy) -> dict:
     def kj(joules):
         return None if joules is None else joules / 1000
 
+    # a series of one point: its point is not compared with itself
+    series = [p.series for p in energy.points]
     rows = [shallow(p) | {"energy_kj": kj(p.energy_j), "energy_kj_ci_lo": kj(p.energy_ci_lo),
                           "energy_kj_ci_hi": kj(p.energy_ci_hi)}
+            | ({"relative_energy": None} if series.count(p.series) == 1 else {})
             for p in energy.points]  # fmt: skip
     formatted = table(rows, ENERGY)
     answers = {a.series or "": shallow(a) | {

@@ -6,7 +6,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class PairedPoint:
-    """b/a at one point from its pairs (scalestudy.analysis.stats.paired.PairedRatio)."""
+    """b/a at one point from its pairs (its produce.py), with its 95 % interval (None
+    where no variance could be estimated) and verdict."""
 
     point: str  # the point's label without its variant (t2, not a-t2)
     n: int

@@ -1,7 +1,10 @@
 """A paired comparison in the report: each point's ratio b/a with its interval and verdict."""
 
-from scalestudy.report.views import fmt, shallow
+from scalestudy.report.views import runs_by_count, shallow, with_ci
 from scalestudy.sections.paired.contract import Paired
+
+# its line of the first table, a or b: the study's main question
+RANK = 0
 
 
 def variant_words(overrides: dict) -> str:
@@ -13,9 +16,12 @@ def variant_words(overrides: dict) -> str:
 
 
 def view(paired: Paired) -> dict:
-    points = [shallow(p) | {"ratio": fmt(p.ratio, "{:.3f}"), "interval": "–" if p.ci_lo is None
-                            else f"[{fmt(p.ci_lo, '{:.3f}')}, {fmt(p.ci_hi, '{:.3f}')}]"}
-              for p in paired.points]  # fmt: skip
+    points = [
+        shallow(p)
+        | {"ratio": with_ci(p.ratio, p.ci_lo, p.ci_hi, "{:.3f}")}
+        | {"more": runs_by_count({p.point: p.more_pairs})}
+        for p in paired.points
+    ]
     return shallow(paired) | {
         "a": variant_words(paired.a),
         "b": variant_words(paired.b),
@@ -23,4 +29,5 @@ def view(paired: Paired) -> dict:
         "slower_alarms": f"{paired.slower_alarms * 100:g} %",
         "faster_alarms": f"{paired.faster_alarms * 100:g} %",
         "points": points,
+        "several": len(points) > 1,  # the lines name their point
     }

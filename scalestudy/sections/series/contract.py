@@ -64,6 +64,11 @@ class SeriesFit:
     bound: float | None = None  # Amdahl's bound on the speedup
 
     @property
+    def one_point(self) -> bool:
+        """Whether the series has one good point (no step between good points)."""
+        return not self.recommendation.get("steps")
+
+    @property
     def usable_points(self) -> int | None:
         """How many points a fit could use, where no model fitted (None: one did)."""
         if not self.fits or any(f.ok for f in self.fits):

@@ -5,10 +5,13 @@ from scalestudy.sections.series.contract import SeriesFit
 
 # where the report shows it: after the GPU verdict and the telemetry
 PLACE = "telemetry"
+# its line of the first table, how many, after the study's main question (docs/report.md)
+RANK = 1
 
 
 def view(series: list[SeriesFit]) -> dict:
-    return {"models": [models_view(p) for p in series]}
+    # a series of one point has no model to fit: nothing to say of it here
+    return {"models": [models_view(p) for p in series if not p.one_point]}
 
 
 def models_view(pred: SeriesFit) -> dict:

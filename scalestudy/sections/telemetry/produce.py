@@ -4,6 +4,7 @@ import pandas as pd
 
 from scalestudy.records import finite
 from scalestudy.sections.telemetry.contract import DATA, TELEMETRY, PointTelemetry
+from scalestudy.thresholds import BOTTLENECK_WAIT
 
 
 def produce(given) -> DATA:
@@ -16,6 +17,15 @@ def produce(given) -> DATA:
     ok = runs[runs["status"] == "ok"]
     medians = ok[columns].apply(pd.to_numeric, errors="coerce").groupby(ok["point"], sort=False)
     return [
-        PointTelemetry(point=point, **{k: finite(v) for k, v in row.items()})
-        for point, row in medians.median().iterrows()
+        PointTelemetry(point=point, **{k: finite(v) for k, v in row.items()}, **waiting(group))
+        for (point, row), (_, group) in zip(medians.median().iterrows(), medians, strict=True)
     ]
+
+
+def waiting(group: pd.DataFrame) -> dict:
+    """Whether the point's steps wait for data more than BOTTLENECK_WAIT of their time
+    (its median run's), and whether each of its runs (2 or more) says the same."""
+    waits = group.get("wait_fraction", pd.Series(dtype=float)).dropna()
+    bottleneck = bool(waits.median() > BOTTLENECK_WAIT)
+    agree = len(waits) > 1 and bool(((waits > BOTTLENECK_WAIT) == bottleneck).all())
+    return {"bottleneck": bottleneck, "runs_agree": agree} if len(waits) else {}

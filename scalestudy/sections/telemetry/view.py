@@ -5,8 +5,19 @@ from scalestudy.sections.telemetry.contract import TELEMETRY, PointTelemetry
 
 # where the report shows it: after the GPU verdict, before the scaling models
 PLACE = "telemetry"
+# its line of the first table, data loading: a main question where the runs measured it
+RANK = 0
 
 
 def view(telemetry: list[PointTelemetry]) -> list[dict] | None:
     measured = table([shallow(t) for t in telemetry], TELEMETRY)
-    return [{"point": t.point} | f for t, f in zip(telemetry, measured, strict=True)] or None
+    said = [
+        {"point": t.point, "bottleneck": t.bottleneck, "runs_agree": t.runs_agree}
+        for t in telemetry
+    ]
+    return [s | f for s, f in zip(said, measured, strict=True)] or None
+
+
+def asks(rows: list[dict]) -> bool:
+    """Whether the runs measured how long the steps waited for data."""
+    return any(r["bottleneck"] is not None for r in rows)
