@@ -85,10 +85,12 @@ def failed_probes(study):
     asks again); the record then stands for the series' runs, which never start."""
     found = {}
     for series, point in probe_points(study):
+        if sm.dry_run(workflow) and not Path(probe_path(study, point)).exists():
+            continue  # a dry run lists the runs, as if the probe passes
         path = checkpoints.probe_command.get(study=study, point=point).output.record
         try:
-            failed = probe_failure(json.loads(Path(path).read_text()))
-        except (OSError, ValueError, KeyError):
+            failed = probe_failure(read_placed_record(path))
+        except RecordError:
             failed = "unreadable"  # aggregation names the file
         if failed:
             found[series] = path
@@ -109,7 +111,9 @@ def fixed_records(study):
 def records_to_make():
     """The record of every run a full invocation makes (fixed_records; an adaptive
     study's, as its rounds chose them: adaptive_records)."""
-    fixed = [path for name in STUDIES if name not in ADAPTIVE for path in fixed_records(name)]
+    fixed = [
+        path for name in STUDIES if name not in ADAPTIVE for path in fixed_records(name)
+    ]
     return fixed + [path for name in ADAPTIVE for path in adaptive_records(name)]
 
 
@@ -117,15 +121,13 @@ def get_probe_token(wildcards):
     """A probe that failed (or cannot be read) runs again on the next invocation, as a
     failed run does (get_rerun_token); one that passed keeps its token."""
     path = Path(probe_path(wildcards.study, wildcards.point))
+    if not path.exists():
+        return "probe"
     try:
-        record = json.loads(path.read_text())
-        return (
-            "probe"
-            if not probe_failure(record)
-            else f"retry-after-{record['finished_at']}"
-        )
-    except (OSError, ValueError, KeyError):
-        return "probe" if not path.exists() else f"retry-after-{path.stat().st_mtime}"
+        record = read_placed_record(path)
+    except RecordError:
+        return f"retry-after-{path.stat().st_mtime}"
+    return f"retry-after-{record['finished_at']}" if probe_failure(record) else "probe"
 
 
 def get_job_resources(wildcards):

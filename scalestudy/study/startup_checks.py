@@ -5,7 +5,6 @@ reads them from Snakemake, scalestudy.snakemake_internals) and returns its probl
 one string each, an empty list when there is none."""
 
 import itertools
-import json
 import os
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pandas as pd
 
 from scalestudy import paths
 from scalestudy.model import Study
+from scalestudy.records import RecordError, read_record
 from scalestudy.study.points import point_for
 from scalestudy.study.slurm import runtime_problems
 
@@ -64,8 +64,8 @@ def kept_from_elsewhere(points: pd.DataFrame, on_slurm: bool) -> list[str]:
     for study, point in points[["study", "point"]].itertuples(index=False):
         first = next(paths.records_on_disk(study, point), None)
         try:
-            slurm = "slurm_job_id" in json.loads(first[1].read_text())["environment"]
-        except (TypeError, OSError, ValueError, KeyError):
+            slurm = "slurm_job_id" in read_record(first[1])["environment"]
+        except (TypeError, RecordError):
             continue  # no record, or one aggregation will name
         if slurm != on_slurm:
             found.setdefault(study, []).append(point)
