@@ -118,7 +118,7 @@ def test_a_base_case_failed_in_every_run_ends_the_workflow_non_zero_after_the_re
     html = report.read_text()
     first = html[html.index('data-study="broken"') :]
     row = text_of(first[: first.index("</tr>")])
-    assert "no recommendation: every run of the base case t1 failed" in row
+    assert "how many : No recommendation: every run of the base case t1 failed" in row
     assert "no such data set: /scratch/imagenet" in row
     # the other studies were answered all the same
     assert (workflow.root / "results" / "memory" / "summary.csv").exists()

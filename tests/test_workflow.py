@@ -90,9 +90,10 @@ def test_study_end_to_end_with_a_failed_point_and_a_rerun(workflow):
         first_row(html, "published")
     )
     assert lines(html, "gpu") == [("how many", "no")]
-    assert "No recommendation: no point has a speedup (did the base case fail?). Not decided: " in (
-        first_row(html, "gpu")
-    )
+    assert (
+        "No recommendation: every run of the base case t1 failed: RuntimeError: the point asks "
+        "for a GPU but CUDA sees none. Not decided: "
+    ) in first_row(html, "gpu")
     # the whole request: #SBATCH lines of the recommended point, and every point's
     assert "#SBATCH --cpus-per-task=" in page["text"] and "#SBATCH --mem=" in page["text"]
     assert "What to ask for, per point" in page["text"] and "a scaled estimate" in page["text"]
