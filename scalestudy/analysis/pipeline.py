@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -49,8 +50,8 @@ class Aggregation:
         """Each table and the analysis to its path in `out` (keys runs, summary,
         analysis, and baseline: the comparison with the baseline, null without one),
         atomically."""
-        write_text_atomic(out["runs"], self.runs.to_csv(index=False))
-        write_text_atomic(out["summary"], self.summary.to_csv(index=False))
+        for name in ("runs", "summary"):
+            write_text_atomic(out[name], partial(getattr(self, name).to_csv, index=False))
         self.analysis.dump(out["analysis"])
         if "baseline" in out:
             write_text_atomic(out["baseline"], self.baseline_json())

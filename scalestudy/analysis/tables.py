@@ -27,7 +27,7 @@ from scalestudy.analysis.decisions import recommendation
 from scalestudy.analysis.energy import energy
 from scalestudy.analysis.stats import intervals
 from scalestudy.model import Study
-from scalestudy.records import RecordError, plain, read_placed_record
+from scalestudy.records import LONGEST_S, RecordError, plain, read_placed_record
 from scalestudy.study.points import point_for, series_of_points
 
 SERIES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
@@ -270,11 +270,15 @@ def runs_from_measured(csv_path: str | Path, study: Study) -> pd.DataFrame:
     for col in ["N", "time_s", *optional]:
         values = pd.to_numeric(table[col], errors="coerce")
         bad = values.isna() | ~np.isfinite(values.astype(float)) | (values <= 0)
-        if bad.any():
-            row = int(bad.idxmax()) + 2  # 1-based, after the header line
+        # a time no run takes (a record's schema refuses it too): its statistics overflow
+        too_long = values > LONGEST_S if col == "time_s" else bad & False
+        if (bad | too_long).any():
+            at = int((bad | too_long).idxmax())
+            years = LONGEST_S / 3.15576e7
+            why = f"is longer than a run takes (at most {LONGEST_S:g} s, {years:.0f} years)"
             raise RecordError(
-                f"{csv_path}: line {row}: {col}={plain(table[col].iloc[bad.idxmax()])} "
-                "is not a positive finite number"
+                f"{csv_path}: line {at + 2}: {col}={plain(table[col].iloc[at])} "
+                + ("is not a positive finite number" if bad[at] else why)
             )
         table[col] = values
     if (table["N"] != table["N"].round()).any():
@@ -293,22 +297,29 @@ def runs_from_measured(csv_path: str | Path, study: Study) -> pd.DataFrame:
             f"{csv_path}: lines {', '.join(map(str, lines))} are the same run ({run}): "
             "a run counts once; give each its own repeat number"
         )
+    # one row per point made as a record's is (a run that timed nothing but its whole, on
+    # what its point asks for), taken for each of its runs, then each run's repeat and
+    # time (1.0 s until then): a record per line took 15 GB for a million lines
+    placed = [c for c in ("series", "nodes", "per_node") if c in table]
+    groups = table.groupby(["N", *placed], sort=False, dropna=False)
     rows = []
-    for r in table.itertuples():
-        series = str(r.series) if "series" in table else ""
+    for _, runs in groups:
+        first = runs.iloc[0]
+        series = str(first.series) if "series" in table else ""
         if series and not SERIES_NAME.match(series):
             raise RecordError(f"{csv_path}: series {series!r}: use letters, digits and '_'")
-        point = point_for(study, int(r.N), series, measured_per_node(r, csv_path))
-        # a run that timed nothing but its whole, on what its point asks for
+        point = point_for(study, int(first.N), series, measured_per_node(first, csv_path))
         layout = ("threads", "tasks_per_node", "nodes", "gpus_per_node")
         requested = {key: getattr(point, key) for key in layout}
-        record = {"study": study.name, "point": point.label, "n": point.n,
-                  "repeat": int(r.repeat), "status": "ok", "reason": None,
-                  "wall_s": float(r.time_s), "phases": [], "metrics": {},
+        record = {"study": study.name, "point": point.label, "n": point.n, "repeat": 1,
+                  "status": "ok", "reason": None, "wall_s": 1.0, "phases": [], "metrics": {},
                   "resources": {"requested": requested, "mismatch": False, "mismatches": []},
                   "environment": {}, "started_at": None, "finished_at": None}  # fmt: skip
         rows.append(record_row(record) | {"series": series})
-    return runs_table(rows)
+    runs = pd.DataFrame(rows).iloc[groups.ngroup().to_numpy()].reset_index(drop=True)
+    time = table["time_s"].astype(float)
+    times = {column: time for column in ("wall_s", "elapsed_s", "other_s")}
+    return runs_table(runs.assign(repeat=table["repeat"].astype(int), **times))
 
 
 def measured_per_node(row, csv_path: Path) -> int | None:
@@ -504,7 +515,7 @@ def summarise_series(runs: pd.DataFrame, study: Study, time_col: str) -> pd.Data
     # one metric for the whole series: points must be compared on the same figure
     quality_metric = study_quality_metric(study, runs)
     rows, times = [], {}
-    for n, group in runs.groupby("n", sort=True):
+    for n, group in groups_of(runs, "n", sort=True):
         row, times[int(n)] = point_row(group, study, time_col, base, quality_metric)
         rows.append(row)
     summary = pd.DataFrame(rows)
@@ -553,6 +564,16 @@ def summarise(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
         raise ValueError("no runs to summarise")
     time_col = TIME_COLUMNS[study.time]
     runs = runs.assign(series=runs["series"].astype(object).fillna("") if "series" in runs else "")
-    groups = runs.groupby("series", sort=False)
+    groups = groups_of(runs, "series", sort=False)
     parts = [summarise_series(group, study.for_series(name), time_col) for name, group in groups]
     return pd.concat(parts, ignore_index=True)
+
+
+def groups_of(frame: pd.DataFrame, key: str, sort: bool):
+    """(value, rows) of each group of `frame` by `key`, one group's rows copied at a time
+    (pandas' groupby iteration first sorts a copy of the whole frame: a million runs
+    measured elsewhere), none where there is one group."""
+    indices = frame.groupby(key, sort=sort).indices
+    if len(indices) == 1:
+        return [(next(iter(indices)), frame)]
+    return ((value, frame.take(index)) for value, index in indices.items())
