@@ -20,6 +20,7 @@ from scalestudy.analysis.decisions import adaptive
 from scalestudy.analysis.history.baseline import runs_for_comparison, times_by_point
 from scalestudy.analysis.stats.predictions import jsonable, times_by_n, usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.compute.launch import STOP_SLACK_S
 from scalestudy.contract import AdaptiveStop, RefusedRound
 from scalestudy.model import Study
 from scalestudy.study.points import Point, point_for
@@ -292,8 +293,12 @@ def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None,
         spent = charges(runs, study).su
     priced = study_plan(study, runs)
     su_per_run = {r.point.n: r.su_per_job for r in priced.rows}
-    # a round is admitted within the budget on what it holds back (job_price)
-    reserve = {r.point.n: r.su_reserve_per_job for r in priced.rows}
+    # a round is admitted within the budget on what it holds back (job_price), and what a
+    # run stopped at its limit may take past it (STOP_SLACK_S: a study once spent 0.17089
+    # SU of its 0.17)
+    late_share = STOP_SLACK_S / (study.resources.runtime * SECONDS_PER_MINUTE)
+    late = {r.point.n: r.su_limit_per_job * late_share for r in priced.rows}
+    reserve = {r.point.n: r.su_reserve_per_job + late[r.point.n] for r in priced.rows}
     scale = {n: n / base for n in ns} if study.scaling.kind == "weak" else None
     inputs, rules = (round_no, ns, base, made, samples, reserve, spent), adaptive.Rules.of(study)
     plan = adaptive.next_round(*inputs, rules, scale)
@@ -308,7 +313,10 @@ def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None,
     # a study stopped undecided: the config change that would plan a round again
     decide = adaptive.to_decide(plan, *inputs, rules=rules, scale=scale)
     at_limit = {r.point.n: r.su_limit_per_job for r in priced.rows}
-    shares = adaptive.budget_limits(plan["added"], reserve, at_limit, study.budget_su - spent)
+    held = sum(k * late[n] for n, k in plan["added"].items())
+    shares = adaptive.budget_limits(
+        plan["added"], reserve, at_limit, study.budget_su - spent - held
+    )
 
     def labelled(by_n: dict) -> dict:
         return {label[int(n)]: v for n, v in by_n.items()}
