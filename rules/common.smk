@@ -24,6 +24,7 @@ from scalestudy.study.tables import points_table, runs_table
 from scalestudy.study.validation import (
     checked_config,
     not_selected_problems,
+    same_variants,
     study_models,
 )
 from scalestudy.study.workload_bridge import WorkloadError
@@ -50,6 +51,8 @@ STUDIES = study_models(CONFIG)
 NOT_IN_CONFIG = paths.study_folders_not_in(config["studies"])
 if NOT_IN_CONFIG and not sm.remote_exec(workflow):
     logger.warning(not_in_config_text(NOT_IN_CONFIG))
+for said in [] if sm.remote_exec(workflow) else same_variants(STUDIES):
+    logger.warning(said)
 POINTS = points_table(STUDIES).set_index(["study", "point"], drop=False)
 RUNS = runs_table(STUDIES)
 PROFILES = profile_targets(STUDIES)
