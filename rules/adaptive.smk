@@ -130,7 +130,7 @@ checkpoint adaptive_round:
         previous=get_previous_round,
         records=get_round_records,
         baseline=get_round_baseline,
-        code=[ancient(path) for path in CODE["analysis"]],
+        code=[ancient(path) for path in script_code("adaptive_round")],
     output:
         plan=paths.ROUND,
     log:

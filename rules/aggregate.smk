@@ -6,7 +6,7 @@ rule aggregate_study:
         archives=get_study_archives,
         # what Slurm said of the study (rules/cluster.smk): data, never asked here
         cluster=get_cluster_facts,
-        code=CODE["analysis"],
+        code=script_code("aggregate"),
     output:
         summary=report(
             "results/{study}/summary.csv",

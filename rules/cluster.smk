@@ -7,7 +7,7 @@
 checkpoint cluster_facts:
     input:
         records=get_study_records,
-        code=CODE["analysis"],
+        code=script_code("cluster"),
     output:
         "results/{study}/cluster.json",
     log:

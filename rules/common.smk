@@ -5,10 +5,10 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-import scalestudy
 from scalestudy import FIGURES, paths
 from scalestudy import snakemake_internals as sm
 from scalestudy.analysis.cost.budgets import study_plans
+from scalestudy.code_inputs import code_inputs
 from scalestudy.study.baseline import archive_inputs, baseline_inputs
 from scalestudy.study.errors import (
     ConfigError,
@@ -58,27 +58,12 @@ RUNS = runs_table(STUDIES)
 PROFILES = profile_targets(STUDIES)
 DATA_DIR = CONFIG["data_dir"]
 PYTHON = sys.executable
-# Outputs are recomputed when the code that makes them changes: the analysis package
-# (and the record and study model it reads) for aggregation, the report's for the rest;
-# analysis.json's contract for each of them (they write or read it).
-PACKAGE = Path(scalestudy.__file__).parent
-CODE = {
-    "analysis": sorted(str(p) for p in (PACKAGE / "analysis").rglob("*.py"))
-    + [
-        str(PACKAGE / "records.py"),
-        str(PACKAGE / "model.py"),
-        str(PACKAGE / "contract.py"),
-        str(PACKAGE / "slurm.py"),
-        str(PACKAGE / "schemas/record.schema.json"),
-    ],
-    "plots": [str(PACKAGE / "report" / "plots.py"), str(PACKAGE / "contract.py")],
-    "report": [
-        str(PACKAGE / "report" / "views.py"),
-        str(PACKAGE / "report" / "rendering.py"),
-        str(PACKAGE / "report" / "templates" / "report.html.j2"),
-        str(PACKAGE / "contract.py"),
-    ],
-}
+
+
+# A rule's code inputs: the package's modules and data files its script imports
+# (scalestudy/code_inputs.py); a changed one re-makes what the script makes, no more.
+def script_code(name):
+    return code_inputs(Path(workflow.basedir) / "scripts" / f"{name}.py")
 
 
 wildcard_constraints:

@@ -5,6 +5,8 @@
 # how long past jobs of its shape waited (one sacct call), and writes the plans as a
 # page and as JSON.
 rule plan:
+    input:
+        code=script_code("plan"),
     output:
         html=report(paths.PLAN_HTML, caption="../report/plan.rst", category="Plan"),
         json=paths.PLAN_JSON,

@@ -1,7 +1,7 @@
 rule report:
     input:
         **get_report_inputs(),
-        code=CODE["report"],
+        code=script_code("report"),
     output:
         html=report(
             "results/report.html", caption="../report/report.rst", category="Report"

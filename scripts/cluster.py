@@ -6,8 +6,8 @@ nothing."""
 import logging
 from functools import partial
 
-from scalestudy.analysis.decisions.request import job_ids
-from scalestudy.analysis.pipeline import probe_commands_of, read_runs
+from scalestudy.analysis.decisions.request import job_ids, probe_commands_of
+from scalestudy.analysis.tables import read_runs
 from scalestudy.model import Study
 from scalestudy.slurm import LOCAL, SITE_RESOURCES, dump_facts, gather, local_facts
 

@@ -18,15 +18,14 @@ import pandas as pd
 from scalestudy.analysis.cluster.result_time import study_result_times
 from scalestudy.analysis.decisions.adaptive import RoundPlan, round_of_run, rounds_summary
 from scalestudy.analysis.decisions.request import read_accounting, study_requests
-from scalestudy.analysis.energy.energy import with_energy
 from scalestudy.analysis.findings import study_findings
-from scalestudy.analysis.stats.predictions import split_by_provenance, study_predictions
-from scalestudy.analysis.tables import read_runs, summarise
+from scalestudy.analysis.stats.predictions import study_predictions
+from scalestudy.analysis.tables import read_runs, study_tables
 from scalestudy.contract import Analysis
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
 from scalestudy.sections import SECTIONS, part
-from scalestudy.slurm import load_facts, local_facts, probe_commands
+from scalestudy.slurm import load_facts, local_facts
 
 
 @dataclass(frozen=True)
@@ -76,37 +75,6 @@ class Given:
     archives: list[Path]
 
 
-def tables(
-    study: Study,
-    runs: pd.DataFrame,
-    accounted: tuple[dict, str | None],
-    plans: Sequence[RoundPlan] = (),
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The runs table as the analysis reads it (each run's energy, with Slurm
-    accounting's `accounted`: read_accounting; its round; split by provenance), and
-    the summary."""
-    if study.measured is None:  # times measured elsewhere have no energy
-        runs = with_energy(runs, accounted[0], study.time)
-    if plans:
-        keys = zip(runs["point"], runs["repeat"], strict=True)
-        runs = runs.assign(round=[round_of_run(plans, p, int(k)) for p, k in keys])
-    runs = split_by_provenance(runs, study)
-    return runs, summarise(runs, study)
-
-
-def probe_commands_of(
-    study: Study, runs: pd.DataFrame, accounting: dict | None, site: dict
-) -> list[list[str]]:
-    """The sbatch --test-only commands of the study's requests, the ones aggregation
-    looks up in its cluster facts (`accounting`: sacct's answer, which sizes --mem)."""
-    if study.measured is not None:
-        return []
-    accounted = read_accounting(accounting)
-    runs, summary = tables(study, runs, accounted)
-    requests = study_requests(study, summary, runs, accounted).points
-    return probe_commands([r.resources for r in requests if r.resources], site)
-
-
 def analyse(
     study: Study,
     runs: pd.DataFrame,
@@ -127,7 +95,9 @@ def analyse(
     # Slurm accounting (only where runs had jobs): its CPU and memory figures for the
     # requests, its ConsumedEnergy for each run's energy
     accounted = ({}, None) if study.measured is not None else read_accounting(cluster["accounting"])
-    runs, summary = tables(study, runs, accounted, plans)
+    keys = zip(runs["point"], runs["repeat"], strict=True)
+    rounds = [round_of_run(plans, p, int(k)) for p, k in keys] if plans else None
+    runs, summary = study_tables(study, runs, accounted, rounds)
     predictions = study_predictions(summary, runs, study)
     rounds = rounds_summary(plans, runs, study) if plans else None
     requests = study_requests(study, summary, runs, accounted)

@@ -50,6 +50,18 @@ TIME_COLUMNS = {"wall": "wall_s", "train": "train_s", "steady": "steady_epoch_s"
 PHASE_KINDS = ("startup", "data", "epoch", "eval")
 
 
+# Where a run happened, as far as it changes its speed. Runs of one series must agree
+# on all of them before their times enter one fit.
+PROVENANCE = {
+    "cpu_model": "CPU",
+    "gpu_models": "GPU model",
+    "torch": "PyTorch",
+    "python": "Python",
+    "cuda": "CUDA",
+    "workflow_commit": "workflow commit",
+}
+
+
 def phase_seconds(phases: list[dict], kind: str) -> float:
     return float(sum(p["seconds"] for p in phases if p["kind"] == kind))
 
@@ -556,6 +568,49 @@ def metric_medians(runs: pd.DataFrame, taken: list[str]) -> pd.DataFrame:
     values = ok[metrics].apply(pd.to_numeric, errors="coerce").astype(float)
     medians = values.groupby(ok["n"].astype(int)).median()
     return medians.rename(columns={c: f"metric_{c}" for c in metrics if c in taken})
+
+
+def provenance_differences(runs: pd.DataFrame) -> dict[str, list[str]]:
+    """Fields of PROVENANCE on which the successful runs disagree, with their values."""
+    ok = runs[runs["status"] == "ok"]
+    differing = {}
+    for column, label in PROVENANCE.items():
+        if column not in ok:
+            continue
+        values = sorted({str(v) for v in ok[column].dropna() if str(v)})
+        if len(values) > 1:
+            differing[label] = values
+    return differing
+
+
+def split_by_provenance(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
+    """With `provenance: split`, give each combination of differing fields its own
+    series (e.g. "a [GPU model=A100]"); otherwise leave the runs as they are."""
+    if study.provenance != "split" or runs.empty:
+        return runs
+    runs = runs.copy()
+    for series, group in runs.groupby("series", sort=False):
+        differing = [c for c, label in PROVENANCE.items() if label in provenance_differences(group)]
+        if not differing:
+            continue
+        for i in group.index:
+            tag = ", ".join(f"{PROVENANCE[c]}={runs.at[i, c]}" for c in differing)
+            runs.at[i, "series"] = f"{series} [{tag}]".strip()
+    return runs
+
+
+def study_tables(
+    study: Study, runs: pd.DataFrame, accounted: tuple[dict, str | None], rounds=None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The runs table as the analysis reads it (each run's energy, with Slurm
+    accounting's `accounted`: request.read_accounting; its round, `rounds`, where it has
+    one; split by provenance), and the summary."""
+    if study.measured is None:  # times measured elsewhere have no energy
+        runs = energy.with_energy(runs, accounted[0], study.time)
+    if rounds is not None:
+        runs = runs.assign(round=rounds)
+    runs = split_by_provenance(runs, study)
+    return runs, summarise(runs, study)
 
 
 def summarise(runs: pd.DataFrame, study: Study) -> pd.DataFrame:

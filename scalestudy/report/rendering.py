@@ -15,9 +15,14 @@ import jinja2
 
 from scalestudy.records import write_text_atomic
 from scalestudy.report.views import fmt
-from scalestudy.sections import partial
+from scalestudy.sections import part
 
 TEMPLATES = Path(__file__).with_name("templates")
+
+
+def partial(name: str) -> str:
+    """A section's template, beside its contract."""
+    return Path(part(name, "contract").__file__).with_name("partial.html.j2").read_text()
 
 
 def environment() -> jinja2.Environment:

@@ -4,7 +4,6 @@ What each file holds and how to add a section: docs/architecture.md (tests/test_
 checks each file's layer by its name, and adds a toy section this way)."""
 
 from importlib import import_module
-from pathlib import Path
 
 # each section's package, in the report's order
 SECTIONS = {
@@ -17,8 +16,3 @@ SECTIONS = {
 def part(name: str, module: str):
     """A section's contract, produce or view module."""
     return import_module(f"{SECTIONS[name]}.{module}")
-
-
-def partial(name: str) -> str:
-    """A section's template."""
-    return Path(part(name, "contract").__file__).with_name("partial.html.j2").read_text()

@@ -645,7 +645,7 @@ def config_fingerprint(study_config: dict) -> str:
 def rounds_summary(plans: list[RoundPlan], runs: pd.DataFrame, study) -> contract.Rounds:
     """What the report says of an adaptive study's rounds: what each added and why,
     its SU, the stopping reason, each usable run's time and round (`runs`: with their
-    round, pipeline.tables) for the figures, and the study's SU against the full grid
+    round, tables.study_tables) for the figures, and the study's SU against the full grid
     of the same candidates at `repeats` runs each (priced as the last plan prices a
     run: measured where the point was, else estimated)."""
     last, spent_su = plans[-1], charges(runs, study).su
