@@ -122,10 +122,13 @@ def get_point_study(wildcards):
 
 
 def get_run_data(wildcards):
-    # the tensor files too: a data set prepared before them is prepared again
+    # the tensor files too: a data set prepared before them is prepared again; ancient:
+    # a run is never measured again because its data were prepared again (a fresh clone)
     names = ["ready.json", *PREPARED_FILES.values()]
     dataset = dataset_of(get_point_study(wildcards))
-    return [f"{DATA_DIR}/{dataset}/{name}" for name in names] if dataset else []
+    return (
+        [ancient(f"{DATA_DIR}/{dataset}/{name}") for name in names] if dataset else []
+    )
 
 
 def get_study_records(wildcards):

@@ -75,6 +75,34 @@ def on_dag_built(check) -> None:
     logger.addHandler(OnDagBuilt())
 
 
+def remake(workflow, path: str) -> None:
+    """Make `path` again in this invocation, as if it were missing, without making it a
+    target (as --forcerun would): it joins the DAG's forced files (DAG.forcefiles), from
+    an input function of the job that makes it, before Snakemake decides what runs. A
+    checkpoint's output forced so is not taken as made (DAG.update_checkpoint_outputs)."""
+    workflow.dag.forcefiles.add(path)
+
+
+def remade_when_refused(workflow, pattern: str, load, warn):
+    """An input function, adding no input, of the rule that makes `pattern`: where its
+    file is there and `load` refuses it (ValueError: another version, cut short, edited),
+    `warn` names why, once, and the file is made again in this invocation (remake)."""
+    checked = set()
+
+    def check(wildcards):
+        path = pattern.format(**dict(wildcards.items()))
+        if path not in checked and Path(path).exists():
+            checked.add(path)
+            try:
+                load(path)
+            except ValueError as e:  # the contract's: the file, its line or key, its version
+                warn(f"{e}: made again")
+                remake(workflow, path)
+        return []
+
+    return check
+
+
 def remote_exec(workflow) -> bool:
     """Whether this Snakemake runs inside a submitted job (workflow.remote_exec): the
     checks were made by the Snakemake that submitted it."""

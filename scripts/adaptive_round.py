@@ -14,6 +14,7 @@ from scalestudy.analysis.decisions.adaptive import RoundPlan, config_fingerprint
 from scalestudy.analysis.tables import read_runs
 from scalestudy.model import Study
 from scalestudy.records import RecordError, write_text_atomic
+from scalestudy.redo import discard
 
 
 def kept_plan(path: Path) -> str | None:
@@ -40,6 +41,11 @@ def main(smk) -> None:
         )
         write_text_atomic(output, kept)
         return
+    if history.exists():  # a copy no reader of this version reads: kept aside, planned anew
+        aside = discard(history.parent, [history], "a round's plan this version cannot read")
+        logging.warning(
+            "round %s: its plan could not be read, kept in %s", smk.wildcards.round, aside
+        )
     study = Study.from_config(smk.wildcards.study, smk.params.study)
     records = list(smk.input.records)
     try:

@@ -9,7 +9,7 @@ from functools import partial
 from scalestudy.analysis.decisions.request import job_ids, probe_commands_of
 from scalestudy.analysis.tables import read_runs
 from scalestudy.model import Study
-from scalestudy.slurm import LOCAL, SITE_RESOURCES, dump_facts, gather, local_facts
+from scalestudy.slurm import LOCAL, SITE_RESOURCES, gather, local_facts
 
 
 def main(smk) -> None:
@@ -24,8 +24,8 @@ def main(smk) -> None:
         site = {key: smk.resources.get(key) for key in SITE_RESOURCES}
         commands = partial(probe_commands_of, study, runs, site=site)
         facts = gather(site, smk.params.history_days, job_ids(runs), commands)
-    dump_facts(smk.output[0], facts)
-    asked = [facts["accounting"], facts["history"], *facts["test_only"].values()]
+    facts.dump(smk.output[0])
+    asked = [facts.accounting, facts.history, *facts.test_only.values()]
     for answer in filter(None, asked):
         logging.info("%s: exit %s %s", " ".join(answer["command"]), answer["returncode"],
                      answer["error"] or "")  # fmt: skip

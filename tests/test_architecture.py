@@ -200,8 +200,8 @@ def test_aggregation_twice_on_the_same_inputs_gives_identical_bytes(tmp_path, mo
     )
     cluster = facts(study(), runs, {"slurm_partition": "debug"}, 30, slurm({"1": 0, "2": 300},
                     history))  # fmt: skip
-    assert cluster["asked_at"] == NOW.isoformat() and len(cluster["test_only"]) == 2
-    (tmp_path / "cluster.json").write_text(json.dumps(cluster))
+    assert cluster.asked_at == NOW.isoformat() and len(cluster.test_only) == 2
+    cluster.dump(tmp_path / "cluster.json")
     outputs = []
     for seed in ("1", "2"):
         out = tmp_path / f"out{seed}"
@@ -435,13 +435,12 @@ def test_no_issue_numbers_in_the_code():
     assert not found, found
 
 
-# where JSON is parsed: the one load of each file of the workflow's own (analysis.json,
-# a round's plan; plan.json is the workflow's output, read by no step), and readers of
+# where JSON is parsed: the files of the workflow's own (analysis.json, a round's plan,
+# the cluster facts; plan.json is the workflow's output, read by no step) by
+# contract.read_json, each through its owner's load, and their schemas; and readers of
 # other files (records, their schema, a metric's names, a YAML error)
 LOADS = {
-    "contract.py": {"from_json", "earlier_analysis"},
-    "slurm.py": {"load_facts"},
-    "analysis/decisions/adaptive.py": {"load"},
+    "contract.py": {"from_json", "read_json", "checked"},
     "records.py": {"_fast_validator", "_validator", "parse_record_text"},
     "analysis/tables.py": {"metric_columns"},
     "study/errors.py": {"yaml_problem"},

@@ -244,3 +244,30 @@ def test_a_renamed_studys_old_folder_is_named_by_a_dry_run_and_the_report(workfl
     html = (workflow.root / "results" / "report.html").read_text()
     assert "Not in the config: kept, not shown: <code>results/old/</code>" in html
     assert "stray" not in html and (old / "analysis.json").read_text() == "{}"
+
+
+@pytest.mark.slow
+def test_a_broken_cluster_json_is_named_and_made_again_never_left_to_block(workflow):
+    # the fault probe: cluster.json cut short gave a JSONDecodeError naming no file,
+    # Snakemake then deleted summary.csv and analysis.json, and every later run failed the
+    # same way, the file never made again; `[1, 2]` in it gave "list indices must be
+    # integers"
+    workflow.write_config({"studies": {"published": MEASURED}})
+    workflow.snakemake("--profile", "profiles/local", "results/published/summary.csv")
+    facts = workflow.root / "results" / "published" / "cluster.json"
+    good = facts.read_text()
+    for broken, said in (
+        (good[: len(good) // 2], "results/published/cluster.json: line "),
+        ("[1, 2]\n", "results/published/cluster.json: holds a list, not an object: made again"),
+        (
+            good.replace('"queue": "local"', '"queue": 5'),
+            "results/published/cluster.json: key queue: 5 is not one of ['local', 'slurm']",
+        ),
+    ):
+        facts.write_text(broken)
+        run = workflow.snakemake("--profile", "profiles/local", "results/published/summary.csv")
+        assert said in run.output and "Traceback" not in run.output, run.output
+        assert json.loads(facts.read_text())["queue"] == "local"
+        assert (workflow.root / "results" / "published" / "analysis.json").exists()
+    again = workflow.snakemake("--profile", "profiles/local", "results/published/summary.csv")
+    assert "Nothing to be done" in again.output

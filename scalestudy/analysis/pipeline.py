@@ -25,7 +25,7 @@ from scalestudy.contract import Analysis
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
 from scalestudy.sections import SECTIONS, part
-from scalestudy.slurm import load_facts, local_facts
+from scalestudy.slurm import ClusterFacts, local_facts
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def analyse(
     plans: Sequence[RoundPlan] = (),
     baseline: str | Path | None = None,
     archives: Sequence[str | Path] = (),
-    cluster: dict | None = None,
+    cluster: ClusterFacts | None = None,
     min_jobs: int | None = None,
 ) -> Aggregation:
     """The summary and the analysis of a runs table; `plans`: an adaptive study's round
@@ -94,7 +94,7 @@ def analyse(
     cluster = cluster or local_facts()
     # Slurm accounting (only where runs had jobs): its CPU and memory figures for the
     # requests, its ConsumedEnergy for each run's energy
-    accounted = ({}, None) if study.measured is not None else read_accounting(cluster["accounting"])
+    accounted = ({}, None) if study.measured is not None else read_accounting(cluster.accounting)
     keys = zip(runs["point"], runs["repeat"], strict=True)
     rounds = [round_of_run(plans, p, int(k)) for p, k in keys] if plans else None
     runs, summary = study_tables(study, runs, accounted, rounds)
@@ -127,5 +127,5 @@ def aggregate(
     study's round plans, the baseline's folder, the study's archives and its cluster
     facts (results/<study>/cluster.json; None: locally); `min_jobs` as for analyse."""
     plans = [RoundPlan.load(path) for path in rounds]
-    facts = None if cluster is None else load_facts(cluster)
+    facts = None if cluster is None else ClusterFacts.load(cluster)
     return analyse(study, read_runs(study, inputs), plans, baseline, archives, facts, min_jobs)

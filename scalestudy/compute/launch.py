@@ -217,11 +217,10 @@ GRACE_S = 10.0
 # samples memory every 30 s by default).
 WATCH_S = 0.5
 MEMORY_WATCH_S = 5.0
-# How much later than its budget limit a run may end, killed at once (no grace period): the
-# watch's period and a second to start and reap its processes (an adaptive round holds it
-# back from its budget: scalestudy/analysis/cost/plan.py, round_plan)
+# How much later than its limit a run may end, killed at once (a failed run: no grace
+# period): the watch's period and a second to start and reap its processes (an adaptive
+# round holds it back from its budget: scalestudy/analysis/cost/plan.py, round_plan)
 STOP_SLACK_S = WATCH_S + 1.0
-BUDGET_LIMIT = "budget limit"
 
 
 class Supervisor:
@@ -362,12 +361,11 @@ class Supervisor:
                                              f"the run's processes held {rss:.0f} MB")  # fmt: skip
                         self.stop(signal.SIGKILL, 0)
                         return
-                if self.time_limit_s and time.monotonic() - started > self.time_limit_s:
+                if self.time_limit_s is not None and time.monotonic() - started > self.time_limit_s:
                     minutes = self.time_limit_s / 60
                     self.limit_reason = f"{self.limit_name} ({minutes:g} min) exceeded"
                     self.log.note(f"[scalestudy: {self.limit_reason}: stopping the run]")
-                    # the budget holds to the second: no grace period (STOP_SLACK_S)
-                    self.stop(*(signal.SIGKILL, 0) if self.limit_name == BUDGET_LIMIT else ())
+                    self.stop(signal.SIGKILL, 0)  # within STOP_SLACK_S of its limit
                     return
 
 
@@ -563,9 +561,9 @@ def launch(
             minutes = enforced_minutes(spec, local)
             mem_mb = spec["requested"].get("mem_mb") if local else None
             # a round's budget limit stops the run where the study's budget ends: said so
-            name = BUDGET_LIMIT if spec.get("budget_limit_min") else "time limit"
+            name = "budget limit" if spec.get("budget_limit_min") else "time limit"
             supervisor = held.enter_context(
-                closing(Supervisor(log, minutes and minutes * 60, mem_mb, name))
+                closing(Supervisor(log, None if minutes is None else minutes * 60, mem_mb, name))
             )
             started = time.time()
             started_at = utc_now()
