@@ -54,8 +54,8 @@ def get_round_config(wildcards):
     it again (Snakemake would see its params change and rewrite the history)."""
     plan = planned_round(wildcards.study, int(wildcards.round))
     if plan is not None and plan.config is not None:
-        return plan.config
-    return CONFIG["studies"][wildcards.study]
+        return paths.values_file(plan.config)
+    return get_study_config(wildcards)
 
 
 def adaptive_records(study):

@@ -1,3 +1,4 @@
+import hashlib
 import re
 import sys
 from pathlib import Path
@@ -142,12 +143,13 @@ def get_study_records(wildcards):
 
 
 def get_study_config(wildcards):
-    """The study's validated config; the script builds the study model from it."""
-    return CONFIG["studies"][wildcards.study]
+    """The study's validated config, as a file (paths.values_file): the script builds
+    the study model from it."""
+    return paths.values_file(CONFIG["studies"][wildcards.study])
 
 
 def get_data_sources(wildcards):
-    return CONFIG["data_sources"][wildcards.dataset]
+    return paths.values_file(CONFIG["data_sources"][wildcards.dataset])
 
 
 def get_dataset_root(wildcards):
@@ -175,8 +177,11 @@ def get_report_inputs():
     }
 
 
-def get_plans(wildcards):
-    return study_plans(STUDIES, POINTS, STUDIES, logger.warning)
+def get_plans_digest(wildcards):
+    """A hash of every study's plan as this invocation prices it: the plan is made
+    again where a price changes (its script prices them itself, from the config)."""
+    plans = study_plans(STUDIES, POINTS, STUDIES, logger.warning)
+    return hashlib.sha256(repr(plans).encode()).hexdigest()[:20]
 
 
 def get_plan_queue(wildcards):

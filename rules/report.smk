@@ -10,7 +10,7 @@ rule report:
         "logs/report.log",
     localrule: True
     params:
-        title=CONFIG["report"]["title"],
-        not_in_config=NOT_IN_CONFIG,
+        # the title and the folders of studies the config no longer names
+        page=paths.values_file([CONFIG["report"]["title"], NOT_IN_CONFIG]),
     script:
         "../scripts/report.py"

@@ -38,7 +38,12 @@ def get_run_spec(wildcards):
             else round_time_limit(wildcards.study, wildcards.point, repeat)
         ),
     )
-    return json.dumps(spec, sort_keys=True)
+    # the same values with no text a page could run (<, > and & as JSON escapes), as
+    # Snakemake keeps params (its report shows a job's params raw in a <script>); a
+    # file or a hash instead would change every run's params and, by Snakemake's
+    # params trigger, measure every run of an upgraded workflow again
+    text = json.dumps(spec, sort_keys=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def get_job_resources(wildcards):

@@ -13,6 +13,7 @@ from scalestudy.analysis.cost.plan import round_plan
 from scalestudy.analysis.decisions.adaptive import RoundPlan, config_fingerprint
 from scalestudy.analysis.tables import read_runs
 from scalestudy.model import Study
+from scalestudy.paths import read_values
 from scalestudy.records import RecordError, write_text_atomic
 from scalestudy.redo import discard
 
@@ -46,7 +47,8 @@ def main(smk) -> None:
         logging.warning(
             "round %s: its plan could not be read, kept in %s", smk.wildcards.round, aside
         )
-    study = Study.from_config(smk.wildcards.study, smk.params.study)
+    config = read_values(smk.params.study)
+    study = Study.from_config(smk.wildcards.study, config)
     records = list(smk.input.records)
     try:
         runs = read_runs(study, records) if records else None
@@ -60,8 +62,8 @@ def main(smk) -> None:
     # (rules/adaptive.smk, get_round_config), and the report says where the config changed
     plan = replace(
         round_plan(study, int(smk.wildcards.round), runs, baseline),
-        config_fingerprint=config_fingerprint(smk.params.study),
-        config=smk.params.study,
+        config_fingerprint=config_fingerprint(config),
+        config=config,
     )
     logging.info("round %s: %s", smk.wildcards.round, plan)
     plan.dump(history)

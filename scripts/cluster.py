@@ -9,12 +9,13 @@ from functools import partial
 from scalestudy.analysis.decisions.request import job_ids, probe_commands_of
 from scalestudy.analysis.tables import read_runs
 from scalestudy.model import Study
+from scalestudy.paths import read_values
 from scalestudy.slurm import LOCAL, SITE_RESOURCES, gather, local_facts
 
 
 def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
-    study = Study.from_config(smk.wildcards.study, smk.params.study)
+    study = Study.from_config(smk.wildcards.study, read_values(smk.params.study))
     # times measured elsewhere have no job to ask about: the same facts on any profile
     if smk.params.queue == LOCAL or study.measured is not None:
         facts = local_facts()
