@@ -1,5 +1,6 @@
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from snakemake.logging import logger
@@ -145,3 +146,11 @@ def check_before_any_job():
 
 
 sm.on_dag_built(check_before_any_job)
+
+# A Snakemake of this folder killed (kill -9) left its locks, and its runs running: said
+# in one line before Snakemake refuses the locked folder, the runs stopped (none is
+# measured twice at once: each runs again); `--unlock` itself is not told
+if not sm.remote_exec(workflow) and "--unlock" not in sys.argv:
+    found = sm.after_a_kill(Path.cwd(), os.getpid(), sm.runs_jobs(sys.argv))
+    if found:
+        logger.warning(found)

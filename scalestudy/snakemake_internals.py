@@ -2,6 +2,9 @@
 API, so tests/test_snakemake_internals.py checks each against the installed Snakemake
 and fails when an upgrade removes or renames one. Most take a Snakefile's `workflow`."""
 
+import contextlib
+import os
+import signal
 from pathlib import Path
 
 
@@ -103,6 +106,16 @@ def remade_when_refused(workflow, pattern: str, load, warn):
     return check
 
 
+def runs_jobs(argv: list[str]) -> bool:
+    """Whether Snakemake's command line asks it to run jobs (not -n, --unlock, --report,
+    --lint and the like), read where it is not known yet: as the Snakefile is parsed."""
+    told = {"--dry-run", "--dryrun", "--just-print", "--unlock", "--report", "--lint"}
+    told |= {"--dag", "--rulegraph", "--filegraph", "--summary", "--detailed-summary"}
+    told |= {"--list-rules", "--list-target-rules", "--touch", "--cleanup-metadata"}
+    short = [a for a in argv[1:] if a.startswith("-") and not a.startswith("--")]
+    return not told & {a.split("=")[0] for a in argv} and not any("n" in a for a in short)
+
+
 def remote_exec(workflow) -> bool:
     """Whether this Snakemake runs inside a submitted job (workflow.remote_exec): the
     checks were made by the Snakemake that submitted it."""
@@ -150,3 +163,46 @@ def held_files(workdir: Path) -> list[tuple[Path, Path]]:
             continue
         found += [(lock, (workdir / line.strip()).resolve()) for line in lines if line.strip()]
     return found
+
+
+def processes_in(workdir: Path) -> list[tuple[int, list[str]]]:
+    """(pid, argv) of this host's processes whose working folder is `workdir` (/proc)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if Path(os.readlink(entry / "cwd")) == workdir.resolve():
+                argv = (entry / "cmdline").read_bytes().split(b"\0")[:-1]
+                found.append((int(entry.name), [a.decode(errors="replace") for a in argv]))
+        except OSError:  # ended, or not ours to read
+            continue
+    return found
+
+
+def after_a_kill(workdir: Path, me: int, stop: bool) -> str | None:
+    """What a Snakemake of this folder left here when it ended without cleaning up (kill
+    -9), said in one line with how to go on; None where it left nothing, or where another
+    Snakemake of this folder runs here. Its locks stay for `snakemake --unlock`; the runs
+    and scripts it started that still run are killed where `stop` (not in a dry run), so
+    that no run is measured twice at once: a run killed so writes no record, and runs again."""
+    here = [(pid, argv) for pid, argv in processes_in(workdir) if pid != me]
+    if any(Path(a).name == "snakemake" for _, argv in here for a in argv[:2]):
+        return None
+    jobs = ("scalestudy.compute.launch", ".snakemake/scripts/")
+    left = [(pid, argv) for pid, argv in here if any(j in a for a in argv for j in jobs)]
+    locks = sorted((workdir / LOCKS).glob("*.lock"))
+    if not left and not locks:
+        return None
+    said = [f"its locks ({LOCKS})"] if locks else []
+    if left:
+        records = {a for _, argv in left for a in argv if a.endswith(".json") and "/runs/" in a}
+        runs = sorted(r.removeprefix("results/").replace("/runs/", "/")[:-5] for r in records)
+        for pid, _ in left if stop else ():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        state = "now stopped" if stop else "a run of its jobs stops them"
+        said.append(f"its jobs still running ({', '.join(runs) or 'scripts'}: {state})")
+    unlock = "run `snakemake --unlock`, then run again" if locks else "run again"
+    return (
+        "A Snakemake of this folder ended without cleaning up (killed?) and left "
+        f"{' and '.join(said)}: {unlock}; what was measured is kept"
+    )
