@@ -185,7 +185,7 @@ def after_a_kill(workdir: Path, me: int, stop: bool) -> str | None:
     and scripts it started that still run are killed where `stop` (not in a dry run), so
     that no run is measured twice at once: a run killed so writes no record, and runs again."""
     here = [(pid, argv) for pid, argv in processes_in(workdir) if pid != me]
-    if any(Path(a).name == "snakemake" for _, argv in here for a in argv[:2]):
+    if any(Path(a).name == "snakemake" for _, argv in here for a in argv[:3]):  # -m snakemake
         return None
     jobs = ("scalestudy.compute.launch", ".snakemake/scripts/")
     left = [(pid, argv) for pid, argv in here if any(j in a for a in argv for j in jobs)]
