@@ -151,6 +151,6 @@ sm.on_dag_built(check_before_any_job)
 # in one line before Snakemake refuses the locked folder, the runs stopped (none is
 # measured twice at once: each runs again); `--unlock` itself is not told
 if not sm.remote_exec(workflow) and "--unlock" not in sys.argv:
-    found = sm.after_a_kill(Path.cwd(), os.getpid(), sm.runs_jobs(sys.argv))
+    found = sm.after_a_kill(Path.cwd(), os.getpid())
     if found:
         logger.warning(found)

@@ -1,12 +1,5 @@
-"""The code a rule's script runs, derived from what it imports: the modules of this
-package it reaches (every `import` at any depth, lazy ones too; a section's part the
-registry imports by name, `part(name, "view")`, counts as importing that part of every
-section) with the packages that hold them, and the package's data files those modules
-name (a template, a partial, the record schema): a name in a module is looked up beside
-it, in a folder of data beside it (one without Python) and beside each module it
-imports. The rules declare these files as inputs, so that a changed module or data file
-re-makes what runs it, and nothing else (docs/architecture.md). Static: nothing is
-imported to find them."""
+"""The code a rule's script runs, derived statically from what it imports: the rules
+declare it as their code inputs (docs/architecture.md says what is counted, and why)."""
 
 import ast
 from functools import cache
@@ -69,18 +62,19 @@ def data_named(path: Path) -> set[Path]:
     beside it, in a data folder beside it or beside a module it imports (a module's own
     file, or a path outside the package, is none)."""
     folders = {path.parent} | {f.parent for m in imported_modules(path) if (f := module_file(m))}
-    folders |= {d for f in folders for d in f.iterdir() if d.is_dir() and is_data(d)}
+    # and the folders of data beside them: no Python in them (templates/, schemas/)
+    folders |= {
+        d
+        for f in folders
+        for d in f.iterdir()
+        if d.is_dir() and d.name[0] != "_" and not any(d.glob("*.py"))
+    }
     strings = (
         n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant)
     )
     names = {s for s in strings if isinstance(s, str) and "." in s and len(s.split()) == 1}
     found = {folder / name for folder in folders for name in names}
     return {f for f in found if f.is_relative_to(PACKAGE) and f.suffix != ".py" and f.is_file()}
-
-
-def is_data(folder: Path) -> bool:
-    """A folder of data: no Python in it (templates/, schemas/; not __pycache__/)."""
-    return not folder.name.startswith("__") and not any(folder.glob("*.py"))
 
 
 @cache

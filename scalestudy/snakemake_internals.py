@@ -106,16 +106,6 @@ def remade_when_refused(workflow, pattern: str, load, warn):
     return check
 
 
-def runs_jobs(argv: list[str]) -> bool:
-    """Whether Snakemake's command line asks it to run jobs (not -n, --unlock, --report,
-    --lint and the like), read where it is not known yet: as the Snakefile is parsed."""
-    told = {"--dry-run", "--dryrun", "--just-print", "--unlock", "--report", "--lint"}
-    told |= {"--dag", "--rulegraph", "--filegraph", "--summary", "--detailed-summary"}
-    told |= {"--list-rules", "--list-target-rules", "--touch", "--cleanup-metadata"}
-    short = [a for a in argv[1:] if a.startswith("-") and not a.startswith("--")]
-    return not told & {a.split("=")[0] for a in argv} and not any("n" in a for a in short)
-
-
 def remote_exec(workflow) -> bool:
     """Whether this Snakemake runs inside a submitted job (workflow.remote_exec): the
     checks were made by the Snakemake that submitted it."""
@@ -178,12 +168,12 @@ def processes_in(workdir: Path) -> list[tuple[int, list[str]]]:
     return found
 
 
-def after_a_kill(workdir: Path, me: int, stop: bool) -> str | None:
+def after_a_kill(workdir: Path, me: int) -> str | None:
     """What a Snakemake of this folder left here when it ended without cleaning up (kill
     -9), said in one line with how to go on; None where it left nothing, or where another
     Snakemake of this folder runs here. Its locks stay for `snakemake --unlock`; the runs
-    and scripts it started that still run are killed where `stop` (not in a dry run), so
-    that no run is measured twice at once: a run killed so writes no record, and runs again."""
+    and scripts it started that still run are killed, so that no run is measured twice at
+    once: a run killed so writes no record, and runs again."""
     here = [(pid, argv) for pid, argv in processes_in(workdir) if pid != me]
     if any(Path(a).name == "snakemake" for _, argv in here for a in argv[:3]):  # -m snakemake
         return None
@@ -196,11 +186,10 @@ def after_a_kill(workdir: Path, me: int, stop: bool) -> str | None:
     if left:
         records = {a for _, argv in left for a in argv if a.endswith(".json") and "/runs/" in a}
         runs = sorted(r.removeprefix("results/").replace("/runs/", "/")[:-5] for r in records)
-        for pid, _ in left if stop else ():
+        for pid, _ in left:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        state = "now stopped" if stop else "a run of its jobs stops them"
-        said.append(f"its jobs still running ({', '.join(runs) or 'scripts'}: {state})")
+        said.append(f"its jobs still running ({', '.join(runs) or 'scripts'}: now stopped)")
     unlock = "run `snakemake --unlock`, then run again" if locks else "run again"
     return (
         "A Snakemake of this folder ended without cleaning up (killed?) and left "
