@@ -160,11 +160,24 @@ from scalestudy.analysis.decisions.adaptive import (
     first_round,
     next_round,
 )
-from scalestudy.analysis.decisions.recommendation import acceptable_answers, recommend
+from scalestudy.analysis.decisions.recommendation import recommend
 from scalestudy.model import SCHEMA_FILE
 from scalestudy.study.validation import checked_config, study_models
 
 CANDIDATES = [1, 2, 4, 8, 16, 32, 64]
+
+
+def acceptable_answers(ns, speedups, units, threshold: float, zone: float) -> list:
+    """The N that are right up to the zone, on true (noise-free) speedups: every step
+    up to N gains at least threshold - zone, and the step out of N (if any) less than
+    threshold + zone. With zone 0, the walk's own answer (ties aside)."""
+    gains = recommend(ns, speedups, units, threshold=threshold)["steps"]
+    found = [int(min(ns))]
+    for _, b, gain in gains:
+        if gain < threshold - zone:
+            break
+        found.append(b)
+    return [n for i, n in enumerate(found) if i == len(gains) or gains[i][2] < threshold + zone]
 
 
 def default_rules() -> Rules:

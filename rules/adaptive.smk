@@ -54,8 +54,8 @@ def get_round_config(wildcards):
     it again (Snakemake would see its params change and rewrite the history)."""
     plan = planned_round(wildcards.study, int(wildcards.round))
     if plan is not None and plan.config is not None:
-        return plan.config
-    return CONFIG["studies"][wildcards.study]
+        return paths.values_file(plan.config)
+    return get_study_config(wildcards)
 
 
 def adaptive_records(study):
@@ -130,7 +130,11 @@ checkpoint adaptive_round:
         previous=get_previous_round,
         records=get_round_records,
         baseline=get_round_baseline,
-        code=[ancient(path) for path in CODE["analysis"]],
+        code=[ancient(path) for path in script_code("adaptive_round")],
+        # a plan no version's reader reads, or broken, is made again (from its copy)
+        refused=sm.remade_when_refused(
+            workflow, paths.ROUND, RoundPlan.load, logger.warning
+        ),
     output:
         plan=paths.ROUND,
     log:

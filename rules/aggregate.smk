@@ -1,3 +1,6 @@
+from scalestudy.contract import Analysis
+
+
 rule aggregate_study:
     input:
         records=get_study_records,
@@ -6,7 +9,11 @@ rule aggregate_study:
         archives=get_study_archives,
         # what Slurm said of the study (rules/cluster.smk): data, never asked here
         cluster=get_cluster_facts,
-        code=CODE["analysis"],
+        code=script_code("aggregate"),
+        # an analysis.json of another version, or broken, is made again
+        refused=sm.remade_when_refused(
+            workflow, paths.ANALYSIS, Analysis.load, logger.warning
+        ),
     output:
         summary=report(
             "results/{study}/summary.csv",

@@ -1,3 +1,6 @@
+from scalestudy.slurm import ClusterFacts
+
+
 # What Slurm says of a study, gathered apart from its aggregation so that aggregation is
 # a function of its files: sacct's accounting of the study's jobs (their ids are in the
 # records), sbatch --test-only for each distinct request and sacct's past waits, each
@@ -7,7 +10,11 @@
 checkpoint cluster_facts:
     input:
         records=get_study_records,
-        code=CODE["analysis"],
+        code=script_code("cluster"),
+        # a cluster.json of another version, or broken, is made again
+        refused=sm.remade_when_refused(
+            workflow, "results/{study}/cluster.json", ClusterFacts.load, logger.warning
+        ),
     output:
         "results/{study}/cluster.json",
     log:

@@ -1,3 +1,4 @@
+import hashlib
 import re
 import sys
 from pathlib import Path
@@ -5,10 +6,10 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-import scalestudy
 from scalestudy import FIGURES, paths
 from scalestudy import snakemake_internals as sm
 from scalestudy.analysis.cost.budgets import study_plans
+from scalestudy.code_inputs import code_inputs
 from scalestudy.study.baseline import archive_inputs, baseline_inputs
 from scalestudy.study.errors import (
     ConfigError,
@@ -24,6 +25,7 @@ from scalestudy.study.tables import points_table, runs_table
 from scalestudy.study.validation import (
     checked_config,
     not_selected_problems,
+    same_variants,
     study_models,
 )
 from scalestudy.study.workload_bridge import WorkloadError
@@ -50,25 +52,19 @@ STUDIES = study_models(CONFIG)
 NOT_IN_CONFIG = paths.study_folders_not_in(config["studies"])
 if NOT_IN_CONFIG and not sm.remote_exec(workflow):
     logger.warning(not_in_config_text(NOT_IN_CONFIG))
+for said in [] if sm.remote_exec(workflow) else same_variants(STUDIES):
+    logger.warning(said)
 POINTS = points_table(STUDIES).set_index(["study", "point"], drop=False)
 RUNS = runs_table(STUDIES)
 PROFILES = profile_targets(STUDIES)
 DATA_DIR = CONFIG["data_dir"]
 PYTHON = sys.executable
-# Outputs are recomputed when the code that makes them changes: the analysis package
-# (and the record and study model it reads) for aggregation, the report's for the rest;
-# analysis.json's contract and the sections' code and partials for each of them.
-PACKAGE = Path(scalestudy.__file__).parent
-SHARED = ["contract.py", "thresholds.py", "sections/**/*.py", "sections/**/*.j2"]
-CODE = {
-    "analysis": ["analysis/**/*.py", "records.py", "model.py", "slurm.py", "schemas/*"],
-    "plots": ["report/plots.py"],
-    "report": ["report/views.py", "report/rendering.py", "report/templates/report.*"],
-}
-CODE = {
-    part: sorted(str(p) for pattern in [*own, *SHARED] for p in PACKAGE.glob(pattern))
-    for part, own in CODE.items()
-}
+
+
+# A rule's code inputs: the package's modules and data files its script imports
+# (scalestudy/code_inputs.py); a changed one re-makes what the script makes, no more.
+def script_code(name):
+    return code_inputs(Path(workflow.basedir) / "scripts" / f"{name}.py")
 
 
 wildcard_constraints:
@@ -124,10 +120,13 @@ def get_point_study(wildcards):
 
 
 def get_run_data(wildcards):
-    # the tensor files too: a data set prepared before them is prepared again
+    # the tensor files too: a data set prepared before them is prepared again; ancient:
+    # a run is never measured again because its data were prepared again (a fresh clone)
     names = ["ready.json", *PREPARED_FILES.values()]
     dataset = dataset_of(get_point_study(wildcards))
-    return [f"{DATA_DIR}/{dataset}/{name}" for name in names] if dataset else []
+    return (
+        [ancient(f"{DATA_DIR}/{dataset}/{name}") for name in names] if dataset else []
+    )
 
 
 def get_study_records(wildcards):
@@ -140,12 +139,13 @@ def get_study_records(wildcards):
 
 
 def get_study_config(wildcards):
-    """The study's validated config; the script builds the study model from it."""
-    return CONFIG["studies"][wildcards.study]
+    """The study's validated config, as a file (paths.values_file): the script builds
+    the study model from it."""
+    return paths.values_file(CONFIG["studies"][wildcards.study])
 
 
 def get_data_sources(wildcards):
-    return CONFIG["data_sources"][wildcards.dataset]
+    return paths.values_file(CONFIG["data_sources"][wildcards.dataset])
 
 
 def get_dataset_root(wildcards):
@@ -173,8 +173,11 @@ def get_report_inputs():
     }
 
 
-def get_plans(wildcards):
-    return study_plans(STUDIES, POINTS, STUDIES, logger.warning)
+def get_plans_digest(wildcards):
+    """A hash of every study's plan as this invocation prices it: the plan is made
+    again where a price changes (its script prices them itself, from the config)."""
+    plans = study_plans(STUDIES, POINTS, STUDIES, logger.warning)
+    return hashlib.sha256(repr(plans).encode()).hexdigest()[:20]
 
 
 def get_plan_queue(wildcards):

@@ -3,7 +3,7 @@ rule plot_study:
         summary="results/{study}/summary.csv",
         runs="results/{study}/runs.csv",
         analysis="results/{study}/analysis.json",
-        code=CODE["plots"],
+        code=script_code("plot"),
     output:
         # SVG only, the format our report inlines; in Snakemake's report too
         figures=[

@@ -1,7 +1,7 @@
 rule report:
     input:
         **get_report_inputs(),
-        code=CODE["report"],
+        code=script_code("report"),
     output:
         html=report(
             "results/report.html", caption="../report/report.rst", category="Report"
@@ -10,8 +10,8 @@ rule report:
         "logs/report.log",
     localrule: True
     params:
-        title=CONFIG["report"]["title"],
-        not_in_config=NOT_IN_CONFIG,
+        # the title and the folders of studies the config no longer names
+        page=paths.values_file([CONFIG["report"]["title"], NOT_IN_CONFIG]),
     script:
         "../scripts/report.py"
 
@@ -22,6 +22,7 @@ rule check_answers:
     input:
         report="results/report.html",
         analyses=get_report_inputs()["analyses"],
+        code=script_code("check_answers"),
     output:
         "results/answered.txt",
     log:

@@ -39,15 +39,23 @@ def get_run_spec(wildcards):
             else round_time_limit(wildcards.study, wildcards.point, repeat)
         ),
     )
-    return json.dumps(spec, sort_keys=True)
+    return spec_param(spec)
+
+
+def spec_param(spec):
+    """A spec as the launcher's param: its JSON with no text a page could run (<, > and
+    & as JSON escapes), as Snakemake keeps params (its report shows a job's params raw
+    in a <script>); a file or a hash instead would change every run's params and, by
+    Snakemake's params trigger, measure every run of an upgraded workflow again."""
+    text = json.dumps(spec, sort_keys=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def get_probe_spec(wildcards):
     """A command study's probe (rules/run.smk): one short run at its series' base case."""
     point = get_point(wildcards)
     study = STUDIES[wildcards.study]
-    spec = probe_spec(study, int(point["n"]), point["series"], DATA_DIR)
-    return json.dumps(spec, sort_keys=True)
+    return spec_param(probe_spec(study, int(point["n"]), point["series"], DATA_DIR))
 
 
 def probe_points(name, series=None):

@@ -1,4 +1,6 @@
 import os
+import shutil
+import sys
 from pathlib import Path
 
 from snakemake.logging import logger
@@ -10,6 +12,7 @@ from scalestudy.slurm import partition_time_limits
 from scalestudy.study.errors import startup_problems_text, stop
 from scalestudy.study.startup_checks import (
     kept_from_elsewhere,
+    local_container_problems,
     local_cpu_problems,
     local_gpu_problems,
     packing_problems,
@@ -54,18 +57,20 @@ def points_to_run():
 
 
 def local_problems_now():
-    """Locally: the points this invocation may run against the CPUs and GPUs here; and
-    against --cores when it runs them (a dry run or the plan alone is judged against
-    the machine: Snakemake gives a dry run --cores 1 when none is given)."""
+    """Locally: the points this invocation may run against the CPUs, GPUs and apptainer
+    here; and against --cores when it runs them (a dry run or the plan alone is judged
+    against the machine: Snakemake gives a dry run --cores 1 when none is given)."""
     if sm.submits_elsewhere(workflow) or sm.remote_exec(workflow):
         return []
     needed = points_to_run()
     usable = len(os.sched_getaffinity(0))
     runs_here = sm.jobs_to_run(workflow, RUN_RULES + ("adaptive_round",))
     cores = sm.cores(workflow) if runs_here and not sm.dry_run(workflow) else None
-    return local_cpu_problems(
-        STUDIES, POINTS, needed, usable, cores
-    ) + local_gpu_problems(STUDIES, POINTS, needed, visible_gpus())
+    return (
+        local_cpu_problems(STUDIES, POINTS, needed, usable, cores)
+        + local_gpu_problems(STUDIES, POINTS, needed, visible_gpus())
+        + local_container_problems(STUDIES, needed, shutil.which("apptainer"))
+    )
 
 
 def budget_problems_now():
@@ -147,3 +152,11 @@ def check_before_any_job():
 
 
 sm.on_dag_built(check_before_any_job)
+
+# A Snakemake of this folder killed (kill -9) left its locks, and its runs running: said
+# in one line before Snakemake refuses the locked folder, the runs stopped (none is
+# measured twice at once: each runs again); `--unlock` itself is not told
+if not sm.remote_exec(workflow) and "--unlock" not in sys.argv:
+    found = sm.after_a_kill(Path.cwd(), os.getpid())
+    if found:
+        logger.warning(found)

@@ -27,11 +27,14 @@ from scalestudy.records import RecordError, write_text_atomic
 from scalestudy.sections import SECTIONS, part
 from scalestudy.sections.series.contract import Peak
 
-AGAIN = "aggregate the study again"
+# analysis.json's version: each file says its own ("version"; none: 1, made before versions)
+VERSION = 2
+SCHEMAS = Path(__file__).with_name("schemas")
 
 
-class ContractError(ValueError):
-    """analysis.json does not hold what the contract says."""
+class ContractError(RecordError):
+    """A file of the workflow's own (analysis.json, a round's plan, the cluster facts) does
+    not hold what its contract says: the message names the file and the key."""
 
 
 # --- the parts -------------------------------------------------------------------------
@@ -374,6 +377,7 @@ class Analysis:
     findings: Findings
     # each section's data (scalestudy.sections), in the file under the section's name
     sections: dict[str, Any] = dataclasses.field(default_factory=dict)
+    version: int = VERSION
 
     def to_json(self) -> str:
         found = dataclasses.asdict(self)
@@ -388,11 +392,10 @@ class Analysis:
         """analysis.json's JSON values as the contract, strictly: each section's data
         under its name, as its contract says (ContractError names a key)."""
         where = _Where(source, cls.__name__, strict=True)
-        if not isinstance(data, dict):
-            raise ContractError(f"{source}: not an object: {AGAIN}")
+        versioned(data, source, VERSION, {})  # another version's is made again, not read
         missing = [name for name in SECTIONS if name not in data]
         if missing:
-            raise ContractError(f"{source}: missing key {where.at(missing[0]).path!r}: {AGAIN}")
+            raise ContractError(f"{source}: missing key {where.at(missing[0]).path!r}")
         found = {n: _convert(_section(n), data[n], where.at(n)) for n in SECTIONS}
         rest = {k: v for k, v in data.items() if k not in SECTIONS}
         return parse(cls, rest | {"sections": found}, source)
@@ -408,26 +411,129 @@ class Analysis:
     @classmethod
     def load(cls, path: str | Path) -> Analysis:
         """analysis.json as the contract, strictly (ContractError names a key)."""
-        return cls.from_json(Path(path).read_text(), str(path))
+        return cls.from_values(read_json(path), str(path))
 
 
-def earlier_analysis(path: str | Path) -> dict:
-    """An earlier analysis.json as JSON values (a baseline's, an archive's, the plan's
-    last results): a file older than today's contract is read for what it holds, so its
-    readers take each part with .get. RecordError names the file, and the line and
-    column of a file cut short."""
+@dataclass(frozen=True)
+class EarlierStudy:
+    name: str | None
+    workload: str | None
+    params: dict[str, Any] | None
+    time: str | None
+
+
+@dataclass(frozen=True)
+class EarlierAnswer:
+    series: str | None
+    worth_n: int | None
+    decided: bool | None
+
+
+@dataclass(frozen=True)
+class EarlierFit:
+    name: str | None
+    ok: bool | None
+    params: dict[str, Any]
+    param_ci: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EarlierSeries:
+    series: str | None
+    curve: dict[str, Any] | None  # the fit's curve as the file holds it (plan.model_time)
+    fits: list[EarlierFit]
+
+
+@dataclass(frozen=True)
+class EarlierAnalysis:
+    """What a later study reads of an earlier analysis.json: a baseline's, an archive's,
+    the plan's last results (None or empty: a file older than that part)."""
+
+    version: int
+    study: EarlierStudy | None
+    fingerprint: dict[str, str] | None
+    answers: list[EarlierAnswer]
+    series: list[EarlierSeries]
+
+
+def earlier_analysis(path: str | Path) -> EarlierAnalysis:
+    """An earlier analysis.json, of any version this code reads (1, made before versions,
+    and VERSION, checked whole), as what a later study reads of it. ContractError names
+    the file, the line and column of one cut short, or a version it cannot read."""
+    data = read_json(path)
+    version = versioned(data, str(path), VERSION, {1: dict})
+    if version == VERSION:
+        Analysis.from_values(data, str(path))
     try:
-        found = json.loads(Path(path).read_text(encoding="utf-8"))
+        findings = data.get("findings") or {}
+        facts = findings.get("study")
+        series = [
+            EarlierSeries(
+                s.get("series"), s.get("curve"), [earlier_fit(f) for f in s.get("fits") or []]
+            )
+            for s in data.get("series") or []
+        ]
+        answers = findings.get("answers") or []
+        return EarlierAnalysis(
+            version,
+            facts and EarlierStudy(*map(facts.get, ("name", "workload", "params", "time"))),
+            findings.get("fingerprint"),
+            [EarlierAnswer(*map(a.get, ("series", "worth_n", "decided"))) for a in answers],
+            series,
+        )
+    except (AttributeError, TypeError) as e:  # a part of another shape: no analysis
+        raise ContractError(f"{path}: holds no analysis ({e})") from None
+
+
+def earlier_fit(fit: dict) -> EarlierFit:
+    return EarlierFit(
+        fit.get("name"), fit.get("ok"), fit.get("params") or {}, fit.get("param_ci") or {}
+    )
+
+
+def read_json(path: str | Path):
+    """A file's JSON values; ContractError names the file, and the line and column of one
+    cut short."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as e:
-        raise RecordError(f"{path}: cannot read ({e})") from None
+        raise ContractError(f"{path}: cannot read ({e})") from None
     except json.JSONDecodeError as e:
-        raise RecordError(
+        raise ContractError(
             f"{path}: line {e.lineno}, column {e.colno}: not JSON ({e.msg}): the file is "
             "cut short or was edited"
         ) from None
-    if not isinstance(found, dict):
-        raise RecordError(f"{path}: holds no analysis (a {type(found).__name__})")
-    return found
+
+
+def versioned(data, source: str, version: int, upgrades: dict) -> int:
+    """The version of a file's JSON values (`version`; none: 1, a file made before
+    versions), turned in place into `version`, today's, by `upgrades` (an older version ->
+    what turns its values into the next one's); ContractError names a version none can."""
+    if not isinstance(data, dict):
+        raise ContractError(f"{source}: holds a {type(data).__name__}, not an object")
+    found = read = data.get("version", 1)
+    while found != version:
+        if found not in upgrades:
+            raise ContractError(
+                f"{source}: of contract version {found!r}, which this code cannot read (it "
+                f"reads {', '.join(map(str, [*upgrades, version]))})"
+            )
+        data.update(upgrades[found](data) | {"version": found + 1})
+        found += 1
+    return read
+
+
+def checked(data, schema: str, source: str):
+    """`data` if the package's JSON Schema `schema` (scalestudy/schemas/) takes it;
+    ContractError names the first bad key."""
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(json.loads((SCHEMAS / schema).read_text()))
+    error = min(validator.iter_errors(data), key=lambda e: list(map(str, e.path)), default=None)
+    if error is not None:
+        where = ".".join(map(str, error.absolute_path)) or "(the top level)"
+        raise ContractError(f"{source}: key {where}: {error.message}")
+    return data
 
 
 # --- loading ---------------------------------------------------------------------------
@@ -489,13 +595,13 @@ def _convert(hint, value, where: _Where):
 
 def _record(cls, value, where: _Where):
     if not isinstance(value, dict):
-        raise ContractError(f"{where.source}: {where.path} is not an object: {AGAIN}")
+        raise ContractError(f"{where.source}: {where.path} is not an object")
     hints = _hints(cls)
     unknown = [k for k in value if k not in hints]
     if unknown:
         raise ContractError(
             f"{where.source}: unknown key {where.at(unknown[0]).path!r}, which the contract "
-            f"(scalestudy.contract.{cls.__name__}) does not name: {AGAIN}, or add it there"
+            f"(scalestudy.contract.{cls.__name__}) does not name"
         )
     fields = () if where.strict else dataclasses.fields(cls)
     optional = {f.name for f in fields if (f.default, f.default_factory) != (MISSING, MISSING)}
@@ -503,6 +609,6 @@ def _record(cls, value, where: _Where):
     if missing:
         raise ContractError(
             f"{where.source}: missing key {where.at(missing[0]).path!r} "
-            f"(scalestudy.contract.{cls.__name__}): {AGAIN}"
+            f"(scalestudy.contract.{cls.__name__})"
         )
     return cls(**{k: _convert(hints[k], v, where.at(k)) for k, v in value.items()})

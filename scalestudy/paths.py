@@ -5,7 +5,9 @@ identity back from its path, and a record that does not match its path (copied
 or moved by hand) is refused.
 """
 
+import hashlib
 import itertools
+import json
 import re
 import string
 from pathlib import Path
@@ -25,6 +27,10 @@ ROUND = "results/{study}/rounds/round{round}.json"
 ARCHIVE = "archive/{study}/{stamp}"
 # the files of a results folder (or an archive) that a baseline is read from
 BASELINE_FILES = ("runs.csv", "analysis.json")
+# What a user wrote that a rule needs (a study's config, the report's title) reaches it as
+# a file of its JSON values named by their hash, never as a param: `snakemake --report`
+# puts the params of the jobs that made its files, unescaped, in a <script> of its page
+VALUES = ".snakemake/scalestudy/values/{digest}.json"
 # RECORD read backwards: each placeholder becomes a named group
 _GROUPS = {"study": "[^/]+", "point": "[^/]+", "repeat": "[1-9][0-9]*"}
 _RECORD_PATH = re.compile(
@@ -69,3 +75,20 @@ def records_on_disk(study: str, point: str):
         if not path.exists():
             return
         yield repeat, path
+
+
+def values_file(values) -> str:
+    """The path of a file holding `values` as JSON (written once: its name is their
+    hash, so a rule's param changes only where they do)."""
+    from scalestudy.records import write_text_atomic
+
+    text = json.dumps(values, sort_keys=True, allow_nan=False)
+    path = Path(VALUES.format(digest=hashlib.sha256(text.encode()).hexdigest()[:20]))
+    if not path.exists():
+        write_text_atomic(path, text)
+    return str(path)
+
+
+def read_values(path: str | Path):
+    """The JSON values of a values_file."""
+    return json.loads(Path(path).read_text())

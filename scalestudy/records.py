@@ -18,6 +18,9 @@ from scalestudy.paths import identity_from_path
 
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("schemas") / "record.schema.json"
+# the longest a run can take, in seconds (about 32 years): a longer time measured elsewhere
+# is refused (a record's own times bound it), before its statistics overflow (1e308 did)
+LONGEST_S = 1e9
 
 # How far a record's own times may disagree (self_inconsistency). The launcher takes
 # started_at just before its timer starts and finished_at once the record is assembled,
@@ -37,15 +40,16 @@ class RecordError(ValueError):
     """A record that must not be aggregated; the message names the file."""
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write so that `path` holds either the old file or the whole new one."""
+def write_text_atomic(path: str | os.PathLike, text) -> None:
+    """Write so that `path` holds either the old file or the whole new one. `text`: the
+    text, or what writes it to a file it is given (a large table, never held whole)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide results from the group
         with os.fdopen(fd, "w") as f:
-            f.write(text)
+            text(f) if callable(text) else f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

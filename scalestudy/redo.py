@@ -146,7 +146,13 @@ def main(argv: list[str], workdir: Path = Path(".")) -> Path:
     if refused:
         raise SystemExit(refused)
     repeat = None if args.repeat is None else str(args.repeat)
-    return redo(workdir / "results", args.study, args.point, repeat)
+    try:
+        return redo(workdir / "results", args.study, args.point, repeat)
+    except OSError as e:  # a read-only or full results/: one line, no traceback
+        raise SystemExit(
+            f"redo: cannot move the records aside ({e.strerror}: {e.filename}): make "
+            "results/ writable, then run make redo again"
+        ) from None
 
 
 if __name__ == "__main__":

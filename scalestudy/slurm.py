@@ -5,15 +5,20 @@ with. Each command has a timeout and its answer is kept raw: aggregation reads S
 facts as data and starts no process (docs/slurm.md, "Time to result, at aggregation").
 """
 
+from __future__ import annotations
+
 import json
 import shlex
 import subprocess
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from snakemake_interface_common.exceptions import WorkflowError
 
+from scalestudy.contract import checked, read_json, versioned
 from scalestudy.records import write_text_atomic
 
 ADAPTED_TO = "2.8.0"
@@ -146,32 +151,47 @@ def unreachable(answer: dict) -> bool:
     return answer["returncode"] != 0 and any(words in low for words in _UNREACHABLE)
 
 
-def dump_facts(path: str | Path, facts: dict) -> None:
-    """A study's cluster facts to results/<study>/cluster.json, atomically; sorted keys,
-    so the same facts are the same bytes (aggregation reruns on a change only)."""
-    write_text_atomic(path, json.dumps(facts, indent=1, sort_keys=True) + "\n")
+@dataclass(frozen=True)
+class ClusterFacts:
+    """What Slurm said of a study, results/<study>/cluster.json (rules/cluster.smk), each
+    answer raw (ask): what aggregation reads as data. Its one dump and its one load,
+    checked against schemas/cluster.schema.json (a bad file is named and made again)."""
+
+    queue: str
+    asked_at: str | None
+    site: dict[str, Any]
+    accounting: dict | None
+    history: dict | None
+    history_days: int | None
+    test_only: dict[str, dict]
+    version: int = 2
+
+    def dump(self, path: str | Path) -> None:
+        """Atomically, keys sorted: the same facts are the same bytes (aggregation reruns
+        on a change only)."""
+        write_text_atomic(path, json.dumps(asdict(self), indent=1, sort_keys=True) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> ClusterFacts:
+        """ContractError names the file, and the line of one cut short or the bad key."""
+        data = read_json(path)
+        versioned(data, str(path), cls.version, {1: dict})  # 1: the same, before versions
+        return cls(**checked(data, "cluster.schema.json", str(path)))
 
 
-def load_facts(path: str | Path) -> dict:
-    """A study's cluster facts as dump_facts wrote them."""
-    return json.loads(Path(path).read_text())
-
-
-def local_facts() -> dict:
+def local_facts() -> ClusterFacts:
     """Where jobs run on this machine: no queue, nothing asked."""
-    return {"queue": LOCAL, "asked_at": None, "site": {}, "accounting": None,
-            "history": None, "history_days": None, "test_only": {}}  # fmt: skip
+    return ClusterFacts(LOCAL, None, {}, None, None, None, {})
 
 
 def gather(site: dict, history_days: int | None, job_ids: list[str],
            commands_for: Callable[[dict | None], list[list[str]]], run: Callable | None = None,
-           now: datetime | None = None) -> dict:  # fmt: skip
+           now: datetime | None = None) -> ClusterFacts:  # fmt: skip
     """What Slurm says, each command asked once with a timeout: sacct's accounting of
     `job_ids` (none: not asked); where `commands_for(accounting's answer)` gives any
     sbatch --test-only command, sacct's past waits over `history_days` (None: not
     asked; not asked again where sacct could not run for the accounting: its answer
-    says so), then each command (the first that cannot reach Slurm stops the asking).
-    The facts as JSON values (the file rules/cluster.smk writes)."""
+    says so), then each command (the first that cannot reach Slurm stops the asking)."""
     now = now or datetime.now()
     accounting = ask(accounting_command(job_ids), run) if job_ids else None
     commands = commands_for(accounting)
@@ -190,10 +210,9 @@ def gather(site: dict, history_days: int | None, job_ids: list[str],
         test_only[shlex.join(command)] = answer
         if unreachable(answer):
             break
-    return {"queue": SLURM, "asked_at": now.isoformat(timespec="seconds"),
-            "site": {k: v for k, v in site.items() if v not in (None, "")},
-            "accounting": accounting, "history": history, "history_days": history_days,
-            "test_only": test_only}  # fmt: skip
+    site = {k: v for k, v in site.items() if v not in (None, "")}
+    asked_at = now.isoformat(timespec="seconds")
+    return ClusterFacts(SLURM, asked_at, site, accounting, history, history_days, test_only)
 
 
 def slurm_seconds(text: str) -> float | None:

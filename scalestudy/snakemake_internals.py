@@ -2,6 +2,9 @@
 API, so tests/test_snakemake_internals.py checks each against the installed Snakemake
 and fails when an upgrade removes or renames one. Most take a Snakefile's `workflow`."""
 
+import contextlib
+import os
+import signal
 from pathlib import Path
 
 
@@ -75,6 +78,34 @@ def on_dag_built(check) -> None:
     logger.addHandler(OnDagBuilt())
 
 
+def remake(workflow, path: str) -> None:
+    """Make `path` again in this invocation, as if it were missing, without making it a
+    target (as --forcerun would): it joins the DAG's forced files (DAG.forcefiles), from
+    an input function of the job that makes it, before Snakemake decides what runs. A
+    checkpoint's output forced so is not taken as made (DAG.update_checkpoint_outputs)."""
+    workflow.dag.forcefiles.add(path)
+
+
+def remade_when_refused(workflow, pattern: str, load, warn):
+    """An input function, adding no input, of the rule that makes `pattern`: where its
+    file is there and `load` refuses it (ValueError: another version, cut short, edited),
+    `warn` names why, once, and the file is made again in this invocation (remake)."""
+    checked = set()
+
+    def check(wildcards):
+        path = pattern.format(**dict(wildcards.items()))
+        if path not in checked and Path(path).exists():
+            checked.add(path)
+            try:
+                load(path)
+            except ValueError as e:  # the contract's: the file, its line or key, its version
+                warn(f"{e}: made again")
+                remake(workflow, path)
+        return []
+
+    return check
+
+
 def remote_exec(workflow) -> bool:
     """Whether this Snakemake runs inside a submitted job (workflow.remote_exec): the
     checks were made by the Snakemake that submitted it."""
@@ -122,3 +153,45 @@ def held_files(workdir: Path) -> list[tuple[Path, Path]]:
             continue
         found += [(lock, (workdir / line.strip()).resolve()) for line in lines if line.strip()]
     return found
+
+
+def processes_in(workdir: Path) -> list[tuple[int, list[str]]]:
+    """(pid, argv) of this host's processes whose working folder is `workdir` (/proc)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if Path(os.readlink(entry / "cwd")) == workdir.resolve():
+                argv = (entry / "cmdline").read_bytes().split(b"\0")[:-1]
+                found.append((int(entry.name), [a.decode(errors="replace") for a in argv]))
+        except OSError:  # ended, or not ours to read
+            continue
+    return found
+
+
+def after_a_kill(workdir: Path, me: int) -> str | None:
+    """What a Snakemake of this folder left here when it ended without cleaning up (kill
+    -9), said in one line with how to go on; None where it left nothing, or where another
+    Snakemake of this folder runs here. Its locks stay for `snakemake --unlock`; the runs
+    and scripts it started that still run are killed, so that no run is measured twice at
+    once: a run killed so writes no record, and runs again."""
+    here = [(pid, argv) for pid, argv in processes_in(workdir) if pid != me]
+    if any(Path(a).name == "snakemake" for _, argv in here for a in argv[:3]):  # -m snakemake
+        return None
+    jobs = ("scalestudy.compute.launch", ".snakemake/scripts/")
+    left = [(pid, argv) for pid, argv in here if any(j in a for a in argv for j in jobs)]
+    locks = sorted((workdir / LOCKS).glob("*.lock"))
+    if not left and not locks:
+        return None
+    said = [f"its locks ({LOCKS})"] if locks else []
+    if left:
+        records = {a for _, argv in left for a in argv if a.endswith(".json") and "/runs/" in a}
+        runs = sorted(r.removeprefix("results/").replace("/runs/", "/")[:-5] for r in records)
+        for pid, _ in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        said.append(f"its jobs still running ({', '.join(runs) or 'scripts'}: now stopped)")
+    unlock = "run `snakemake --unlock`, then run again" if locks else "run again"
+    return (
+        "A Snakemake of this folder ended without cleaning up (killed?) and left "
+        f"{' and '.join(said)}: {unlock}; what was measured is kept"
+    )

@@ -13,7 +13,9 @@ from scalestudy.analysis.cost.plan import round_plan
 from scalestudy.analysis.decisions.adaptive import RoundPlan, config_fingerprint
 from scalestudy.analysis.tables import read_runs
 from scalestudy.model import Study
+from scalestudy.paths import read_values
 from scalestudy.records import RecordError, write_text_atomic
+from scalestudy.redo import discard
 
 
 def kept_plan(path: Path) -> str | None:
@@ -40,7 +42,13 @@ def main(smk) -> None:
         )
         write_text_atomic(output, kept)
         return
-    study = Study.from_config(smk.wildcards.study, smk.params.study)
+    if history.exists():  # a copy no reader of this version reads: kept aside, planned anew
+        aside = discard(history.parent, [history], "a round's plan this version cannot read")
+        logging.warning(
+            "round %s: its plan could not be read, kept in %s", smk.wildcards.round, aside
+        )
+    config = read_values(smk.params.study)
+    study = Study.from_config(smk.wildcards.study, config)
     records = list(smk.input.records)
     try:
         runs = read_runs(study, records) if records else None
@@ -54,8 +62,8 @@ def main(smk) -> None:
     # (rules/adaptive.smk, get_round_config), and the report says where the config changed
     plan = replace(
         round_plan(study, int(smk.wildcards.round), runs, baseline),
-        config_fingerprint=config_fingerprint(smk.params.study),
-        config=smk.params.study,
+        config_fingerprint=config_fingerprint(config),
+        config=config,
     )
     logging.info("round %s: %s", smk.wildcards.round, plan)
     plan.dump(history)

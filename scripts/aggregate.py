@@ -7,13 +7,14 @@ from pathlib import Path
 
 from scalestudy.analysis.pipeline import aggregate
 from scalestudy.model import Study
+from scalestudy.paths import read_values
 from scalestudy.records import RecordError
 
 
 def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
     try:
-        study = Study.from_config(smk.wildcards.study, smk.params.study)
+        study = Study.from_config(smk.wildcards.study, read_values(smk.params.study))
         baseline = Path(smk.input.baseline[0]).parent if smk.input.baseline else None
         # each archive's folder once, oldest first (their names start with the time)
         archives = sorted({Path(path).parent for path in smk.input.archives})

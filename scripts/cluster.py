@@ -6,15 +6,16 @@ nothing."""
 import logging
 from functools import partial
 
-from scalestudy.analysis.decisions.request import job_ids
-from scalestudy.analysis.pipeline import probe_commands_of, read_runs
+from scalestudy.analysis.decisions.request import job_ids, probe_commands_of
+from scalestudy.analysis.tables import read_runs
 from scalestudy.model import Study
-from scalestudy.slurm import LOCAL, SITE_RESOURCES, dump_facts, gather, local_facts
+from scalestudy.paths import read_values
+from scalestudy.slurm import LOCAL, SITE_RESOURCES, gather, local_facts
 
 
 def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
-    study = Study.from_config(smk.wildcards.study, smk.params.study)
+    study = Study.from_config(smk.wildcards.study, read_values(smk.params.study))
     # times measured elsewhere have no job to ask about: the same facts on any profile
     if smk.params.queue == LOCAL or study.elsewhere:
         facts = local_facts()
@@ -24,8 +25,8 @@ def main(smk) -> None:
         site = {key: smk.resources.get(key) for key in SITE_RESOURCES}
         commands = partial(probe_commands_of, study, runs, site=site)
         facts = gather(site, smk.params.history_days, job_ids(runs), commands)
-    dump_facts(smk.output[0], facts)
-    asked = [facts["accounting"], facts["history"], *facts["test_only"].values()]
+    facts.dump(smk.output[0])
+    asked = [facts.accounting, facts.history, *facts.test_only.values()]
     for answer in filter(None, asked):
         logging.info("%s: exit %s %s", " ".join(answer["command"]), answer["returncode"],
                      answer["error"] or "")  # fmt: skip

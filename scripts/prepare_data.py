@@ -4,13 +4,15 @@ import logging
 import sys
 
 from scalestudy.compute.data import DataError, prepare
+from scalestudy.paths import read_values
 
 
 def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
     dataset = smk.wildcards.dataset
     try:
-        info = prepare(dataset, list(smk.params.sources), smk.params.root, smk.output.marker)
+        sources = read_values(smk.params.sources)
+        info = prepare(dataset, sources, smk.params.root, smk.output.marker)
     except DataError as e:
         logging.error("%s", e)
         sys.exit(f"prepare_data: {e}")

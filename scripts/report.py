@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from scalestudy.contract import Analysis
+from scalestudy.paths import read_values
 from scalestudy.report.rendering import write_report
 from scalestudy.report.views import profile_links, study_view
 
@@ -36,7 +37,8 @@ def build(inputs, title: str, out: Path, not_in_config=()) -> None:
 
 def main(smk) -> None:
     logging.basicConfig(filename=smk.log[0], level=logging.INFO, force=True)
-    build(smk.input, smk.params.title, Path(smk.output.html), smk.params.not_in_config)
+    title, not_in_config = read_values(smk.params.page)
+    build(smk.input, title, Path(smk.output.html), not_in_config)
     logging.info("wrote %s", smk.output.html)
 
 

@@ -57,6 +57,23 @@ def open_report(path: Path, screenshot: Path | None = None) -> dict:
             browser.close()
 
 
+def dialogs(path: Path, wait_ms: int = 1500) -> list[str]:
+    """The messages of every dialog (alert, confirm, prompt) a page opens as it loads
+    and just after: a script that a string of the page brought in opens one."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            page, found = browser.new_page(), []
+            page.on("dialog", lambda d: (found.append(d.message), d.dismiss()))
+            page.goto(Path(path).resolve().as_uri(), wait_until="load")
+            page.wait_for_timeout(wait_ms)
+            return found
+        finally:
+            browser.close()
+
+
 # Every SVG figure of the report, parsed from its data URI into the page (an <img> hides
 # its document), and measured there: the legend's box (matplotlib gid "legend") against
 # what the figure draws as data (gids starting "data"). Lines and filled areas are

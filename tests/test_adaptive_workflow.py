@@ -4,16 +4,19 @@ nothing, a deleted record redone, a raised limit that continues from what exists
 a study over many candidates that runs only those that decide its answer."""
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
+import time
 from dataclasses import replace
 
 import pandas as pd
 import pytest
 
 from scalestudy.analysis.cost.plan import round_plan
-from tests.conftest import study_model
+from tests.conftest import REPO, copy_of_the_workflow, study_model
 from tests.test_report_questions import first_row, lines
 from tests.test_workflow import planned_runs
 
@@ -313,3 +316,60 @@ def test_the_rounds_are_history_a_changed_config_plans_new_ones(workflow):
     # running again does nothing
     again = workflow.snakemake("--profile", "profiles/local")
     assert "Nothing to be done" in again.output
+
+
+def as_the_earlier_contract_wrote_them(results) -> None:
+    """Results as the contract was before versions (up to 90acaa5): round plans (and
+    their copies) without the keys added since, analyses without a version and without a
+    section added since, cluster facts without a version."""
+    added = ("price_basis", "time_limits_min", "config", "config_fingerprint", "version")
+    for path in results.glob("*/rounds/*round*.json"):
+        plan = json.loads(path.read_text())
+        path.write_text(json.dumps({k: v for k, v in plan.items() if k not in added}, indent=1))
+    for path in [*results.glob("*/analysis.json"), *results.glob("*/cluster.json")]:
+        data = json.loads(path.read_text())
+        data.pop("version")
+        data.pop("paired", None)
+        path.write_text(json.dumps(data, indent=1))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("results_are", ["newer than the code", "older than the code"])
+def test_results_of_the_earlier_contract_are_read_or_made_again_whatever_their_times(
+    workflow, tmp_path, monkeypatch, results_are
+):
+    # the fault probe: an adaptive study's results made by an earlier version, copied into
+    # a fresh clone, stopped every study while Snakemake built its jobs ("missing key
+    # 'RoundPlan.price_basis' ... aggregate the study again", which could not be done);
+    # with the code newer than the results, the rounds were planned again silently
+    from scalestudy.contract import VERSION
+
+    config = {"studies": {"a": adaptive_study(max_repeats=2)}}
+    workflow.write_config(config)
+    workflow.snakemake("--profile", "profiles/local")
+    measured = run_ids(workflow)
+    earlier = workflow.root / "results"
+    as_the_earlier_contract_wrote_them(earlier)
+    rounds = {p.name: p.read_bytes() for p in (earlier / "a" / "rounds").glob("*round*.json")}
+    # a fresh clone (no .snakemake, its own package) with those results copied into it,
+    # then the results or the code made a month older
+    (tmp_path / "clone").mkdir()
+    clone = copy_of_the_workflow(tmp_path / "clone")
+    shutil.copytree(REPO / "scalestudy", clone.root / "scalestudy")
+    monkeypatch.setenv("PYTHONPATH", str(clone.root))
+    shutil.copytree(earlier, clone.root / "results")
+    older = "results" if results_are == "older than the code" else "scalestudy"
+    month_ago = time.time() - 30 * 86400
+    for path in (clone.root / older).rglob("*"):
+        os.utime(path, (month_ago, month_ago))
+    clone.write_config(config)
+    run = clone.snakemake("--profile", "profiles/local")
+    assert "Traceback" not in run.output and "InputFunctionException" not in run.output
+    assert "results/a/analysis.json: of contract version 1" in run.output  # said, made again
+    # nothing measured again, the rounds read as they are, the analysis of today's version
+    assert run_ids(clone) == measured
+    folder = clone.root / "results" / "a"
+    assert {p.name: p.read_bytes() for p in (folder / "rounds").glob("*round*.json")} == rounds
+    assert json.loads((folder / "analysis.json").read_text())["version"] == VERSION
+    assert "Rounds" in (clone.root / "results" / "report.html").read_text()
+    assert "Nothing to be done" in clone.snakemake("--profile", "profiles/local").output

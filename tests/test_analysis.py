@@ -164,6 +164,12 @@ def test_one_bad_record_stops_aggregation_and_names_it(tmp_path):
         ("N,time_s\n1,3\n2,inf\n", "line 3: time_s=inf is not"),
         ("N,time_s\n1,3\n2,-1\n", "line 3: time_s=-1 is not"),
         ("N,time_s\n1,3\n0,2\n", "line 3: N=0 is not a positive finite number"),
+        # the fault probe: times of 1e308 overflowed the statistics, and the analysis
+        # stopped on "Out of range float values are not JSON compliant", naming no file
+        (
+            "N,time_s\n1,3\n2,1e308\n",
+            "line 3: time_s=1e+308 is longer than a run takes (at most 1e+09 s, 32 years)",
+        ),
         ("N,time_s\n", "no rows"),
         ("N,time_s\n1.5,3\n", "whole numbers"),
     ],

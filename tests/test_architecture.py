@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from scalestudy.code_inputs import imported_modules
+from scalestudy.code_inputs import reached as code_reached
 from tests.conftest import REPO
 
 PACKAGE = REPO / "scalestudy"
@@ -28,48 +30,18 @@ SHARED = {
     "snakemake_internals",
     "slurm",
     "thresholds",
+    "code_inputs",
 }
-# shared too: the config's studies and points, a module a topic (scalestudy/study/)
-SHARED_PACKAGES = ("study",)
-HEAVY = {"pandas", "scipy", "matplotlib", "seaborn", "jinja2", "numpy", "yaml"}
-
-
-def imported_modules(path: Path) -> set[str]:
-    """Every module a file imports, at any depth of its code (lazy imports too), as
-    dotted names (`from scalestudy.compute import ledger` gives scalestudy.compute.ledger)."""
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-            if node.module.startswith("scalestudy"):
-                names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return names
-
-
-def module_file(name: str) -> Path | None:
-    """The file of a module of the package (scalestudy.a.b), None for other names."""
-    parts = name.split(".")
-    if parts[0] != "scalestudy":
-        return None
-    path = PACKAGE.joinpath(*parts[1:])
-    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 def reached(path: Path) -> set[str]:
     """The package's modules a file imports, directly or through other modules of it."""
-    seen, todo = set(), [path]
-    while todo:
-        for module in imported_modules(todo.pop()):
-            found = module_file(module)
-            if found is not None and module not in seen:
-                seen.add(module)
-                todo.append(found)
-    return seen
+    return set(code_reached(path))
+
+
+# shared too: the config's studies and points, a module a topic (scalestudy/study/)
+SHARED_PACKAGES = ("study",)
+HEAVY = {"pandas", "scipy", "matplotlib", "seaborn", "jinja2", "numpy", "yaml"}
 
 
 # a section's files by their name (scalestudy/sections/<name>/): its producer is the
@@ -230,8 +202,8 @@ def test_aggregation_twice_on_the_same_inputs_gives_identical_bytes(tmp_path, mo
     )
     cluster = facts(study(), runs, {"slurm_partition": "debug"}, 30, slurm({"1": 0, "2": 300},
                     history))  # fmt: skip
-    assert cluster["asked_at"] == NOW.isoformat() and len(cluster["test_only"]) == 2
-    (tmp_path / "cluster.json").write_text(json.dumps(cluster))
+    assert cluster.asked_at == NOW.isoformat() and len(cluster.test_only) == 2
+    cluster.dump(tmp_path / "cluster.json")
     outputs = []
     for seed in ("1", "2"):
         out = tmp_path / f"out{seed}"
@@ -465,13 +437,13 @@ def test_no_issue_numbers_in_the_code():
     assert not found, found
 
 
-# where JSON is parsed: the one load of each file of the workflow's own (analysis.json,
-# a round's plan; plan.json is the workflow's output, read by no step), and readers of
+# where JSON is parsed: the files of the workflow's own (analysis.json, a round's plan,
+# the cluster facts; plan.json is the workflow's output, read by no step) by
+# contract.read_json, each through its owner's load, and their schemas; and readers of
 # other files (records, their schema, a metric's names, a YAML error)
 LOADS = {
-    "contract.py": {"from_json", "earlier_analysis"},
-    "slurm.py": {"load_facts"},
-    "analysis/decisions/adaptive.py": {"load"},
+    "contract.py": {"from_json", "read_json", "checked"},
+    "paths.py": {"read_values"},
     "records.py": {"_fast_validator", "_validator", "parse_record_text"},
     "analysis/tables.py": {"metric_columns"},
     "study/errors.py": {"yaml_problem"},

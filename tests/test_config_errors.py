@@ -238,3 +238,19 @@ def test_problems_of_studies_left_out_by_only_are_noted_after_the_selected_ones(
     assert "config key studies.good.repeats: 0 is less than the minimum of 1" in first
     assert "studies.broken" not in first and "studies.broken.repeats" in notes
     assert_no_traceback(proc.output)
+
+
+@pytest.mark.parametrize("written", [".inf", ".nan", "-.inf"])
+def test_a_budget_that_is_not_a_finite_positive_number_is_refused_by_the_schema(written):
+    # the fault probe: `budget_su: .inf` was accepted for an adaptive study, and .nan
+    # was caught only by the price check
+    import yaml
+
+    budget = yaml.safe_load(f"budget_su: {written}")["budget_su"]
+    study = tiny_mnist_study(budget_su=budget, adaptive={"target_ci": 0.5})
+    study["recommend"] = {"budget_su": budget}
+    found = problems({"studies": {"a": study}})
+    assert found == [
+        f"config key studies.a.budget_su: {budget} is not a finite number",
+        f"config key studies.a.recommend.budget_su: {budget} is not a finite number",
+    ]

@@ -32,7 +32,7 @@ def test_an_aggregated_analysis_json_loads_into_the_contract_and_writes_back_the
     assert json.loads(analysis.to_json()) == json.loads(text)
     # the shape other readers know stays: the planner reads series[i].curve
     assert set(json.loads(text)) == {
-        *("comparisons", "findings"),
+        *("comparisons", "findings", "version"),
         # each section's data under its name (scalestudy.sections), "series" among them
         *SECTIONS,
     }
@@ -65,7 +65,6 @@ def test_an_unknown_or_a_missing_key_is_refused_with_its_name_and_file(tmp_path,
     with pytest.raises(ContractError, match=re.escape(named)) as refused:
         Analysis.from_json(json.dumps(data), str(out["analysis"]))
     assert str(out["analysis"]) in str(refused.value)
-    assert "aggregate the study again" in str(refused.value)
     # the report refuses it the same way, and the workflow's script names the file
     with pytest.raises(ValueError, match=re.escape(named)):
         study_view(data, pd.read_csv(out["summary"]), {})
@@ -106,3 +105,34 @@ def test_the_report_shows_the_analysis_words_for_mem_and_repeats_no_rule():
     # the whole-GB rule (a remainder of 1024) lives in scalestudy.analysis.decisions.request alone
     assert not re.search(r"%\s*1024|MB_PER_GB", source)
     assert not hasattr(views, "mem_text")
+
+
+def test_each_version_is_read_by_its_reader_or_refused_naming_it(tmp_path):
+    """analysis.json says its version: one of another version is refused by Analysis.load
+    (its rule makes it again); an earlier one, a baseline's or an archive's, is read by
+    the versioned reader from version 1 (before versions, parts missing) and today's,
+    and refused naming any other."""
+    from scalestudy.contract import VERSION, earlier_analysis
+
+    out = aggregated(tmp_path / "rtx")
+    data = json.loads(out["analysis"].read_text())
+    assert data["version"] == VERSION == 2
+    earlier = earlier_analysis(out["analysis"])
+    assert earlier.version == 2 and earlier.study.name == "rtx"
+    assert [(a.worth_n, a.decided) for a in earlier.answers] == [(6, earlier.answers[0].decided)]
+    # as version 1 wrote it: no version, no section added since, no fingerprint
+    old = {k: v for k, v in data.items() if k not in ("version", "paired")}
+    del old["findings"]["fingerprint"]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    with pytest.raises(ContractError, match=r"old.json: of contract version 1, which this code"):
+        Analysis.load(tmp_path / "old.json")
+    read = earlier_analysis(tmp_path / "old.json")
+    assert read.version == 1 and read.fingerprint is None
+    assert read.answers == earlier.answers and read.series == earlier.series
+    (tmp_path / "new.json").write_text(json.dumps(data | {"version": 9}))
+    with pytest.raises(
+        ContractError,
+        match=r"new.json: of contract version 9, which this code "
+        r"cannot read \(it reads 1, 2\)",
+    ):
+        earlier_analysis(tmp_path / "new.json")

@@ -7,6 +7,7 @@ import copy
 import json
 import math
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -200,12 +201,14 @@ def test_a_variant_runs_in_its_own_interpreter_or_container(tmp_path):
     python.parent.mkdir()
     python.write_text("")
     study = paired_study()
+    image = tmp_path / "bench.sif"
+    image.write_text("")
     study["compare"]["a"] = {"python": str(python)}
-    study["compare"]["b"] = {"container": "bench.sif"}
+    study["compare"]["b"] = {"container": str(image)}
     model = checked_study(study)
     a, b = run_spec(model, 1, 1, "a"), run_spec(model, 1, 1, "b")
     assert interpreter(a) == [str(python)]
-    assert interpreter(b) == ["apptainer", "exec", "bench.sif", "python3"]
+    assert interpreter(b) == ["apptainer", "exec", str(image), "python3"]
     assert interpreter({}) == [sys.executable]
     ((argv, _),) = worker_processes(a, tmp_path / "spec.json", tmp_path, environ={})
     assert argv[:3] == [str(python), "-m", "scalestudy.compute.worker"]
@@ -237,6 +240,32 @@ def test_a_comparison_with_series_adaptive_or_one_repeat_is_refused_naming_the_k
     assert f"config key studies.s.compare.b.python: no such file: {tmp_path / 'nowhere'}" in (
         problems(missing)
     )
+
+
+@pytest.mark.skipif(shutil.which("apptainer") is not None, reason="apptainer is installed here")
+def test_a_variants_container_is_checked_before_any_job_and_same_variants_are_said(workflow):
+    # the fault probe: a missing `container:` image was not checked (a missing `python:`
+    # was), and every run failed with "No such file or directory: 'apptainer'"; variants
+    # a and b that run the same got no word
+    missing = paired_study()
+    missing["compare"]["b"] = {"container": "nowhere.sif"}
+    assert "config key studies.s.compare.b.container: no such file: nowhere.sif" in (
+        problems(missing)
+    )
+    assert checked_study(paired_study(compare={"a": {}, "b": {"container": "docker://x"}}))
+    (workflow.root / "bench.sif").write_text("")
+    boxed = paired_study()
+    boxed["compare"]["b"] = {"container": "bench.sif"}
+    same = paired_study(compare={"a": {"description": "one"}, "b": {"description": "two"}})
+    workflow.write_config({"studies": {"s": boxed, "same": same}})
+    # this machine has no apptainer: stopped before any job, in a dry run too
+    dry = workflow.snakemake("--profile", "profiles/local", "-n", check=False)
+    assert dry.returncode != 0, dry.output
+    needs = "studies.s.compare.b.container: its runs need apptainer, which is not installed here"
+    assert needs in dry.output
+    assert not (workflow.root / "results").exists()
+    assert "studies.same.compare: variants a and b run the same params" in dry.output
+    assert "studies.s.compare: variants" not in dry.output
 
 
 def test_a_variants_unknown_key_or_bad_params_are_refused_naming_the_key():

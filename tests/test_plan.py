@@ -17,6 +17,7 @@ from scalestudy.analysis.cost.plan import (
     job_price,
     study_plan,
 )
+from scalestudy.contract import EarlierAnalysis, EarlierSeries
 from tests.conftest import study_model
 
 PY = sys.executable
@@ -53,12 +54,8 @@ def test_earlier_runs_price_their_points_and_the_model_the_others():
     # the fitted model's curve: speedup 1, 1.6, 2.5 at N = 1, 2, 4 against 105 s, the
     # lower end of its prediction band 1, 1.4, 1.2: at N = 4 an upper time of 87.5 s,
     # slower than the 65 s of N = 2, its measured neighbour
-    analysis = {
-        "series": [
-            {"series": "", "curve": {"n": [1, 2, 4, 8], "speedup": [1, 1.6, 2.5, 3.0],
-                                     "band_lo": [1, 1.4, 1.2, 1.1], "base_time_s": 105.0}}
-        ]
-    }  # fmt: skip
+    analysis = earlier({"n": [1, 2, 4, 8], "speedup": [1, 1.6, 2.5, 3.0],
+                        "band_lo": [1, 1.4, 1.2, 1.1], "base_time_s": 105.0})  # fmt: skip
     plan = study_plan(study(), runs, analysis, finished={("t1", 1), ("t1", 2)})
     rows = by_point(plan)
     assert (rows["t1"].basis, rows["t1"].seconds, rows["t1"].earlier_runs) == (
@@ -73,7 +70,7 @@ def test_earlier_runs_price_their_points_and_the_model_the_others():
     assert not plan.totals.upper_bound
     assert rows["t1"].su_to_run == pytest.approx(105 / 3600)
     # where the model says faster than the neighbour, the neighbour prices it
-    analysis["series"][0]["curve"]["band_lo"] = [1, 1.4, 2.0, 2.4]
+    analysis.series[0].curve["band_lo"] = [1, 1.4, 2.0, 2.4]
     rows = by_point(study_plan(study(), runs, analysis))
     assert rows["t4"].basis == NEIGHBOUR
     assert rows["t4"].seconds == pytest.approx(65.0 * PRICE_MARGIN)
@@ -139,9 +136,14 @@ def test_a_point_whose_runs_all_failed_prices_itself_and_those_above_at_the_limi
     assert [rows[p].basis for p in ("t1", "t2", "t4")] == [MEASURED, LIMIT, LIMIT]
 
 
+def earlier(curve: dict) -> EarlierAnalysis:
+    """An earlier analysis whose one series' fitted curve is `curve`."""
+    return EarlierAnalysis(2, None, None, [], [EarlierSeries("", curve, [])])
+
+
 def test_the_model_is_not_used_outside_its_curve_or_on_another_time_basis():
     curve = {"n": [1, 2], "speedup": [1, 1.5], "band_lo": [1, 1.2], "base_time_s": 10.0}
-    analysis = {"series": [{"series": "", "curve": curve}]}
+    analysis = earlier(curve)
     assert by_point(study_plan(study(), None, analysis))["t2"].basis == MODEL
     assert by_point(study_plan(study(), None, analysis))["t4"].basis == LIMIT
     trained = study(time="train")

@@ -358,7 +358,8 @@ def test_a_hung_slurm_command_costs_its_timeout_and_the_facts_say_what_is_unknow
     assert jobs == {} and note == (
         "sacct did not answer within 0.5 s: CPU and memory use are the runs' own figures"
     )
-    assert past_jobs({"history": hung}) == ([], "no past waits: sacct did not answer within 0.5 s")
+    facts = replace(local_facts(), history=hung)
+    assert past_jobs(facts) == ([], "no past waits: sacct did not answer within 0.5 s")
     # a shape asked of a hung sbatch: one note, and no later command is asked
     made = plans()
     commands = []

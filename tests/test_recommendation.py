@@ -68,8 +68,8 @@ def test_pareto_front_hand_example():
 
 
 # --- is the answer decided? -------------------------------------------------------------
+from benchmarks.adaptive_simulator import acceptable_answers  # noqa: E402
 from scalestudy.analysis.decisions.recommendation import (  # noqa: E402
-    acceptable_answers,
     decision,
     step_decided,
     step_intervals,

@@ -167,3 +167,15 @@ def test_jsonable_gives_json_values_and_null_for_what_is_not_finite():
                       "t": (np.float32(2.5), float("inf")), "s": "x", "b": False})  # fmt: skip
     assert found == {"1": [1.5, None], "ok": True, "n": 3, "t": [2.5, None], "s": "x", "b": False}
     assert json.dumps(found, allow_nan=False)  # strict JSON: nothing left to refuse
+
+
+def test_a_record_with_a_wall_time_of_zero_is_refused_naming_file_and_value(tmp_path):
+    # the fault probe: a record with wall_s 0 was used, its point's fastest run took 0.0 s
+    # and its interval was NaN, and the report called the point only "unstable"
+    path = tmp_path / "rep1.json"
+    path.write_text(json.dumps(good_record(wall_s=0, phases=[])))
+    with pytest.raises(RecordError) as info:
+        read_record(path)
+    assert str(info.value) == (
+        f"{path}: invalid record at wall_s: 0 is less than or equal to the minimum of 0"
+    )

@@ -1,6 +1,10 @@
 """`make redo` (scalestudy/redo.py): study names from the config only, named
 arguments, and nothing moved while a Snakemake workflow holds the study's results."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 import yaml
 
@@ -73,3 +77,33 @@ def test_redo_refuses_while_a_snakemake_workflow_holds_the_results(workdir):
     persistence._delete_locks()  # the workflow ended
     main(["s", "--point", "t2"], workdir)
     assert records(workdir / "results" / "s" / "runs") == ["t1/rep1.json", "t1/rep2.json"]
+
+
+@pytest.mark.skipif(
+    subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0,
+    reason="no mount namespace here (unshare -m needs root)",
+)
+def test_a_read_only_results_folder_is_named_in_one_line(workdir):
+    # the fault probe: `make redo` on a read-only results/ printed a traceback
+    # (OSError: Read-only file system); it is mounted read-only in a namespace of its own
+    results = workdir / "results"
+    redo = f"{sys.executable} -m scalestudy.redo s --point t1"
+    mounted = f"mount --bind {results} {results} && mount -o remount,ro,bind {results} && {redo}"
+    proc = subprocess.run(
+        ["unshare", "-m", "sh", "-c", mounted],
+        cwd=workdir,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "redo: cannot move the records aside (Read-only file system: results/s/discarded): "
+        "make results/ writable, then run make redo again"
+    ]
+    assert records(results) == [
+        "s/runs/t1/rep1.json",
+        "s/runs/t1/rep2.json",
+        "s/runs/t2/rep1.json",
+        "s/runs/t2/rep2.json",
+    ]

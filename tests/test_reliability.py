@@ -290,6 +290,21 @@ def test_a_local_run_is_stopped_at_its_time_limit(tmp_path, monkeypatch):
     assert "stopping the run" in (tmp_path / "rep1.log").read_text()
 
 
+@pytest.mark.parametrize("limit", ["budget_limit_min", "time_limit_min"])
+def test_a_run_at_its_limit_ends_within_the_slack_its_round_held_back(tmp_path, limit):
+    # the fault probe: 0.17089 SU spent against budget_su 0.17: the rounds' limits held
+    # nothing back for a run to end after its limit. A program that ignores SIGTERM is
+    # killed at once at either limit, within STOP_SLACK_S of it (a grace period of 10 s
+    # after SIGTERM followed a time limit).
+    stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+    program = f"import os; os.execvp({PY!r}, [{PY!r}, '-c', {stubborn!r}])"
+    spec = command_spec(tmp_path, [PY, "-c", program])
+    spec["time_limit_min"] = spec[limit] = 0.02  # 1.2 s
+    record = launch(spec, tmp_path / "rep1.json")
+    assert record["reason"] == f"{limit.split('_limit')[0]} limit (0.02 min) exceeded"
+    assert record["wall_s"] <= 1.2 + launch_module.STOP_SLACK_S, record["wall_s"]
+
+
 def test_a_local_run_is_stopped_at_its_memory_limit(tmp_path):
     hungry = (
         "import time; x = bytearray(400 * 2**20); x[::4096] = b'1' * len(x[::4096]); time.sleep(30)"

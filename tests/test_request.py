@@ -179,7 +179,7 @@ def requests(study, summary: pd.DataFrame, made: pd.DataFrame, sacct: Sacct) -> 
     """study_requests with sacct's accounting asked as the cluster rule asks it
     (scalestudy.slurm.gather), then read as data."""
     facts = gather({}, None, job_ids(made), lambda _: [], run=sacct)
-    return study_requests(study, summary, made, read_accounting(facts["accounting"]))
+    return study_requests(study, summary, made, read_accounting(facts.accounting))
 
 
 def test_slurm_accounting_is_shown_beside_the_runs_own_figures():

@@ -10,8 +10,8 @@ from functools import partial
 
 import pytest
 
-from scalestudy.analysis.decisions.request import job_ids
-from scalestudy.analysis.pipeline import analyse, probe_commands_of
+from scalestudy.analysis.decisions.request import job_ids, probe_commands_of
+from scalestudy.analysis.pipeline import analyse
 from scalestudy.analysis.stats.intervals import median_ci
 from scalestudy.analysis.tables import runs_from_records
 from scalestudy.records import write_json_atomic

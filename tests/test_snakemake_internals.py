@@ -139,3 +139,60 @@ def test_a_check_runs_once_when_the_dag_is_built_in_a_dry_run_too(tmp_path):
     proc, seen = run("--cores", "1")
     assert proc.returncode == 0 and len(seen) == 1
     assert (tmp_path / "out" / "s" / "t2.txt").exists()
+
+
+REMAKE = """
+from scalestudy import snakemake_internals as sm
+
+
+def refused(wildcards):
+    if wildcards.point == "t1":  # its contract refuses it: made again
+        sm.remake(workflow, f"out/{wildcards.point}.txt")
+    return []
+
+
+rule all:
+    input:
+        "out/t2.txt",
+        "done.txt",
+
+
+checkpoint made:
+    input:
+        refused,
+    output:
+        "out/{point}.txt",
+    shell:
+        "echo again > {output}"
+
+
+rule done:
+    input:
+        lambda wildcards: checkpoints.made.get(point="t1").output[0],
+    output:
+        "done.txt",
+    shell:
+        "cat {input} > {output}"
+"""
+
+
+def test_a_refused_output_is_made_again_without_becoming_a_target(tmp_path):
+    """sm.remake forces a file from its job's input function: that checkpoint runs again
+    (not taken as made), what reads it after it, and nothing else is made or targeted."""
+    (tmp_path / "Snakefile").write_text(REMAKE)
+    (tmp_path / "out").mkdir()
+    for name in ("out/t1.txt", "out/t2.txt", "done.txt"):
+        (tmp_path / name).write_text("first\n")
+    snakemake = Path(sys.executable).parent / "snakemake"
+    proc = subprocess.run(
+        [str(snakemake), "--cores", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=os.environ | {"PYTHONPATH": str(REPO)},
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out" / "t1.txt").read_text() == "again\n"
+    assert (tmp_path / "done.txt").read_text() == "again\n"
+    assert (tmp_path / "out" / "t2.txt").read_text() == "first\n"

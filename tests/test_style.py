@@ -30,3 +30,18 @@ def test_snakemake_lint():
     assert titles, "the linter printed nothing we recognise:\n" + output[-2000:]
     other = [t for t in titles if "conda environment or container" not in t]
     assert other == [], output
+
+
+def test_what_snakemake_report_needs_is_among_the_dependencies():
+    # the fault probe: installed from pyproject.toml alone, `snakemake --report` stopped
+    # with "Python package pygments must be installed to create reports" (it came with
+    # pytest only): Snakemake asks for it only with its extra "reports"
+    import tomllib
+    from importlib.metadata import requires
+
+    needs = [r for r in requires("snakemake") if r.lower().startswith("pygments")]
+    assert needs and all("extra ==" in r for r in needs)
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert "pygments" in project["dependencies"]
+    pinned = (REPO / "requirements.txt").read_text().splitlines()
+    assert any(line.startswith("pygments") for line in pinned)

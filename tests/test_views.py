@@ -74,7 +74,7 @@ def test_an_analysis_without_findings_is_refused(tmp_path):
     out = aggregated(tmp_path / "rtx")
     analysis = json.loads(out["analysis"].read_text())
     del analysis["findings"]
-    with pytest.raises(ValueError, match="aggregate the study again"):
+    with pytest.raises(ValueError, match="missing key 'Analysis.findings'"):
         study_view(analysis, pd.read_csv(out["summary"]), {})
 
 

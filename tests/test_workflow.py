@@ -4,6 +4,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import zipfile
 
 import pandas as pd
@@ -12,8 +13,8 @@ import yaml
 
 from benchmarks.dag_dry_run import grid_study
 from scalestudy import FIGURES
-from tests.browser import CHROMIUM, open_report
-from tests.conftest import FASHION_DIR, REPO, tiny_mnist_study
+from tests.browser import CHROMIUM, dialogs, open_report
+from tests.conftest import FASHION_DIR, NOT_JUDGED_ON_SHARED_CPUS, REPO, tiny_mnist_study
 from tests.test_report_questions import first_row, lines
 
 needs_fashion = pytest.mark.skipif(
@@ -311,3 +312,49 @@ def test_slurm_out_of_reach_is_said_once_before_any_job(workflow, tmp_path, monk
     assert run.output.count("Slurm could not be asked") == 1 and said in run.output
     assert "no job was run" in run.output and "Failed to run sinfo" not in run.output
     assert not (workflow.root / ".snakemake" / "slurm_logs").exists()
+
+
+# what a hostile config writes: each opens a dialog where a page runs it
+PAYLOAD = "</script><script>alert('script')</script><img src=x onerror=\"alert('img')\">"
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@needs_chromium
+def test_no_string_a_user_wrote_runs_as_script_in_either_report(workflow, tmp_path):
+    # the fault probe: `snakemake --report`'s page carried the rules' params, the study's
+    # config among them, raw inside a <script>: a `</script>` in a description, a command,
+    # a value, an env entry or the title broke out, and Chromium fired 16 dialogs
+    fails_at_2 = "import sys; sys.exit(sys.argv[1] if sys.argv[2] == '2' else 0)"
+    command = {
+        "description": f"D{PAYLOAD}",
+        "workload": "command",
+        "params": {
+            "command": [sys.executable, "-c", fails_at_2, f"C{PAYLOAD}", "{threads}"],
+            "values": {"tag": f"V{PAYLOAD}"},
+            "env": {"PAYLOAD": f"E{PAYLOAD}"},
+        },
+        "scaling": {"axis": "threads", "points": [1, 2]},
+        "repeats": 2,
+        "resources": {"mem_mb": 500, "runtime": 2},
+    } | NOT_JUDGED_ON_SHARED_CPUS
+    config = {
+        "report": {"title": f"T{PAYLOAD}"},
+        "studies": {"c": command, "published": MEASURED | {"description": f"M{PAYLOAD}"}},
+    }
+    workflow.write_config(config)
+    workflow.snakemake("--profile", "profiles/local")
+    workflow.snakemake("--report", "results/snakemake-report.zip")
+    with zipfile.ZipFile(workflow.root / "results" / "snakemake-report.zip") as archive:
+        archive.extractall(tmp_path / "unzipped")
+    (theirs,) = (tmp_path / "unzipped").glob("*/report.html")
+    ours = workflow.root / "results" / "report.html"
+    assert dialogs(theirs) == [] and dialogs(ours) == []
+    # ours says each as text; the failed run's reason too (the program's own words)
+    text = open_report(ours)["text"]
+    for mark in "TDM":
+        assert f"{mark}{PAYLOAD}" in text, mark
+    assert f"C{PAYLOAD}" in text
+    # Snakemake's holds no config string at all, only paths, hashes and numbers
+    page = theirs.read_text()
+    assert not any(f"{mark}</script>" in page for mark in "TDMCVE")

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pandas as pd
 import pytest
@@ -244,3 +245,87 @@ def test_a_renamed_studys_old_folder_is_named_by_a_dry_run_and_the_report(workfl
     html = (workflow.root / "results" / "report.html").read_text()
     assert "Not in the config: kept, not shown: <code>results/old/</code>" in html
     assert "stray" not in html and (old / "analysis.json").read_text() == "{}"
+
+
+@pytest.mark.slow
+def test_a_broken_cluster_json_is_named_and_made_again_never_left_to_block(workflow):
+    # the fault probe: cluster.json cut short gave a JSONDecodeError naming no file,
+    # Snakemake then deleted summary.csv and analysis.json, and every later run failed the
+    # same way, the file never made again; `[1, 2]` in it gave "list indices must be
+    # integers"
+    workflow.write_config({"studies": {"published": MEASURED}})
+    workflow.snakemake("--profile", "profiles/local", "results/published/summary.csv")
+    facts = workflow.root / "results" / "published" / "cluster.json"
+    good = facts.read_text()
+    for broken, said in (
+        (good[: len(good) // 2], "results/published/cluster.json: line "),
+        ("[1, 2]\n", "results/published/cluster.json: holds a list, not an object: made again"),
+        (
+            good.replace('"queue": "local"', '"queue": 5'),
+            "results/published/cluster.json: key queue: 5 is not one of ['local', 'slurm']",
+        ),
+    ):
+        facts.write_text(broken)
+        run = workflow.snakemake("--profile", "profiles/local", "results/published/summary.csv")
+        assert said in run.output and "Traceback" not in run.output, run.output
+        assert json.loads(facts.read_text())["queue"] == "local"
+        assert (workflow.root / "results" / "published" / "analysis.json").exists()
+    again = workflow.snakemake("--profile", "profiles/local", "results/published/summary.csv")
+    assert "Nothing to be done" in again.output
+
+
+@pytest.mark.slow
+def test_after_a_kill_of_snakemake_its_runs_stop_and_the_next_start_says_how_to_go_on(workflow):
+    # the fault probe: the runs and scripts a `kill -9` of Snakemake left kept going, and
+    # the next start needed --unlock, said only in Snakemake's words
+    from scalestudy.snakemake_internals import processes_in
+    from tests.conftest import BIN
+
+    go = workflow.root / "go"  # until it exists, the run hangs
+    program = f"import os, time; time.sleep(0.1 if os.path.exists({str(go)!r}) else 600)"
+    study = command_study([1], repeats=1, resources={"mem_mb": 500, "runtime": 15})
+    study["params"]["command"] = [PY, "-c", program]
+    workflow.write_config({"studies": {"k": study}})
+    env = dict(os.environ, PATH=f"{BIN}:{os.environ['PATH']}")
+    first = subprocess.Popen(
+        [str(BIN / "snakemake"), "--profile", "profiles/local"],
+        cwd=workflow.root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    claim = workflow.root / "results" / "k" / "runs" / "t1" / ".rep1.work" / ".claim"
+    for _ in range(600):  # its run is running once its launcher claimed it
+        if claim.exists():
+            break
+        time.sleep(0.2)
+
+    def launchers() -> list[int]:
+        found = processes_in(workflow.root)
+        return [pid for pid, argv in found if any("compute.launch" in a for a in argv)]
+
+    first.kill()
+    first.wait()
+    assert launchers(), "the killed Snakemake's run should still be running"
+    again = workflow.snakemake("--profile", "profiles/local", check=False)
+    assert again.returncode != 0  # Snakemake's own refusal of the locked folder follows
+    said = [line for line in again.output.splitlines() if "without cleaning up" in line]
+    assert said == [
+        "A Snakemake of this folder ended without cleaning up (killed?) and left its locks "
+        "(.snakemake/locks) and its jobs still running (k/t1/rep1: now stopped): run "
+        "`snakemake --unlock`, then run again; what was measured is kept"
+    ]
+    for _ in range(50):
+        if not launchers():
+            break
+        time.sleep(0.1)
+    assert (
+        not launchers()
+        and not (workflow.root / "results" / "k" / "runs" / "t1" / "rep1.json").exists()
+    )
+    # as said: unlock, then run again; the stopped run runs again
+    go.write_text("")
+    workflow.snakemake("--unlock")
+    workflow.snakemake("--profile", "profiles/local")
+    record = json.loads((workflow.root / "results" / "k" / "runs" / "t1" / "rep1.json").read_text())
+    assert record["status"] == "ok"

@@ -49,6 +49,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -359,6 +360,8 @@ def describe_error(error, names_of=None, listing: str | None = None) -> list[tup
     if err.validator == "pattern":
         rule = pattern_in_words(err.validator_value)
         return [(path, f"{err.instance!r} does not match the rule for this value: {rule}")]
+    if isinstance(err.instance, float) and not math.isfinite(err.instance):
+        return [(path, f"{err.instance} is not a finite number")]
     return [(path, limit_in_words(err) or err.message)]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -17,15 +18,14 @@ import pandas as pd
 from scalestudy.analysis.cluster.result_time import study_result_times
 from scalestudy.analysis.decisions.adaptive import RoundPlan, round_of_run, rounds_summary
 from scalestudy.analysis.decisions.request import read_accounting, study_requests
-from scalestudy.analysis.energy.energy import with_energy
 from scalestudy.analysis.findings import study_findings
-from scalestudy.analysis.stats.predictions import split_by_provenance, study_predictions
-from scalestudy.analysis.tables import read_runs, summarise
+from scalestudy.analysis.stats.predictions import study_predictions
+from scalestudy.analysis.tables import read_runs, study_tables
 from scalestudy.contract import Analysis
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
 from scalestudy.sections import SECTIONS, part
-from scalestudy.slurm import load_facts, local_facts, probe_commands
+from scalestudy.slurm import ClusterFacts, local_facts
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,8 @@ class Aggregation:
         """Each table and the analysis to its path in `out` (keys runs, summary,
         analysis, and baseline: the comparison with the baseline, null without one),
         atomically."""
-        write_text_atomic(out["runs"], self.runs.to_csv(index=False))
-        write_text_atomic(out["summary"], self.summary.to_csv(index=False))
+        for name in ("runs", "summary"):
+            write_text_atomic(out[name], partial(getattr(self, name).to_csv, index=False))
         self.analysis.dump(out["analysis"])
         if "baseline" in out:
             write_text_atomic(out["baseline"], self.baseline_json())
@@ -75,44 +75,13 @@ class Given:
     archives: list[Path]
 
 
-def tables(
-    study: Study,
-    runs: pd.DataFrame,
-    accounted: tuple[dict, str | None],
-    plans: Sequence[RoundPlan] = (),
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The runs table as the analysis reads it (each run's energy, with Slurm
-    accounting's `accounted`: read_accounting; its round; split by provenance), and
-    the summary."""
-    if not study.elsewhere:  # times measured elsewhere have no energy
-        runs = with_energy(runs, accounted[0], study.time)
-    if plans:
-        keys = zip(runs["point"], runs["repeat"], strict=True)
-        runs = runs.assign(round=[round_of_run(plans, p, int(k)) for p, k in keys])
-    runs = split_by_provenance(runs, study)
-    return runs, summarise(runs, study)
-
-
-def probe_commands_of(
-    study: Study, runs: pd.DataFrame, accounting: dict | None, site: dict
-) -> list[list[str]]:
-    """The sbatch --test-only commands of the study's requests, the ones aggregation
-    looks up in its cluster facts (`accounting`: sacct's answer, which sizes --mem)."""
-    if study.elsewhere:
-        return []
-    accounted = read_accounting(accounting)
-    runs, summary = tables(study, runs, accounted)
-    requests = study_requests(study, summary, runs, accounted).points
-    return probe_commands([r.resources for r in requests if r.resources], site)
-
-
 def analyse(
     study: Study,
     runs: pd.DataFrame,
     plans: Sequence[RoundPlan] = (),
     baseline: str | Path | None = None,
     archives: Sequence[str | Path] = (),
-    cluster: dict | None = None,
+    cluster: ClusterFacts | None = None,
     min_jobs: int | None = None,
 ) -> Aggregation:
     """The summary and the analysis of a runs table; `plans`: an adaptive study's round
@@ -125,8 +94,10 @@ def analyse(
     cluster = cluster or local_facts()
     # Slurm accounting (only where runs had jobs): its CPU and memory figures for the
     # requests, its ConsumedEnergy for each run's energy
-    accounted = ({}, None) if study.elsewhere else read_accounting(cluster["accounting"])
-    runs, summary = tables(study, runs, accounted, plans)
+    accounted = ({}, None) if study.elsewhere else read_accounting(cluster.accounting)
+    keys = zip(runs["point"], runs["repeat"], strict=True)
+    rounds = [round_of_run(plans, p, int(k)) for p, k in keys] if plans else None
+    runs, summary = study_tables(study, runs, accounted, rounds)
     predictions = study_predictions(summary, runs, study)
     rounds = rounds_summary(plans, runs, study) if plans else None
     requests = study_requests(study, summary, runs, accounted)
@@ -156,5 +127,5 @@ def aggregate(
     study's round plans, the baseline's folder, the study's archives and its cluster
     facts (results/<study>/cluster.json; None: locally); `min_jobs` as for analyse."""
     plans = [RoundPlan.load(path) for path in rounds]
-    facts = None if cluster is None else load_facts(cluster)
+    facts = None if cluster is None else ClusterFacts.load(cluster)
     return analyse(study, read_runs(study, inputs), plans, baseline, archives, facts, min_jobs)

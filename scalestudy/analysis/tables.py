@@ -52,6 +52,18 @@ TIME_COLUMNS = {"wall": "wall_s", "train": "train_s", "steady": "steady_epoch_s"
 PHASE_KINDS = ("startup", "data", *TRAINING, "eval")
 
 
+# Where a run happened, as far as it changes its speed. Runs of one series must agree
+# on all of them before their times enter one fit.
+PROVENANCE = {
+    "cpu_model": "CPU",
+    "gpu_models": "GPU model",
+    "torch": "PyTorch",
+    "python": "Python",
+    "cuda": "CUDA",
+    "workflow_commit": "workflow commit",
+}
+
+
 def phase_seconds(phases: list[dict], kind: str) -> float:
     return float(sum(p["seconds"] for p in phases if p["kind"] == kind))
 
@@ -266,25 +278,34 @@ def runs_from_measured(csv_path: str | Path, study: Study, series: str = "") -> 
     On a total axis (processes, gpus, cores) `nodes` or `per_node` says how a row's N was
     placed (8 GPUs on 2 nodes: per_node 4). Its time is the study's `time` (the CSV's
     time_s stands for the whole job, or the training, as the study compares them)."""
-    csv_path, rows = Path(csv_path), []
+    csv_path = Path(csv_path)
     table = read_measured(csv_path)
-    for r in table.itertuples():
-        name = str(r.series) if "series" in table else series
+    # one row per point made as a record's is (a run that timed nothing but its whole, on
+    # what its point asks for), taken for each of its runs, then each run's repeat and
+    # time (1.0 s until then): a record per line took 15 GB for a million lines
+    placed = [c for c in ("series", "nodes", "per_node") if c in table]
+    groups = table.groupby(["N", *placed], sort=False, dropna=False)
+    rows = []
+    for _, runs in groups:
+        first = runs.iloc[0]
+        name = str(first.series) if "series" in table else series
         if name and not SERIES_NAME.match(name):
             raise RecordError(f"{csv_path}: series {name!r}: use letters, digits and '_'")
-        point = point_for(study, int(r.N), name, measured_per_node(r, csv_path))
-        # a run that timed nothing but its whole, on what its point asks for
+        point = point_for(study, int(first.N), name, measured_per_node(first, csv_path))
         layout = ("threads", "tasks_per_node", "nodes", "gpus_per_node")
         requested = {key: getattr(point, key) for key in layout}
-        record = {"study": study.name, "point": point.label, "n": point.n,
-                  "repeat": int(r.repeat), "status": "ok", "reason": None,
-                  "wall_s": float(r.time_s), "phases": [], "metrics": {},
+        record = {"study": study.name, "point": point.label, "n": point.n, "repeat": 1,
+                  "status": "ok", "reason": None, "wall_s": 1.0, "phases": [], "metrics": {},
                   "resources": {"requested": requested, "mismatch": False, "mismatches": []},
                   "environment": {}, "started_at": None, "finished_at": None}  # fmt: skip
-        # under `time: train` the CSV's time is the training's
-        train = {"train_s": float(r.time_s)} if study.time == "train" else {}
-        rows.append(record_row(record) | {"series": name} | train)
-    return runs_table(rows)
+        rows.append(record_row(record) | {"series": name})
+    runs = pd.DataFrame(rows).iloc[groups.ngroup().to_numpy()].reset_index(drop=True)
+    time = table["time_s"].astype(float)
+    # under `time: train` the CSV's time is the training's
+    columns = ("wall_s", "elapsed_s", "other_s", *["train_s"] * (study.time == "train"))
+    return runs_table(
+        runs.assign(repeat=table["repeat"].astype(int), **dict.fromkeys(columns, time))
+    )
 
 
 def measured_per_node(row, csv_path: Path) -> int | None:
@@ -480,7 +501,7 @@ def summarise_series(runs: pd.DataFrame, study: Study, time_col: str) -> pd.Data
     # one metric for the whole series: points must be compared on the same figure
     quality_metric = study_quality_metric(study, runs)
     rows, times = [], {}
-    for n, group in runs.groupby("n", sort=True):
+    for n, group in groups_of(runs, "n", sort=True):
         row, times[int(n)] = point_row(group, study, time_col, base, quality_metric)
         rows.append(row)
     summary = pd.DataFrame(rows)
@@ -523,12 +544,65 @@ def metric_medians(runs: pd.DataFrame, taken: list[str]) -> pd.DataFrame:
     return medians.rename(columns={c: f"metric_{c}" for c in metrics if c in taken})
 
 
+def provenance_differences(runs: pd.DataFrame) -> dict[str, list[str]]:
+    """Fields of PROVENANCE on which the successful runs disagree, with their values."""
+    ok = runs[runs["status"] == "ok"]
+    differing = {}
+    for column, label in PROVENANCE.items():
+        if column not in ok:
+            continue
+        values = sorted({str(v) for v in ok[column].dropna() if str(v)})
+        if len(values) > 1:
+            differing[label] = values
+    return differing
+
+
+def split_by_provenance(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
+    """With `provenance: split`, give each combination of differing fields its own
+    series (e.g. "a [GPU model=A100]"); otherwise leave the runs as they are."""
+    if study.provenance != "split" or runs.empty:
+        return runs
+    runs = runs.copy()
+    for series, group in runs.groupby("series", sort=False):
+        differing = [c for c, label in PROVENANCE.items() if label in provenance_differences(group)]
+        if not differing:
+            continue
+        for i in group.index:
+            tag = ", ".join(f"{PROVENANCE[c]}={runs.at[i, c]}" for c in differing)
+            runs.at[i, "series"] = f"{series} [{tag}]".strip()
+    return runs
+
+
+def study_tables(
+    study: Study, runs: pd.DataFrame, accounted: tuple[dict, str | None], rounds=None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The runs table as the analysis reads it (each run's energy, with Slurm
+    accounting's `accounted`: request.read_accounting; its round, `rounds`, where it has
+    one; split by provenance), and the summary."""
+    if not study.elsewhere:  # times measured elsewhere have no energy
+        runs = energy.with_energy(runs, accounted[0], study.time)
+    if rounds is not None:
+        runs = runs.assign(round=rounds)
+    runs = split_by_provenance(runs, study)
+    return runs, summarise(runs, study)
+
+
 def summarise(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
     """One row per point of each series: times, speedup, efficiency and cost."""
     if runs.empty:
         raise ValueError("no runs to summarise")
     time_col = TIME_COLUMNS[study.time]
     runs = runs.assign(series=runs["series"].astype(object).fillna("") if "series" in runs else "")
-    groups = runs.groupby("series", sort=False)
+    groups = groups_of(runs, "series", sort=False)
     parts = [summarise_series(group, study.for_series(name), time_col) for name, group in groups]
     return pd.concat(parts, ignore_index=True)
+
+
+def groups_of(frame: pd.DataFrame, key: str, sort: bool):
+    """(value, rows) of each group of `frame` by `key`, one group's rows copied at a time
+    (pandas' groupby iteration first sorts a copy of the whole frame: a million runs
+    measured elsewhere), none where there is one group."""
+    indices = frame.groupby(key, sort=sort).indices
+    if len(indices) == 1:
+        return [(next(iter(indices)), frame)]
+    return ((value, frame.take(index)) for value, index in indices.items())

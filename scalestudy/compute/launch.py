@@ -217,6 +217,10 @@ GRACE_S = 10.0
 # samples memory every 30 s by default: a run's processes' own peaks are in their
 # records too, from getrusage, however short the peak).
 WATCH_S = 0.5
+# How much later than its limit a run may end, killed at once (a failed run: no grace
+# period): the watch's period and a second to start and reap its processes (an adaptive
+# round holds it back from its budget: scalestudy/analysis/cost/plan.py, round_plan)
+STOP_SLACK_S = WATCH_S + 1.0
 
 
 class Supervisor:
@@ -364,11 +368,11 @@ class Supervisor:
                                              f"the run's processes held {rss:.0f} MB")  # fmt: skip
                         self.stop(signal.SIGKILL, 0)
                         return
-                if self.time_limit_s and time.monotonic() - started > self.time_limit_s:
+                if self.time_limit_s is not None and time.monotonic() - started > self.time_limit_s:
                     minutes = self.time_limit_s / 60
                     self.limit_reason = f"{self.limit_name} ({minutes:g} min) exceeded"
                     self.log.note(f"[scalestudy: {self.limit_reason}: stopping the run]")
-                    self.stop()
+                    self.stop(signal.SIGKILL, 0)  # within STOP_SLACK_S of its limit
                     return
 
 
@@ -589,7 +593,9 @@ def launch(
             name = PROBE_LIMIT if spec.get("probe") else "budget limit"
             name = name if spec.get("budget_limit_min") else "time limit"
             supervisor = held.enter_context(
-                closing(Supervisor(log, minutes and minutes * 60, mem_mb, name, local))
+                closing(
+                    Supervisor(log, None if minutes is None else minutes * 60, mem_mb, name, local)
+                )
             )
             started = time.time()
             started_at = utc_now()

@@ -15,9 +15,17 @@ import jinja2
 
 from scalestudy.records import write_text_atomic
 from scalestudy.report.views import fmt
-from scalestudy.sections import partial
+from scalestudy.sections import part
 
 TEMPLATES = Path(__file__).with_name("templates")
+
+
+def partial(name: str) -> str:
+    """A section's template, beside its contract: its partial ("energy"), or its line of
+    the first table ("energy/line")."""
+    name, _, which = name.partition("/")
+    file = "line.html.j2" if which == "line" else "partial.html.j2"
+    return Path(part(name, "contract").__file__).with_name(file).read_text()
 
 
 def environment() -> jinja2.Environment:

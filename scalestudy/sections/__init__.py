@@ -5,7 +5,6 @@ What each file holds and how to add a section: docs/architecture.md (tests/test_
 checks each file's layer by its name, and adds a toy section this way)."""
 
 from importlib import import_module
-from pathlib import Path
 
 # each section's package, in the report's order
 SECTIONS = {
@@ -18,10 +17,3 @@ SECTIONS = {
 def part(name: str, module: str):
     """A section's contract, produce or view module."""
     return import_module(f"{SECTIONS[name]}.{module}")
-
-
-def partial(name: str) -> str:
-    """A section's template: its partial ("energy"), or its line of the first table
-    ("energy/line")."""
-    name, _, which = name.partition("/")
-    return Path(part(name, "view").__file__).with_name(f"{which or 'partial'}.html.j2").read_text()

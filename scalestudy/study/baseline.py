@@ -10,7 +10,7 @@ import io
 import json
 from pathlib import Path
 
-from scalestudy.contract import earlier_analysis
+from scalestudy.contract import EarlierAnalysis, earlier_analysis
 from scalestudy.model import Study
 from scalestudy.paths import ARCHIVE, BASELINE_FILES
 from scalestudy.records import RecordError
@@ -83,15 +83,12 @@ def runs_csv_text(path: Path) -> str:
     return text
 
 
-def baseline_identity(analysis: dict) -> dict | None:
+def baseline_identity(analysis: EarlierAnalysis) -> dict | None:
     """The baseline's study as its analysis states it (name, workload, params), or
     None where it does not say (an analysis older than that)."""
-    try:
-        facts = analysis["findings"]["study"]
-        # not the measured file: a new CSV of times is a rerun of a study measured by hand
-        return {k: facts.get(k) for k in ("name", "workload", "params")}
-    except (KeyError, TypeError, AttributeError):
-        return None
+    facts = analysis.study
+    # not the measured file: a new CSV of times is a rerun of a study measured by hand
+    return facts and {k: getattr(facts, k) for k in ("name", "workload", "params")}
 
 
 def baseline_problems(study: Study, workdir: Path) -> list[str]:

@@ -179,6 +179,21 @@ def local_gpu_problems(
     ]
 
 
+def local_container_problems(
+    studies: dict[str, Study], needed: set[tuple[str, str]], apptainer: str | None
+) -> list[str]:
+    """Locally, refuse a comparison's variant that runs in a container where this machine
+    has no apptainer (`apptainer`: its path): each of its runs would fail."""
+    names = sorted({name for name, _ in needed if studies[name].compare is not None})
+    return [
+        f"studies.{name}.compare.{side}.container: its runs need apptainer, which is not "
+        "installed here; install it, or run the study on Slurm (--profile profiles/slurm)"
+        for name in names
+        for side in "ab"
+        if studies[name].compare.variant(side).get("container") and not apptainer
+    ]
+
+
 def packing_problems(
     studies: dict[str, Study], running: set[str], components: int, timed_runs, group: str
 ) -> list[str]:

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from scalestudy.model import Study
-from scalestudy.records import RecordError, plain
+from scalestudy.records import LONGEST_S, RecordError, plain
 from scalestudy.study.points import Point, point_for
 
 
@@ -54,11 +54,15 @@ def read_measured(csv_path: Path) -> pd.DataFrame:
     for col in ["N", "time_s", *optional]:
         values = pd.to_numeric(table[col], errors="coerce")
         bad = values.isna() | ~np.isfinite(values.astype(float)) | (values <= 0)
-        if bad.any():
-            row = int(bad.idxmax()) + 2  # 1-based, after the header line
+        # a time no run takes (a record's schema refuses it too): its statistics overflow
+        too_long = values > LONGEST_S if col == "time_s" else bad & False
+        if (bad | too_long).any():
+            at = int((bad | too_long).idxmax())
+            years = LONGEST_S / 3.15576e7
+            why = f"is longer than a run takes (at most {LONGEST_S:g} s, {years:.0f} years)"
             raise RecordError(
-                f"{csv_path}: line {row}: {col}={plain(table[col].iloc[bad.idxmax()])} "
-                "is not a positive finite number"
+                f"{csv_path}: line {at + 2}: {col}={plain(table[col].iloc[at])} "
+                + ("is not a positive finite number" if bad[at] else why)
             )
         table[col] = values
     if (table["N"] != table["N"].round()).any():

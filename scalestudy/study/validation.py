@@ -1,6 +1,7 @@
 """Validation: from a schema-validated config to a checked one, with every problem named."""
 
 import copy
+import itertools
 import json
 from pathlib import Path
 
@@ -116,11 +117,29 @@ def compare_problems(study: Study, workdir: Path) -> list[str]:
     if study.repeats < 2:
         problems.append(f"{where}: needs repeats of at least 2 (pairs) for an interval of "
                         f"the ratio; studies.{study.name}.repeats is {study.repeats}")  # fmt: skip
-    for side in ("a", "b"):
-        python = study.compare.variant(side).get("python")
-        if python is not None and not (workdir / python).is_file():
-            problems.append(f"{where}.{side}.python: no such file: {python}")
+    for side, key in itertools.product("ab", ("python", "container")):
+        path = study.compare.variant(side).get(key)
+        # an image apptainer fetches (docker://, library://) is no file here
+        if path is not None and "://" not in path and not (workdir / path).is_file():
+            problems.append(f"{where}.{side}.{key}: no such file: {path}")
     return problems
+
+
+def same_variants(studies: dict[str, Study]) -> list[str]:
+    """Paired comparisons whose variants a and b run the same: said before any job."""
+    said = []
+    for name, study in studies.items():
+        ways = ("python", "container")
+        sides = "ab" if study.compare else ""
+        runs = [
+            (study.for_series(s).params, *map(study.compare.variant(s).get, ways)) for s in sides
+        ]
+        if runs and runs[0] == runs[1]:
+            said.append(
+                f"studies.{name}.compare: variants a and b run the same params, interpreter "
+                "and container: the comparison measures only the noise between runs (A/A)"
+            )
+    return said
 
 
 def adaptive_problems(study: Study) -> list[str]:

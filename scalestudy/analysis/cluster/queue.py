@@ -24,6 +24,7 @@ from scalestudy.slurm import (
     HISTORY_FIELDS,
     LOCAL,
     SLURM,
+    ClusterFacts,
     last_line,
     output_of,
     probe_command,
@@ -350,10 +351,10 @@ def past_waits(jobs: list[dict], shape: dict) -> dict:
             "history_bound_covered": covered, "history_bound_tested": tested}  # fmt: skip
 
 
-def past_jobs(facts: dict) -> tuple[list[dict], str | None]:
+def past_jobs(facts: ClusterFacts) -> tuple[list[dict], str | None]:
     """The past jobs in sacct's answer (parse_history), and a note instead where it
     could not be asked (no sacct, accounting disabled, no answer in time)."""
-    answer = facts["history"]
+    answer = facts.history
     if answer is None:
         return [], None
     if answer["error"] is not None:
@@ -364,22 +365,22 @@ def past_jobs(facts: dict) -> tuple[list[dict], str | None]:
     return parse_history(answer["stdout"]), None
 
 
-def asked_at(facts: dict) -> datetime | None:
+def asked_at(facts: ClusterFacts) -> datetime | None:
     """When Slurm was asked (the clock a predicted start is a wait from)."""
-    return None if facts["asked_at"] is None else datetime.fromisoformat(facts["asked_at"])
+    return None if facts.asked_at is None else datetime.fromisoformat(facts.asked_at)
 
 
-def started(facts: dict, resources: dict) -> tuple[dict, str | None]:
+def started(facts: ClusterFacts, resources: dict) -> tuple[dict, str | None]:
     """What Slurm said of the --test-only command of a job of these resources: the
     row's queue fields (with the command asked), and a note (instead) when Slurm could
     not be asked at all."""
     try:
-        command = probe_command(resources, facts["site"])
+        command = probe_command(resources, facts.site)
     except WorkflowError as e:  # the plugin would refuse to submit it too
         refused = f"the Slurm plugin would not submit this job: {e}"
         return NO_PREDICTION | {"queue_note": refused}, None
     asked = {"sbatch_test_only": shlex.join(command)}
-    answer = facts["test_only"].get(asked["sbatch_test_only"])
+    answer = facts.test_only.get(asked["sbatch_test_only"])
     if answer is None:  # asking stopped before it, or the command was never asked
         return NO_PREDICTION | {"queue_note": NOT_ASKED} | asked, None
     if answer["error"] is not None:
@@ -390,8 +391,8 @@ def started(facts: dict, resources: dict) -> tuple[dict, str | None]:
     return read_prediction(answer["returncode"], output, asked_at(facts)) | asked, None
 
 
-def job_start(facts: dict, resources: dict, shape: dict, past: list[dict], ratio: dict | None,
-              note: str | None) -> tuple[JobStart, str | None]:  # fmt: skip
+def job_start(facts: ClusterFacts, resources: dict, shape: dict, past: list[dict],
+              ratio: dict | None, note: str | None) -> tuple[JobStart, str | None]:  # fmt: skip
     """A Slurm job's past waits (`past`: past_jobs), and what --test-only said of it
     (started), corrected (`ratio`: run_to_limit), unless Slurm could not be asked
     (`note`: one note, no job's reasons); and the note."""
@@ -402,11 +403,11 @@ def job_start(facts: dict, resources: dict, shape: dict, past: list[dict], ratio
     return JobStart(**found), note
 
 
-def predict(plans: list, facts: dict) -> tuple[list, Forecast]:
+def predict(plans: list, facts: ClusterFacts) -> tuple[list, Forecast]:
     """The plans (cost.plan.StudyPlan) with each row's start (JobStart), and plan.json
     (Forecast): per study, per job to run, its nodes, layout, price and start.
     `facts`: what Slurm said (scalestudy.slurm.gather, or local_facts: every job's wait 0)."""
-    queue, site = facts["queue"], facts["site"]
+    queue, site = facts.queue, facts.site
     note = None
     past, history_note = past_jobs(facts)
     ratio = run_to_limit(past)
@@ -421,12 +422,12 @@ def predict(plans: list, facts: dict) -> tuple[list, Forecast]:
             rows.append(replace(row, start=start))
         asked.append(replace(plan, rows=rows))
     slurm = queue == SLURM
-    history = slurm and facts["history"] is not None and history_note is None
+    history = slurm and facts.history is not None and history_note is None
     coverage = history_coverage(past) if history else None
     return asked, Forecast(
-        queue=queue, asked_at=facts["asked_at"], calls=len(facts["test_only"]),
+        queue=queue, asked_at=facts.asked_at, calls=len(facts.test_only),
         note=note, bound=NOT_A_BOUND if slurm and note is None else None,
-        history_days=facts["history_days"] if slurm else None,
+        history_days=facts.history_days if slurm else None,
         history_note=history_note, history=history, coverage=coverage,
         coverage_words=coverage_words(coverage) if history else None,
         run_to_limit=ratio,
@@ -491,14 +492,14 @@ def request_shape(request: PointRequest, partition: str | None) -> dict:
             "partition": partition or None, "minutes": request.time_min}  # fmt: skip
 
 
-def request_waits(requests: list[PointRequest], facts: dict) -> dict:
+def request_waits(requests: list[PointRequest], facts: ClusterFacts) -> dict:
     """What Slurm said of the waits of the study's requests (`facts`: its cluster facts,
     scalestudy.slurm.gather), per point (label): wait_now_s (None: no figure), its
     correction wait_now_corrected_s (None: uncorrected), queue_note, and the past waits
     of its shape (past_waits); and the correction's ratio. Locally every wait_now_s is
     0."""
-    local = facts["queue"] != SLURM
-    site = facts["site"]
+    local = facts.queue != SLURM
+    site = facts.site
     past, history_note = past_jobs(facts)
     ratio = run_to_limit(past)
     note = None
@@ -512,7 +513,7 @@ def request_waits(requests: list[PointRequest], facts: dict) -> dict:
         points[r.point] = history | {"wait_now_s": start.predicted_wait_s, "queue_note":
                                      start.queue_note, "wait_now_corrected_s":
                                      start.corrected_wait_s}  # fmt: skip
-    return {"queue": LOCAL if local else SLURM, "asked_at": facts["asked_at"],
-            "calls": len(facts["test_only"]), "note": note, "history_note": history_note,
-            "history_days": None if local else facts["history_days"],
+    return {"queue": LOCAL if local else SLURM, "asked_at": facts.asked_at,
+            "calls": len(facts.test_only), "note": note, "history_note": history_note,
+            "history_days": None if local else facts.history_days,
             "run_to_limit": None if local else ratio, "points": points}  # fmt: skip

@@ -18,6 +18,7 @@ from scalestudy.contract import Answer
 from scalestudy.records import jsonable
 from scalestudy.sections.requests.contract import PointRequest
 from scalestudy.sections.time_to_result.contract import EarliestResult, PointResult, ResultTimes
+from scalestudy.slurm import ClusterFacts
 
 
 def run_time(runs: pd.DataFrame) -> dict:
@@ -76,7 +77,7 @@ def earliest(points: list[dict], series: str) -> EarliestResult | None:
 
 
 def study_result_times(
-    runs: pd.DataFrame, requests: list[PointRequest], cluster: dict, min_jobs: int | None
+    runs: pd.DataFrame, requests: list[PointRequest], cluster: ClusterFacts, min_jobs: int | None
 ) -> ResultTimes | None:
     """Every point's time to result, the earliest of each series, and what was asked
     (`cluster`: what Slurm said of the study, its waits read by queue.request_waits);

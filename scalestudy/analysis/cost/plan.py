@@ -20,7 +20,8 @@ from scalestudy.analysis.decisions import adaptive
 from scalestudy.analysis.history.baseline import runs_for_comparison, times_by_point
 from scalestudy.analysis.stats.predictions import jsonable, times_by_n, usable_runs
 from scalestudy.analysis.tables import TIME_COLUMNS
-from scalestudy.contract import AdaptiveStop, RefusedRound
+from scalestudy.compute.launch import STOP_SLACK_S
+from scalestudy.contract import AdaptiveStop, EarlierAnalysis, RefusedRound
 from scalestudy.model import Study
 from scalestudy.study.points import Point, point_for
 from scalestudy.study.slurm import job_runtime, shared_job, slurm_resources
@@ -42,15 +43,15 @@ def earlier_times(runs: pd.DataFrame | None) -> dict[str, list[float]]:
     return {str(p): list(g["wall_s"].astype(float)) for p, g in ok.groupby("point")}
 
 
-def model_time(study: Study, analysis: dict | None, series: str, n: int) -> float | None:
+def model_time(study: Study, analysis: EarlierAnalysis | None, series: str, n: int) -> float | None:
     """Whole-job seconds at N by the upper end of the 95 % prediction band of the
     study's selected model (its band's lowest speedup), or None where it cannot say
     (no fit, no band, another time basis, weak scaling, N outside its curve)."""
     if not analysis or study.time != "wall" or study.scaling.kind != "strong":
         return None
-    for fitted in analysis.get("series", []):
-        curve = fitted.get("curve")
-        if fitted.get("series") != series or not curve or not curve.get("base_time_s"):
+    for fitted in analysis.series:
+        curve = fitted.curve
+        if fitted.series != series or not curve or not curve.get("base_time_s"):
             continue
         ns = np.asarray(curve["n"], float)
         slowest = np.asarray(curve.get("band_lo") or [], float)  # None (no band): NaN
@@ -183,7 +184,7 @@ class StudyPlan:
 def study_plan(
     study: Study,
     runs: pd.DataFrame | None = None,
-    analysis: dict | None = None,
+    analysis: EarlierAnalysis | None = None,
     finished: set[tuple[str, int]] = frozenset(),
 ) -> StudyPlan:
     """`runs` and `analysis` are the study's earlier results (None before its first
@@ -308,7 +309,12 @@ def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None,
     # a study stopped undecided: the config change that would plan a round again
     decide = adaptive.to_decide(plan, *inputs, rules=rules, scale=scale)
     at_limit = {r.point.n: r.su_limit_per_job for r in priced.rows}
-    shares = adaptive.budget_limits(plan["added"], reserve, at_limit, study.budget_su - spent)
+    # what its runs may take past their limits (STOP_SLACK_S each) is held back from what
+    # is left (a study once spent 0.17089 SU of its 0.17: its limits left no room for it)
+    late = STOP_SLACK_S / (study.resources.runtime * SECONDS_PER_MINUTE)
+    held = sum(k * at_limit[n] * late for n, k in plan["added"].items())
+    left = study.budget_su - spent - held
+    shares = adaptive.budget_limits(plan["added"], reserve, at_limit, left)
 
     def labelled(by_n: dict) -> dict:
         return {label[int(n)]: v for n, v in by_n.items()}

@@ -490,7 +490,7 @@ def budget_limits(added: dict[int, int], reserve_su: dict[int, float],
     at most `left_su`, and a run stopped at its limit costs it: the budget holds."""
     if not added or within_budget(sum(k * limit_su[n] for n, k in added.items()), left_su):
         return {}
-    scale = left_su / sum(k * reserve_su[n] for n, k in added.items())
+    scale = max(left_su, 0.0) / sum(k * reserve_su[n] for n, k in added.items())
     return {n: min(scale * reserve_su[n] / limit_su[n], 1.0) for n in added}
 
 
@@ -619,6 +619,7 @@ class RoundPlan:
     # the config it was planned under (get_round_config) and its fingerprint
     config_fingerprint: str | None = None
     config: dict[str, Any] | None = None
+    version: int = 2
 
     def dump(self, path: str | Path) -> None:
         """The plan written, atomically (NaN as null)."""
@@ -626,8 +627,25 @@ class RoundPlan:
 
     @classmethod
     def load(cls, path: str | Path) -> RoundPlan:
-        """OSError or ValueError (ContractError naming a key): none to read."""
-        return contract.parse(cls, json.loads(Path(path).read_text()), str(path), strict=False)
+        """A round's plan of any version this code reads, as today's (ContractError names
+        the file and the key, or the version it cannot read: its rule plans it again)."""
+        data = contract.read_json(path)
+        contract.versioned(data, str(path), cls.version, {1: plan_of_version_1})
+        return contract.parse(cls, data, str(path))
+
+
+def plan_of_version_1(data: dict) -> dict:
+    """A round's plan written before versions (up to 90acaa5) as version 2: each part it
+    was written without as unknown (its prices' basis not said; none priced at its limit,
+    no budget limit, no config kept) and a ToDecide's `shared`, there for a while, left
+    out. Without the parts a round is made of (its runs, its stop) it stays refused."""
+    decide = data.get("to_decide")
+    if isinstance(decide, dict):
+        decide = {k: v for k, v in decide.items() if k != "shared"}
+    unknown = dict.fromkeys(("judged", "refused", "config", "config_fingerprint"))
+    basis = dict.fromkeys(data.get("su_per_run") or {}, "not said (an earlier plan)")
+    unknown |= {"price_basis": basis, "priced_at_limit": [], "time_limits_min": {}}
+    return unknown | data | {"to_decide": decide}
 
 
 def round_of_run(plans: list[RoundPlan], point: str, repeat: int) -> int | None:
@@ -645,7 +663,7 @@ def config_fingerprint(study_config: dict) -> str:
 def rounds_summary(plans: list[RoundPlan], runs: pd.DataFrame, study) -> contract.Rounds:
     """What the report says of an adaptive study's rounds: what each added and why,
     its SU, the stopping reason, each usable run's time and round (`runs`: with their
-    round, pipeline.tables) for the figures, and the study's SU against the full grid
+    round, tables.study_tables) for the figures, and the study's SU against the full grid
     of the same candidates at `repeats` runs each (priced as the last plan prices a
     run: measured where the point was, else estimated)."""
     last, spent_su = plans[-1], charges(runs, study).su

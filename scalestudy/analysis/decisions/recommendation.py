@@ -174,20 +174,6 @@ def zone_text(a, b, gain: float, lo: float, hi: float, threshold: float, zone: f
     )
 
 
-def acceptable_answers(ns, speedups, units, threshold: float, zone: float) -> list:
-    """The N that are right up to the zone, on true (noise-free) speedups: every step
-    up to N gains at least threshold - zone, and the step out of N (if any) less than
-    threshold + zone. With zone 0, the walk's own answer (ties aside)."""
-    gains = recommend(ns, speedups, units, threshold=threshold)["steps"]
-    found = [_py(min(ns))]
-    for _, b, gain in gains:
-        if gain < threshold - zone:
-            break
-        found.append(b)
-    return [n for i, n in enumerate(found)
-            if i == len(gains) or gains[i][2] < threshold + zone]  # fmt: skip
-
-
 def step_intervals(
     samples: dict, units: dict, base_n, steps: list, scale=None, seed: int = 0
 ) -> list[tuple[float, float] | None]:

@@ -15,7 +15,7 @@ from scalestudy.analysis.cost.cost import SECONDS_PER_MINUTE
 from scalestudy.model import Study, base_series
 from scalestudy.records import jsonable
 from scalestudy.sections.requests.contract import PointRequest, Requests
-from scalestudy.slurm import last_line, output_of, slurm_seconds, submit_words
+from scalestudy.slurm import last_line, output_of, probe_commands, slurm_seconds, submit_words
 from scalestudy.study.points import point_for
 from scalestudy.study.slurm import slurm_resources
 
@@ -225,6 +225,19 @@ def run_accounting_keys(runs: pd.DataFrame) -> list[str | None]:
         packed = job is not None and shared.get(job, 0) > 1 and not pd.isna(step)
         keys.append(f"{job}.{int(float(step))}" if packed else job)
     return keys
+
+
+def probe_commands_of(
+    study: Study, runs: pd.DataFrame, accounting: dict | None, site: dict
+) -> list[list[str]]:
+    """The sbatch --test-only commands of the study's requests, the ones aggregation
+    looks up in its cluster facts (`accounting`: sacct's answer, which sizes --mem): of
+    each point its runs measured (a series split by provenance asks the same)."""
+    if study.elsewhere:
+        return []
+    points = runs[["series", "point", "n"]].drop_duplicates()
+    requests = study_requests(study, points, runs, read_accounting(accounting)).points
+    return probe_commands([r.resources for r in requests if r.resources], site)
 
 
 def job_ids(runs: pd.DataFrame) -> list[str]:

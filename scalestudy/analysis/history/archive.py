@@ -19,7 +19,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scalestudy.contract import earlier_analysis
+from scalestudy.contract import EarlierAnalysis, earlier_analysis
 from scalestudy.paths import ARCHIVE, BASELINE_FILES
 from scalestudy.records import RecordError
 from scalestudy.study.baseline import runs_csv_text
@@ -27,9 +27,9 @@ from scalestudy.study.baseline import runs_csv_text
 KEPT = (*BASELINE_FILES, "summary.csv", "baseline.json")
 
 
-def fingerprint_hash(analysis: dict) -> str:
+def fingerprint_hash(analysis: EarlierAnalysis) -> str:
     """8 hex digits of the analysis's fingerprint ("unknown": an analysis without one)."""
-    found = analysis.get("findings", {}).get("fingerprint")
+    found = analysis.fingerprint
     if not found:
         return "unknown"
     return hashlib.sha256(json.dumps(found, sort_keys=True).encode()).hexdigest()[:8]

@@ -31,7 +31,7 @@ from scalestudy.analysis.stats.verdicts import (
     verdicts,
 )
 from scalestudy.analysis.tables import TIME_COLUMNS, distinct_text
-from scalestudy.contract import Analysis, earlier_analysis
+from scalestudy.contract import Analysis, EarlierAnalysis, earlier_analysis
 from scalestudy.model import Study
 from scalestudy.paths import BASELINE_FILES
 from scalestudy.records import RecordError, finite
@@ -201,25 +201,25 @@ def curve_change(
     return CurveChange(series, base_n, bool(differ), True, level, points, "")
 
 
-def model_changes(now: Analysis, was: dict) -> list[ModelChange]:
+def model_changes(now: Analysis, was: EarlierAnalysis) -> list[ModelChange]:
     """The selected model's parameters now and in the baseline's fit of the same model,
     and whether their 95 % intervals are apart."""
     out = []
-    old = {s.get("series"): s for s in was.get("series", [])}
+    old = {s.series: s for s in was.series}
     for fit in now.section("series"):
         base = old.get(fit.series)
         if base is None or fit.selected is None:
             continue
         mine = next((f for f in fit.fits if f.name == fit.selected and f.ok), None)
-        theirs = next((f for f in base.get("fits", []) if f.get("name") == fit.selected), None)
-        if mine is None or theirs is None or not theirs.get("ok"):
+        theirs = next((f for f in base.fits if f.name == fit.selected), None)
+        if mine is None or theirs is None or not theirs.ok:
             continue
         for p, value in mine.params.items():
             lo, hi = (mine.param_ci.get(p) or (None, None))[:2]
-            b_lo, b_hi = (theirs.get("param_ci", {}).get(p) or (None, None))[:2]
+            b_lo, b_hi = (theirs.param_ci.get(p) or (None, None))[:2]
             known = None not in (lo, hi, b_lo, b_hi)
             apart = bool(known and (hi < b_lo or b_hi < lo))
-            was = theirs["params"].get(p)
+            was = theirs.params.get(p)
             out.append(ModelChange(fit.series, fit.selected, p, value, lo, hi, was, b_lo, b_hi,
                                    apart))  # fmt: skip
     return out
@@ -232,14 +232,14 @@ def _said(n, decided, one: str, several: str) -> str:
     return f"ask for {n} {one if n == 1 else several} ({how})"
 
 
-def answer_change(now: Analysis, was: dict) -> list[AnswerChange]:
+def answer_change(now: Analysis, was: EarlierAnalysis) -> list[AnswerChange]:
     """Per series, the answer then and now, said plainly."""
     facts = now.findings.study
-    old = {a.get("series"): a for a in was.get("findings", {}).get("answers", [])}
+    old = {a.series: a for a in was.answers}
     out = []
     for answer in now.findings.answers:
-        then = old.get(answer.series, {})
-        was_n, was_decided = then.get("worth_n"), then.get("decided")
+        then = old.get(answer.series)
+        was_n, was_decided = (then.worth_n, then.decided) if then else (None, None)
         was_text = _said(was_n, was_decided, facts.unit_one, facts.unit)
         now_text = _said(answer.worth_n, answer.decided, facts.unit_one, facts.unit)
         same = was_n == answer.worth_n
@@ -300,12 +300,10 @@ def compare(
         curves.append(replace(curve, times_p_value=p_value, times_method=method))
         shown.append(SpeedupCurves(series, speedups(now_t, series, base_n),
                                    speedups(was_t, series, base_n)))  # fmt: skip
-    now_fp = analysis.findings.fingerprint
-    was_fp = old.get("findings", {}).get("fingerprint")
+    now_fp, was_fp = analysis.findings.fingerprint, old.fingerprint
     differences, fp_note = fingerprint_changes(now_fp, was_fp)
-    facts = old.get("findings", {}).get("study", {})
     mine = json.loads(json.dumps({"workload": study.workload, "params": study.params}))
-    across = [k for k in ("workload", "params") if facts and facts.get(k) != mine[k]]
+    across = [k for k in mine if old.study and getattr(old.study, k) != mine[k]]
     said = []
     for curve, points in checked:
         named = f" ({curve.series})" if curve.series else ""

@@ -37,11 +37,11 @@ def read_entry(folder: Path) -> tuple[dict, dict | None]:
     analysis = earlier_analysis(folder / "analysis.json")
     runs = read_runs_csv(folder / "runs.csv")
     try:
-        column = TIME_COLUMNS[analysis["findings"]["study"]["time"]]
+        column = TIME_COLUMNS[analysis.study.time]
         times = times_by_point(runs, column)
-    except (ValueError, KeyError, TypeError) as e:
+    except (ValueError, KeyError, AttributeError) as e:
         raise RecordError(f"{folder}: not an archive of an aggregated study ({e})") from None
-    return times, analysis["findings"].get("fingerprint")
+    return times, analysis.fingerprint
 
 
 def steps(items: list[tuple[str, dict, dict | None]], tolerance: float) -> list[dict]:

@@ -18,53 +18,14 @@ import pandas as pd
 from scalestudy.analysis.decisions.recommendation import decision, recommend, step_intervals
 from scalestudy.analysis.energy.energy import measures_point
 from scalestudy.analysis.stats import comparison, models
-from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.analysis.tables import TIME_COLUMNS, provenance_differences
 from scalestudy.contract import Comparison, TestAtN
 from scalestudy.model import Study
 from scalestudy.records import jsonable
 from scalestudy.sections.series.contract import Curve, Fit, Peak, SeriesFit
 
-# Where a run happened, as far as it changes its speed. Runs of one series must agree
-# on all of them before their times enter one fit.
-PROVENANCE = {
-    "cpu_model": "CPU",
-    "gpu_models": "GPU model",
-    "torch": "PyTorch",
-    "python": "Python",
-    "cuda": "CUDA",
-    "workflow_commit": "workflow commit",
-}
 EXTRAPOLATE_FACTOR = 2.0  # predictions reach this many times the largest measured N
 GRID_POINTS = 80
-
-
-def provenance_differences(runs: pd.DataFrame) -> dict[str, list[str]]:
-    """Fields of PROVENANCE on which the successful runs disagree, with their values."""
-    ok = runs[runs["status"] == "ok"]
-    differing = {}
-    for column, label in PROVENANCE.items():
-        if column not in ok:
-            continue
-        values = sorted({str(v) for v in ok[column].dropna() if str(v)})
-        if len(values) > 1:
-            differing[label] = values
-    return differing
-
-
-def split_by_provenance(runs: pd.DataFrame, study: Study) -> pd.DataFrame:
-    """With `provenance: split`, give each combination of differing fields its own
-    series (e.g. "a [GPU model=A100]"); otherwise leave the runs as they are."""
-    if study.provenance != "split" or runs.empty:
-        return runs
-    runs = runs.copy()
-    for series, group in runs.groupby("series", sort=False):
-        differing = [c for c, label in PROVENANCE.items() if label in provenance_differences(group)]
-        if not differing:
-            continue
-        for i in group.index:
-            tag = ", ".join(f"{PROVENANCE[c]}={runs.at[i, c]}" for c in differing)
-            runs.at[i, "series"] = f"{series} [{tag}]".strip()
-    return runs
 
 
 def exclusion_reason(row: pd.Series, study: Study) -> str | None:
