@@ -92,11 +92,13 @@ def test_a_changed_partial_threshold_or_producer_remakes_exactly_what_it_affects
     ) == {"report": 1}
     workflow.snakemake("--profile", "profiles/local")
     assert marker in (workflow.root / "results" / "report.html").read_text()
-    # a producer: aggregation again and what reads it; Slurm is not asked again
+    # a producer: aggregation again and what reads it (the check that every study has
+    # an answer reads the analyses); Slurm is not asked again
     assert changed("sections/energy/produce.py", '"""', '"""A producer of this version. ') == {
         "aggregate_study": 1,
         "plot_study": 1,
         "report": 1,
+        "check_answers": 1,
     }
     workflow.snakemake("--profile", "profiles/local")
     # a threshold: every rule whose code reads it (the request code's tables judge a
@@ -105,4 +107,10 @@ def test_a_changed_partial_threshold_or_producer_remakes_exactly_what_it_affects
         "thresholds.py",
         "Z_LIMIT, MIN_DEVIATION = 0.10, 3.5, 0.05",
         "Z_LIMIT, MIN_DEVIATION = 0.10, 3.6, 0.05",
-    ) == {"cluster_facts": 1, "aggregate_study": 1, "plot_study": 1, "report": 1}
+    ) == {
+        "cluster_facts": 1,
+        "aggregate_study": 1,
+        "plot_study": 1,
+        "report": 1,
+        "check_answers": 1,
+    }

@@ -46,9 +46,10 @@ def run_spec(study: Study, n: int, repeat: int, series: str = "", *, data_dir: s
 
 
 # How long a command study's probe may run (the launcher stops it there): long enough
-# for a program to fail at its start (imports, arguments, files), short enough not to
-# hold back the study's runs (rules/run.smk, probe_command).
-PROBE_MIN = 1.0
+# for a program to fail at its start (imports, arguments, files: `import torch` takes
+# 3 s here, 8-10 s on a 16-core GPU node), short enough not to hold back the study's
+# runs much (rules/run.smk, probe_command).
+PROBE_MIN = 1 / 3
 
 
 def probe_spec(study: Study, n: int, series: str, data_dir: str) -> dict:
