@@ -115,8 +115,13 @@ def rounds_wanted(runs: pd.DataFrame, study: Study) -> tuple[bool, str, dict] | 
     adaptive.question_round): whether it is decided at every size, in words, and point
     -> (runs to add, why) where it is open (judge_size's more_runs); None: no verdict."""
     found = gpu_verdict_of(runs, runs, study)
-    if found is None or found.needs:
-        return found and (False, f"no GPU verdict: it needs {found.needs}", {})
+    return found and verdict_wanted(found)
+
+
+def verdict_wanted(found: GpuVerdict) -> tuple[bool, str, dict]:
+    """rounds_wanted of a verdict (benchmarks/adaptive_simulator.py --gpu calls it)."""
+    if found.needs:
+        return False, f"no GPU verdict: it needs {found.needs}", {}
     said, wanted = [], {}
     for r in found.sizes:
         at = f"at {found.size_param} {r.size}, " if found.size_param else ""
