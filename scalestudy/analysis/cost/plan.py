@@ -276,11 +276,7 @@ def budget_problem(plan: StudyPlan) -> str | None:
 
 
 def round_plan(
-    study: Study,
-    round_no: int,
-    runs: pd.DataFrame | None,
-    baseline: pd.DataFrame | None = None,
-    question=None,
+    study: Study, round_no: int, runs, baseline=None, question=None
 ) -> adaptive.RoundPlan:
     """The plan of round `round_no` of an adaptive study (scalestudy.analysis.decisions.adaptive),
     from the runs of the rounds before it (tables.read_runs; None before round 1), keyed by

@@ -493,16 +493,7 @@ def admitted(plan: dict, added: dict, why: dict, su_per_run: dict, rules: Rules)
 NOTHING_ADDED = {"added": {}, "why": {}, "round_su": 0.0, "stop": None, "judged": None}
 
 
-def question_round(
-    round_no: int,
-    points: list[str],
-    runs: dict[str, int],
-    question,
-    su_per_run: dict[str, float],
-    spent_su: float,
-    rules: Rules,
-    scale=None,
-) -> dict:
+def question_round(round_no, points, runs, question, su_per_run, spent_su, rules, scale=None):
     """The plan of a round of a study whose rounds settle a section's question, not how
     many (one of CPU and GPU series: its GPU verdict), as next_round's but keyed by point
     label: round 1 runs every point that runs (`points`) `first_repeats` times (which
@@ -560,9 +551,7 @@ def budget_limits(added: dict[int, int], reserve_su: dict[int, float],
 MOST_REPEATS = 100
 
 
-def to_decide(
-    plan: dict, *inputs, rules: Rules, scale=None, planner=None
-) -> contract.ToDecide | None:
+def to_decide(plan, *inputs, rules: Rules, scale=None, planner=None) -> contract.ToDecide | None:
     """Where `plan` (`planner`'s, next_round by default, of these `inputs`: its round
     number and the rest of its arguments but the rules) stops undecided: the one change
     of the study's config after which its next run of the workflow plans a round again,
