@@ -299,6 +299,18 @@ def gpu_agrees_with_the_verdict(samples: int = 200, seed: int = 1) -> int:
     return differ
 
 
+def print_by_scenario(rows, scenarios, describe) -> None:
+    """One line per scenario and number of runs: describe(low, high), where low(i) and
+    high(i) are column i's lowest and highest share over the cells, in %."""
+    for name in scenarios:
+        print(f"  {name}")
+        for n in RUNS:
+            cells = [r for r in rows if r[0] == name and r[3] == n]
+            low = lambda i: 100 * min(r[i] for r in cells)  # noqa: E731, B023
+            high = lambda i: 100 * max(r[i] for r in cells)  # noqa: E731, B023
+            print(f"    {n} runs: {describe(low, high)}")
+
+
 def gpu_main(samples: int, seed: int) -> None:
     rows = gpu_cells(samples, seed)
     print(
@@ -307,16 +319,14 @@ def gpu_main(samples: int, seed: int) -> None:
         "chosen from the runs; the share of studies decided, and decided wrongly (outside "
         f"the indifference zone of {100 * ZONE:g} %)"
     )
-    for name in SCENARIOS:
-        print(f"  {name}")
-        for n in RUNS:
-            cells = [r for r in rows if r[0] == name and r[3] == n]
-            print(
-                f"    {n} runs: speedup >= {100 * min(r[4] for r in cells):.1f} %, SU ratio "
-                f">= {100 * min(r[5] for r in cells):.1f} %, decided "
-                f"{100 * min(r[6] for r in cells):.0f}-{100 * max(r[6] for r in cells):.0f} %, "
-                f"wrong <= {100 * max(r[7] for r in cells):.1f} %"
-            )
+    print_by_scenario(
+        rows,
+        SCENARIOS,
+        lambda low, high: (
+            f"speedup >= {low(4):.1f} %, SU ratio >= {low(5):.1f} %, decided "
+            f"{low(6):.0f}-{high(6):.0f} %, wrong <= {high(7):.1f} %"
+        ),
+    )
     print(
         f"  the verdict (judge_size) against this simulation: {gpu_agrees_with_the_verdict()} "
         "of 200 called differently"
@@ -401,15 +411,14 @@ def formats_main(samples: int, seed: int) -> None:
         "interval of the next best's ratio to the fastest (both chosen from the runs), "
         f"decided, and decided wrongly (zone {100 * FORMAT_ZONE:g} %)"
     )
-    for name in FORMAT_SCENARIOS:
-        print(f"  {name}")
-        for n in RUNS:
-            cells = [r for r in rows if r[0] == name and r[3] == n]
-            print(
-                f"    {n} runs: coverage >= {100 * min(r[4] for r in cells):.1f} %, decided "
-                f"{100 * min(r[5] for r in cells):.0f}-{100 * max(r[5] for r in cells):.0f} %, "
-                f"wrong <= {100 * max(r[6] for r in cells):.1f} %"
-            )
+    print_by_scenario(
+        rows,
+        FORMAT_SCENARIOS,
+        lambda low, high: (
+            f"coverage >= {low(4):.1f} %, decided {low(5):.0f}-{high(5):.0f} %, "
+            f"wrong <= {high(6):.1f} %"
+        ),
+    )
     print(
         f"  the section (fastest) against this simulation: {formats_agree_with_the_section()} "
         "of 200 called differently"
