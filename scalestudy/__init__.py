@@ -17,6 +17,13 @@ layers apart."""
 # both speedup curves, now and the baseline's (only with a baseline); "energy", time
 # against energy per result (shown only where energy was measured).
 FIGURES = (
-    "times", "speedup", "efficiency", "cost", "pareto", "phases", "layouts", "baseline",
+    "times",
+    "speedup",
+    "efficiency",
+    "cost",
+    "pareto",
+    "phases",
+    "layouts",
+    "baseline",
     "energy",
-)  # fmt: skip
+)

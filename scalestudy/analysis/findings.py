@@ -90,15 +90,26 @@ def study_facts(study: Study) -> StudyFacts:
     if measured or study.workload == "command":
         kind = "measured" if measured else "command"
     return StudyFacts(
-        study.name, study.description, study.workload, measured,
-        kind=kind, params=jsonable(study.params),
+        study.name,
+        study.description,
+        study.workload,
+        measured,
+        kind=kind,
+        params=jsonable(study.params),
         scaling=Scaling(**jsonable(asdict(study.scaling))),  # as JSON reads it back: lists
-        unit=several, unit_one=one, time=study.time, tolerance=study.convergence.tolerance,
-        distributed=distributed, include_shared=study.include_shared,
-        include_unstable=study.include_unstable, profile_steps=study.profile.steps,
-        deadline_s=study.recommend.deadline_s, budget_su=study.recommend.budget_su,
-        request=study.request, global_batch_fixed=bool(study.params.get("global_batch_size")),
-    )  # fmt: skip
+        unit=several,
+        unit_one=one,
+        time=study.time,
+        tolerance=study.convergence.tolerance,
+        distributed=distributed,
+        include_shared=study.include_shared,
+        include_unstable=study.include_unstable,
+        profile_steps=study.profile.steps,
+        deadline_s=study.recommend.deadline_s,
+        budget_su=study.recommend.budget_su,
+        request=study.request,
+        global_batch_fixed=bool(study.params.get("global_batch_size")),
+    )
 
 
 def ddp_findings(summary: pd.DataFrame, study: Study) -> list[DdpPoint]:
@@ -111,9 +122,15 @@ def ddp_findings(summary: pd.DataFrame, study: Study) -> list[DdpPoint]:
         world = r["world_size"]
         if not (finite(world) or 0) > 0:
             world = point_for(study, int(r["n"]), base_series(series)).world_size
-        rows.append(DdpPoint(series, r["point"], float(world),
-                             int(world / r["nodes"]) if r["nodes"] else 0,
-                             efficiency_band(r["efficiency"])))  # fmt: skip
+        rows.append(
+            DdpPoint(
+                series,
+                r["point"],
+                float(world),
+                int(world / r["nodes"]) if r["nodes"] else 0,
+                efficiency_band(r["efficiency"]),
+            )
+        )
     return rows
 
 
@@ -139,12 +156,24 @@ def shown_metrics(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
 
 # what the answer states of its point, from the summary row
 ANSWERED = [
-    "point", "speedup", "speedup_ci_lo", "speedup_ci_hi", "efficiency", "efficiency_ci_lo",
-    "efficiency_ci_hi", "relative_su",
-]  # fmt: skip
+    "point",
+    "speedup",
+    "speedup_ci_lo",
+    "speedup_ci_hi",
+    "efficiency",
+    "efficiency_ci_lo",
+    "efficiency_ci_hi",
+    "relative_su",
+]
 # what it states as the recommendation's working has it
-SAID = ["threshold", "zone", "cheapest_meeting_deadline", "deadline_note",
-        "fastest_within_budget", "budget_note"]  # fmt: skip
+SAID = [
+    "threshold",
+    "zone",
+    "cheapest_meeting_deadline",
+    "deadline_note",
+    "fastest_within_budget",
+    "budget_note",
+]
 
 
 def answer(pred: SeriesFit, summary: pd.DataFrame, study: Study) -> Answer:
@@ -168,7 +197,9 @@ def answer(pred: SeriesFit, summary: pd.DataFrame, study: Study) -> Answer:
     # each step's marginal gain with its interval: [from, to, gain, lo, hi]
     intervals = rec.get("step_intervals", [])
     return Answer(
-        series=pred.series, worth_n=worth, base_n=pred.base_n,
+        series=pred.series,
+        worth_n=worth,
+        base_n=pred.base_n,
         **{k: rec[k] for k in SAID},
         stopped_at=stopped_at,
         peak=pred.peak if pred.peak and pred.peak.beyond_measured else None,
@@ -184,11 +215,12 @@ def answer(pred: SeriesFit, summary: pd.DataFrame, study: Study) -> Answer:
         unstable=[p for p, why in pred.excluded.items() if why.startswith("unstable")],
         usable_points=pred.usable_points,
         **point,
-    )  # fmt: skip
+    )
 
 
-def decision_steps(worth_n, stopped_at: StoppedAt | None, intervals: list, threshold: float,
-                   zone: float) -> DecisionSteps:  # fmt: skip
+def decision_steps(
+    worth_n, stopped_at: StoppedAt | None, intervals: list, threshold: float, zone: float
+) -> DecisionSteps:
     """The two steps the answer stands on, each gain with its interval: the step to the
     recommended N and the step after it (None where there is none, or no interval),
     and whether its interval reaches across the threshold inside the zone."""
@@ -226,11 +258,14 @@ def study_findings(
         # an adaptive study's answer is decided as its last round judged it (target CI
         # included, unless out of reach); what would decide it is the rounds section's,
         # not more fixed repeats
-        answers = [replace(a, decided=rounds.decided, next_measurements=None, adaptive=True)
-                   for a in answers]  # fmt: skip
+        answers = [
+            replace(a, decided=rounds.decided, next_measurements=None, adaptive=True)
+            for a in answers
+        ]
     if times is not None:  # the deadline by time to result, where Slurm gave waits
-        answers = [deadline_by_result(a, times, summary, study.recommend.deadline_s)
-                   for a in answers]  # fmt: skip
+        answers = [
+            deadline_by_result(a, times, summary, study.recommend.deadline_s) for a in answers
+        ]
     return Findings(
         study=facts,
         # the fewest and the most runs of a point (an adaptive study's differ)

@@ -108,8 +108,9 @@ def analyse(
     # the sections the answers are made from: made first, their producers hand them on
     made = {"series": predictions["series"], "requests": requests, "time_to_result": times}
     found = Analysis(predictions["comparisons"], findings, made)
-    given = Given(study, runs, summary, found, baseline and Path(baseline),
-                  [Path(a) for a in archives])  # fmt: skip
+    given = Given(
+        study, runs, summary, found, baseline and Path(baseline), [Path(a) for a in archives]
+    )
     sections = {name: part(name, "produce").produce(given) for name in SECTIONS}
     return Aggregation(runs, summary, replace(found, sections=sections))
 

@@ -88,12 +88,18 @@ def derived_columns(record: dict) -> dict:
     return {
         "study": record["study"],
         "series": "",  # the series its point belongs to: runs_from_records
-        "point": record["point"], "n": record["n"], "repeat": record["repeat"],
-        "run_id": record.get("run_id"), "status": status, "reason": reason,
+        "point": record["point"],
+        "n": record["n"],
+        "repeat": record["repeat"],
+        "run_id": record.get("run_id"),
+        "status": status,
+        "reason": reason,
         "wall_s": wall if ok else None,
         "elapsed_s": wall,  # charged whether or not the run succeeded
         "train_s": (sum(kinds[k] for k in TRAINING) or None) if ok and phases else None,
-        "startup_s": kinds["startup"], "data_s": kinds["data"], "eval_s": kinds["eval"],
+        "startup_s": kinds["startup"],
+        "data_s": kinds["data"],
+        "eval_s": kinds["eval"],
         "other_s": None if wall is None else max(0.0, wall - sum(filter(None, kinds.values()))),
         "epochs": len(epochs),
         "samples": sum(p.get("samples") or 0 for p in phases if p["kind"] in TRAINING) or None,
@@ -101,12 +107,16 @@ def derived_columns(record: dict) -> dict:
         "warmup_s": epochs[0] if ok and len(epochs) > 1 else None,
         "steady_epoch_s": statistics.median(epochs[1:]) if ok and len(epochs) > 1 else None,
         # what the point asked for (what it received is in the received part)
-        "threads": req["threads"], "cores": req["threads"] * req["tasks_per_node"] * req["nodes"],
-        "gpus": req["gpus_per_node"] * req["nodes"], "nodes": req["nodes"],
+        "threads": req["threads"],
+        "cores": req["threads"] * req["tasks_per_node"] * req["nodes"],
+        "gpus": req["gpus_per_node"] * req["nodes"],
+        "nodes": req["nodes"],
         "mismatch": record["resources"]["mismatch"],
         "mismatches": "; ".join(record["resources"]["mismatches"]),
-        "started_at": record["started_at"], "finished_at": record["finished_at"],
-        "queue_wait_s": queue_wait(env), "partition": env.get("slurm_partition"),
+        "started_at": record["started_at"],
+        "finished_at": record["finished_at"],
+        "queue_wait_s": queue_wait(env),
+        "partition": env.get("slurm_partition"),
         # other timed runs on its host at the same time, from the host's ledger (and,
         # within the study, by host and time: runs_table)
         "overlaps": "; ".join(o["run"] for o in overlaps),
@@ -116,7 +126,7 @@ def derived_columns(record: dict) -> dict:
         "disturbed": None,  # why others disturbed the run, if they did: disturbed_reasons
         # energy read by counters in the run, or why not (scalestudy.analysis.energy.energy)
         **energy.record_columns(record),
-    }  # fmt: skip
+    }
 
 
 def flat_fields(part: dict | None) -> dict:
@@ -294,10 +304,21 @@ def runs_from_measured(csv_path: str | Path, study: Study, series: str = "") -> 
         point = point_for(study, int(first.N), name, measured_per_node(first, csv_path))
         layout = ("threads", "tasks_per_node", "nodes", "gpus_per_node")
         requested = {key: getattr(point, key) for key in layout}
-        record = {"study": study.name, "point": point.label, "n": point.n, "repeat": 1,
-                  "status": "ok", "reason": None, "wall_s": 1.0, "phases": [], "metrics": {},
-                  "resources": {"requested": requested, "mismatch": False, "mismatches": []},
-                  "environment": {}, "started_at": None, "finished_at": None}  # fmt: skip
+        record = {
+            "study": study.name,
+            "point": point.label,
+            "n": point.n,
+            "repeat": 1,
+            "status": "ok",
+            "reason": None,
+            "wall_s": 1.0,
+            "phases": [],
+            "metrics": {},
+            "resources": {"requested": requested, "mismatch": False, "mismatches": []},
+            "environment": {},
+            "started_at": None,
+            "finished_at": None,
+        }
         rows.append(record_row(record) | {"series": name})
     runs = pd.DataFrame(rows).iloc[groups.ngroup().to_numpy()].reset_index(drop=True)
     time = table["time_s"].astype(float)
@@ -452,33 +473,46 @@ def point_row(
     epochs, train, samples = (median_or_nan(ok, c) for c in ("epochs", "train_s", "samples"))
     jobs = distinct_text(group, "slurm_job_id")
     row = {
-        "study": first["study"], "series": first.get("series", "") or "",
-        "point": first["point"], "n": int(first["n"]), "is_base": int(first["n"]) == base,
-        "repeats": len(group), "repeats_ok": len(ok),
-        "time_s": median, "time_ci_lo": lo, "time_ci_hi": hi,
+        "study": first["study"],
+        "series": first.get("series", "") or "",
+        "point": first["point"],
+        "n": int(first["n"]),
+        "is_base": int(first["n"]) == base,
+        "repeats": len(group),
+        "repeats_ok": len(ok),
+        "time_s": median,
+        "time_ci_lo": lo,
+        "time_ci_hi": hi,
         # the level the interval reaches where few runs keep it below the stated 95 %
         # (NaN where it reaches it): the report says it beside the interval
         "time_ci_level": intervals.short_of_level(
-            intervals.median_ci_coverage(int(np.isfinite(times).sum()))),
+            intervals.median_ci_coverage(int(np.isfinite(times).sum()))
+        ),
         "time_min_s": float(times.min()) if len(times) else math.nan,
         "time_max_s": float(times.max()) if len(times) else math.nan,
-        "cv": noise["cv"], "unstable": noise["unstable"], "unstable_reason": noise["reason"],
-        "wall_s": median_or_nan(ok, "wall_s"), "train_s": train,
+        "cv": noise["cv"],
+        "unstable": noise["unstable"],
+        "unstable_reason": noise["reason"],
+        "wall_s": median_or_nan(ok, "wall_s"),
+        "train_s": train,
         "warmup_s": median_or_nan(ok, "warmup_s"),
         "steady_epoch_s": median_or_nan(ok, "steady_epoch_s"),
         "time_per_epoch_s": train / epochs if epochs and epochs > 0 else math.nan,
         # charged for the whole job, whatever time the speedup uses; `study` is the
         # series' own view (summarise), so its cost override is in study.cost
-        "su": Cost.of(study).su(first["cores"], first["gpus"], wall, partition,
-                                median_or_nan(measured, "energy_j")),
+        "su": Cost.of(study).su(
+            first["cores"], first["gpus"], wall, partition, median_or_nan(measured, "energy_j")
+        ),
         # the source's throughput: samples x epochs / time, over the whole job
         "throughput": samples / wall if samples and wall else math.nan,
-        "global_batch": global_batch(ok), "job_ids": " ".join(jobs),
+        "global_batch": global_batch(ok),
+        "job_ids": " ".join(jobs),
         "quality": float(numeric(ok, quality_metric).median()),
-        "cores": int(first["cores"]), "gpus": int(first["gpus"]),
+        "cores": int(first["cores"]),
+        "gpus": int(first["gpus"]),
         "nodes": int(first["nodes"]) if pd.notna(first.get("nodes")) else 1,
         "world_size": median_or_nan(ok, "world_size"),
-    }  # fmt: skip
+    }
     row["status_kind"], row["status"] = point_status(group, keep_mismatched, keep_disturbed)
     return row, times
 

@@ -28,18 +28,30 @@ from scalestudy.thresholds import EFFICIENCY_BANDS, band_words  # noqa: E402
 
 # the efficiency figure's shade of each band (scalestudy.thresholds): colour, alpha
 BAND_SHADES = {"excellent": ("tab:green", 0.12), "good": ("gold", 0.15), "poor": ("tab:red", 0.07)}
-PHASE_COLUMNS = {"startup_s": "start-up (imports)", "data_s": "data loading",
-                 "train_s": "training", "eval_s": "evaluation", "other_s": "other"}  # fmt: skip
+PHASE_COLUMNS = {
+    "startup_s": "start-up (imports)",
+    "data_s": "data loading",
+    "train_s": "training",
+    "eval_s": "evaluation",
+    "other_s": "other",
+}
 AXIS_LABELS = {
-    "threads": "threads N", "devices": "processes / GPUs per node N", "nodes": "nodes N",
-    "processes": "processes N (total)", "gpus": "GPUs N (total)", "cores": "cores N (total)",
-}  # fmt: skip
+    "threads": "threads N",
+    "devices": "processes / GPUs per node N",
+    "nodes": "nodes N",
+    "processes": "processes N (total)",
+    "gpus": "GPUs N (total)",
+    "cores": "cores N (total)",
+}
 
 
 FIG_WIDTH, FIG_HEIGHT = 5.2, 3.6  # inches, before the legend below the axes
 # What a figure says where its study has nothing to draw (the report does not show it).
-NOTHING_TO_DRAW = {"layouts": "no grid in this study", "baseline": "no baseline in this study",
-                   "energy": "energy not measured"}  # fmt: skip
+NOTHING_TO_DRAW = {
+    "layouts": "no grid in this study",
+    "baseline": "no baseline in this study",
+    "energy": "energy not measured",
+}
 
 
 def _axes(title: str, xlabel: str, ylabel: str):
@@ -65,9 +77,16 @@ def _legend(ax, fontsize: float = 7):
     ncols = max(1, min(len(labels), int(FIG_WIDTH * 72 * 0.95 // column_pt)))
     rows = -(-len(labels) // ncols)
     fig.set_figheight(FIG_HEIGHT + 0.1 + rows * fontsize * 1.45 / 72)
-    return fig.legend(handles, labels, loc="outside lower center", ncols=ncols,
-                      fontsize=fontsize, frameon=False, handlelength=1.6,
-                      columnspacing=1.2)  # fmt: skip
+    return fig.legend(
+        handles,
+        labels,
+        loc="outside lower center",
+        ncols=ncols,
+        fontsize=fontsize,
+        frameon=False,
+        handlelength=1.6,
+        columnspacing=1.2,
+    )
 
 
 def plain_number(x: float) -> str:
@@ -90,8 +109,12 @@ class PlainLogFormatter(Formatter):
         lo, hi = sorted(self.axis.get_view_interval())
         decades = np.log10(hi / lo) if lo > 0 else np.inf
         mantissa = round(x / 10 ** np.floor(np.log10(x) + 1e-9), 6)
-        shown = (mantissa == 1 or decades <= 0.8 or (decades <= 1.6 and mantissa in (2, 3, 5))
-                 or (decades <= 3 and mantissa in (2, 5)))  # fmt: skip
+        shown = (
+            mantissa == 1
+            or decades <= 0.8
+            or (decades <= 1.6 and mantissa in (2, 3, 5))
+            or (decades <= 3 and mantissa in (2, 5))
+        )
         return plain_number(x) if shown else ""
 
 
@@ -210,20 +233,24 @@ def times_figure(summary: pd.DataFrame, xlabel: str, rounds: Rounds | None = Non
     An adaptive study's runs are drawn too, those added after round 1 marked."""
     fig, ax = _axes("Time per point (median, 95 % CI)", xlabel, "time (s, log scale)")
     if rounds and rounds.runs:
-        for later, style in ((False, dict(marker=".", color="0.6", label="runs of round 1")),
-                             (True, dict(marker="x", color="tab:orange",
-                                         label="runs added in later rounds"))):  # fmt: skip
+        for later, style in (
+            (False, dict(marker=".", color="0.6", label="runs of round 1")),
+            (True, dict(marker="x", color="tab:orange", label="runs added in later rounds")),
+        ):
             part = [r for r in rounds.runs if (r.round > 1) == later]
             if part:
-                ax.scatter([r.n for r in part], [r.time_s for r in part], s=18, zorder=3,
-                           **style)  # fmt: skip
+                ax.scatter([r.n for r in part], [r.time_s for r in part], s=18, zorder=3, **style)
     for name, rows, colour in by_series(summary):
         ok = rows.dropna(subset=["time_s"])
         gpu = ok["gpus"].gt(0).any() if "gpus" in ok else False
         label = (name or "measured") + (" (GPU)" if gpu else "")
-        error_bars(ax, ok.rename(columns={"time_ci_lo": "time_s_ci_lo",
-                                          "time_ci_hi": "time_s_ci_hi"}),
-                   "time_s", colour, label)  # fmt: skip
+        error_bars(
+            ax,
+            ok.rename(columns={"time_ci_lo": "time_s_ci_lo", "time_ci_hi": "time_s_ci_hi"}),
+            "time_s",
+            colour,
+            label,
+        )
     ax.set_yscale("log")
     plain_log_axis(ax.yaxis)
     _ticks(ax, summary["n"])
@@ -251,16 +278,30 @@ def speedup_figure(summary: pd.DataFrame, fitted: list[SeriesFit], xlabel: str):
             # (scalestudy.analysis.stats.predictions); older analyses, or a base without a
             # time, used the model's own t(base): say so on the figure
             against = "" if curve.base_source == "measured" else ", vs its own t(base)"
-            ax.plot(n[inside], s[inside], "-", color=colour, alpha=0.5, lw=1,
-                    label=f"model: {model}{suffix}{against}")  # fmt: skip
+            ax.plot(
+                n[inside],
+                s[inside],
+                "-",
+                color=colour,
+                alpha=0.5,
+                lw=1,
+                label=f"model: {model}{suffix}{against}",
+            )
             ax.plot(n[~inside], s[~inside], ":", color=colour, alpha=0.8, lw=1.5)
-            ax.fill_between(n, lo, hi, color=colour, alpha=0.10, lw=0,
-                            label=f"95 % prediction band{suffix}")  # fmt: skip
+            ax.fill_between(
+                n, lo, hi, color=colour, alpha=0.10, lw=0, label=f"95 % prediction band{suffix}"
+            )
             top_n = max(top_n, n.max())
     measured_max = summary["n"].max()
     if top_n > measured_max:
-        ax.axvspan(measured_max, top_n, color="tab:orange", alpha=0.07,
-                   label="extrapolated (beyond measured N)", gid="shade-extrapolated")  # fmt: skip
+        ax.axvspan(
+            measured_max,
+            top_n,
+            color="tab:orange",
+            alpha=0.07,
+            label="extrapolated (beyond measured N)",
+            gid="shade-extrapolated",
+        )
     base_n = summary.loc[summary["is_base"], "n"].min()
     ideal_n = pd.Series(sorted(set(summary["n"]) | {top_n}), dtype=float)
     ax.plot(ideal_n, ideal_n / base_n, "--", color="grey", lw=1, label="ideal (N / N_base)")
@@ -277,8 +318,14 @@ def efficiency_figure(summary: pd.DataFrame, xlabel: str):
     upper = 100
     for name, lowest, _ in EFFICIENCY_BANDS:
         colour, alpha = BAND_SHADES[name]
-        ax.axhspan(100 * lowest, upper, color=colour, alpha=alpha, label=band_words(name),
-                   gid=f"shade-{100 * lowest:g}")  # fmt: skip
+        ax.axhspan(
+            100 * lowest,
+            upper,
+            color=colour,
+            alpha=alpha,
+            label=band_words(name),
+            gid=f"shade-{100 * lowest:g}",
+        )
         upper = 100 * lowest
     top = 110.0
     for name, rows, colour in by_series(summary):
@@ -308,11 +355,18 @@ def pareto_figure(summary: pd.DataFrame, xlabel: str):
         ok = rows.dropna(subset=["time_s", "su"]).sort_values("su")
         front = ok[ok["pareto"].astype(bool)]
         ax.scatter(ok["su"], ok["time_s"], color=colour, alpha=0.6, label=name or "points")
-        ax.plot(front["su"], front["time_s"], "-", color=colour, lw=1,
-                label=f"Pareto front{' ' + name if name else ''}")  # fmt: skip
+        ax.plot(
+            front["su"],
+            front["time_s"],
+            "-",
+            color=colour,
+            lw=1,
+            label=f"Pareto front{' ' + name if name else ''}",
+        )
         for r in ok.itertuples():
-            ax.annotate(f"N={r.n}", (r.su, r.time_s), fontsize=7, xytext=(3, 3),
-                        textcoords="offset points")  # fmt: skip
+            ax.annotate(
+                f"N={r.n}", (r.su, r.time_s), fontsize=7, xytext=(3, 3), textcoords="offset points"
+            )
     ax.grid(True, alpha=0.3)
     ax.ticklabel_format(style="plain", useOffset=False)  # no offset, no scientific notation
     _legend(ax)
@@ -324,8 +378,14 @@ def phases_figure(runs: pd.DataFrame, xlabel: str):
     ok = runs[runs["status"] == "ok"]
     cols = [c for c in PHASE_COLUMNS if pd.to_numeric(ok[c], errors="coerce").notna().any()]
     if ok.empty or cols == ["other_s"] or not cols:
-        ax.text(0.5, 0.5, "no phase times recorded\n(times measured elsewhere)", ha="center",
-                va="center", transform=ax.transAxes)  # fmt: skip
+        ax.text(
+            0.5,
+            0.5,
+            "no phase times recorded\n(times measured elsewhere)",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
         ax.set_xticks([])
         return fig
     medians = ok.groupby("n")[cols].median(numeric_only=False).apply(pd.to_numeric)
@@ -345,8 +405,11 @@ def layouts_figure(grid: Grid):
     values = np.array(
         [[np.nan if c.efficiency is None else 100 * c.efficiency for c in r.cells] for r in rows]
     )
-    fig, ax = _axes("Efficiency of each layout (%)", grid.along_key.replace("_", " "),
-                    grid.line_key.replace("_", " "))  # fmt: skip
+    fig, ax = _axes(
+        "Efficiency of each layout (%)",
+        grid.along_key.replace("_", " "),
+        grid.line_key.replace("_", " "),
+    )
     ax.grid(False)
     image = ax.imshow(values, cmap="RdYlGn", vmin=50, vmax=100, aspect="auto", origin="lower")
     fig.colorbar(image, ax=ax, label="efficiency (%)")
@@ -374,8 +437,10 @@ def baseline_figure(baseline: BaselineComparison, xlabel: str):
     fig, ax = _axes("Speedup: now and the baseline", xlabel, "speedup")
     for curves in baseline.speedups:
         tag = f" ({curves.series})" if curves.series else ""
-        for points, name, colour in ((curves.baseline, "baseline", "grey"),
-                                     (curves.now, "now", "tab:blue")):  # fmt: skip
+        for points, name, colour in (
+            (curves.baseline, "baseline", "grey"),
+            (curves.now, "now", "tab:blue"),
+        ):
             drawn = [p for p in points if p.speedup is not None]
             if not drawn:
                 continue
@@ -383,8 +448,13 @@ def baseline_figure(baseline: BaselineComparison, xlabel: str):
             ax.plot(ns, [p.speedup for p in drawn], "o-", color=colour, label=name + tag)
             banded = [p for p in drawn if p.lo is not None and p.hi is not None]
             if banded:
-                ax.fill_between([p.n for p in banded], [p.lo for p in banded],
-                                [p.hi for p in banded], color=colour, alpha=0.2)  # fmt: skip
+                ax.fill_between(
+                    [p.n for p in banded],
+                    [p.lo for p in banded],
+                    [p.hi for p in banded],
+                    color=colour,
+                    alpha=0.2,
+                )
     _legend(ax)
     return fig
 
@@ -396,30 +466,54 @@ def energy_figure(energy: Energy | None):
     """Time against energy per result, one point per layout, and the front of points no
     other beats in both (the analysis marked it): only points measured from their base
     case's source. Where nothing was measured the figure says so (and is not shown)."""
-    fig, ax = _axes("Time against energy per result", "energy per result (kJ, median)",
-                    "time (s, median)")  # fmt: skip
+    fig, ax = _axes(
+        "Time against energy per result", "energy per result (kJ, median)", "time (s, median)"
+    )
     if energy is None or not energy.measured:
-        ax.text(0.5, 0.5, NOTHING_TO_DRAW["energy"], ha="center", va="center",
-                transform=ax.transAxes)  # fmt: skip
+        ax.text(
+            0.5, 0.5, NOTHING_TO_DRAW["energy"], ha="center", va="center", transform=ax.transAxes
+        )
         ax.set_axis_off()
         return fig
     for name, colour in series_colours(p.series for p in energy.points):
-        points = [p for p in energy.points if p.series == name and p.comparable
-                  and p.energy_j is not None and p.time_s is not None]  # fmt: skip
+        points = [
+            p
+            for p in energy.points
+            if p.series == name and p.comparable and p.energy_j is not None and p.time_s is not None
+        ]
         if not points:
             continue
         x = np.array([p.energy_j / 1000 for p in points])
         y = np.array([p.time_s for p in points])
         lo = np.array([(p.energy_j - (p.energy_ci_lo or p.energy_j)) / 1000 for p in points])
         hi = np.array([((p.energy_ci_hi or p.energy_j) - p.energy_j) / 1000 for p in points])
-        ax.errorbar(x, y, xerr=[lo.clip(0), hi.clip(0)], fmt="o", color=colour, capsize=3,
-                    alpha=0.8, label=name or "points (95 % CI of energy)")  # fmt: skip
+        ax.errorbar(
+            x,
+            y,
+            xerr=[lo.clip(0), hi.clip(0)],
+            fmt="o",
+            color=colour,
+            capsize=3,
+            alpha=0.8,
+            label=name or "points (95 % CI of energy)",
+        )
         front = sorted((p for p in points if p.pareto), key=lambda p: p.energy_j)
-        ax.plot([p.energy_j / 1000 for p in front], [p.time_s for p in front], "-",
-                color=colour, lw=1, label=f"front{' ' + name if name else ''}")  # fmt: skip
+        ax.plot(
+            [p.energy_j / 1000 for p in front],
+            [p.time_s for p in front],
+            "-",
+            color=colour,
+            lw=1,
+            label=f"front{' ' + name if name else ''}",
+        )
         for p in points:
-            ax.annotate(f"N={p.n}" + (" least" if p.least else ""), (p.energy_j / 1000, p.time_s),
-                        fontsize=7, xytext=(3, 3), textcoords="offset points")  # fmt: skip
+            ax.annotate(
+                f"N={p.n}" + (" least" if p.least else ""),
+                (p.energy_j / 1000, p.time_s),
+                fontsize=7,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
     ax.grid(True, alpha=0.3)
     ax.ticklabel_format(style="plain", useOffset=False)  # no offset, no scientific notation
     _legend(ax)
@@ -429,14 +523,26 @@ def energy_figure(energy: Energy | None):
 def not_drawn(name: str, error: Exception):
     """The figure that stands in for one matplotlib could not draw."""
     fig, ax = _axes(name.capitalize(), "", "")
-    ax.text(0.5, 0.5, f"this figure could not be drawn:\n{error}", ha="center", va="center",
-            wrap=True, transform=ax.transAxes)  # fmt: skip
+    ax.text(
+        0.5,
+        0.5,
+        f"this figure could not be drawn:\n{error}",
+        ha="center",
+        va="center",
+        wrap=True,
+        transform=ax.transAxes,
+    )
     ax.set_axis_off()
     return fig
 
 
-def write_figures(summary: pd.DataFrame, runs: pd.DataFrame, axis: str, out_dir: Path,
-                  analysis: Analysis | None = None) -> list:  # fmt: skip
+def write_figures(
+    summary: pd.DataFrame,
+    runs: pd.DataFrame,
+    axis: str,
+    out_dir: Path,
+    analysis: Analysis | None = None,
+) -> list:
     """The study's figures, from its summary, runs and analysis (None: measured times
     only, no model)."""
     out_dir = Path(out_dir)

@@ -131,16 +131,40 @@ COLUMNS = {
 DEFAULT_FORMAT = Significant(3)
 # The columns of each part of the report, in their order.
 RESULTS = [
-    "series", "point", "n", "repeats_ok", "time_s", "cv", "speedup", "efficiency", "karp_flatt",
-    "warmup_s", "steady_epoch_s", "relative_su", "samples_per_s", "global_batch", "quality",
-    "fit", "status",
-]  # fmt: skip
+    "series",
+    "point",
+    "n",
+    "repeats_ok",
+    "time_s",
+    "cv",
+    "speedup",
+    "efficiency",
+    "karp_flatt",
+    "warmup_s",
+    "steady_epoch_s",
+    "relative_su",
+    "samples_per_s",
+    "global_batch",
+    "quality",
+    "fit",
+    "status",
+]
 # the table of the source documents, for studies of distributed training; the template
 # says `config` and `band` in words
 DDP = [
-    "job_ids", "config", "world_size", "nodes", "wall_s", "time_per_epoch_s", "val_loss",
-    "val_accuracy", "speedup", "efficiency", "band", "throughput",
-]  # fmt: skip
+    "job_ids",
+    "config",
+    "world_size",
+    "nodes",
+    "wall_s",
+    "time_per_epoch_s",
+    "val_loss",
+    "val_accuracy",
+    "speedup",
+    "efficiency",
+    "band",
+    "throughput",
+]
 # what the answers' headlines state of their points
 ANSWER = ["speedup", "relative_su"]
 # Columns shown with their confidence interval: column -> (lo, hi) columns.
@@ -176,8 +200,10 @@ def column_formats(rows: list[dict], columns) -> dict[str, str]:
     """Each column's one format in a table of `rows` (Significant ones fixed by the
     column's values)."""
     forms = {c: pattern(c) for c in columns}
-    return {c: f.fixed([r.get(c) for r in rows]) if isinstance(f, Significant) else f
-            for c, f in forms.items()}  # fmt: skip
+    return {
+        c: f.fixed([r.get(c) for r in rows]) if isinstance(f, Significant) else f
+        for c, f in forms.items()
+    }
 
 
 def cell(row: dict, column: str, form=None) -> str:
@@ -226,10 +252,14 @@ def profile_links(records: list[Path], report_path: Path) -> list[dict]:
         except RecordError as e:
             reason, size_mb = str(e), None
         ok = reason is None and size_mb is not None
-        links.append({"point": path.stem,
-                      "href": os.path.relpath(trace, report_path.parent) if ok else None,
-                      "size_mb": fmt(size_mb, "{:.1f}") if ok else None,
-                      "reason": None if ok else (reason or "the run wrote no trace")})  # fmt: skip
+        links.append(
+            {
+                "point": path.stem,
+                "href": os.path.relpath(trace, report_path.parent) if ok else None,
+                "size_mb": fmt(size_mb, "{:.1f}") if ok else None,
+                "reason": None if ok else (reason or "the run wrote no trace"),
+            }
+        )
     return links
 
 
@@ -244,8 +274,12 @@ OPTIONAL = ["warmup_s", "steady_epoch_s", "samples_per_s", "global_batch", "qual
 def results_view(summary: list[dict], fitted_series: list[SeriesFit], has_series: bool) -> dict:
     """The results table: a column only where it has something to show (no series
     column without series, OPTIONAL ones only with a value)."""
-    columns = [c for c in RESULTS if (c != "series" or has_series)
-               and (c not in OPTIONAL or any(cell(r, c) != "–" for r in summary))]  # fmt: skip
+    columns = [
+        c
+        for c in RESULTS
+        if (c != "series" or has_series)
+        and (c not in OPTIONAL or any(cell(r, c) != "–" for r in summary))
+    ]
     excluded = {
         (p.series, point): reason for p in fitted_series for point, reason in p.excluded.items()
     }
@@ -305,8 +339,12 @@ def ddp_view(summary: list[dict], ddp: list[contract.DdpPoint]) -> dict:
 
 
 def comparison_view(c: Comparison) -> dict:
-    per_n = [shallow(e) | {k: fmt(getattr(e, k), "{:.3f}") for k in ("ratio", "lo", "hi")}
-             | {"p": fmt(e.p_value, "{:.3g}")} for e in c.per_n]  # fmt: skip
+    per_n = [
+        shallow(e)
+        | {k: fmt(getattr(e, k), "{:.3f}") for k in ("ratio", "lo", "hi")}
+        | {"p": fmt(e.p_value, "{:.3g}")}
+        for e in c.per_n
+    ]
     return shallow(c) | {"a": c.a or "(default)", "p": fmt(c.p_value, "{:.3g}"), "per_n": per_n}
 
 
@@ -326,9 +364,15 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
         return ", ".join(f"{k} at N = {rounds.points[p]}" for p, k in added.items())
 
     refused, to_decide = rounds.refused, rounds.to_decide
-    rows = [shallow(r) | {"added": added_text(r.added), "su": fmt(r.su, "{:.3g}"),
-                          "why": "; ".join(dict.fromkeys(r.why.values()))}
-            for r in rounds.rounds]  # fmt: skip
+    rows = [
+        shallow(r)
+        | {
+            "added": added_text(r.added),
+            "su": fmt(r.su, "{:.3g}"),
+            "why": "; ".join(dict.fromkeys(r.why.values())),
+        }
+        for r in rounds.rounds
+    ]
     relative = rounds.relative_to_grid
     decide = to_decide and {
         "setting": f"{to_decide.key}: {to_decide.value:g}",

@@ -9,9 +9,23 @@ from importlib import import_module
 # each section's package, in the report's order
 SECTIONS = {
     name: f"{__name__}.{name}"
-    for name in ("time_to_result", "staging", "energy", "baseline", "history", "references", "jobs",
-                 "received", "layouts", "requests", "gpu_verdict", "telemetry", "series", "paired")
-}  # fmt: skip
+    for name in (
+        "time_to_result",
+        "staging",
+        "energy",
+        "baseline",
+        "history",
+        "references",
+        "jobs",
+        "received",
+        "layouts",
+        "requests",
+        "gpu_verdict",
+        "telemetry",
+        "series",
+        "paired",
+    )
+}
 
 
 def part(name: str, module: str):

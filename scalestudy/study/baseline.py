@@ -165,9 +165,13 @@ def expect_problems(study: Study) -> list[str]:
     for what, bounds in (study.expect or {}).items():
         for n, (lo, hi) in bounds.items():
             if lo is not None and hi is not None and lo > hi:
-                problems.append(f"studies.{study.name}.expect.{what}.{n}: the lower bound "
-                                f"{lo} is above the upper bound {hi}")  # fmt: skip
+                problems.append(
+                    f"studies.{study.name}.expect.{what}.{n}: the lower bound "
+                    f"{lo} is above the upper bound {hi}"
+                )
             if lo is None and hi is None:
-                problems.append(f"studies.{study.name}.expect.{what}.{n}: both bounds are "
-                                "null: nothing to check")  # fmt: skip
+                problems.append(
+                    f"studies.{study.name}.expect.{what}.{n}: both bounds are "
+                    "null: nothing to check"
+                )
     return problems

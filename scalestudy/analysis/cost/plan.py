@@ -80,9 +80,12 @@ def neighbour_time(n: int, measured: dict[int, float], weak: bool) -> tuple[floa
 
 
 def job_price(
-    n: int, measured: dict[int, float], limit_s: float, weak: bool = False,
+    n: int,
+    measured: dict[int, float],
+    limit_s: float,
+    weak: bool = False,
     model_s: float | None = None,
-) -> dict:  # fmt: skip
+) -> dict:
     """A job's whole-job seconds at N, their basis and `from_n` (the neighbour's N), as
     the module's docstring says (`limit_s`: the time limit), and `reserve_s`, what a
     budget holds back for it: the same, but a measured median too times PRICE_MARGIN
@@ -216,14 +219,27 @@ def study_plan(
             su = float(cost.su(point.cores, point.gpus, seconds))
             reserve = float(cost.su(point.cores, point.gpus, price["reserve_s"]))
             earlier = len(times.get(point.label, []))
-            rows.append(PlanRow(
-                point, repeats, done, repeats - done, seconds, basis, price["from_n"],
-                basis_text(price, earlier), earlier, su, reserve, su * repeats,
-                float(cost.su(point.cores, point.gpus, limit_s)), su * (repeats - done),
-                seconds * (repeats - done),
-                slurm_resources(point, study) | {"runtime": job_runtime(study, point)},
-                shared_job(study, point),
-            ))  # fmt: skip
+            rows.append(
+                PlanRow(
+                    point,
+                    repeats,
+                    done,
+                    repeats - done,
+                    seconds,
+                    basis,
+                    price["from_n"],
+                    basis_text(price, earlier),
+                    earlier,
+                    su,
+                    reserve,
+                    su * repeats,
+                    float(cost.su(point.cores, point.gpus, limit_s)),
+                    su * (repeats - done),
+                    seconds * (repeats - done),
+                    slurm_resources(point, study) | {"runtime": job_runtime(study, point)},
+                    shared_job(study, point),
+                )
+            )
     # on Slurm, runs that share a job (a packed point's repeats, a comparison's a and
     # b at one N) are one job (the plan is made before any executor is chosen: locally
     # each run stays a job of its own); finished ones count, as in `jobs`
@@ -257,9 +273,12 @@ def budget_problem(plan: StudyPlan) -> str | None:
         return None
     jobs = plan.totals.jobs
     bounds = sum(r.repeats for r in plan.rows if r.basis == LIMIT)
-    how = (f"; {bounds} of its {jobs} jobs are priced at their time limit, an upper bound "
-           "(run a few first, or lower resources.runtime, to price them from measurements)"
-           if bounds else "")  # fmt: skip
+    how = (
+        f"; {bounds} of its {jobs} jobs are priced at their time limit, an upper bound "
+        "(run a few first, or lower resources.runtime, to price them from measurements)"
+        if bounds
+        else ""
+    )
     what = "round 1 of the adaptive study is" if plan.adaptive else "the plan is"
     fewer = (
         "adaptive.first_repeats or adaptive.first_points" if plan.adaptive else "repeats or points"
@@ -272,8 +291,9 @@ def budget_problem(plan: StudyPlan) -> str | None:
     )
 
 
-def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None,
-               baseline: pd.DataFrame | None = None) -> adaptive.RoundPlan:  # fmt: skip
+def round_plan(
+    study: Study, round_no: int, runs: pd.DataFrame | None, baseline: pd.DataFrame | None = None
+) -> adaptive.RoundPlan:
     """The plan of round `round_no` of an adaptive study (scalestudy.analysis.decisions.adaptive),
     from the runs of the rounds before it (tables.read_runs; None before round 1), keyed by
     point label: the runs each point should have once the round is done ("totals"),
@@ -326,16 +346,22 @@ def round_plan(study: Study, round_no: int, runs: pd.DataFrame | None,
 
     refused = plan.get("refused")
     return adaptive.RoundPlan(
-        round=round_no, totals=labelled(plan["totals"]), added=labelled(plan["added"]),
-        why=why, round_su=float(plan["round_su"]), spent_su=float(spent),
-        stop=plan["stop"] and AdaptiveStop(**plan["stop"]), judged=jsonable(plan["judged"]),
-        refused=refused and RefusedRound(labelled(refused["added"]), labelled(refused["why"]),
-                                         refused["round_su"]),
+        round=round_no,
+        totals=labelled(plan["totals"]),
+        added=labelled(plan["added"]),
+        why=why,
+        round_su=float(plan["round_su"]),
+        spent_su=float(spent),
+        stop=plan["stop"] and AdaptiveStop(**plan["stop"]),
+        judged=jsonable(plan["judged"]),
+        refused=refused
+        and RefusedRound(labelled(refused["added"]), labelled(refused["why"]), refused["round_su"]),
         to_decide=decide and replace(decide, added=labelled(decide.added)),
-        study=study.name, points={label[n]: n for n in ns},
+        study=study.name,
+        points={label[n]: n for n in ns},
         su_per_run={label[n]: su_per_run[n] for n in ns},
         price_basis={label[r.point.n]: r.price_basis for r in priced.rows},
         priced_at_limit=[label[r.point.n] for r in priced.rows if r.basis == LIMIT],
         budget_su=study.budget_su,
         time_limits_min=limits,
-    )  # fmt: skip
+    )

@@ -65,8 +65,11 @@ def best_layouts(
         for _, cell in cells.drop(index=medians.idxmin()).iterrows():
             ratio, lo, hi = jsonable(ratio_ci(by_point[cell["point"]], by_point[best["point"]]))
             where = placed(study, cell, float(np.median(by_point[cell["point"]])))
-            others.append(OtherLayout(**where, ratio=ratio, lo=lo, hi=hi,
-                                      told_apart=lo is not None and lo > 1))  # fmt: skip
+            others.append(
+                OtherLayout(
+                    **where, ratio=ratio, lo=lo, hi=hi, told_apart=lo is not None and lo > 1
+                )
+            )
         others.sort(key=lambda o: o.ratio)
         best_point = PlacedPoint(**placed(study, best, float(medians.min())))
         found.append(Total(int(n), best_point, others))
@@ -105,9 +108,13 @@ def grid_cells(study: Study, summary: pd.DataFrame, best: list[Total]) -> Grid |
         if base is not None and pd.notna(row["time_s"]) and row["time_s"] > 0:
             efficiency = float(base["time_s"] * base["n"] / (row["time_s"] * row["n"]))
         cells[(grid_value(lay, line_key), grid_value(lay, along_key))] = GridCell(
-            row["point"], int(row["n"]), jsonable(row["time_s"]), efficiency,
-            row["point"] in fastest, efficiency_band(efficiency),
-        )  # fmt: skip
+            row["point"],
+            int(row["n"]),
+            jsonable(row["time_s"]),
+            efficiency,
+            row["point"] in fastest,
+            efficiency_band(efficiency),
+        )
     empty = GridCell(point=None, n=None, time_s=None, efficiency=None, best=False)
     rows = [GridRow(v, [cells.get((v, w), empty) for w in along]) for v in lines]
     return Grid(line_key, along_key, None if base is None else base["point"], list(along), rows)

@@ -25,8 +25,12 @@ from scalestudy.sections.energy.contract import Energy, EnergyAnswer, EnergyPoin
 # the runs table's energy columns from a record (record_columns): per counter, the
 # run's whole figure and the figure of the phases each `time` basis uses, or why none
 BASES = {"wall": "", "train": "_train", "steady": "_steady"}
-RECORD_COLUMNS = tuple(f"energy_{part}{basis}_{what}" for part in ("gpu", "node")
-                       for basis in BASES.values() for what in ("j", "why"))  # fmt: skip
+RECORD_COLUMNS = tuple(
+    f"energy_{part}{basis}_{what}"
+    for part in ("gpu", "node")
+    for basis in BASES.values()
+    for what in ("j", "why")
+)
 NO_RECORD_ENERGY = "no counter: the record holds no energy reading"
 NO_PHASE_ENERGY = "no energy per phase in the record (it was made before phases were read)"
 # what each basis's energy covers, as the report says it
@@ -146,8 +150,11 @@ def _taken(row, basis: str, s_j, s_why) -> tuple[float | None, str | None, str |
         return None, None, "the run failed"
     # a run that asked for no GPU: its GPU counter is no reason worth saying
     no_gpu = getattr(row, "gpus", None) == 0
-    said = (("GPU", None if no_gpu else getattr(row, f"energy_gpu{basis}_why")),
-            ("node", getattr(row, f"energy_node{basis}_why")), ("Slurm", s_why))  # fmt: skip
+    said = (
+        ("GPU", None if no_gpu else getattr(row, f"energy_gpu{basis}_why")),
+        ("node", getattr(row, f"energy_node{basis}_why")),
+        ("Slurm", s_why),
+    )
     reasons = [f"{what}: {text}" for what, text in said if isinstance(text, str) and text]
     return None, None, "; ".join(reasons) or "no counter: no energy reading"
 
@@ -237,11 +244,19 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Ans
             values, source, why = point_energy(by_point.get(row.point, no_runs), True, True)
             median, lo, hi = intervals.median_ci(values)
             found[int(row.n)] = {
-                "series": name, "point": row.point, "n": int(row.n), "runs": int(values.size),
-                "energy_j": median if values.size else None, "energy_ci_lo": lo,
-                "energy_ci_hi": hi, "source": source, "source_words": SOURCE_WORDS.get(source),
-                "not_measured": why, "time_s": row.time_s, "values": values,
-            }  # fmt: skip
+                "series": name,
+                "point": row.point,
+                "n": int(row.n),
+                "runs": int(values.size),
+                "energy_j": median if values.size else None,
+                "energy_ci_lo": lo,
+                "energy_ci_hi": hi,
+                "source": source,
+                "source_words": SOURCE_WORDS.get(source),
+                "not_measured": why,
+                "time_s": row.time_s,
+                "values": values,
+            }
         base = next((found[int(r.n)] for r in rows.itertuples() if r.is_base), None)
         # the base case's source, else the most common one (a tie: the first measured)
         sources = [p["source"] for p in found.values() if p["source"]]
@@ -256,8 +271,9 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Ans
         for p in found.values():
             del p["values"]
         usable = [p for p in found.values() if p["comparable"]]
-        front = recommendation.pareto_front([p["time_s"] for p in usable],
-                                            [p["energy_j"] for p in usable])  # fmt: skip
+        front = recommendation.pareto_front(
+            [p["time_s"] for p in usable], [p["energy_j"] for p in usable]
+        )
         for p, on in zip(usable, front, strict=True):
             p["pareto"] = bool(on)
         least = min(usable, key=lambda p: p["energy_j"], default=None)
@@ -270,8 +286,9 @@ def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Ans
         reasons = runs.loc[runs["status"] == "ok", "energy_result_why"].dropna().astype(str)
         why = reasons.value_counts().index[0] if len(reasons) else "no successful run"
     points = [EnergyPoint(**jsonable(p)) for p in points]
-    return Energy(measured, why, points, series_answers, WINDOWS[study.time],
-                  Cost.of(study).energy_weight)  # fmt: skip
+    return Energy(
+        measured, why, points, series_answers, WINDOWS[study.time], Cost.of(study).energy_weight
+    )
 
 
 SAME_SOURCE = "not measured from the same source as the base case"
@@ -287,6 +304,13 @@ def _answer(series: str, found: dict, base: dict | None, least: dict | None, ans
     if chosen and chosen["relative_energy"] is None:
         why = chosen["not_measured"] or (base or {}).get("not_measured") or SAME_SOURCE
     least = least or {}
-    return EnergyAnswer(series, chosen.get("point"), answer.speedup if chosen else None,
-                        finite(chosen.get("relative_energy")), why, base and base["point"],
-                        least.get("point"), finite(least.get("relative_energy")))  # fmt: skip
+    return EnergyAnswer(
+        series,
+        chosen.get("point"),
+        answer.speedup if chosen else None,
+        finite(chosen.get("relative_energy")),
+        why,
+        base and base["point"],
+        least.get("point"),
+        finite(least.get("relative_energy")),
+    )

@@ -54,10 +54,19 @@ from scalestudy.study.baseline import runs_csv_text
 N_BOOT = 2000
 # The fingerprint: label -> the runs table's column (a record's environment field under
 # its own name; tables.PARTS: env_ before it where another part took the name)
-FINGERPRINT = {"cluster": "slurm_cluster", "partition": "partition", "hosts": "host",
-               "nodes": "nodes", "cpu": "cpu_model", "gpu": "gpu_models", "python": "python",
-               "pytorch": "torch", "cuda": "cuda", "driver": "gpu_driver",
-               "workflow commit": "workflow_commit"}  # fmt: skip
+FINGERPRINT = {
+    "cluster": "slurm_cluster",
+    "partition": "partition",
+    "hosts": "host",
+    "nodes": "nodes",
+    "cpu": "cpu_model",
+    "gpu": "gpu_models",
+    "python": "python",
+    "pytorch": "torch",
+    "cuda": "cuda",
+    "driver": "gpu_driver",
+    "workflow commit": "workflow_commit",
+}
 
 
 def distinct(runs: pd.DataFrame, column: str) -> str:
@@ -130,24 +139,45 @@ def regression_check(
     series = sorted({s for s, _ in common})
     out = []
     for name in series:
-        keys = [key for key in common if key[0] == name and np.all(now[key] > 0)
-                and np.all(was[key] > 0)]  # fmt: skip
+        keys = [
+            key
+            for key in common
+            if key[0] == name and np.all(now[key] > 0) and np.all(was[key] > 0)
+        ]
         if not keys:
             continue
         variance, df = pooled_log_variance([now[k] for k in keys] + [was[k] for k in keys])
-        found = verdicts([np.log(now[k]).mean() - np.log(was[k]).mean() for k in keys],
-                         [now[k].size for k in keys], [was[k].size for k in keys], variance,
-                         df, [math.log(k[1]) for k in keys], tolerance,
-                         ALPHA / len(series))  # fmt: skip
+        found = verdicts(
+            [np.log(now[k]).mean() - np.log(was[k]).mean() for k in keys],
+            [now[k].size for k in keys],
+            [was[k].size for k in keys],
+            variance,
+            df,
+            [math.log(k[1]) for k in keys],
+            tolerance,
+            ALPHA / len(series),
+        )
         points = [
-            PointChange(key[0], key[1], finite(v["ratio"]), finite(v["lo"]), finite(v["hi"]),
-                        finite(v["p_value"]), finite(v["threshold"]),
-                        v["verdict"] if v["verdict"] in (SLOWER, FASTER) else NO_CHANGE,
-                        v["verdict"], finite(v["power"]), v["more_runs"], v["text"],
-                        int(now[key].size), int(was[key].size), float(np.median(now[key])),
-                        float(np.median(was[key])))
+            PointChange(
+                key[0],
+                key[1],
+                finite(v["ratio"]),
+                finite(v["lo"]),
+                finite(v["hi"]),
+                finite(v["p_value"]),
+                finite(v["threshold"]),
+                v["verdict"] if v["verdict"] in (SLOWER, FASTER) else NO_CHANGE,
+                v["verdict"],
+                finite(v["power"]),
+                v["more_runs"],
+                v["text"],
+                int(now[key].size),
+                int(was[key].size),
+                float(np.median(now[key])),
+                float(np.median(was[key])),
+            )
             for key, v in zip(keys, found["points"], strict=True)
-        ]  # fmt: skip
+        ]
         curve = {k: finite(v) if isinstance(v, float) else v for k, v in found["curve"].items()}
         out.append((CurveVerdict(name, **curve), points))
     return out
@@ -162,10 +192,12 @@ def point_changes(now: dict, was: dict, tolerance: float) -> list[PointChange]:
 def speedups(times: dict, series: str, base_n: int) -> list[SpeedupPoint]:
     """A series' speedups against base_n with their 95 % intervals (for the figure)."""
     base = times.get((series, base_n))
-    found = [(n, ratio_ci(base, x)) for (s, n), x in sorted(times.items())
-             if s == series and base is not None]  # fmt: skip
-    return [SpeedupPoint(n, finite(value), finite(lo), finite(hi))
-            for n, (value, lo, hi) in found]  # fmt: skip
+    found = [
+        (n, ratio_ci(base, x))
+        for (s, n), x in sorted(times.items())
+        if s == series and base is not None
+    ]
+    return [SpeedupPoint(n, finite(value), finite(lo), finite(hi)) for n, (value, lo, hi) in found]
 
 
 def curve_change(
@@ -196,8 +228,7 @@ def curve_change(
         p = log_contrast_p([b_now, x_now, b_was, x_was], [1, -1, -1, 1])
         called = p < 1 - level and _change(value, lo, hi, tolerance) != NO_CHANGE
         differ |= called
-        points.append(CurveStep(n, finite(value), finite(lo), finite(hi), finite(p),
-                                bool(called)))  # fmt: skip
+        points.append(CurveStep(n, finite(value), finite(lo), finite(hi), finite(p), bool(called)))
     return CurveChange(series, base_n, bool(differ), True, level, points, "")
 
 
@@ -220,8 +251,9 @@ def model_changes(now: Analysis, was: EarlierAnalysis) -> list[ModelChange]:
             known = None not in (lo, hi, b_lo, b_hi)
             apart = bool(known and (hi < b_lo or b_hi < lo))
             was = theirs.params.get(p)
-            out.append(ModelChange(fit.series, fit.selected, p, value, lo, hi, was, b_lo, b_hi,
-                                   apart))  # fmt: skip
+            out.append(
+                ModelChange(fit.series, fit.selected, p, value, lo, hi, was, b_lo, b_hi, apart)
+            )
     return out
 
 
@@ -256,8 +288,11 @@ def fingerprint_changes(now: dict, was: dict | None) -> tuple[list[FingerprintDi
     unknown (records and analyses made before fingerprints)."""
     if was is None:
         return [], "the baseline's environment is unknown (its analysis has no fingerprint)"
-    return [FingerprintDiff(k, was.get(k, ""), now.get(k, ""))
-            for k in now if was.get(k, "") != now.get(k, "")], ""  # fmt: skip
+    return [
+        FingerprintDiff(k, was.get(k, ""), now.get(k, ""))
+        for k in now
+        if was.get(k, "") != now.get(k, "")
+    ], ""
 
 
 def read_runs_csv(path: str | Path) -> pd.DataFrame:
@@ -298,8 +333,9 @@ def compare(
         times = compare_series(a, b, seed=seed)
         p_value, method = finite(times["p_value"]), times["method"] or times.get("note", "")
         curves.append(replace(curve, times_p_value=p_value, times_method=method))
-        shown.append(SpeedupCurves(series, speedups(now_t, series, base_n),
-                                   speedups(was_t, series, base_n)))  # fmt: skip
+        shown.append(
+            SpeedupCurves(series, speedups(now_t, series, base_n), speedups(was_t, series, base_n))
+        )
     now_fp, was_fp = analysis.findings.fingerprint, old.fingerprint
     differences, fp_note = fingerprint_changes(now_fp, was_fp)
     mine = json.loads(json.dumps({"workload": study.workload, "params": study.params}))
@@ -310,13 +346,22 @@ def compare(
         said.append(f"the curve{named}: {curve.text}")
         said += [f"N = {p.n}{named}: {p.text}" for p in points]
     return BaselineComparison(
-        str(folder), tolerance, SLOWER_ALARMS, FASTER_ALARMS,
-        [p for _, points in checked for p in points], [curve for curve, _ in checked],
+        str(folder),
+        tolerance,
+        SLOWER_ALARMS,
+        FASTER_ALARMS,
+        [p for _, points in checked for p in points],
+        [curve for curve, _ in checked],
         sorted({n for s, n in set(now_t) - set(was_t)}),
-        sorted({n for s, n in set(was_t) - set(now_t)}), curves, shown,
-        model_changes(analysis, old), answer_change(analysis, old),
-        Fingerprints(now_fp, was_fp, differences, fp_note), across, said,
-    )  # fmt: skip
+        sorted({n for s, n in set(was_t) - set(now_t)}),
+        curves,
+        shown,
+        model_changes(analysis, old),
+        answer_change(analysis, old),
+        Fingerprints(now_fp, was_fp, differences, fp_note),
+        across,
+        said,
+    )
 
 
 def undecided_points(now: dict, was: dict, tolerance: float) -> dict[int, tuple[int, str]]:
@@ -352,8 +397,9 @@ def runs_for_comparison(plan: dict, now: dict, was: dict, study: Study, su_per_r
         have = plan["totals"].get(n, 0)
         extra = min(more - added.get(n, 0), adaptive.max_repeats - have)
         per_run = su_per_run.get(n, math.inf)
-        while extra > 0 and not within_budget(plan["spent_su"] + round_su + extra * per_run,
-                                              study.budget_su):  # fmt: skip
+        while extra > 0 and not within_budget(
+            plan["spent_su"] + round_su + extra * per_run, study.budget_su
+        ):
             extra -= 1
         if extra <= 0:
             continue
@@ -364,5 +410,10 @@ def runs_for_comparison(plan: dict, now: dict, was: dict, study: Study, su_per_r
         return plan
     # plan["totals"] already holds the runs next_round added: count only these
     totals = {n: plan["totals"].get(n, 0) + k - plan["added"].get(n, 0) for n, k in added.items()}
-    return plan | {"added": added, "why": why, "round_su": round_su, "stop": None,
-                   "totals": plan["totals"] | totals}  # fmt: skip
+    return plan | {
+        "added": added,
+        "why": why,
+        "round_su": round_su,
+        "stop": None,
+        "totals": plan["totals"] | totals,
+    }

@@ -78,11 +78,16 @@ def history_section(
     """The report's history: the archives in `folders`, oldest first, then the runs now."""
     items = [(f.name, *read_entry(f)) for f in folders] + [("now", now, now_fp)]
     return [
-        HistoryEntry(row["name"], [HistoryPoint(s, int(n), t, row["changes"].get((s, n), NO_CHANGE))
-                                   for (s, n), t in sorted(row["times"].items())],
-                     row["differences"])
+        HistoryEntry(
+            row["name"],
+            [
+                HistoryPoint(s, int(n), t, row["changes"].get((s, n), NO_CHANGE))
+                for (s, n), t in sorted(row["times"].items())
+            ],
+            row["differences"],
+        )
         for row in steps(items, tolerance)
-    ]  # fmt: skip
+    ]
 
 
 def table_text(rows: list[dict]) -> str:

@@ -29,8 +29,11 @@ VALUES = {
 }
 
 # what an expectation's words say after the measured value, by its status
-SAID = {"broken": ", its whole interval outside", "ok": "",
-        "unsure": ", outside, but its interval reaches the bounds (not called)"}  # fmt: skip
+SAID = {
+    "broken": ", its whole interval outside",
+    "ok": "",
+    "unsure": ", outside, but its interval reaches the bounds (not called)",
+}
 
 
 def _bounds(lower, upper) -> str:

@@ -128,8 +128,15 @@ def _one_way(sign: int, level: float, d, se, weights, log_n, variance, df) -> di
     steps[order] = [level / max(k - 1, 1)] + [level / (k - j) for j in range(1, k)]
     rejected = np.zeros(k, dtype=bool)
     rejected[order] = changed & np.cumprod(p[order] <= steps[order]).astype(bool)
-    return dict(p=p, p_joint=p_joint, changed=changed, steps=steps, rejected=rejected,
-                alone=alone, shift=shift)  # fmt: skip
+    return dict(
+        p=p,
+        p_joint=p_joint,
+        changed=changed,
+        steps=steps,
+        rejected=rejected,
+        alone=alone,
+        shift=shift,
+    )
 
 
 def _not_called(slower, faster: float, within: bool, tolerance, unit: str, curve: bool):
@@ -206,8 +213,11 @@ def verdicts(
         ratio = math.exp(d[i])
         lo, hi = math.exp(d[i] - half * se[i]), math.exp(d[i] + half * se[i])
         power, more = math.nan, None
-        called = [way for way, test in ways.items() if test["rejected"][i]
-                  and SIGNS[way] * d[i] > SIGNS[way] * beyond[way]]  # fmt: skip
+        called = [
+            way
+            for way, test in ways.items()
+            if test["rejected"][i] and SIGNS[way] * d[i] > SIGNS[way] * beyond[way]
+        ]
         if called:
             verdict, text = called[0], _change_text(ratio, lo, hi)
         elif not known:
@@ -219,9 +229,19 @@ def verdicts(
             )
         test = ways.get(SLOWER if d[i] >= 0 else FASTER)  # none: no variance
         p_value, threshold = (test["p"][i], test["steps"][i]) if test else (math.nan, math.nan)
-        points.append(dict(ratio=ratio, lo=lo, hi=hi, p_value=float(p_value), text=text,
-                           threshold=float(threshold), verdict=verdict, power=power,
-                           more_runs=more))  # fmt: skip
+        points.append(
+            dict(
+                ratio=ratio,
+                lo=lo,
+                hi=hi,
+                p_value=float(p_value),
+                text=text,
+                threshold=float(threshold),
+                verdict=verdict,
+                power=power,
+                more_runs=more,
+            )
+        )
     # the curve's verdict: its mean ratio over the points (the intercept), and slope
     mean_se = math.sqrt(variance / weights.sum()) if known else math.nan
     ratio = math.exp(beta[0])
@@ -249,6 +269,16 @@ def verdicts(
     p_joint = ways[SLOWER if beta[0] >= 0 else FASTER]["p_joint"] if known else math.nan
     changed = any(test["changed"] for test in ways.values())
     slope = float(beta[1]) if k > 1 else 0.0
-    curve = dict(ratio=ratio, lo=lo, hi=hi, slope=slope, p_value=p_joint, changed=changed,
-                 verdict=verdict, power=power, more_runs=more, text=text)  # fmt: skip
+    curve = dict(
+        ratio=ratio,
+        lo=lo,
+        hi=hi,
+        slope=slope,
+        p_value=p_joint,
+        changed=changed,
+        verdict=verdict,
+        power=power,
+        more_runs=more,
+        text=text,
+    )
     return {"points": points, "curve": curve}

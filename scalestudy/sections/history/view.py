@@ -14,9 +14,13 @@ def view(entries: list[HistoryEntry]) -> dict | None:
     rows = []
     for e in entries:
         at = {(p.series, p.n): p for p in e.points}
-        cells = [{"time": fmt(at[k].time_s, "{:.3g}") if k in at else "–",
-                  "change": at[k].change if k in at and at[k].change != NO_CHANGE else ""}
-                 for k in keys]  # fmt: skip
+        cells = [
+            {
+                "time": fmt(at[k].time_s, "{:.3g}") if k in at else "–",
+                "change": at[k].change if k in at and at[k].change != NO_CHANGE else "",
+            }
+            for k in keys
+        ]
         said = "; ".join(
             f"{d.key} {d.baseline or 'unknown'} → {d.now or 'unknown'}" for d in e.differences
         )
