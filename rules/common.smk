@@ -10,7 +10,7 @@ from scalestudy import FIGURES, paths
 from scalestudy import snakemake_internals as sm
 from scalestudy.analysis.cost.budgets import study_plans
 from scalestudy.code_inputs import code_inputs
-from scalestudy.study.baseline import archive_inputs, baseline_inputs
+from scalestudy.study.archives import archive_inputs, baseline_inputs
 from scalestudy.study.errors import (
     ConfigError,
     config_error_text,

@@ -272,7 +272,7 @@ def runs_of(times: dict) -> pd.DataFrame:
 
 
 def test_the_best_layout_per_total_with_its_interval():
-    from scalestudy.analysis.decisions.layouts import best_layouts
+    from scalestudy.sections.layouts.produce import best_layouts
 
     study = grid_study(grid={"processes_per_node": [1, 2, 8], "threads": [1, 4, 8]})
     summary = pd.DataFrame({
@@ -321,7 +321,7 @@ def test_packed_and_spread_placements_are_compared_as_series():
 
 
 def test_a_grid_as_the_rows_and_columns_of_its_heat_map():
-    from scalestudy.analysis.decisions.layouts import grid_cells
+    from scalestudy.sections.layouts.produce import grid_cells
 
     study = grid_study(grid={"processes_per_node": [1, 2], "threads": [1, 2, 4]}, max_total=4)
     table = points_table({"s": study})

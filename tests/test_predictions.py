@@ -69,8 +69,8 @@ def test_rtx_peak_is_stated_against_the_measured_base_time():
 def test_speedup_figure_has_x_ticks_over_the_extrapolated_range():
     import matplotlib.pyplot as plt
 
-    from scalestudy.contract import Analysis
     from scalestudy.report.plots import extrapolated_ticks, speedup_figure
+    from scalestudy.sections import Analysis
 
     runs = runs_from_measured(REPO / RTX_STUDY["measured"], study_model(RTX_STUDY, "rtx"))
     summary, pred = analyse(runs, RTX_STUDY)

@@ -10,16 +10,16 @@ contract's Findings (scalestudy.contract).
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, replace
 
 import pandas as pd
 
 from scalestudy.analysis.cluster.result_time import deadline_by_result
 from scalestudy.analysis.cost.cost import charges, cost_view
-from scalestudy.analysis.decisions.layouts import point_layout
 from scalestudy.analysis.decisions.recommendation import within_zone
-from scalestudy.analysis.history.baseline import fingerprint
 from scalestudy.analysis.tables import (
+    distinct,
     metric_columns,
     shared_machines,
     study_quality_metric,
@@ -31,19 +31,21 @@ from scalestudy.contract import (
     DecisionSteps,
     Failure,
     Findings,
+    FingerprintDiff,
     FrameworkShare,
     Mismatch,
     MoreRuns,
     NextMeasurements,
+    Placement,
+    ResultTimes,
     Rounds,
+    SeriesFit,
     Step,
     StoppedAt,
     StudyFacts,
 )
 from scalestudy.model import Scaling, Study, base_series
 from scalestudy.records import finite, jsonable
-from scalestudy.sections.series.contract import SeriesFit
-from scalestudy.sections.time_to_result.contract import ResultTimes
 from scalestudy.study.points import point_for
 from scalestudy.study.workload_bridge import workload_capabilities
 from scalestudy.thresholds import efficiency_band
@@ -57,6 +59,53 @@ AXIS_UNITS = {
     "gpus": ("GPU", "GPUs"),
     "cores": ("core", "cores"),
 }
+
+
+def point_layout(study: Study, series: str, n: int) -> Placement:
+    """Where a point of a series runs: nodes, processes per node, threads each, GPUs per
+    node (a series split by provenance runs as its configured series; none: "")."""
+    point = point_for(study, n, base_series(series if isinstance(series, str) else ""))
+    return Placement(point.nodes, point.tasks_per_node, point.threads, point.gpus_per_node)
+
+
+# The fingerprint: label -> the runs table's column (a record's environment field under
+# its own name; tables.PARTS: env_ before it where another part took the name)
+FINGERPRINT = {
+    "cluster": "slurm_cluster",
+    "partition": "partition",
+    "hosts": "host",
+    "nodes": "nodes",
+    "cpu": "cpu_model",
+    "gpu": "gpu_models",
+    "python": "python",
+    "pytorch": "torch",
+    "cuda": "cuda",
+    "driver": "gpu_driver",
+    "workflow commit": "workflow_commit",
+}
+
+
+def fingerprint(study: Study, runs: pd.DataFrame) -> dict[str, str]:
+    """Where and with what the study's runs ran (the values its runs hold, distinct, in
+    order; "" where none says), and the workload with its parameters."""
+    found = {label: distinct(runs, column) for label, column in FINGERPRINT.items()}
+    if "workflow_dirty" in runs and runs["workflow_dirty"].astype(str).eq("True").any():
+        found["workflow commit"] += " (with uncommitted changes)"
+    found["workload"] = study.workload or f"measured: {study.measured or 'a CSV a series'}"
+    found["parameters"] = json.dumps(study.params, sort_keys=True)
+    return found
+
+
+def fingerprint_changes(now: dict, was: dict | None) -> tuple[list[FingerprintDiff], str]:
+    """What differs between the two fingerprints, and a note when the baseline's is
+    unknown (records and analyses made before fingerprints)."""
+    if was is None:
+        return [], "the baseline's environment is unknown (its analysis has no fingerprint)"
+    return [
+        FingerprintDiff(k, was.get(k, ""), now.get(k, ""))
+        for k in now
+        if was.get(k, "") != now.get(k, "")
+    ], ""
 
 
 def is_distributed(study: Study) -> bool:

@@ -13,6 +13,7 @@ its successful runs of every metric its runs reported (metric_medians).
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -22,13 +23,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from scalestudy.analysis import run_energy
 from scalestudy.analysis.cost.cost import Cost
 from scalestudy.analysis.decisions import recommendation
-from scalestudy.analysis.energy import energy
 from scalestudy.analysis.stats import intervals
+from scalestudy.analysis.stats.intervals import _finite
 from scalestudy.compute.harness import TRAINING
 from scalestudy.model import Study
 from scalestudy.records import RecordError, read_placed_record
+from scalestudy.study.archives import runs_csv_text
 from scalestudy.study.points import point_for, series_of_points
 from scalestudy.study.tables import read_measured
 
@@ -124,8 +127,8 @@ def derived_columns(record: dict) -> dict:
         "overlaps_same_cpus": any(o.get("same_cpus") is not False for o in overlaps),
         "overlapped": bool(overlaps),
         "disturbed": None,  # why others disturbed the run, if they did: disturbed_reasons
-        # energy read by counters in the run, or why not (scalestudy.analysis.energy.energy)
-        **energy.record_columns(record),
+        # energy read by counters in the run, or why not (scalestudy.analysis.run_energy)
+        **run_energy.record_columns(record),
     }
 
 
@@ -460,7 +463,7 @@ def point_row(
     ok = group[group["status"] == "ok"]
     # a run that did not get what its point asked for, or whose CPUs others used,
     # does not measure that point
-    measured = group[energy.measures_point(group, keep_mismatched, keep_disturbed)]
+    measured = group[measures_point(group, keep_mismatched, keep_disturbed)]
     timed = numeric(measured, time_col)
     times = timed.to_numpy()
     first = group.iloc[0]
@@ -614,7 +617,7 @@ def study_tables(
     accounting's `accounted`: request.read_accounting; its round, `rounds`, where it has
     one; split by provenance), and the summary."""
     if not study.elsewhere:  # times measured elsewhere have no energy
-        runs = energy.with_energy(runs, accounted[0], study.time)
+        runs = run_energy.with_energy(runs, accounted[0], study.time)
     if rounds is not None:
         runs = runs.assign(round=rounds)
     runs = split_by_provenance(runs, study)
@@ -640,3 +643,47 @@ def groups_of(frame: pd.DataFrame, key: str, sort: bool):
     if len(indices) == 1:
         return [(next(iter(indices)), frame)]
     return ((value, frame.take(index)) for value, index in indices.items())
+
+
+def measures_point(
+    runs: pd.DataFrame, keep_mismatched: bool = False, keep_disturbed: bool = False
+) -> pd.Series:
+    """Which runs measure their point, its time and its energy: successful; not
+    mismatched, not disturbed by others unless the study keeps them (others' work would
+    be in the time and in a node's counter)."""
+    counts = runs["status"] == "ok" if "status" in runs else pd.Series(True, index=runs.index)
+    if not keep_mismatched and "mismatch" in runs:
+        counts &= ~runs["mismatch"].astype(bool)
+    if not keep_disturbed and "disturbed" in runs:
+        counts &= runs["disturbed"].astype(object).fillna("") == ""
+    return counts
+
+
+def distinct(runs: pd.DataFrame, column: str) -> str:
+    """The distinct values of a column over the runs (each of a list's too), in order."""
+    if column not in runs and f"env_{column}" in runs:
+        column = f"env_{column}"
+    parts = (part for text in distinct_text(runs, column) for part in text.split(","))
+    return ", ".join(dict.fromkeys(part for part in parts if part))
+
+
+def times_by_point(runs: pd.DataFrame, column: str) -> dict[tuple[str, int], np.ndarray]:
+    """Each point's times of its successful runs, keyed by (series, N)."""
+    ok = runs[(runs["status"] == "ok")]
+    if "series" in ok:  # a CSV read back gives NaN for a study without series
+        series = ok["series"].astype("string").fillna("")
+    else:
+        series = pd.Series("", index=ok.index)
+    out: dict[tuple[str, int], np.ndarray] = {}
+    for (s, n), times in pd.to_numeric(ok[column], errors="coerce").groupby([series, ok["n"]]):
+        x = _finite(times)
+        if x.size:
+            out[(str(s), int(n))] = x
+    return out
+
+
+def read_runs_csv(path: str | Path) -> pd.DataFrame:
+    """A kept runs table (a baseline's, an archive's), checked whole as the config
+    check reads it (scalestudy.study.baseline.runs_csv_text: RecordError names the
+    file and line)."""
+    return pd.read_csv(io.StringIO(runs_csv_text(Path(path))))

@@ -19,11 +19,14 @@ import seaborn as sns  # noqa: E402
 from matplotlib.ticker import Formatter, FuncFormatter, LogLocator  # noqa: E402
 
 from scalestudy import FIGURES  # noqa: E402
-from scalestudy.contract import Analysis, Rounds  # noqa: E402
+from scalestudy.contract import (
+    Rounds,  # noqa: E402
+    SeriesFit,  # noqa: E402
+)
+from scalestudy.sections import Analysis  # noqa: E402
 from scalestudy.sections.baseline.contract import BaselineComparison  # noqa: E402
 from scalestudy.sections.energy.contract import Energy  # noqa: E402
 from scalestudy.sections.layouts.contract import Grid  # noqa: E402
-from scalestudy.sections.series.contract import SeriesFit  # noqa: E402
 from scalestudy.thresholds import EFFICIENCY_BANDS, band_words  # noqa: E402
 
 # the efficiency figure's shade of each band (scalestudy.thresholds): colour, alpha

@@ -17,10 +17,9 @@ from pathlib import Path
 import pandas as pd
 
 from scalestudy import contract
-from scalestudy.contract import Analysis, Comparison, Rounds
+from scalestudy.contract import Comparison, Rounds, SeriesFit
 from scalestudy.records import RecordError, finite, read_record
-from scalestudy.sections import SECTIONS, part
-from scalestudy.sections.series.contract import SeriesFit
+from scalestudy.sections import SECTIONS, Analysis, part
 from scalestudy.sections.telemetry.contract import TELEMETRY  # the telemetry section's columns
 from scalestudy.thresholds import BANDS_WORDS, BOTTLENECK_WORDS, INSTABILITY_WORDS, band_words
 

@@ -9,7 +9,7 @@ import workloads as registry
 from scalestudy.compute.commandline import command_params_problems
 from scalestudy.model import CONFIG_FILE, Study
 from scalestudy.records import RecordError
-from scalestudy.study.baseline import archive_problems, baseline_problems, expect_problems
+from scalestudy.study.archives import archive_problems, baseline_problems, expect_problems
 from scalestudy.study.errors import (
     ConfigError,
     config_key,

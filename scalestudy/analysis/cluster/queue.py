@@ -18,8 +18,8 @@ from pathlib import Path
 
 from snakemake_interface_common.exceptions import WorkflowError
 
+from scalestudy.contract import PointRequest
 from scalestudy.records import write_json_atomic
-from scalestudy.sections.requests.contract import PointRequest
 from scalestudy.slurm import (
     HISTORY_FIELDS,
     LOCAL,

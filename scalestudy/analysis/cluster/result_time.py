@@ -14,10 +14,8 @@ from scalestudy.analysis.cluster.queue import LOCAL, NOW, TYPICAL, UNKNOWN, requ
 from scalestudy.analysis.decisions.recommendation import meeting_deadline
 from scalestudy.analysis.decisions.request import full_length_seconds
 from scalestudy.analysis.stats.intervals import median_ci
-from scalestudy.contract import Answer
+from scalestudy.contract import Answer, EarliestResult, PointRequest, PointResult, ResultTimes
 from scalestudy.records import jsonable
-from scalestudy.sections.requests.contract import PointRequest
-from scalestudy.sections.time_to_result.contract import EarliestResult, PointResult, ResultTimes
 from scalestudy.slurm import ClusterFacts
 
 

@@ -17,9 +17,9 @@ import pandas as pd
 from scalestudy.analysis.cluster.queue import JobStart
 from scalestudy.analysis.cost.cost import SECONDS_PER_MINUTE, Cost, charges, within_budget
 from scalestudy.analysis.decisions import adaptive
-from scalestudy.analysis.history.baseline import runs_for_comparison, times_by_point
 from scalestudy.analysis.stats.predictions import jsonable, times_by_n, usable_runs
-from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.analysis.stats.verdicts import UNDECIDED, point_changes
+from scalestudy.analysis.tables import TIME_COLUMNS, times_by_point
 from scalestudy.compute.launch import STOP_SLACK_S
 from scalestudy.contract import AdaptiveStop, EarlierAnalysis, RefusedRound
 from scalestudy.model import Study
@@ -300,7 +300,7 @@ def round_plan(
     those it adds and why, its estimated SU, the SU spent so far, and the stopping
     reason, if the study stops here. `baseline`: the runs table of the study's baseline;
     with adaptive.settle_baseline, points where the comparison with it is undecided
-    get runs too (scalestudy.analysis.history.baseline.runs_for_comparison)."""
+    get runs too (runs_for_comparison)."""
     ns = study.scaling.ns()
     base = study.base_n(ns)
     label = {n: point_for(study, n).label for n in ns}
@@ -365,3 +365,58 @@ def round_plan(
         budget_su=study.budget_su,
         time_limits_min=limits,
     )
+
+
+def undecided_points(now: dict, was: dict, tolerance: float) -> dict[int, tuple[int, str]]:
+    """N -> (the runs to add now that would decide it, why) where the comparison with
+    the baseline is undecided and more runs now can decide it (regression_check).
+    Keys of now and was: (series, N) as times_by_point."""
+    return {
+        p.n: (
+            p.more_runs,
+            f"the comparison with the baseline is undecided at N = {p.n} (time ratio "
+            f"{p.ratio:.2f} [{p.lo:.2f}, {p.hi:.2f}], tolerance {tolerance:.0%}): "
+            f"{p.text.removeprefix('undecided: ')}",
+        )
+        for p in point_changes(now, was, tolerance)
+        if p.verdict == UNDECIDED and p.more_runs
+    }
+
+
+def runs_for_comparison(plan: dict, now: dict, was: dict, study: Study, su_per_run: dict) -> dict:
+    """An adaptive round plan (analysis.adaptive.next_round, keyed by N) with runs added
+    where the comparison with the baseline is undecided: the runs that would decide it,
+    up to max_repeats, as many as the budget allows, within max_rounds. A plan stopped
+    as decided goes on for them; one stopped by its budget or limits stays stopped."""
+    stopped = plan.get("stop")
+    if stopped and stopped["reason"] != "decided":
+        return plan
+    adaptive = study.adaptive
+    if plan["round"] > adaptive.max_rounds:
+        return plan
+    added, why = dict(plan["added"]), dict(plan["why"])
+    round_su = plan["round_su"]
+    for n, (more, reason) in undecided_points(now, was, study.baseline_tolerance).items():
+        have = plan["totals"].get(n, 0)
+        extra = min(more - added.get(n, 0), adaptive.max_repeats - have)
+        per_run = su_per_run.get(n, math.inf)
+        while extra > 0 and not within_budget(
+            plan["spent_su"] + round_su + extra * per_run, study.budget_su
+        ):
+            extra -= 1
+        if extra <= 0:
+            continue
+        added[n] = added.get(n, 0) + extra
+        why.setdefault(n, reason)
+        round_su += extra * per_run
+    if added == plan["added"]:
+        return plan
+    # plan["totals"] already holds the runs next_round added: count only these
+    totals = {n: plan["totals"].get(n, 0) + k - plan["added"].get(n, 0) for n, k in added.items()}
+    return plan | {
+        "added": added,
+        "why": why,
+        "round_su": round_su,
+        "stop": None,
+        "totals": plan["totals"] | totals,
+    }

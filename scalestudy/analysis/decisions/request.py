@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.cost.cost import SECONDS_PER_MINUTE
+from scalestudy.contract import PointRequest, Requests
 from scalestudy.model import Study, base_series
 from scalestudy.records import jsonable
-from scalestudy.sections.requests.contract import PointRequest, Requests
 from scalestudy.slurm import last_line, output_of, probe_commands, slurm_seconds, submit_words
 from scalestudy.study.points import point_for
 from scalestudy.study.slurm import slurm_resources

@@ -16,13 +16,11 @@ import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.decisions.recommendation import decision, recommend, step_intervals
-from scalestudy.analysis.energy.energy import measures_point
 from scalestudy.analysis.stats import comparison, models
-from scalestudy.analysis.tables import TIME_COLUMNS, provenance_differences
-from scalestudy.contract import Comparison, TestAtN
+from scalestudy.analysis.tables import TIME_COLUMNS, measures_point, provenance_differences
+from scalestudy.contract import Comparison, Curve, Fit, Peak, SeriesFit, TestAtN
 from scalestudy.model import Study
 from scalestudy.records import jsonable
-from scalestudy.sections.series.contract import Curve, Fit, Peak, SeriesFit
 
 EXTRAPOLATE_FACTOR = 2.0  # predictions reach this many times the largest measured N
 GRID_POINTS = 80

@@ -1,13 +1,13 @@
 """The study's history in the report: one row an archive, one column a point."""
 
+from scalestudy.contract import NO_CHANGE
 from scalestudy.report.views import fmt
-from scalestudy.sections.baseline.contract import NO_CHANGE
 from scalestudy.sections.history.contract import HistoryEntry
 
 
 def view(entries: list[HistoryEntry]) -> dict | None:
     """The study's archives and its runs now as a table: one row an entry, one column a
-    point, a step marked where a change was called (scalestudy.analysis.history.history)."""
+    point, a step marked where a change was called (its produce.py)."""
     if not entries:
         return None
     keys = sorted({(p.series, p.n) for e in entries for p in e.points})

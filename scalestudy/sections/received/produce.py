@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from scalestudy.analysis.history.baseline import distinct
+from scalestudy.analysis.tables import distinct
 from scalestudy.sections.received.contract import DATA, Received
 
 # what the runs received (distinct values over the runs)
