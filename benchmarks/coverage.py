@@ -28,7 +28,17 @@ above); studies decided wrongly (the truth outside the zone of 5 %, the call the
 way) at most 0.6 % of all; the verdict itself (judge_size) calls 200 simulated studies
 as this vectorised copy does. `--gpu` runs this part alone.
 
-Run: .venv/bin/python -m benchmarks.coverage [--samples 2000 --seed 1] [--gpu]
+Which data format loads fastest (scalestudy/sections/formats): the fastest of three
+formats and the next best are chosen from the same runs, and the next best's loading
+time over the fastest's gets a ratio_ci interval; the call needs every other format's
+interval clear of 1 or within the zone (10 %). Four true cases (1, 2, 5; 15 % apart and
+a third 2x; 4 % apart and a third 3x; a tie of three), the same noises and CVs. Measured
+(2026-11-28, 20,000 samples a cell, seed 1; 24 s): lowest coverage 95.0-98.0 % at 2-8
+runs (at 2,000 a cell, 94.1-94.9 % at 8 runs: that table's own noise, +-0.5 points);
+decided wrongly at most 0.2 % of the studies; the section's fastest() calls 200 simulated
+studies as this copy does. `--formats` runs this part alone.
+
+Run: .venv/bin/python -m benchmarks.coverage [--samples 2000 --seed 1] [--gpu | --formats]
 
 Measured (2026-11-27, 2000 samples a cell, seed 1; 68 s on a loaded 2-core machine):
 lowest coverage over the 3 noises x 4 CVs, and the range of the mean width at CV 10 %
@@ -313,15 +323,109 @@ def gpu_main(samples: int, seed: int) -> None:
     )
 
 
+# ------------------------------------------------- which data format loads fastest
+# (scalestudy/sections/formats): the fastest format and the next best are chosen from
+# the same runs whose ratio is then given an interval; the call needs every other
+# format's interval over the fastest's clear of 1 (or within the zone of it)
+
+FORMAT_ZONE = 0.1  # thresholds.FORMATS_ALIKE
+# true loading times of three formats
+FORMAT_SCENARIOS = {
+    "clear: 1, 2, 5": (1.0, 2.0, 5.0),
+    "15 % apart, a third 2x": (1.0, 1.15, 2.0),
+    "4 % apart, a third 3x": (1.0, 1.04, 3.0),
+    "a tie of three": (1.0, 1.0, 1.0),
+}
+
+
+def format_calls(x: np.ndarray) -> tuple:
+    """x: (formats, samples, runs). Per sample: the fastest's and the next best's index,
+    the next best's ratio interval (lo, hi), and the call (+1 fastest, 0 alike, nan open),
+    as sections/formats/produce.py's fastest() makes them."""
+    med = np.median(x, axis=2)
+    order = np.argsort(med, axis=0, kind="stable")
+    rows = np.arange(x.shape[1])
+    best, second = order[0], order[1]
+    sides = []
+    for k in range(1, x.shape[0]):
+        lo, hi = ratio_now(x[order[k], rows], x[best, rows])
+        sides.append(_side(lo, hi, FORMAT_ZONE))
+        if k == 1:
+            interval = (lo, hi)
+    sides = np.array(sides)
+    call = np.where(np.isnan(sides).any(axis=0), np.nan, sides[0])
+    return best, second, interval, call
+
+
+def format_cells(samples: int, seed: int, runs=RUNS) -> list[tuple]:
+    """(scenario, noise, cv, runs, coverage of the next best's ratio, decided share, share
+    decided wrongly) per cell. Wrong: a fastest format called where another is faster by
+    more than the zone, or formats called alike that lie outside it."""
+    rows = []
+    for s, (name, truth) in enumerate(FORMAT_SCENARIOS.items()):
+        truth = np.array(truth)
+        for k, noise in enumerate(NOISES):
+            for j, cv in enumerate(CVS):
+                for i, n in enumerate(runs):
+                    rng = np.random.default_rng([seed, 11, s, i, j, k])
+                    x = truth[:, None, None] * draw(noise, cv, (len(truth), samples, n), rng)
+                    best, second, (lo, hi), call = format_calls(x)
+                    true = truth[second] / truth[best]
+                    beaten = truth[best] > (1 + FORMAT_ZONE) * truth.min()
+                    apart = np.abs(np.log(true)) > np.log1p(FORMAT_ZONE)
+                    wrong = ((call == 1) & beaten) | ((call == 0) & (apart | beaten))
+                    covered = float(np.mean((lo <= true) & (hi >= true)))
+                    decided = float(np.mean(~np.isnan(call)))
+                    rows.append((name, noise, cv, n, covered, decided, float(wrong.mean())))
+    return rows
+
+
+def formats_agree_with_the_section(samples: int = 200, seed: int = 1) -> int:
+    """How many of `samples` simulated studies (15 % apart, right-skewed noise, CV 10 %, 3
+    runs) format_calls and the section's own fastest() call differently."""
+    from scalestudy.sections.formats.contract import ALIKE, FASTEST
+    from scalestudy.sections.formats.produce import fastest
+
+    truth, rng = np.array(FORMAT_SCENARIOS["15 % apart, a third 2x"]), np.random.default_rng(seed)
+    x = truth[:, None, None] * draw("right-skewed", 0.10, (3, samples, 3), rng)
+    _, _, _, calls = format_calls(x)
+    words = {FASTEST: 1.0, ALIKE: 0.0, None: np.nan}
+    theirs = [words[fastest({str(f): x[f, i] for f in range(3)})[2]] for i in range(samples)]
+    return int(np.sum(~np.isclose(calls, theirs, equal_nan=True)))
+
+
+def formats_main(samples: int, seed: int) -> None:
+    rows = format_cells(samples, seed)
+    print(
+        f"\nWhich format loads fastest, {samples} samples a cell: coverage of the 95 % "
+        "interval of the next best's ratio to the fastest (both chosen from the runs), "
+        f"decided, and decided wrongly (zone {100 * FORMAT_ZONE:g} %)"
+    )
+    for name in FORMAT_SCENARIOS:
+        print(f"  {name}")
+        for n in RUNS:
+            cells = [r for r in rows if r[0] == name and r[3] == n]
+            print(
+                f"    {n} runs: coverage >= {100 * min(r[4] for r in cells):.1f} %, decided "
+                f"{100 * min(r[5] for r in cells):.0f}-{100 * max(r[5] for r in cells):.0f} %, "
+                f"wrong <= {100 * max(r[6] for r in cells):.1f} %"
+            )
+    print(
+        f"  the section (fastest) against this simulation: {formats_agree_with_the_section()} "
+        "of 200 called differently"
+    )
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=2000, help="simulated samples per cell")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--gpu", action="store_true", help="the GPU verdict's intervals only")
+    parser.add_argument("--formats", action="store_true", help="the fastest format's only")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    if args.gpu:
-        gpu_main(args.samples, args.seed)
+    if args.gpu or args.formats:
+        (gpu_main if args.gpu else formats_main)(args.samples, args.seed)
         print(f"({time.perf_counter() - start:.0f} s)")
         return
     rows = table(args.samples, args.seed)
@@ -336,6 +440,7 @@ def main(argv=None) -> None:
         low = {m: min(r[3][m][0] for r in rows if r[2] == n) for m in METHODS}
         print(f"lowest at {n} runs: " + ", ".join(f"{m} {100 * c:.1f} %" for m, c in low.items()))
     gpu_main(args.samples, args.seed)
+    formats_main(args.samples, args.seed)
     print(f"({time.perf_counter() - start:.0f} s)")
 
 

@@ -134,7 +134,7 @@ def get_study_records(wildcards):
     study = STUDIES[wildcards.study]
     found = sorted({study.for_series(s).measured for s in study.series_names} - {None})
     if study.adaptive is not None:
-        return adaptive_records(wildcards.study)
+        return found + adaptive_records(wildcards.study)
     return found + fixed_records(wildcards.study)
 
 

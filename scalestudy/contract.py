@@ -310,6 +310,9 @@ class Rounds:
     shared: dict[str, int] = dataclasses.field(default_factory=dict)
     # where the config changed between rounds (none: one config throughout)
     configs: list[ConfigChange] = dataclasses.field(default_factory=list)
+    # the first table's question its rounds settle (a study of CPU and GPU series: its
+    # GPU verdict's; its series' answers are then judged on their runs alone)
+    question: str = "how many"
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,10 @@ BOTTLENECK_WORDS = f"over {100 * BOTTLENECK_WAIT:g} % of each step"
 # slowest of the fewest copies' time (sections/staging)
 STAGING_FLAT = 0.1
 STAGING_FLAT_WORDS = f"within {100 * STAGING_FLAT:g} %"
+# two data formats load alike where one's loading time lies within this share of the
+# other's: either is right (sections/formats)
+FORMATS_ALIKE = 0.1
+FORMATS_ALIKE_WORDS = f"within {100 * FORMATS_ALIKE:g} %"
 
 # the queue's bound on past waits (scalestudy.analysis.cluster.queue): BOUND_LEVEL
 # confidence that the BOUND_QUANTILE of a shape's waits lies below it

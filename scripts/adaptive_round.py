@@ -16,6 +16,7 @@ from scalestudy.model import Study
 from scalestudy.paths import read_values
 from scalestudy.records import RecordError, write_text_atomic
 from scalestudy.redo import discard
+from scalestudy.sections import SECTIONS, part
 
 
 def kept_plan(path: Path) -> str | None:
@@ -26,6 +27,14 @@ def kept_plan(path: Path) -> str | None:
         return path.read_text()
     except (OSError, ValueError):
         return None
+
+
+def question(study: Study, runs: pd.DataFrame | None):
+    """What a section's question asks of a study's rounds, where one settles them (a
+    producer's `rounds_wanted`: the GPU verdict of a study of CPU and GPU series)."""
+    asks = [f for name in SECTIONS if (f := getattr(part(name, "produce"), "rounds_wanted", None))]
+    found = (ask(runs, study) for ask in asks) if runs is not None and study.series else ()
+    return next((q for q in found if q is not None), (False, "no question to settle", {}))
 
 
 def main(smk) -> None:
@@ -61,7 +70,7 @@ def main(smk) -> None:
     # the config it was planned under: the round is history, never planned again
     # (rules/adaptive.smk, get_round_config), and the report says where the config changed
     plan = replace(
-        round_plan(study, int(smk.wildcards.round), runs, baseline),
+        round_plan(study, int(smk.wildcards.round), runs, baseline, question(study, runs)),
         config_fingerprint=config_fingerprint(config),
         config=config,
     )

@@ -373,3 +373,61 @@ def test_results_of_the_earlier_contract_are_read_or_made_again_whatever_their_t
     assert json.loads((folder / "analysis.json").read_text())["version"] == VERSION
     assert "Rounds" in (clone.root / "results" / "report.html").read_text()
     assert "Nothing to be done" in clone.snakemake("--profile", "profiles/local").output
+
+
+# a GPU series' times measured elsewhere (a published table, here: no GPU), tight, about
+# a quarter of the CPU's 2 threads' median training time
+GPU_TIMES = "N,repeat,time_s\n1,1,0.100\n1,2,0.102\n1,3,0.098\n"
+
+
+def cpu_against_gpu(**adaptive) -> dict:
+    """An adaptive study of a CPU series run here (adaptive_study's program: its odd runs
+    take 3x as long, so 2 runs a point leave the GPU verdict's intervals open and 4 close
+    them) beside a GPU series measured elsewhere: its rounds settle the GPU verdict."""
+    study = adaptive_study(**adaptive)
+    gpu = {"measured": "gpu.csv", "scaling": {"points": [1], "device": "gpu"}}
+    return study | {"series": {"cpu": {}, "gpu": gpu}, "recommend": {}}
+
+
+@pytest.mark.slow
+def test_a_cpu_against_gpu_study_spends_its_rounds_on_the_verdict_and_stops_decided(workflow):
+    (workflow.root / "gpu.csv").write_text(GPU_TIMES)
+    workflow.write_config({"studies": {"a": cpu_against_gpu(max_repeats=6)}})
+    workflow.snakemake("--profile", "profiles/local")
+    rounds = plans(workflow)
+    # round 1: every CPU point (the GPU's times are measured: no job)
+    assert rounds[0]["totals"] == {"cpu-t1": 2, "cpu-t2": 2} and rounds[0]["stop"] is None
+    # round 2: the verdict is open; repeats at the fastest CPU point (the time to beat) and
+    # the cheapest (the SU per result to beat), doubling them, each saying why
+    # later rounds: the verdict is open; repeats at the fastest CPU point (the time to
+    # beat) and the cheapest (the SU per result to beat), at most doubling, saying why
+    assert rounds[1]["added"], rounds[1]
+    for before, after in zip(rounds, rounds[1:-1], strict=False):
+        assert after["added"] and set(after["added"]) <= {"cpu-t1", "cpu-t2"}
+        assert all(k <= before["totals"][p] for p, k in after["added"].items())
+        for why in after["why"].values():
+            assert why.startswith("the GPU verdict, not decided: gpu-t1 is "), why
+            assert "as fast as cpu-t" in why and "would likely decide it" in why
+    # then it stops, decided: the GPU is worth it
+    assert rounds[-1]["added"] == {} and rounds[-1]["stop"]["reason"] == "decided"
+    assert rounds[-1]["stop"]["text"].startswith("use the GPU: gpu-t1 is "), rounds[-1]["stop"]
+    totals = rounds[-1]["totals"]
+    assert sorted(run_ids(workflow)) == sorted(
+        f"{p}/rep{k}" for p, total in totals.items() for k in range(1, total + 1)
+    )
+    analysis = json.loads((workflow.root / "results" / "a" / "analysis.json").read_text())
+    found = analysis["findings"]["adaptive"]
+    assert found["decided"] and found["question"] == "CPU or GPU"
+    (size,) = analysis["gpu_verdict"]["sizes"]
+    assert size["verdict"] == "worth" and size["speedup"]["lo"] > 1 > size["su_ratio"]["hi"]
+    # the measured GPU times cost the study nothing: what it spent is its CPU runs'
+    cpu_su = sum(
+        json.loads(p.read_text())["wall_s"] * int(p.parent.name[-1]) / 3600
+        for p in (workflow.root / "results" / "a" / "runs").glob("*/rep*.json")
+    )
+    assert found["spent_su"] == pytest.approx(cpu_su, rel=0.05)
+    report = (workflow.root / "results" / "report.html").read_text()
+    assert lines(report, "a")[0] == ("CPU or GPU", "yes")
+    assert "CPU or GPU : Use the GPU (series gpu): " in first_row(report, "a")
+    assert "2 at cpu-t1, 2 at cpu-t2" in report  # round 1, by point label
+    assert "Nothing to be done" in workflow.snakemake("--profile", "profiles/local").output

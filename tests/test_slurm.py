@@ -105,6 +105,12 @@ def test_thread_and_node_studies_run_through_the_slurm_plugin(cluster, workflow)
     assert n2["resources"]["received"]["world_size"] == 2
     assert n2["environment"]["hosts"] == ["node1", "node2"]
     assert n2["metrics"]["rank_train_s_max"] >= n2["metrics"]["rank_train_s_min"] > 0
+    # memory on Slurm: each rank's peak (PyTorch alone holds over 100 MB), each node's
+    # (one rank each), and the largest node's for --mem
+    usage = n2["resources"]["usage"]
+    assert len(usage["rank_peak_rss_mb"]) == 2 and min(usage["rank_peak_rss_mb"]) > 100
+    assert sorted(usage["node_peak_rss_mb"]) == sorted(usage["rank_peak_rss_mb"])
+    assert usage["peak_rss_mb"] == max(usage["node_peak_rss_mb"])
 
     html = (workflow.root / "results" / "report.html").read_text()
     assert "Queue wait and run time of each Slurm job" in html

@@ -303,10 +303,11 @@ def study_findings(
     facts = study_facts(study)
     per_point = runs.groupby("n")["repeat"].nunique()
     answers = [answer(p, summary, study) for p in predictions["series"]]
-    if rounds is not None:
+    if rounds is not None and rounds.question == "how many":
         # an adaptive study's answer is decided as its last round judged it (target CI
         # included, unless out of reach); what would decide it is the rounds section's,
-        # not more fixed repeats
+        # not more fixed repeats (the rounds of one of CPU and GPU series settle its GPU
+        # verdict: its series' answers are judged on their runs)
         answers = [
             replace(a, decided=rounds.decided, next_measurements=None, adaptive=True)
             for a in answers

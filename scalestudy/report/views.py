@@ -360,7 +360,11 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
         return None
 
     def added_text(added: dict) -> str:
-        return ", ".join(f"{k} at N = {rounds.points[p]}" for p, k in added.items())
+        # points of several series are named by their labels
+        at = {
+            p: f"N = {n}" if rounds.question == "how many" else p for p, n in rounds.points.items()
+        }
+        return ", ".join(f"{k} at {at[p]}" for p, k in added.items())
 
     refused, to_decide = rounds.refused, rounds.to_decide
     rows = [

@@ -32,6 +32,7 @@ SECTIONS = {
     name: f"{__name__}.{name}"
     for name in (
         "time_to_result",
+        "formats",
         "staging",
         "energy",
         "baseline",

@@ -151,7 +151,7 @@ def same_variants(studies: dict[str, Study]) -> list[str]:
 def adaptive_problems(study: Study) -> list[str]:
     """An `adaptive` setting the workflow cannot run in rounds, naming the key."""
     where, adaptive = f"studies.{study.name}.adaptive", study.adaptive
-    if study.measured is not None:
+    if study.measured is not None or study.series and study.elsewhere:
         return [
             f"{where}: a study of times measured elsewhere runs no jobs, so it has no "
             "rounds; its report already names the measurements that would decide it"
@@ -162,12 +162,21 @@ def adaptive_problems(study: Study) -> list[str]:
             f"studies.{study.name}.budget_su: an adaptive study needs a budget "
             "(the most SU its rounds may cost)"
         )
-    if study.series:
+    # several series: on CPU threads and on a GPU, its rounds settle the GPU verdict
+    devices = {study.for_series(s).scaling.device for s in study.series or ()}
+    if study.series and (devices != {"cpu", "gpu"} or study.scaling.grid):
+        lacks = "on CPU threads" if "gpu" in devices else "on a GPU"
         problems.append(
-            f"{where}: an adaptive study has one series of candidates; this one "
-            f"has {len(study.series)} (series, or the lines of a grid)"
+            f"{where}: an adaptive study has one series of candidates, or series on CPU "
+            "threads and on a GPU (its rounds settle the GPU verdict); this one has "
+            f"{len(study.series)} (series, or the lines of a grid), none {lacks}"
         )
-    if len(study.scaling.ns()) < 2:
+    elif study.series and adaptive.settle_baseline:
+        problems.append(
+            f"{where}.settle_baseline: the rounds of a study of CPU and GPU series "
+            "settle its GPU verdict alone"
+        )
+    elif not study.series and len(study.scaling.ns()) < 2:
         problems.append(f"{where}: needs at least two candidate points in scaling.points")
     if adaptive.first_repeats > adaptive.max_repeats:
         problems.append(

@@ -215,6 +215,9 @@ def study_plan(
             price = job_price(n, measured, limit_s, own.scaling.kind == "weak", model_s)
             seconds, basis = price["seconds"], price["basis"]
             repeats = study.repeats if first is None else first.get(n, 0)
+            # a study of CPU and GPU series runs every point in round 1
+            repeats = rules.first_repeats if rules and study.series else repeats
+            repeats = 0 if own.measured else repeats  # measured elsewhere: no job
             done = sum((point.label, k) in finished for k in range(1, repeats + 1))
             su = float(cost.su(point.cores, point.gpus, seconds))
             reserve = float(cost.su(point.cores, point.gpus, price["reserve_s"]))
@@ -292,7 +295,7 @@ def budget_problem(plan: StudyPlan) -> str | None:
 
 
 def round_plan(
-    study: Study, round_no: int, runs: pd.DataFrame | None, baseline: pd.DataFrame | None = None
+    study: Study, round_no: int, runs, baseline=None, question=None
 ) -> adaptive.RoundPlan:
     """The plan of round `round_no` of an adaptive study (scalestudy.analysis.decisions.adaptive),
     from the runs of the rounds before it (tables.read_runs; None before round 1), keyed by
@@ -300,25 +303,35 @@ def round_plan(
     those it adds and why, its estimated SU, the SU spent so far, and the stopping
     reason, if the study stops here. `baseline`: the runs table of the study's baseline;
     with adaptive.settle_baseline, points where the comparison with it is undecided
-    get runs too (runs_for_comparison)."""
+    get runs too (runs_for_comparison). A study of CPU and GPU series settles
+    `question` instead (adaptive.question_round: a section's `rounds_wanted` of `runs`)."""
     ns = study.scaling.ns()
     base = study.base_n(ns)
+    # a study of series plans by point label (its series measured elsewhere left out)
+    by_label, priced = bool(study.series), study_plan(study, runs)
+    rows = [r for r in priced.rows if not study.for_series(r.point.series).measured]
+    keys = [r.point.label if by_label else r.point.n for r in rows]
     label = {n: point_for(study, n).label for n in ns}
+    label = {k: r.point.label for k, r in zip(keys, rows, strict=True)} if by_label else label
     made, samples, spent = {}, {}, 0.0
     if runs is not None and not runs.empty:
-        made = {int(n): len(g) for n, g in runs.groupby("n")}
+        ran = runs[runs["point"].isin(list(label.values()))] if by_label else runs
+        made = {int(n): len(g) for n, g in ran.groupby("n")}
+        made = {str(p): len(g) for p, g in ran.groupby("point")} if by_label else made
         # a point whose runs are all unusable is measured, with no times
         samples = {n: np.empty(0) for n in made}
         samples |= times_by_n(usable_runs(runs, study), TIME_COLUMNS[study.time])
-        spent = charges(runs, study).su
-    priced = study_plan(study, runs)
-    su_per_run = {r.point.n: r.su_per_job for r in priced.rows}
+        spent = charges(ran, study).su
+    su_per_run = {k: r.su_per_job for k, r in zip(keys, rows, strict=True)}
     # a round is admitted within the budget on what it holds back (job_price)
-    reserve = {r.point.n: r.su_reserve_per_job for r in priced.rows}
+    reserve = {k: r.su_reserve_per_job for k, r in zip(keys, rows, strict=True)}
     scale = {n: n / base for n in ns} if study.scaling.kind == "weak" else None
     inputs, rules = (round_no, ns, base, made, samples, reserve, spent), adaptive.Rules.of(study)
-    plan = adaptive.next_round(*inputs, rules, scale)
-    if baseline is not None and samples and study.adaptive.settle_baseline:
+    planner = adaptive.question_round if by_label else adaptive.next_round
+    if by_label:
+        inputs = (round_no, list(label), made, question, reserve, spent)
+    plan = planner(*inputs, rules, scale)
+    if baseline is not None and samples and study.adaptive.settle_baseline and not by_label:
         column = TIME_COLUMNS[study.time]
         now, was = (
             {("", n): x for (_, n), x in times_by_point(usable_runs(t, study), column).items()}
@@ -327,8 +340,9 @@ def round_plan(
         now = {key: x for key, x in now.items() if key[1] in ns}
         plan = runs_for_comparison(plan, now, was, study, reserve)
     # a study stopped undecided: the config change that would plan a round again
-    decide = adaptive.to_decide(plan, *inputs, rules=rules, scale=scale)
-    at_limit = {r.point.n: r.su_limit_per_job for r in priced.rows}
+    decide = adaptive.to_decide(plan, *inputs, rules=rules, scale=scale, planner=planner)
+    at_limit = {k: r.su_limit_per_job for k, r in zip(keys, rows, strict=True)}
+    n_of = {k: r.point.n for k, r in zip(keys, rows, strict=True)}
     # what its runs may take past their limits (STOP_SLACK_S each) is held back from what
     # is left (a study once spent 0.17089 SU of its 0.17: its limits left no room for it)
     late = STOP_SLACK_S / (study.resources.runtime * SECONDS_PER_MINUTE)
@@ -337,7 +351,7 @@ def round_plan(
     shares = adaptive.budget_limits(plan["added"], reserve, at_limit, left)
 
     def labelled(by_n: dict) -> dict:
-        return {label[int(n)]: v for n, v in by_n.items()}
+        return {label[n]: v for n, v in by_n.items()}
 
     limits = labelled({n: share * study.resources.runtime for n, share in shares.items()})
     why = labelled(plan["why"])
@@ -357,11 +371,10 @@ def round_plan(
         refused=refused
         and RefusedRound(labelled(refused["added"]), labelled(refused["why"]), refused["round_su"]),
         to_decide=decide and replace(decide, added=labelled(decide.added)),
-        study=study.name,
-        points={label[n]: n for n in ns},
-        su_per_run={label[n]: su_per_run[n] for n in ns},
-        price_basis={label[r.point.n]: r.price_basis for r in priced.rows},
-        priced_at_limit=[label[r.point.n] for r in priced.rows if r.basis == LIMIT],
+        study=study.name, points={label[k]: n_of[k] for k in label},
+        su_per_run={label[k]: su_per_run[k] for k in label},
+        price_basis={r.point.label: r.price_basis for r in rows},
+        priced_at_limit=[r.point.label for r in rows if r.basis == LIMIT],
         budget_su=study.budget_su,
         time_limits_min=limits,
     )

@@ -470,8 +470,15 @@ def next_round(round_no: int, candidates: list[int], base: int, runs: dict[int, 
         for n in plan["judged"]["new"]:
             added.pop(n), why.pop(n)
         added[up], why[up] = new_runs, text
-        round_su = price(added)
+    return admitted(plan, added, why, su_per_run, rules)
+
+
+def admitted(plan: dict, added: dict, why: dict, su_per_run: dict, rules: Rules) -> dict:
+    """`plan` with the runs `added` (and `why`), or stopped where its budget cannot
+    afford them (the round refused, kept to say what would decide it)."""
+    round_su = float(sum(k * su_per_run[n] for n, k in added.items()))
     plan |= {"added": added, "why": why, "round_su": round_su}
+    spent_su, runs = plan["spent_su"], plan["totals"]
     if not within_budget(spent_su + round_su, rules.budget_su):
         text = (f"the next round ({sum(added.values())} runs, about {round_su:.3g} SU) would "
                 f"take the study to {spent_su + round_su:.3g} SU, above its budget of "
@@ -480,6 +487,52 @@ def next_round(round_no: int, candidates: list[int], base: int, runs: dict[int, 
                        "refused": {"added": added, "why": why, "round_su": round_su}}  # fmt: skip
     plan["totals"] = {n: runs.get(n, 0) + added.get(n, 0) for n in sorted(set(runs) | set(added))}
     return plan
+
+
+# a plan's parts before it adds runs (never changed in place)
+NOTHING_ADDED = {"added": {}, "why": {}, "round_su": 0.0, "stop": None, "judged": None}
+
+
+def question_round(round_no, points, runs, question, su_per_run, spent_su, rules, scale=None):
+    """The plan of a round of a study whose rounds settle a section's question, not how
+    many (one of CPU and GPU series: its GPU verdict), as next_round's but keyed by point
+    label: round 1 runs every point that runs (`points`) `first_repeats` times (which
+    CPU point is the fastest, and which the cheapest, only runs tell); a later one adds
+    the runs `question` asks for at those points ((decided, its words, point -> (runs,
+    why)): the section's `rounds_wanted` of the runs so far), each point's runs at most
+    doubling, within max_repeats, max_rounds and the budget. `scale`: unused (to_decide
+    passes next_round's arguments)."""
+    plan = {"round": round_no, "totals": dict(runs), "spent_su": spent_su} | NOTHING_ADDED
+    if round_no == 1 and not runs:
+        first, why = min(rules.first_repeats, rules.max_repeats), "round 1: every point it weighs"
+        return admitted(
+            plan, dict.fromkeys(points, first), dict.fromkeys(points, why), su_per_run, rules
+        )
+    decided, said, wanted = question
+    plan["judged"] = {"said": said, "wanted": {p: k for p, (k, _) in wanted.items()}}
+    if decided:
+        return plan | {"stop": stop(DECIDED, said)}
+    if round_no > rules.max_rounds:
+        return plan | {"stop": stop(LIMITS, f"{rules.max_rounds} rounds were run (max_rounds)")}
+    added, why = {}, {}
+    for point, (k, reason) in wanted.items():
+        have = runs.get(point, 0)
+        if point in points and (extra := min(k, max(have, 1), rules.max_repeats - have)) > 0:
+            added[point], why[point] = extra, reason
+    if added:
+        return admitted(plan, added, why, su_per_run, rules)
+    parts, full = [said], sorted(p for p in wanted if p in points)
+    if full:
+        parts.append(
+            f"the points that would decide it ({', '.join(full)}) have max_repeats = "
+            f"{rules.max_repeats} runs"
+        )
+    if elsewhere := sorted(set(wanted) - set(points)):
+        parts.append(
+            f"it needs more runs at {', '.join(elsewhere)}, measured elsewhere: "
+            "measure them and add them to its series' CSV"
+        )
+    return plan | {"stop": stop(LIMITS, "; and ".join(parts))}
 
 
 def budget_limits(added: dict[int, int], reserve_su: dict[int, float],
@@ -498,13 +551,13 @@ def budget_limits(added: dict[int, int], reserve_su: dict[int, float],
 MOST_REPEATS = 100
 
 
-def to_decide(plan: dict, *inputs, rules: Rules, scale=None) -> contract.ToDecide | None:
-    """Where `plan` (next_round's, of these `inputs`: its round number and the rest of
-    its arguments but the rules) stops undecided: the one change of the study's config
-    after which its next run of the workflow plans a round again, and that round (its
-    `added` keyed by N); None: decided, or no change within reach. The new round is
-    planned as the workflow will: one round number on (the stopped plan's round is
-    history), from the same runs."""
+def to_decide(plan, *inputs, rules: Rules, scale=None, planner=None) -> contract.ToDecide | None:
+    """Where `plan` (`planner`'s, next_round by default, of these `inputs`: its round
+    number and the rest of its arguments but the rules) stops undecided: the one change
+    of the study's config after which its next run of the workflow plans a round again,
+    and that round (its `added` keyed as the plan's); None: decided, or no change within
+    reach. The new round is planned as the workflow will: one round number on (the
+    stopped plan's round is history), from the same runs."""
     if plan["stop"] is None or plan["stop"]["reason"] == DECIDED:
         return None
     round_no, *rest = inputs
@@ -518,7 +571,7 @@ def to_decide(plan: dict, *inputs, rules: Rules, scale=None) -> contract.ToDecid
     tries = [("max_rounds", round_no + 1)] if round_no > rules.max_rounds else []
     tries.append(("max_repeats", min(2 * rules.max_repeats, MOST_REPEATS)))
     for key, value in tries:
-        then = next_round(round_no + 1, *rest, replace(rules, **{key: value}), scale)
+        then = (planner or next_round)(round_no + 1, *rest, replace(rules, **{key: value}), scale)
         if then["stop"] is None or then["stop"]["reason"] == DECIDED:
             return contract.ToDecide(f"adaptive.{key}", value, then["added"], then["round_su"],
                                      runs_decide=then["stop"] is None)  # fmt: skip
@@ -666,7 +719,9 @@ def rounds_summary(plans: list[RoundPlan], runs: pd.DataFrame, study) -> contrac
     round, tables.study_tables) for the figures, and the study's SU against the full grid
     of the same candidates at `repeats` runs each (priced as the last plan prices a
     run: measured where the point was, else estimated)."""
-    last, spent_su = plans[-1], charges(runs, study).su
+    # times measured elsewhere (a series' CSV) cost the study nothing
+    ran = runs[[not study.for_series(s).measured for s in runs["series"]]]
+    last, spent_su = plans[-1], charges(ran, study).su
     # where the rounds' config changed (none: one config throughout, or plans made
     # before fingerprints)
     configs = [contract.ConfigChange(p.round, p.config_fingerprint) for i, p in enumerate(plans)
@@ -702,4 +757,6 @@ def rounds_summary(plans: list[RoundPlan], runs: pd.DataFrame, study) -> contrac
         to_decide=last.to_decide,
         shared=shared_left_out(runs, study),
         configs=configs if len(configs) > 1 else [],
+        # a study of CPU and GPU series: its rounds settle the GPU verdict alone
+        question="CPU or GPU" if study.series else "how many",
     )

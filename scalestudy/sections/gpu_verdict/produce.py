@@ -102,6 +102,47 @@ NEEDS = {
 }
 
 
+# each size's verdict, as an adaptive study's rounds say it
+CALLS = {WORTH: "use the GPU", NOT_WORTH: "stay on the CPU", EVEN: "either is right"}
+
+
+def ratio(r: Ratio) -> str:
+    return f"{r.value:.3g}x" + (f" [{r.lo:.3g}, {r.hi:.3g}]" if r.lo is not None else "")
+
+
+def rounds_wanted(runs: pd.DataFrame, study: Study) -> tuple[bool, str, dict] | None:
+    """The GPU verdict as an adaptive study's rounds read it (scripts/adaptive_round.py,
+    adaptive.question_round): whether it is decided at every size, in words, and point
+    -> (runs to add, why) where it is open (judge_size's more_runs); None: no verdict."""
+    found = gpu_verdict_of(runs, runs, study)
+    return found and verdict_wanted(found)
+
+
+def verdict_wanted(found: GpuVerdict) -> tuple[bool, str, dict]:
+    """rounds_wanted of a verdict (benchmarks/adaptive_simulator.py --gpu calls it)."""
+    if found.needs:
+        return False, f"no GPU verdict: it needs {found.needs}", {}
+    said, wanted = [], {}
+    for r in found.sizes:
+        at = f"at {found.size_param} {r.size}, " if found.size_param else ""
+        words = (
+            f"{at}{CALLS.get(r.verdict, 'not decided')}: {r.gpu.point} is {ratio(r.speedup)} "
+            f"as fast as {r.fastest_cpu.point}, at {ratio(r.su_ratio)} the SU per result of "
+            f"{r.best_cpu.point}"
+        )
+        if r.verdict == OPEN and not r.more_runs:
+            words += (
+                " (more runs cannot decide it: a wider verdict.indifference, now "
+                f"{100 * found.indifference:g} %, would call them even)"
+            )
+        said.append(words)
+        more = ", ".join(f"{k} at {point}" for point, k in r.more_runs.items())
+        for point, k in r.more_runs.items():
+            why = f"the GPU verdict, {words}: more runs, {more}, would likely decide it"
+            wanted[point] = (max(k, wanted.get(point, (0,))[0]), why)
+    return all(r.verdict != OPEN for r in found.sizes), "; ".join(said), wanted
+
+
 def produce(given) -> DATA:
     return gpu_verdict_of(given.runs, given.summary, given.study)
 
@@ -109,7 +150,8 @@ def produce(given) -> DATA:
 def gpu_verdict_of(runs: pd.DataFrame, summary: pd.DataFrame, study: Study) -> DATA:
     """The verdict of a study whose series run on CPU threads and on GPUs (per size: the
     series' `verdict.size_param`); one on one side only that names a size parameter
-    says what it lacks; None for any other study."""
+    says what it lacks; None for any other study. `summary`: a table with each point's
+    series and GPUs (the runs do too)."""
     on_gpu = summary.groupby("series", sort=False)["gpus"].max() > 0
     size_param, zone = study.verdict.size_param, study.verdict.indifference
     if on_gpu.all() or not on_gpu.any():
