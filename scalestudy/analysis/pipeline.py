@@ -26,6 +26,11 @@ from scalestudy.records import write_text_atomic
 from scalestudy.sections import SECTIONS, Analysis, part
 from scalestudy.slurm import ClusterFacts, local_facts
 
+# The sections whose data a shared step makes, before the findings that read it (the
+# answers are made from the series' models, the requests and the time to result): they
+# have no producer of their own; every other section's produce.py makes its data.
+MADE_FIRST = ("series", "requests", "time_to_result")
+
 
 @dataclass(frozen=True)
 class Aggregation:
@@ -104,8 +109,7 @@ def analyse(
     times = study_result_times(runs, requests.points, cluster, min_jobs)
     # an adaptive study's rounds are written once, in the findings
     findings = study_findings(study, summary, runs, predictions, rounds, times)
-    # the sections the answers are made from: made first, their producers hand them on
-    made = {"series": predictions["series"], "requests": requests, "time_to_result": times}
+    made = dict(zip(MADE_FIRST, (predictions["series"], requests, times), strict=True))
     found = Analysis(predictions["comparisons"], findings, made)
     given = Given(
         study, runs, summary, found, baseline and Path(baseline), [Path(a) for a in archives]
