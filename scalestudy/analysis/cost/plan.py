@@ -371,7 +371,8 @@ def round_plan(
         refused=refused
         and RefusedRound(labelled(refused["added"]), labelled(refused["why"]), refused["round_su"]),
         to_decide=decide and replace(decide, added=labelled(decide.added)),
-        study=study.name, points={label[k]: n_of[k] for k in label},
+        study=study.name,
+        points={label[k]: n_of[k] for k in label},
         su_per_run={label[k]: su_per_run[k] for k in label},
         price_basis={r.point.label: r.price_basis for r in rows},
         priced_at_limit=[r.point.label for r in rows if r.basis == LIMIT],
