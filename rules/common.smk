@@ -21,7 +21,7 @@ from scalestudy.study.errors import (
 from scalestudy.compute.data import PREPARED_FILES
 from scalestudy.study.points import POINT_LABEL
 from scalestudy.study.run_spec import DATASETS, dataset_of, profile_targets
-from scalestudy.study.tables import points_table, runs_table
+from scalestudy.study.config_tables import points_table, runs_table
 from scalestudy.study.validation import (
     checked_config,
     not_selected_problems,

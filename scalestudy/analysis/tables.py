@@ -32,8 +32,8 @@ from scalestudy.compute.harness import TRAINING
 from scalestudy.model import Study
 from scalestudy.records import RecordError, read_placed_record
 from scalestudy.study.archives import runs_csv_text
+from scalestudy.study.config_tables import read_measured
 from scalestudy.study.points import point_for, series_of_points
-from scalestudy.study.tables import read_measured
 
 SERIES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 # The parts of a record whose fields become columns of the runs table, each under its
@@ -287,7 +287,7 @@ def run_key(record: dict) -> str:
 
 def runs_from_measured(csv_path: str | Path, study: Study, series: str = "") -> pd.DataFrame:
     """A CSV of times measured by hand (N,time_s[,repeat][,series][,nodes or per_node];
-    study.tables.read_measured) as a runs table: a series' own (`series`), or the study's.
+    study.config_tables.read_measured) as a runs table: a series' own (`series`), or the study's.
     On a total axis (processes, gpus, cores) `nodes` or `per_node` says how a row's N was
     placed (8 GPUs on 2 nodes: per_node 4). Its time is the study's `time` (the CSV's
     time_s stands for the whole job, or the training, as the study compares them)."""

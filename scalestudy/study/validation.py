@@ -10,6 +10,7 @@ from scalestudy.compute.commandline import command_params_problems
 from scalestudy.model import CONFIG_FILE, Study
 from scalestudy.records import RecordError
 from scalestudy.study.archives import archive_problems, baseline_problems, expect_problems
+from scalestudy.study.config_tables import read_measured
 from scalestudy.study.errors import (
     ConfigError,
     config_key,
@@ -20,7 +21,6 @@ from scalestudy.study.errors import (
 from scalestudy.study.expansion import expand_grid, expand_range
 from scalestudy.study.points import TOTAL_AXES, layout_of, point_for
 from scalestudy.study.slurm import limit_problems, runtime_problems
-from scalestudy.study.tables import read_measured
 from scalestudy.study.workload_bridge import find_workload, params_problems, workloads_of
 
 
