@@ -6,10 +6,11 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from scalestudy import FIGURES, paths
+from scalestudy import paths
 from scalestudy import snakemake_internals as sm
 from scalestudy.analysis.cost.budgets import study_plans
 from scalestudy.code_inputs import code_inputs
+from scalestudy.sections import FIGURES
 from scalestudy.study.archives import archive_inputs, baseline_inputs
 from scalestudy.study.errors import (
     ConfigError,

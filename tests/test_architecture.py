@@ -45,8 +45,8 @@ HEAVY = {"pandas", "scipy", "matplotlib", "seaborn", "jinja2", "numpy", "yaml"}
 
 
 # a section's files by their name (scalestudy/sections/<name>/): its producer is the
-# analysis's, its view the report's, its contract shared
-SECTION_LAYERS = {"produce": "analysis", "view": "report", "contract": None}
+# analysis's, its view and its figure the report's, its contract shared
+SECTION_LAYERS = {"produce": "analysis", "view": "report", "figure": "report", "contract": None}
 
 
 def layer_of(module: str) -> str | None:
@@ -71,14 +71,45 @@ def test_each_sections_files_keep_their_layer():
     assert [p.name for p in folders] == sorted(SECTIONS)
     for folder in folders:
         names = {p.name for p in folder.iterdir() if p.name != "__pycache__"}
-        # and, where the section answers a question of the first table, its line
+        # and, where the section answers a question of the first table, its line; where
+        # it draws one, its figure
         files = {"__init__.py", "contract.py", "view.py", "partial.html.j2"}
         files |= set() if folder.name in MADE_FIRST else {"produce.py"}
-        assert names - {"line.html.j2"} == files, folder.name
+        assert names - {"line.html.j2", "figure.py"} == files, folder.name
         for path in sorted(folder.glob("*.py")):
             own = SECTION_LAYERS.get(path.stem)
             layers = {layer_of(m) for m in reached(path)} - {None, "compute"}
             assert layers <= {own}, f"{path.relative_to(REPO)} reaches {layers}"
+
+
+def particular_sections(source: str) -> set[str]:
+    """The sections an import statement of `source` names (scalestudy.sections.<name>,
+    its modules or a name from it)."""
+    from scalestudy.sections import SECTIONS
+
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        parts = [n.split(".") for n in names]
+        found |= {p[2] for p in parts if p[:2] == ["scalestudy", "sections"] and p[2:3]}
+    return found & set(SECTIONS)
+
+
+def test_no_module_outside_the_sections_imports_a_particular_section():
+    """The hubs (the pipeline, the views, the plots, the template) reach each section
+    through the registry (scalestudy.sections.part): a section added or removed is one
+    folder and one registry line, never an import elsewhere."""
+    outside = [p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).parts[0] != "sections"]
+    assert PACKAGE / "report" / "plots.py" in outside
+    for path in outside:
+        found = particular_sections(path.read_text())
+        assert not found, f"{path.relative_to(REPO)} imports the sections {sorted(found)}"
+    assert particular_sections("from scalestudy.sections.energy.contract import Energy")
+    assert particular_sections("import scalestudy.sections.layouts.view") == {"layouts"}
+    assert particular_sections("from scalestudy.sections import baseline") == {"baseline"}
+    assert not particular_sections("from scalestudy.sections import SECTIONS, part")
 
 
 def test_every_module_is_in_a_layer_or_shared():

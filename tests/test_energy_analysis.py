@@ -17,7 +17,6 @@ from scalestudy.analysis.run_energy import with_energy
 from scalestudy.analysis.stats.intervals import median_ci
 from scalestudy.compute.energy import RAPL_SCOPE, measured, not_measured
 from scalestudy.records import write_json_atomic
-from scalestudy.report.plots import energy_figure
 from scalestudy.report.rendering import render
 from scalestudy.report.views import study_view
 from scalestudy.slurm import accounting_command, ask
@@ -112,7 +111,6 @@ def test_without_energy_the_report_says_not_measured_and_hides_the_figure(tmp_pa
     text = text_of(render("t", [view]))
     assert "Energy was not measured: node: no counter: no RAPL powercap" in text
     assert "the energy of the base case" not in text
-    energy_figure(energy).clear()  # draws its "not measured" placeholder
 
 
 def test_records_without_any_energy_reading_say_so(tmp_path):

@@ -20,7 +20,6 @@ from scalestudy import contract
 from scalestudy.contract import Comparison, Rounds, SeriesFit
 from scalestudy.records import RecordError, finite, read_record
 from scalestudy.sections import SECTIONS, Analysis, part
-from scalestudy.sections.telemetry.contract import TELEMETRY  # the telemetry section's columns
 from scalestudy.thresholds import BANDS_WORDS, BOTTLENECK_WORDS, INSTABILITY_WORDS, band_words
 
 
@@ -425,6 +424,13 @@ def pct(share: float) -> str:
     return fmt(100 * share, "{:g}")
 
 
+def drawn(name: str, data) -> bool:
+    """Whether a section's figure is drawn (and shown): where it has data, and its
+    view's drawn(data) says so if it has one."""
+    view = part(name, "view")
+    return data is not None and (not hasattr(view, "drawn") or view.drawn(data))
+
+
 def study_view(
     analysis: Analysis | dict,
     summary: pd.DataFrame,
@@ -449,8 +455,10 @@ def study_view(
     framework = found.framework
     # every metric the runs reported that no other part of the report shows
     shown = {*results["keys"], *(DDP if distributed else ())}
-    if analysis.section("telemetry"):
-        shown |= set(TELEMETRY)
+    # and those a section with data shows itself (its view's SHOWS)
+    for name in SECTIONS:
+        if analysis.sections[name]:
+            shown |= set(getattr(part(name, "view"), "SHOWS", ()))
     if framework:
         shown |= {"step_time_median_s", "plain_step_time_median_s"}
     answers = found.answers
@@ -488,10 +496,8 @@ def study_view(
                 k: data_uri(v)
                 for k, v in figures.items()
                 if (k != "phases" or study.measured is None)
-                and (k != "layouts" or analysis.section("layouts").grid)
-                and (k != "baseline" or analysis.section("baseline"))
-                # the energy figure only where energy was measured
-                and (k != "energy" or (energy is not None and energy.measured))
+                # a section's figure where it has something to draw
+                and (k not in SECTIONS or drawn(k, data[k]))
             },
             "profiles": list(profiles),
             # the answer's numbers in the results table's formats

@@ -1,8 +1,8 @@
 """The report's sections, one folder each (scalestudy/sections/<name>/), and analysis.json,
 the findings with every section's data (Analysis). A section's files, its plugin
-interface: contract.py's DATA, produce.py's produce(given), view.py's view(data) (and
-PLACE, RANK, asks, of_answer, drawn, SHOWS), figure.py's figure(data, summary, xlabel),
-partial.html.j2, line.html.j2 and answer.html.j2. What each holds and how to add a
+interface: contract.py's DATA, produce.py's produce(given), view.py's view(data) and
+PLACE (RANK, asks, drawn and SHOWS where it has them), figure.py's figure(data, xlabel)
+and NOTHING, partial.html.j2 and line.html.j2. What each holds and how to add a
 section: docs/architecture.md (tests/test_architecture.py checks each file's layer by
 its name, and adds a toy section this way)."""
 

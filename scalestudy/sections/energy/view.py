@@ -15,6 +15,11 @@ WITH_CI |= {
 ENERGY = ["energy_kj", "relative_energy"]
 
 
+def drawn(energy: Energy) -> bool:
+    """Its figure only where energy was measured."""
+    return energy.measured
+
+
 def view(energy: Energy) -> dict:
     """Energy per result of each point formatted (kJ with its interval, ratio to the base
     case with its interval), and each series' answer's figures. Which point is least and
