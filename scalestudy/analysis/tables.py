@@ -684,6 +684,6 @@ def times_by_point(runs: pd.DataFrame, column: str) -> dict[tuple[str, int], np.
 
 def read_runs_csv(path: str | Path) -> pd.DataFrame:
     """A kept runs table (a baseline's, an archive's), checked whole as the config
-    check reads it (scalestudy.study.baseline.runs_csv_text: RecordError names the
+    check reads it (scalestudy.study.archives.runs_csv_text: RecordError names the
     file and line)."""
     return pd.read_csv(io.StringIO(runs_csv_text(Path(path))))
