@@ -61,17 +61,17 @@ redo:
 # steps marked where a change was called (docs/baselines.md).
 archive:
 	@test -n "$(STUDY)" || { echo "usage: make archive STUDY=name"; exit 2; }
-	$(VENV)/bin/python -m scalestudy.analysis.history.archive "$(STUDY)"
+	$(VENV)/bin/python -m scalestudy.study.archives "$(STUDY)"
 
 history:
 	@test -n "$(STUDY)" || { echo "usage: make history STUDY=name"; exit 2; }
-	$(VENV)/bin/python -m scalestudy.analysis.history.history "$(STUDY)"
+	$(VENV)/bin/python -m scalestudy.sections.history.produce "$(STUDY)"
 
 # The references (`expect:`) against what was measured, for CI: runs nothing, exits 1
 # naming each broken expectation (a study with `expect:` and no analysis is one).
 # STUDY=s checks one study, else every study of the config that states expectations.
 check:
-	$(VENV)/bin/python -m scalestudy.analysis.history.references $(STUDY)
+	$(VENV)/bin/python -m scalestudy.sections.references.produce $(STUDY)
 
 # `snakemake --profile slurm`, as users type it: Snakemake looks for a profile named
 # slurm in the current folder, then in the user's Snakemake config folder, where

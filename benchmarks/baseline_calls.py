@@ -1,6 +1,6 @@
 """How often a baseline comparison calls a change, on simulated pairs of studies with a
 known truth: the regression check (scalestudy/analysis/stats/verdicts.py through
-analysis/history/baseline.py, docs/baselines.md) beside the methods before it, in one
+sections/baseline/produce.py, docs/baselines.md) beside the methods before it, in one
 run. Columns: "old", Welch per point (Bonferroni over the points, the interval and the
 tolerance); "even", the check with alpha split evenly between "slower" and "faster"
 (two-sided tests, as the check had them); "new", the check as it is (4 % of alpha to
@@ -46,16 +46,19 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.adaptive_simulator import OUTLIER_CHANCE
-from scalestudy.analysis.history.baseline import (
-    _change,
-    log_contrast_p,
-    point_changes,
-    regression_check,
-)
 from scalestudy.analysis.stats import verdicts as rule
 from scalestudy.analysis.stats.intervals import ratio_ci
-from scalestudy.analysis.stats.verdicts import FASTER, MIXED, SLOWER, pooled_log_variance, verdicts
+from scalestudy.analysis.stats.verdicts import (
+    FASTER,
+    MIXED,
+    SLOWER,
+    point_changes,
+    pooled_log_variance,
+    regression_check,
+    verdicts,
+)
 from scalestudy.model import SCHEMA_FILE
+from scalestudy.sections.baseline.produce import _change, log_contrast_p
 from scalestudy.study.validation import checked_config, study_models
 
 POINTS = [1, 2, 4, 8, 16]

@@ -34,10 +34,10 @@ import yaml
 
 from benchmarks.common import REPO
 from scalestudy.analysis.pipeline import aggregate
-from scalestudy.contract import Analysis
 from scalestudy.records import write_json_atomic
 from scalestudy.report.rendering import write_report
 from scalestudy.report.views import study_view
+from scalestudy.sections import Analysis
 from tests.conftest import study_model
 
 RECORD = {

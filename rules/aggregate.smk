@@ -1,4 +1,4 @@
-from scalestudy.contract import Analysis
+from scalestudy.sections import Analysis
 
 
 rule aggregate_study:

@@ -6,11 +6,12 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from scalestudy import FIGURES, paths
+from scalestudy import paths
 from scalestudy import snakemake_internals as sm
 from scalestudy.analysis.cost.budgets import study_plans
 from scalestudy.code_inputs import code_inputs
-from scalestudy.study.baseline import archive_inputs, baseline_inputs
+from scalestudy.sections import FIGURES
+from scalestudy.study.archives import archive_inputs, baseline_inputs
 from scalestudy.study.errors import (
     ConfigError,
     config_error_text,
@@ -21,7 +22,7 @@ from scalestudy.study.errors import (
 from scalestudy.compute.data import PREPARED_FILES
 from scalestudy.study.points import POINT_LABEL
 from scalestudy.study.run_spec import DATASETS, dataset_of, profile_targets
-from scalestudy.study.tables import points_table, runs_table
+from scalestudy.study.config_tables import points_table, runs_table
 from scalestudy.study.validation import (
     checked_config,
     not_selected_problems,

@@ -10,13 +10,3 @@
 
 Rules call it through thin scripts in scripts/; tests/test_architecture.py keeps the
 layers apart."""
-
-# The figures every study gets (scalestudy.report.plots draws them). Here, not in plots,
-# so that the workflow can name them without importing matplotlib at parse time.
-# "layouts" is a grid study's heat map (the report shows it only for those); "baseline"
-# both speedup curves, now and the baseline's (only with a baseline); "energy", time
-# against energy per result (shown only where energy was measured).
-FIGURES = (
-    "times", "speedup", "efficiency", "cost", "pareto", "phases", "layouts", "baseline",
-    "energy",
-)  # fmt: skip

@@ -1,6 +1,8 @@
 """What analysis.json holds: the typed contract between the analysis, which writes it
-(scalestudy.analysis.pipeline.analyse), and the report, which reads it
-(scalestudy.report.views) by attribute and decides nothing.
+(scalestudy.pipeline.analyse), and the report, which reads it (scalestudy.rendering)
+by attribute and decides nothing: the findings, and what several sections read; each
+section's own data is its contract's (scalestudy/sections/<name>/contract.py), and the
+whole file, the findings with every section's data, is scalestudy.sections.Analysis.
 
 Every part the report reads a field of is a frozen dataclass here; parts it passes on
 whole, or never reads (a model's parameters, the recommendation's working), stay plain
@@ -23,9 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from scalestudy.model import Request, Scaling
-from scalestudy.records import RecordError, write_text_atomic
-from scalestudy.sections import SECTIONS, part
-from scalestudy.sections.series.contract import Peak
+from scalestudy.records import RecordError
 
 # analysis.json's version: each file says its own ("version"; none: 1, made before versions)
 VERSION = 2
@@ -72,8 +72,8 @@ class Comparison:
 
 
 @dataclass(frozen=True)
-class Layout:
-    """Where a point runs."""
+class Placement:
+    """Where a point runs (study.points.Layout as the report says it: GPUs per node)."""
 
     nodes: int
     tasks_per_node: int
@@ -226,7 +226,7 @@ class Answer:
     efficiency_ci_lo: float | None = None
     efficiency_ci_hi: float | None = None
     relative_su: float | None = None
-    layout: Layout | None = None
+    layout: Placement | None = None
     # whether the headline says the recommended point's layout
     says_layout: bool = False
     adaptive: bool = False
@@ -331,6 +331,240 @@ class FrameworkShare:
     share: float
 
 
+# --- what the answers are made from: made before the findings, each shown by its section
+# (scalestudy.sections: series, requests, time_to_result) -------------------------------
+
+
+# each series' scaling models (scalestudy.analysis.stats.predictions), which the answers,
+# the results table, the speedup figure, the plan's model times and a baseline's model
+# changes read too
+@dataclass(frozen=True)
+class Fit:
+    """One scaling model fitted to a series (scalestudy.analysis.stats.predictions.fit_summary)."""
+
+    name: str
+    formula: str
+    ok: bool
+    note: str
+    params: dict[str, Any]
+    param_ci: dict[str, Any]
+    r2: float | None
+    aicc: float | None
+    rmse: float | None
+    k: int | None
+    n_points: int | None
+    weight: float | None
+
+
+@dataclass(frozen=True)
+class Curve:
+    """The selected model's predicted speedup over N, with its 95 % prediction band."""
+
+    n: list[float]
+    speedup: list[float | None]
+    band_lo: list[float | None]
+    band_hi: list[float | None]
+    measured_max_n: float
+    base_time_s: float | None
+    base_source: str
+
+
+@dataclass(frozen=True)
+class Peak:
+    n: float
+    speedup: float
+    beyond_measured: bool
+    base_source: str
+
+
+@dataclass(frozen=True)
+class SeriesFit:
+    """One series' validity gates, fits, prediction and recommendation."""
+
+    series: str | None
+    base_n: int | None
+    excluded: dict[str, str]  # point -> why it stays out of the fits
+    mixed_provenance: dict[str, Any]
+    fits: list[Fit]
+    selected: str | None
+    peak: Peak | None
+    curve: Curve | None
+    recommendation: dict[str, Any]  # the working the answer (Answer) was made from
+    fit_note: str | None = None
+    fit_basis: str | None = None
+    prediction_base: dict[str, Any] | None = None
+    bound: float | None = None  # Amdahl's bound on the speedup
+
+    @property
+    def one_point(self) -> bool:
+        """Whether the series has one good point (no step between good points)."""
+        return not self.recommendation.get("steps")
+
+    @property
+    def usable_points(self) -> int | None:
+        """How many points a fit could use, where no model fitted (None: one did)."""
+        if not self.fits or any(f.ok for f in self.fits):
+            return None
+        return max(f.n_points for f in self.fits)
+
+
+# what to ask the scheduler for, per point (scalestudy.analysis.decisions.request)
+@dataclass(frozen=True)
+class PointRequest:
+    """What to ask for at one point (scalestudy.analysis.decisions.request.point_request)."""
+
+    point: str
+    series: str
+    n: int
+    nodes: int
+    tasks_per_node: int
+    threads: int
+    gpus_per_node: int
+    cores: int
+    gpus: int
+    world_size: int
+    runs: int
+    asked_mem_mb: int | None
+    peak_mem_mb: float | None
+    memory_used: float | None
+    cpu_busy: float | None
+    gpu_util_pct: float | None
+    mem_mb: int | None
+    mem_from: str | None  # measured (the runs' own peak), sacct (Slurm's higher count), unmeasured
+    time_min: int | None
+    slowest_s: float | None
+    resources: dict[str, Any] | None
+    time_scaled: bool
+    sbatch: list[str]
+    waste: list[str]
+    sacct_cpu_busy: float | None
+    sacct_peak_mem_mb: float | None
+    # --mem and the memory asked for in the words of the #SBATCH line (request.mem_text)
+    mem_text: str | None
+    asked_mem_text: str | None
+
+
+@dataclass(frozen=True)
+class Requests:
+    points: list[PointRequest]
+    accounting_note: str | None
+
+
+# time to result, the queue wait beside the run time (scalestudy.analysis.cluster.result_time)
+@dataclass(frozen=True)
+class PointResult:
+    """One point's expected time from submission to result: wait + full-length run time."""
+
+    point: str
+    series: str
+    n: int
+    run_s: float | None  # median full-length run time, its 95 % interval
+    run_lo_s: float | None
+    run_hi_s: float | None
+    runs: int
+    run_scaled: bool
+    wait_s: float | None  # the wait added, and the interval's top wait
+    wait_hi_s: float | None
+    basis: str  # local | now | typical | unknown wait
+    wait_now_s: float | None  # what sbatch --test-only said
+    history_wait_median_s: float | None
+    history_wait_p90_s: float | None
+    history_jobs: int
+    queue_note: str | None
+    result_s: float | None
+    result_lo_s: float | None
+    result_hi_s: float | None
+    # the 95 % upper bound on the p90 of past waits (None: under 29 jobs), the
+    # largest wait seen, the bound's backtest, --test-only's corrected wait
+    history_wait_bound_s: float | None = None
+    history_wait_max_s: float | None = None
+    history_bound_covered: int = 0
+    history_bound_tested: int = 0
+    wait_now_corrected_s: float | None = None
+
+
+@dataclass(frozen=True)
+class EarliestResult:
+    series: str
+    point: str
+    n: int
+    result_s: float
+
+
+@dataclass(frozen=True)
+class ResultTimes:
+    """Every point's time to result, and how the waits were asked."""
+
+    queue: str  # slurm | local
+    asked_at: str | None
+    calls: int
+    note: str | None  # Slurm could not be asked
+    history_note: str | None
+    history_days: int | None
+    min_jobs: int | None
+    waits_known: bool
+    points: list[PointResult]
+    earliest: list[EarliestResult]
+    # --test-only's correction: median run time / time limit of ended past jobs, and
+    # how many (None: uncorrected)
+    run_to_limit: dict[str, float] | None = None
+
+
+# the change called where none is (a point's against the baseline, an archive's step)
+NO_CHANGE = "none"
+
+
+# the regression check of a curve of times now against one before (baseline, history)
+@dataclass(frozen=True)
+class PointChange:
+    """One point now against the baseline: time ratio now / baseline with its 95 %
+    interval, the change called (slower, faster or none) and the verdict
+    (scalestudy.analysis.stats.verdicts)."""
+
+    series: str
+    n: int
+    ratio: float | None
+    lo: float | None
+    hi: float | None
+    p_value: float | None  # the one-sided t-test, the change's way, on the pooled variance
+    alpha: float | None  # the p a change needs here (its Holm step, that way)
+    change: str
+    verdict: str  # slower, faster, same or undecided
+    power: float | None  # of calling a slowdown of twice the tolerance (same, undecided)
+    more_runs: int | None  # undecided: the runs now that would decide it
+    text: str  # the verdict in words
+    runs_now: int
+    runs_baseline: int
+    time_now_s: float
+    time_baseline_s: float
+
+
+@dataclass(frozen=True)
+class CurveVerdict:
+    """A series' whole curve now against the baseline (verdicts.verdicts): the mean
+    time ratio over its points with its 95 % interval, the slope of the log ratio
+    against log N, the joint test's p and the verdict."""
+
+    series: str
+    ratio: float | None
+    lo: float | None
+    hi: float | None
+    slope: float | None
+    p_value: float | None
+    changed: bool  # the curve's test rejected "no change"
+    verdict: str  # slower, faster, slower and faster, same or undecided
+    power: float | None
+    more_runs: int | None  # undecided: the runs now at every point that would decide it
+    text: str
+
+
+@dataclass(frozen=True)
+class FingerprintDiff:
+    key: str
+    baseline: str
+    now: str
+
+
 # --- the findings -----------------------------------------------------------------------
 
 
@@ -356,7 +590,7 @@ class Findings:
     ddp: list[DdpPoint] | None
     framework: FrameworkShare | None
     # where and with what it ran, and the workload
-    # (scalestudy.analysis.history.baseline.fingerprint)
+    # (scalestudy.analysis.findings.fingerprint)
     fingerprint: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
@@ -370,51 +604,6 @@ class Findings:
         if not failed or any(m.point == base.point for m in self.mismatches + self.disturbed):
             return None
         return f"every run of the base case {base.point} failed: {failed[-1].reason}"
-
-
-@dataclass(frozen=True)
-class Analysis:
-    """A study's analysis.json."""
-
-    comparisons: list[Comparison]
-    findings: Findings
-    # each section's data (scalestudy.sections), in the file under the section's name
-    sections: dict[str, Any] = dataclasses.field(default_factory=dict)
-    version: int = VERSION
-
-    def to_json(self) -> str:
-        found = dataclasses.asdict(self)
-        return json.dumps(found | found.pop("sections"), indent=1, allow_nan=False)
-
-    @classmethod
-    def from_json(cls, text: str, source: str = "analysis.json") -> Analysis:
-        return cls.from_values(json.loads(text), source)
-
-    @classmethod
-    def from_values(cls, data, source: str = "analysis.json") -> Analysis:
-        """analysis.json's JSON values as the contract, strictly: each section's data
-        under its name, as its contract says (ContractError names a key)."""
-        where = _Where(source, cls.__name__, strict=True)
-        versioned(data, source, VERSION, {})  # another version's is made again, not read
-        missing = [name for name in SECTIONS if name not in data]
-        if missing:
-            raise ContractError(f"{source}: missing key {where.at(missing[0]).path!r}")
-        found = {n: _convert(_section(n), data[n], where.at(n)) for n in SECTIONS}
-        rest = {k: v for k, v in data.items() if k not in SECTIONS}
-        return parse(cls, rest | {"sections": found}, source)
-
-    def section(self, name: str):
-        """A section's data, by its name in the registry (scalestudy.sections)."""
-        return self.sections[name]
-
-    def dump(self, path: str | Path) -> None:
-        """analysis.json written, atomically (strict JSON: a NaN left is an error)."""
-        write_text_atomic(path, self.to_json())
-
-    @classmethod
-    def load(cls, path: str | Path) -> Analysis:
-        """analysis.json as the contract, strictly (ContractError names a key)."""
-        return cls.from_values(read_json(path), str(path))
 
 
 @dataclass(frozen=True)
@@ -461,12 +650,16 @@ class EarlierAnalysis:
 
 def earlier_analysis(path: str | Path) -> EarlierAnalysis:
     """An earlier analysis.json, of any version this code reads (1, made before versions,
-    and VERSION, checked whole), as what a later study reads of it. ContractError names
-    the file, the line and column of one cut short, or a version it cannot read."""
+    and VERSION, the parts read checked whole), as what a later study reads of it.
+    ContractError names the file, the line and column of one cut short, or a version it
+    cannot read."""
     data = read_json(path)
     version = versioned(data, str(path), VERSION, {1: dict})
-    if version == VERSION:
-        Analysis.from_values(data, str(path))
+    for key, hint in (("findings", Findings), ("series", list[SeriesFit])):
+        if version == VERSION:  # today's: the parts read here, checked whole
+            if key not in data:
+                raise ContractError(f"{path}: missing key 'Analysis.{key}'")
+            parse(hint, data[key], str(path), path=f"Analysis.{key}")
     try:
         findings = data.get("findings") or {}
         facts = findings.get("study")
@@ -542,10 +735,11 @@ def checked(data, schema: str, source: str):
 # --- loading ---------------------------------------------------------------------------
 
 
-def parse(cls, data, source: str, strict: bool = True):
-    """JSON values as `cls`, strictly (but a field with a default, where not `strict`):
-    ContractError names the key and `source`."""
-    return _convert(cls, data, _Where(source, cls.__name__, strict))
+def parse(hint, data, source: str, strict: bool = True, path: str | None = None):
+    """JSON values as `hint` (a dataclass, or a type of them: `list[Fit]`, `Energy | None`),
+    strictly (but a field with a default, where not `strict`): ContractError names the
+    key (from `path`, by default the dataclass's name) and `source`."""
+    return _convert(hint, data, _Where(source, path or hint.__name__, strict))
 
 
 @dataclass(frozen=True)
@@ -556,11 +750,6 @@ class _Where:
 
     def at(self, key) -> _Where:
         return _Where(self.source, f"{self.path}.{key}", self.strict)
-
-
-def _section(name: str):
-    """The type of a section's data (its contract's DATA)."""
-    return part(name, "contract").DATA
 
 
 @cache
@@ -604,7 +793,7 @@ def _record(cls, value, where: _Where):
     if unknown:
         raise ContractError(
             f"{where.source}: unknown key {where.at(unknown[0]).path!r}, which the contract "
-            f"(scalestudy.contract.{cls.__name__}) does not name"
+            f"({cls.__module__}.{cls.__name__}) does not name"
         )
     fields = () if where.strict else dataclasses.fields(cls)
     optional = {f.name for f in fields if (f.default, f.default_factory) != (MISSING, MISSING)}
@@ -612,6 +801,6 @@ def _record(cls, value, where: _Where):
     if missing:
         raise ContractError(
             f"{where.source}: missing key {where.at(missing[0]).path!r} "
-            f"(scalestudy.contract.{cls.__name__})"
+            f"({cls.__module__}.{cls.__name__})"
         )
     return cls(**{k: _convert(hints[k], v, where.at(k)) for k, v in value.items()})

@@ -22,7 +22,7 @@ PLAN_JSON = "results/plan.json"
 # an adaptive study's plan of one round (rules/adaptive.smk)
 ROUND = "results/{study}/rounds/round{round}.json"
 # a study's results kept for later comparison: `make archive`
-# (scalestudy/analysis/history/archive.py);
+# (scalestudy/study/archives.py);
 # {stamp} is the UTC time, then the fingerprint's hash, so that names sort by date
 ARCHIVE = "archive/{study}/{stamp}"
 # the files of a results folder (or an archive) that a baseline is read from

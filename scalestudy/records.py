@@ -134,9 +134,11 @@ def unsourced_energy(record: dict) -> str | None:
             continue
         joules, source = part.get("joules"), part.get("source")
         if joules is not None and source not in ENERGY_SOURCES:
-            return (f"energy.{name} claims {plain(joules)} J without a source "
-                    f"(source {plain(source)}; a figure must come from one of "
-                    f"{', '.join(ENERGY_SOURCES)})")  # fmt: skip
+            return (
+                f"energy.{name} claims {plain(joules)} J without a source "
+                f"(source {plain(source)}; a figure must come from one of "
+                f"{', '.join(ENERGY_SOURCES)})"
+            )
         if joules is None and not part.get("not_measured"):
             return f"energy.{name} has no figure and does not say why it was not measured"
     return phase_energy_problem(record, energy)
@@ -163,13 +165,17 @@ def phase_energy_problem(record: dict, energy: dict) -> str | None:
             continue
         whole = part.get("joules")
         if whole is None:
-            return (f"phase {plain(figures[0][0])} claims {plain(figures[0][1])} J of "
-                    f"energy.{name}, which the run did not measure")  # fmt: skip
+            return (
+                f"phase {plain(figures[0][0])} claims {plain(figures[0][1])} J of "
+                f"energy.{name}, which the run did not measure"
+            )
         total = sum(j for _, j in figures)
         joules, fraction = PHASE_ENERGY_SLACK
         if total > whole * (1 + fraction) + joules:
-            return (f"its phases claim {plain(round(total, 3))} J of energy.{name}, more than "
-                    f"the run's {plain(round(whole, 3))} J")  # fmt: skip
+            return (
+                f"its phases claim {plain(round(total, 3))} J of energy.{name}, more than "
+                f"the run's {plain(round(whole, 3))} J"
+            )
     return None
 
 

@@ -88,8 +88,10 @@ class RefusedRecords:
             records = list(records)
             aside = discard(runs, records, {p: self.pending[p][0] for p in records})
             self.moved |= {p: self.pending[p][1] for p in records}
-            moved.append(f"kept {len(records)} refused record(s) in {aside} ({WHY} says why); "
-                         "they are measured again")  # fmt: skip
+            moved.append(
+                f"kept {len(records)} refused record(s) in {aside} ({WHY} says why); "
+                "they are measured again"
+            )
         self.pending.clear()
         return moved
 

@@ -29,13 +29,27 @@ TIMEOUT_S = 60
 LOCAL, SLURM = "local", "slurm"
 # sacct's fields of a past job, in this order (one line each, -P: "|"-separated); Elapsed
 # and State give ended jobs' run time to time limit (--test-only's correction)
-HISTORY_FIELDS = ("JobID", "NNodes", "ReqTRES", "Partition", "Timelimit", "Eligible", "Start",
-                  "Elapsed", "State")  # fmt: skip
+HISTORY_FIELDS = (
+    "JobID",
+    "NNodes",
+    "ReqTRES",
+    "Partition",
+    "Timelimit",
+    "Eligible",
+    "Start",
+    "Elapsed",
+    "State",
+)
 ACCOUNTING_FIELDS = ("JobID", "TotalCPU", "Elapsed", "AllocCPUS", "MaxRSS", "ConsumedEnergyRaw")
 # sbatch's words when it cannot reach the controller at all (not a refusal of a shape)
-_UNREACHABLE = ("unable to contact slurm controller", "socket timed out", "connection refused",
-                "could not establish a configuration source", "can't find an address",
-                "unable to establish controller")  # fmt: skip
+_UNREACHABLE = (
+    "unable to contact slurm controller",
+    "socket timed out",
+    "connection refused",
+    "could not establish a configuration source",
+    "can't find an address",
+    "unable to establish controller",
+)
 
 
 class PluginResources(dict):
@@ -82,10 +96,14 @@ def probe_command(resources: dict, site: dict) -> list[str]:
     merged = {k: v for k, v in site.items() if v not in (None, "")}
     merged |= {k: v for k, v in resources.items() if v is not None}
     account, partition = merged.get("slurm_account"), merged.get("slurm_partition")
-    names = {"run_uuid": "scalestudy-plan", "slurm_logfile": "/dev/null",
-             "comment_str": "rule_run_point", "workdir": None,
-             "account": f"-A {shlex.quote(str(account))}" if account else "",
-             "partition": f"-p {shlex.quote(str(partition))}" if partition else ""}  # fmt: skip
+    names = {
+        "run_uuid": "scalestudy-plan",
+        "slurm_logfile": "/dev/null",
+        "comment_str": "rule_run_point",
+        "workdir": None,
+        "account": f"-A {shlex.quote(str(account))}" if account else "",
+        "partition": f"-p {shlex.quote(str(partition))}" if partition else "",
+    }
     return [*submit_words(merged, names), "--test-only", "--wrap=true"]
 
 
@@ -105,14 +123,23 @@ def probe_commands(resources: list[dict], site: dict) -> list[list[str]]:
 def history_command(days: int) -> list[str]:
     """sacct's allocations (-X: no steps) of every user (-a) that started over the
     last `days` days."""
-    return ["sacct", "-a", "-X", "-n", "-P", "-S", f"now-{days}days", "-E", "now",
-            f"--format={','.join(HISTORY_FIELDS)}"]  # fmt: skip
+    return [
+        "sacct",
+        "-a",
+        "-X",
+        "-n",
+        "-P",
+        "-S",
+        f"now-{days}days",
+        "-E",
+        "now",
+        f"--format={','.join(HISTORY_FIELDS)}",
+    ]
 
 
 def accounting_command(job_ids: list[str]) -> list[str]:
     """sacct's figures of these jobs and their steps."""
-    return ["sacct", "-n", "-P", "-j", ",".join(job_ids),
-            f"--format={','.join(ACCOUNTING_FIELDS)}"]  # fmt: skip
+    return ["sacct", "-n", "-P", "-j", ",".join(job_ids), f"--format={','.join(ACCOUNTING_FIELDS)}"]
 
 
 def ask(command: list[str], run: Callable | None = None, timeout: float | None = None) -> dict:
@@ -129,8 +156,11 @@ def ask(command: list[str], run: Callable | None = None, timeout: float | None =
         return answer | {"error": f"{command[0]} did not answer within {timeout:g} s"}
     except OSError as e:
         return answer | {"error": f"{command[0]} failed ({e})"}
-    return answer | {"returncode": proc.returncode, "stdout": proc.stdout or "",
-                     "stderr": proc.stderr or ""}  # fmt: skip
+    return answer | {
+        "returncode": proc.returncode,
+        "stdout": proc.stdout or "",
+        "stderr": proc.stderr or "",
+    }
 
 
 def output_of(answer: dict) -> str:
@@ -184,9 +214,14 @@ def local_facts() -> ClusterFacts:
     return ClusterFacts(LOCAL, None, {}, None, None, None, {})
 
 
-def gather(site: dict, history_days: int | None, job_ids: list[str],
-           commands_for: Callable[[dict | None], list[list[str]]], run: Callable | None = None,
-           now: datetime | None = None) -> ClusterFacts:  # fmt: skip
+def gather(
+    site: dict,
+    history_days: int | None,
+    job_ids: list[str],
+    commands_for: Callable[[dict | None], list[list[str]]],
+    run: Callable | None = None,
+    now: datetime | None = None,
+) -> ClusterFacts:
     """What Slurm says, each command asked once with a timeout: sacct's accounting of
     `job_ids` (none: not asked); where `commands_for(accounting's answer)` gives any
     sbatch --test-only command, sacct's past waits over `history_days` (None: not

@@ -3,8 +3,11 @@ and the manual say it in: written here once (tests/test_architecture.py checks t
 docs/report.md and config/README.md say them as this module words them)."""
 
 # parallel efficiency, best band first: (name, the lowest efficiency in it, its words)
-EFFICIENCY_BANDS = (("excellent", 0.90, "excellent"), ("good", 0.75, "good"),
-                    ("poor", 0.0, "look for a bottleneck"))  # fmt: skip
+EFFICIENCY_BANDS = (
+    ("excellent", 0.90, "excellent"),
+    ("good", 0.75, "good"),
+    ("poor", 0.0, "look for a bottleneck"),
+)
 
 # when a point's repeats disagree (scalestudy.analysis.stats.intervals.instability): the
 # coefficient of variation, the modified z-score of an outlier, and how far from the

@@ -5,8 +5,8 @@ such study and why in one line; otherwise write the list of studies checked."""
 import sys
 from pathlib import Path
 
-from scalestudy.contract import Analysis
 from scalestudy.records import write_text_atomic
+from scalestudy.sections import Analysis
 
 
 def failed_studies(analyses: list[str]) -> list[str]:

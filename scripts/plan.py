@@ -14,7 +14,7 @@ from scalestudy.paths import read_values
 from scalestudy.records import write_text_atomic
 from scalestudy.report.rendering import environment
 from scalestudy.slurm import LOCAL, SITE_RESOURCES, gather, local_facts, probe_commands
-from scalestudy.study.tables import points_table
+from scalestudy.study.config_tables import points_table
 from scalestudy.study.validation import study_models
 
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from scalestudy.contract import Analysis
 from scalestudy.report.plots import write_figures
+from scalestudy.sections import Analysis
 
 
 def main(smk) -> None:

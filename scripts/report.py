@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from scalestudy.contract import Analysis
 from scalestudy.paths import read_values
 from scalestudy.report.rendering import write_report
 from scalestudy.report.views import profile_links, study_view
+from scalestudy.sections import Analysis
 
 
 def of_study(files, folder: Path, depth: int) -> list[Path]:

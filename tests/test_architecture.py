@@ -45,8 +45,8 @@ HEAVY = {"pandas", "scipy", "matplotlib", "seaborn", "jinja2", "numpy", "yaml"}
 
 
 # a section's files by their name (scalestudy/sections/<name>/): its producer is the
-# analysis's, its view the report's, its contract shared
-SECTION_LAYERS = {"produce": "analysis", "view": "report", "contract": None}
+# analysis's, its view and its figure the report's, its contract shared
+SECTION_LAYERS = {"produce": "analysis", "view": "report", "figure": "report", "contract": None}
 
 
 def layer_of(module: str) -> str | None:
@@ -58,21 +58,58 @@ def layer_of(module: str) -> str | None:
 
 def test_each_sections_files_keep_their_layer():
     """A section's producer imports no report, its view no analysis, its contract
-    neither; a section folder holds those and its partial, nothing else."""
+    neither; a section folder holds those and its partial, nothing else. A section has
+    a producer unless a shared step of the analysis makes its data (pipeline.MADE_FIRST:
+    the findings read it), and then it has none: its data is made in one place."""
+    from scalestudy.analysis.pipeline import MADE_FIRST
     from scalestudy.sections import SECTIONS
 
-    folders = sorted(p for p in (PACKAGE / "sections").iterdir() if p.is_dir()
-                     and p.name != "__pycache__")  # fmt: skip
+    assert set(MADE_FIRST) < set(SECTIONS)
+    folders = sorted(
+        p for p in (PACKAGE / "sections").iterdir() if p.is_dir() and p.name != "__pycache__"
+    )
     assert [p.name for p in folders] == sorted(SECTIONS)
     for folder in folders:
         names = {p.name for p in folder.iterdir() if p.name != "__pycache__"}
-        # and, where the section answers a question of the first table, its line
-        files = {"__init__.py", "contract.py", "produce.py", "view.py", "partial.html.j2"}
-        assert names - {"line.html.j2"} == files
+        # and, where the section answers a question of the first table, its line; where
+        # it draws one, its figure
+        files = {"__init__.py", "contract.py", "view.py", "partial.html.j2"}
+        files |= set() if folder.name in MADE_FIRST else {"produce.py"}
+        assert names - {"line.html.j2", "figure.py"} == files, folder.name
         for path in sorted(folder.glob("*.py")):
             own = SECTION_LAYERS.get(path.stem)
             layers = {layer_of(m) for m in reached(path)} - {None, "compute"}
             assert layers <= {own}, f"{path.relative_to(REPO)} reaches {layers}"
+
+
+def particular_sections(source: str) -> set[str]:
+    """The sections an import statement of `source` names (scalestudy.sections.<name>,
+    its modules or a name from it)."""
+    from scalestudy.sections import SECTIONS
+
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        parts = [n.split(".") for n in names]
+        found |= {p[2] for p in parts if p[:2] == ["scalestudy", "sections"] and p[2:3]}
+    return found & set(SECTIONS)
+
+
+def test_no_module_outside_the_sections_imports_a_particular_section():
+    """The hubs (the pipeline, the views, the plots, the template) reach each section
+    through the registry (scalestudy.sections.part): a section added or removed is one
+    folder and one registry line, never an import elsewhere."""
+    outside = [p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).parts[0] != "sections"]
+    assert PACKAGE / "report" / "plots.py" in outside
+    for path in outside:
+        found = particular_sections(path.read_text())
+        assert not found, f"{path.relative_to(REPO)} imports the sections {sorted(found)}"
+    assert particular_sections("from scalestudy.sections.energy.contract import Energy")
+    assert particular_sections("import scalestudy.sections.layouts.view") == {"layouts"}
+    assert particular_sections("from scalestudy.sections import baseline") == {"baseline"}
+    assert not particular_sections("from scalestudy.sections import SECTIONS, part")
 
 
 def test_every_module_is_in_a_layer_or_shared():
@@ -273,11 +310,11 @@ def test_the_report_reads_analysis_json_only_through_the_contract():
 
 def field_names() -> set[str]:
     """Every field name of every part of the contract, its sections' included."""
-    from scalestudy.contract import Analysis, _dataclasses_in, _hints, _section
-    from scalestudy.sections import SECTIONS
+    from scalestudy.contract import _dataclasses_in, _hints
+    from scalestudy.sections import SECTIONS, Analysis, part
 
     names, seen = set(), set()
-    todo = [Analysis, *(c for n in SECTIONS for c in _dataclasses_in(_section(n)))]
+    todo = [Analysis, *(c for n in SECTIONS for c in _dataclasses_in(part(n, "contract").DATA))]
     while todo:
         cls = todo.pop()
         if cls not in seen:
@@ -442,7 +479,8 @@ def test_no_issue_numbers_in_the_code():
 # contract.read_json, each through its owner's load, and their schemas; and readers of
 # other files (records, their schema, a metric's names, a YAML error)
 LOADS = {
-    "contract.py": {"from_json", "read_json", "checked"},
+    "contract.py": {"read_json", "checked"},
+    "sections/__init__.py": {"from_json"},
     "paths.py": {"read_values"},
     "records.py": {"_fast_validator", "_validator", "parse_record_text"},
     "analysis/tables.py": {"metric_columns"},
@@ -529,10 +567,9 @@ def test_a_section_added_in_its_folder_and_one_registry_line_is_in_the_report(
 
     import pandas as pd
 
-    from scalestudy.contract import Analysis
     from scalestudy.report.rendering import render
     from scalestudy.report.views import study_view
-    from scalestudy.sections import SECTIONS
+    from scalestudy.sections import SECTIONS, Analysis
     from tests.test_views import aggregated, text_of
 
     folder = tmp_path / "toy_sections" / "counted"

@@ -1,4 +1,4 @@
-"""Baselines (`baseline:`, scalestudy/analysis/history/baseline.py): a study against an earlier
+"""Baselines (`baseline:`, scalestudy/sections/baseline/produce.py): a study against an earlier
 run of it, built from synthetic records through the real pipeline."""
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def test_the_fingerprint_is_on_every_analysis(tmp_path):
     ],
 )
 def test_a_bad_baseline_is_refused_naming_the_key(tmp_path, change, problem):
-    from scalestudy.study.baseline import baseline_problems
+    from scalestudy.study.archives import baseline_problems
 
     (tmp_path / "empty").mkdir()
     study = study_model(STUDY | change)
@@ -172,7 +172,7 @@ def test_a_bad_baseline_is_refused_naming_the_key(tmp_path, change, problem):
 
 
 def test_another_studys_baseline_is_refused_unless_meant(tmp_path):
-    from scalestudy.study.baseline import baseline_problems
+    from scalestudy.study.archives import baseline_problems
 
     study = study_model(STUDY | {"baseline": "kept"})
     baseline_folder(tmp_path, study_model(STUDY | {"params": {"epochs": 3}}), seed=1)
@@ -284,7 +284,7 @@ def test_a_baseline_cut_short_is_refused_before_any_job_naming_file_and_line(tmp
     # the fault probe: a runs.csv cut mid-row was used silently (a row of 43 of its 79
     # fields counted as a run), a cut analysis.json refused only at aggregation
     from scalestudy.records import RecordError
-    from scalestudy.study.baseline import baseline_problems
+    from scalestudy.study.archives import baseline_problems
 
     study = study_model(STUDY | {"baseline": "kept"})
     folder = baseline_folder(tmp_path, study, seed=1)
@@ -315,7 +315,7 @@ def test_a_baseline_cut_short_is_refused_before_any_job_naming_file_and_line(tmp
 def test_a_broken_archive_is_refused_before_any_job(tmp_path):
     # aggregation reads every archive (the report's history): one cut short would stop
     # it after the runs
-    from scalestudy.study.baseline import archive_problems
+    from scalestudy.study.archives import archive_problems
 
     study = study_model(STUDY)
     kept = baseline_folder(tmp_path, study, seed=1)
@@ -335,7 +335,7 @@ def test_a_broken_archive_is_refused_before_any_job(tmp_path):
 def test_runs_added_for_the_comparison_count_once_in_the_round_s_totals():
     # the fault probe: the runs next_round had added to a point were counted again when
     # settle_baseline added more there (totals 3 + 2 + 2 + extra instead of 3 + 2 + extra)
-    from scalestudy.analysis.history.baseline import runs_for_comparison
+    from scalestudy.analysis.cost.plan import runs_for_comparison
 
     settle = {"settle_baseline": True, "target_ci": 0.2, "max_repeats": 12}
     study = study_model(STUDY | {"adaptive": settle, "budget_su": 100, "baseline": "kept"})

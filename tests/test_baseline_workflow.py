@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from scalestudy.analysis.history.archive import archive
+from scalestudy.study.archives import archive
 from tests.conftest import REPO
 from tests.test_report_questions import first_row, lines
 

@@ -8,13 +8,13 @@ import re
 import pandas as pd
 import pytest
 
-from scalestudy.analysis.decisions import layouts as layouts_module
 from scalestudy.analysis.decisions.request import mem_amount, mem_text, point_request
-from scalestudy.contract import Analysis, Answer, ContractError, Findings
+from scalestudy.contract import Answer, ContractError, Findings
 from scalestudy.report import views
 from scalestudy.report.rendering import render
 from scalestudy.report.views import study_view
-from scalestudy.sections import SECTIONS
+from scalestudy.sections import SECTIONS, Analysis
+from scalestudy.sections.layouts import produce as layouts_module
 from scalestudy.sections.layouts.contract import Total
 from tests.conftest import REPO
 from tests.test_request import runs, threads_study

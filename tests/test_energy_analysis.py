@@ -12,12 +12,11 @@ import pytest
 
 from scalestudy.analysis.cost.cost import Cost
 from scalestudy.analysis.decisions.request import consumed_energy, read_accounting
-from scalestudy.analysis.energy.energy import with_energy
 from scalestudy.analysis.pipeline import aggregate
+from scalestudy.analysis.run_energy import with_energy
 from scalestudy.analysis.stats.intervals import median_ci
 from scalestudy.compute.energy import RAPL_SCOPE, measured, not_measured
 from scalestudy.records import write_json_atomic
-from scalestudy.report.plots import energy_figure
 from scalestudy.report.rendering import render
 from scalestudy.report.views import study_view
 from scalestudy.slurm import accounting_command, ask
@@ -112,7 +111,6 @@ def test_without_energy_the_report_says_not_measured_and_hides_the_figure(tmp_pa
     text = text_of(render("t", [view]))
     assert "Energy was not measured: node: no counter: no RAPL powercap" in text
     assert "the energy of the base case" not in text
-    energy_figure(energy).clear()  # draws its "not measured" placeholder
 
 
 def test_records_without_any_energy_reading_say_so(tmp_path):
@@ -210,7 +208,7 @@ def test_slurm_energy_counts_only_for_jobs_that_had_their_nodes_to_themselves():
 
 
 def test_a_point_leaves_out_the_runs_its_time_leaves_out():
-    from scalestudy.analysis.energy.energy import point_energy
+    from scalestudy.sections.energy.produce import point_energy
 
     runs = pd.DataFrame(
         {
@@ -320,7 +318,7 @@ def test_slurm_energy_serves_only_times_of_the_whole_run():
 def test_windows_too_short_for_the_counters_steps_have_no_figure():
     """NVML's counter on an H200 moved every 0.1 s, 12.3 J at a time: a 0.07 s epoch
     read 12.3 J (or 0 J). Such a figure may be off by more than itself: not given."""
-    from scalestudy.analysis.energy.energy import record_columns
+    from scalestudy.analysis.run_energy import record_columns
 
     def record(epoch_s: list[float], update_s: float):
         return good_record(

@@ -12,10 +12,10 @@ import pytest
 from scalestudy.analysis.pipeline import analyse
 from scalestudy.analysis.tables import runs_from_measured, summarise
 from scalestudy.compute.launch import srun_command
+from scalestudy.study.config_tables import points_table
 from scalestudy.study.points import point_for, series_of_points
 from scalestudy.study.run_spec import run_spec
 from scalestudy.study.slurm import slurm_resources
-from scalestudy.study.tables import points_table
 from tests.conftest import study_model
 from tests.test_slurm_mapping import Job, flags
 from tests.test_studies import config_error, model
@@ -272,7 +272,7 @@ def runs_of(times: dict) -> pd.DataFrame:
 
 
 def test_the_best_layout_per_total_with_its_interval():
-    from scalestudy.analysis.decisions.layouts import best_layouts
+    from scalestudy.sections.layouts.produce import best_layouts
 
     study = grid_study(grid={"processes_per_node": [1, 2, 8], "threads": [1, 4, 8]})
     summary = pd.DataFrame({
@@ -321,7 +321,7 @@ def test_packed_and_spread_placements_are_compared_as_series():
 
 
 def test_a_grid_as_the_rows_and_columns_of_its_heat_map():
-    from scalestudy.analysis.decisions.layouts import grid_cells
+    from scalestudy.sections.layouts.produce import grid_cells
 
     study = grid_study(grid={"processes_per_node": [1, 2], "threads": [1, 2, 4]}, max_total=4)
     table = points_table({"s": study})

@@ -11,9 +11,9 @@ from scalestudy.analysis.cost.cost import charges
 from scalestudy.analysis.decisions.recommendation import within_zone
 from scalestudy.analysis.stats import models
 from scalestudy.analysis.tables import runs_from_measured, summarise
+from scalestudy.study.config_tables import points_table
 from scalestudy.study.points import point_for, series_of_points
 from scalestudy.study.run_spec import run_spec
-from scalestudy.study.tables import points_table
 from scalestudy.study.validation import study_models
 from tests.conftest import REPO, study_model, tiny_mnist_study
 from tests.test_analysis import RTX_STUDY, synthetic_runs
@@ -69,8 +69,8 @@ def test_rtx_peak_is_stated_against_the_measured_base_time():
 def test_speedup_figure_has_x_ticks_over_the_extrapolated_range():
     import matplotlib.pyplot as plt
 
-    from scalestudy.contract import Analysis
     from scalestudy.report.plots import extrapolated_ticks, speedup_figure
+    from scalestudy.sections import Analysis
 
     runs = runs_from_measured(REPO / RTX_STUDY["measured"], study_model(RTX_STUDY, "rtx"))
     summary, pred = analyse(runs, RTX_STUDY)

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 import yaml
 
-from scalestudy.analysis.history.archive import archive
-from scalestudy.analysis.history.history import history, steps, table_text
-from scalestudy.analysis.history.references import check
 from scalestudy.analysis.pipeline import aggregate
 from scalestudy.report.rendering import render
 from scalestudy.report.views import study_view
+from scalestudy.sections.history.produce import history, steps, table_text
+from scalestudy.sections.references.produce import check
+from scalestudy.study.archives import archive
 from tests.conftest import REPO, checked_study, make, study_model
 from tests.test_baseline import STUDY, measure
 
@@ -53,7 +53,7 @@ def test_make_check_fails_on_a_broken_expectation_and_passes_otherwise(tmp_path)
     assert check([broken]) == 1
     configured(tmp_path / "b", s=STUDY | {"expect": {"speedup": {"4": [3.5, None]}}})
     out = subprocess.run(
-        [sys.executable, "-m", "scalestudy.analysis.history.references"],
+        [sys.executable, "-m", "scalestudy.sections.references.produce"],
         capture_output=True,
         text=True,
         cwd=tmp_path / "b",
@@ -81,14 +81,14 @@ def test_make_check_checks_every_configured_study_and_names_the_others(tmp_path)
     assert any(line.startswith("t: broken: no analysis to check (") for line in lines)
     assert not any(line.startswith("u:") for line in lines)  # states none, has none
     one = subprocess.run(
-        [sys.executable, "-m", "scalestudy.analysis.history.references", "s"],
+        [sys.executable, "-m", "scalestudy.sections.references.produce", "s"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
     )
     assert one.returncode == 0 and "s: 1 expectation(s) kept" in one.stdout
     path = subprocess.run(
-        [sys.executable, "-m", "scalestudy.analysis.history.references", "results/old"],
+        [sys.executable, "-m", "scalestudy.sections.references.produce", "results/old"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -142,7 +142,7 @@ def test_archives_never_overwrite_and_history_marks_the_step(tmp_path):
     html = render("t", [study_view(now.analysis_as_read(), now.summary, {})])
     assert "<h3>History</h3>" in html and "(slower)</td>" in html
     # `baseline: last` is the newest archive
-    from scalestudy.study.baseline import baseline_dir
+    from scalestudy.study.archives import baseline_dir
 
     last = study_model(STUDY | {"baseline": "last"})
     assert baseline_dir(last, tmp_path).name.startswith("20260103")

@@ -32,10 +32,10 @@ from scalestudy.compute import ledger as ledger_module
 from scalestudy.compute import processes
 from scalestudy.compute.launch import launch
 from scalestudy.compute.processes import CappedLog
-from scalestudy.contract import Analysis
 from scalestudy.records import RecordError, self_inconsistency, write_json_atomic
 from scalestudy.report import plots
 from scalestudy.report.plots import write_figures
+from scalestudy.sections import Analysis
 from scalestudy.study.run_spec import run_spec
 from scalestudy.study.validation import study_models
 from tests.conftest import REPO, on_the_quietest_cpu, study_model

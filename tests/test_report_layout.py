@@ -8,8 +8,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from scalestudy import FIGURES
 from scalestudy.report.plots import phases_figure, plain_number, times_figure
+from scalestudy.sections import FIGURES
 from tests.browser import report_layout
 from tests.conftest import copy_of_the_workflow
 from tests.test_workflow import MEASURED, needs_chromium

@@ -18,7 +18,7 @@ from scalestudy.analysis.decisions.request import (
 )
 from scalestudy.analysis.tables import runs_from_records
 from scalestudy.compute.launch import launch
-from scalestudy.sections.requests.contract import Requests
+from scalestudy.contract import Requests
 from scalestudy.slurm import gather, partition_time_limits
 from scalestudy.study.run_spec import run_spec
 from tests.conftest import on_the_quietest_cpu, study_model

@@ -2,6 +2,7 @@
 rules/startup.smk reads from Snakemake): each returns its problems as strings."""
 
 from scalestudy.analysis.cost.budgets import budget_problems
+from scalestudy.study.config_tables import points_table
 from scalestudy.study.errors import startup_problems_text
 from scalestudy.study.startup_checks import (
     local_cpu_problems,
@@ -10,7 +11,6 @@ from scalestudy.study.startup_checks import (
     partition_time_problems,
     visible_gpus,
 )
-from scalestudy.study.tables import points_table
 from scalestudy.study.validation import study_models
 from tests.test_studies import validated
 

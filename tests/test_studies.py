@@ -6,10 +6,10 @@ import pytest
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from scalestudy.study.config_tables import points_table, runs_table
 from scalestudy.study.errors import ConfigError, describe_validation_error
 from scalestudy.study.points import point_for
 from scalestudy.study.run_spec import run_spec
-from scalestudy.study.tables import points_table, runs_table
 from scalestudy.study.validation import checked_config, normalise_config, study_models
 from tests.conftest import REPO, study_model, tiny_mnist_study
 

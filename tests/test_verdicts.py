@@ -1,5 +1,5 @@
 """The regression check (scalestudy/analysis/stats/verdicts.py, through
-analysis/history/baseline.py): seeded pairs of one 5-point curve measured twice, 3
+analysis/stats/verdicts.py): seeded pairs of one 5-point curve measured twice, 3
 runs a side, log-normal noise."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from scalestudy.analysis.history.baseline import regression_check
-from scalestudy.analysis.stats.verdicts import pooled_log_variance, verdicts
+from scalestudy.analysis.stats.verdicts import pooled_log_variance, regression_check, verdicts
 
 POINTS = (1, 2, 4, 8, 16)
 

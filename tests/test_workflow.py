@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from benchmarks.dag_dry_run import grid_study
-from scalestudy import FIGURES
+from scalestudy.sections import FIGURES
 from tests.browser import CHROMIUM, dialogs, open_report
 from tests.conftest import FASHION_DIR, NOT_JUDGED_ON_SHARED_CPUS, REPO, tiny_mnist_study
 from tests.test_report_questions import first_row, lines

@@ -10,16 +10,16 @@ contract's Findings (scalestudy.contract).
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, replace
 
 import pandas as pd
 
 from scalestudy.analysis.cluster.result_time import deadline_by_result
 from scalestudy.analysis.cost.cost import charges, cost_view
-from scalestudy.analysis.decisions.layouts import point_layout
 from scalestudy.analysis.decisions.recommendation import within_zone
-from scalestudy.analysis.history.baseline import fingerprint
 from scalestudy.analysis.tables import (
+    distinct,
     metric_columns,
     shared_machines,
     study_quality_metric,
@@ -31,19 +31,21 @@ from scalestudy.contract import (
     DecisionSteps,
     Failure,
     Findings,
+    FingerprintDiff,
     FrameworkShare,
     Mismatch,
     MoreRuns,
     NextMeasurements,
+    Placement,
+    ResultTimes,
     Rounds,
+    SeriesFit,
     Step,
     StoppedAt,
     StudyFacts,
 )
 from scalestudy.model import Scaling, Study, base_series
 from scalestudy.records import finite, jsonable
-from scalestudy.sections.series.contract import SeriesFit
-from scalestudy.sections.time_to_result.contract import ResultTimes
 from scalestudy.study.points import point_for
 from scalestudy.study.workload_bridge import workload_capabilities
 from scalestudy.thresholds import efficiency_band
@@ -57,6 +59,53 @@ AXIS_UNITS = {
     "gpus": ("GPU", "GPUs"),
     "cores": ("core", "cores"),
 }
+
+
+def point_layout(study: Study, series: str, n: int) -> Placement:
+    """Where a point of a series runs: nodes, processes per node, threads each, GPUs per
+    node (a series split by provenance runs as its configured series; none: "")."""
+    point = point_for(study, n, base_series(series if isinstance(series, str) else ""))
+    return Placement(point.nodes, point.tasks_per_node, point.threads, point.gpus_per_node)
+
+
+# The fingerprint: label -> the runs table's column (a record's environment field under
+# its own name; tables.PARTS: env_ before it where another part took the name)
+FINGERPRINT = {
+    "cluster": "slurm_cluster",
+    "partition": "partition",
+    "hosts": "host",
+    "nodes": "nodes",
+    "cpu": "cpu_model",
+    "gpu": "gpu_models",
+    "python": "python",
+    "pytorch": "torch",
+    "cuda": "cuda",
+    "driver": "gpu_driver",
+    "workflow commit": "workflow_commit",
+}
+
+
+def fingerprint(study: Study, runs: pd.DataFrame) -> dict[str, str]:
+    """Where and with what the study's runs ran (the values its runs hold, distinct, in
+    order; "" where none says), and the workload with its parameters."""
+    found = {label: distinct(runs, column) for label, column in FINGERPRINT.items()}
+    if "workflow_dirty" in runs and runs["workflow_dirty"].astype(str).eq("True").any():
+        found["workflow commit"] += " (with uncommitted changes)"
+    found["workload"] = study.workload or f"measured: {study.measured or 'a CSV a series'}"
+    found["parameters"] = json.dumps(study.params, sort_keys=True)
+    return found
+
+
+def fingerprint_changes(now: dict, was: dict | None) -> tuple[list[FingerprintDiff], str]:
+    """What differs between the two fingerprints, and a note when the baseline's is
+    unknown (records and analyses made before fingerprints)."""
+    if was is None:
+        return [], "the baseline's environment is unknown (its analysis has no fingerprint)"
+    return [
+        FingerprintDiff(k, was.get(k, ""), now.get(k, ""))
+        for k in now
+        if was.get(k, "") != now.get(k, "")
+    ], ""
 
 
 def is_distributed(study: Study) -> bool:
@@ -90,15 +139,26 @@ def study_facts(study: Study) -> StudyFacts:
     if measured or study.workload == "command":
         kind = "measured" if measured else "command"
     return StudyFacts(
-        study.name, study.description, study.workload, measured,
-        kind=kind, params=jsonable(study.params),
+        study.name,
+        study.description,
+        study.workload,
+        measured,
+        kind=kind,
+        params=jsonable(study.params),
         scaling=Scaling(**jsonable(asdict(study.scaling))),  # as JSON reads it back: lists
-        unit=several, unit_one=one, time=study.time, tolerance=study.convergence.tolerance,
-        distributed=distributed, include_shared=study.include_shared,
-        include_unstable=study.include_unstable, profile_steps=study.profile.steps,
-        deadline_s=study.recommend.deadline_s, budget_su=study.recommend.budget_su,
-        request=study.request, global_batch_fixed=bool(study.params.get("global_batch_size")),
-    )  # fmt: skip
+        unit=several,
+        unit_one=one,
+        time=study.time,
+        tolerance=study.convergence.tolerance,
+        distributed=distributed,
+        include_shared=study.include_shared,
+        include_unstable=study.include_unstable,
+        profile_steps=study.profile.steps,
+        deadline_s=study.recommend.deadline_s,
+        budget_su=study.recommend.budget_su,
+        request=study.request,
+        global_batch_fixed=bool(study.params.get("global_batch_size")),
+    )
 
 
 def ddp_findings(summary: pd.DataFrame, study: Study) -> list[DdpPoint]:
@@ -111,9 +171,15 @@ def ddp_findings(summary: pd.DataFrame, study: Study) -> list[DdpPoint]:
         world = r["world_size"]
         if not (finite(world) or 0) > 0:
             world = point_for(study, int(r["n"]), base_series(series)).world_size
-        rows.append(DdpPoint(series, r["point"], float(world),
-                             int(world / r["nodes"]) if r["nodes"] else 0,
-                             efficiency_band(r["efficiency"])))  # fmt: skip
+        rows.append(
+            DdpPoint(
+                series,
+                r["point"],
+                float(world),
+                int(world / r["nodes"]) if r["nodes"] else 0,
+                efficiency_band(r["efficiency"]),
+            )
+        )
     return rows
 
 
@@ -139,12 +205,24 @@ def shown_metrics(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
 
 # what the answer states of its point, from the summary row
 ANSWERED = [
-    "point", "speedup", "speedup_ci_lo", "speedup_ci_hi", "efficiency", "efficiency_ci_lo",
-    "efficiency_ci_hi", "relative_su",
-]  # fmt: skip
+    "point",
+    "speedup",
+    "speedup_ci_lo",
+    "speedup_ci_hi",
+    "efficiency",
+    "efficiency_ci_lo",
+    "efficiency_ci_hi",
+    "relative_su",
+]
 # what it states as the recommendation's working has it
-SAID = ["threshold", "zone", "cheapest_meeting_deadline", "deadline_note",
-        "fastest_within_budget", "budget_note"]  # fmt: skip
+SAID = [
+    "threshold",
+    "zone",
+    "cheapest_meeting_deadline",
+    "deadline_note",
+    "fastest_within_budget",
+    "budget_note",
+]
 
 
 def answer(pred: SeriesFit, summary: pd.DataFrame, study: Study) -> Answer:
@@ -168,7 +246,9 @@ def answer(pred: SeriesFit, summary: pd.DataFrame, study: Study) -> Answer:
     # each step's marginal gain with its interval: [from, to, gain, lo, hi]
     intervals = rec.get("step_intervals", [])
     return Answer(
-        series=pred.series, worth_n=worth, base_n=pred.base_n,
+        series=pred.series,
+        worth_n=worth,
+        base_n=pred.base_n,
         **{k: rec[k] for k in SAID},
         stopped_at=stopped_at,
         peak=pred.peak if pred.peak and pred.peak.beyond_measured else None,
@@ -184,11 +264,12 @@ def answer(pred: SeriesFit, summary: pd.DataFrame, study: Study) -> Answer:
         unstable=[p for p, why in pred.excluded.items() if why.startswith("unstable")],
         usable_points=pred.usable_points,
         **point,
-    )  # fmt: skip
+    )
 
 
-def decision_steps(worth_n, stopped_at: StoppedAt | None, intervals: list, threshold: float,
-                   zone: float) -> DecisionSteps:  # fmt: skip
+def decision_steps(
+    worth_n, stopped_at: StoppedAt | None, intervals: list, threshold: float, zone: float
+) -> DecisionSteps:
     """The two steps the answer stands on, each gain with its interval: the step to the
     recommended N and the step after it (None where there is none, or no interval),
     and whether its interval reaches across the threshold inside the zone."""
@@ -227,11 +308,14 @@ def study_findings(
         # included, unless out of reach); what would decide it is the rounds section's,
         # not more fixed repeats (the rounds of one of CPU and GPU series settle its GPU
         # verdict: its series' answers are judged on their runs)
-        answers = [replace(a, decided=rounds.decided, next_measurements=None, adaptive=True)
-                   for a in answers]  # fmt: skip
+        answers = [
+            replace(a, decided=rounds.decided, next_measurements=None, adaptive=True)
+            for a in answers
+        ]
     if times is not None:  # the deadline by time to result, where Slurm gave waits
-        answers = [deadline_by_result(a, times, summary, study.recommend.deadline_s)
-                   for a in answers]  # fmt: skip
+        answers = [
+            deadline_by_result(a, times, summary, study.recommend.deadline_s) for a in answers
+        ]
     return Findings(
         study=facts,
         # the fewest and the most runs of a point (an adaptive study's differ)

@@ -21,11 +21,15 @@ from scalestudy.analysis.decisions.request import read_accounting, study_request
 from scalestudy.analysis.findings import study_findings
 from scalestudy.analysis.stats.predictions import study_predictions
 from scalestudy.analysis.tables import read_runs, study_tables
-from scalestudy.contract import Analysis
 from scalestudy.model import Study
 from scalestudy.records import write_text_atomic
-from scalestudy.sections import SECTIONS, part
+from scalestudy.sections import SECTIONS, Analysis, part
 from scalestudy.slurm import ClusterFacts, local_facts
+
+# The sections whose data a shared step makes, before the findings that read it (the
+# answers are made from the series' models, the requests and the time to result): they
+# have no producer of their own; every other section's produce.py makes its data.
+MADE_FIRST = ("series", "requests", "time_to_result")
 
 
 @dataclass(frozen=True)
@@ -86,8 +90,8 @@ def analyse(
 ) -> Aggregation:
     """The summary and the analysis of a runs table; `plans`: an adaptive study's round
     plans (rules/adaptive.smk), in order, which give each run its round; `baseline`: the
-    folder of an earlier run to compare with (scalestudy.analysis.history.baseline); `archives`:
-    the study's archives, oldest first (its history, scalestudy.analysis.history.history);
+    folder of an earlier run to compare with (the baseline section); `archives`:
+    the study's archives, oldest first (the history section);
     `cluster`: what Slurm said of the study (scalestudy.slurm.gather; None: locally, no
     queue): accounting of its jobs, the waits of its requests; `min_jobs`: the past jobs
     of a shape that make its typical wait (config queue_history_min_jobs)."""
@@ -105,12 +109,15 @@ def analyse(
     times = study_result_times(runs, requests.points, cluster, min_jobs)
     # an adaptive study's rounds are written once, in the findings
     findings = study_findings(study, summary, runs, predictions, rounds, times)
-    # the sections the answers are made from: made first, their producers hand them on
-    made = {"series": predictions["series"], "requests": requests, "time_to_result": times}
+    made = dict(zip(MADE_FIRST, (predictions["series"], requests, times), strict=True))
     found = Analysis(predictions["comparisons"], findings, made)
-    given = Given(study, runs, summary, found, baseline and Path(baseline),
-                  [Path(a) for a in archives])  # fmt: skip
-    sections = {name: part(name, "produce").produce(given) for name in SECTIONS}
+    given = Given(
+        study, runs, summary, found, baseline and Path(baseline), [Path(a) for a in archives]
+    )
+    sections = {
+        name: made[name] if name in made else part(name, "produce").produce(given)
+        for name in SECTIONS
+    }
     return Aggregation(runs, summary, replace(found, sections=sections))
 
 

@@ -13,6 +13,7 @@ its successful runs of every metric its runs reported (metric_medians).
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -22,15 +23,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from scalestudy.analysis import run_energy
 from scalestudy.analysis.cost.cost import Cost
 from scalestudy.analysis.decisions import recommendation
-from scalestudy.analysis.energy import energy
 from scalestudy.analysis.stats import intervals
+from scalestudy.analysis.stats.intervals import _finite
 from scalestudy.compute.harness import TRAINING
 from scalestudy.model import Study
 from scalestudy.records import RecordError, read_placed_record
+from scalestudy.study.archives import runs_csv_text
+from scalestudy.study.config_tables import read_measured
 from scalestudy.study.points import point_for, series_of_points
-from scalestudy.study.tables import read_measured
 
 SERIES_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 # The parts of a record whose fields become columns of the runs table, each under its
@@ -88,12 +91,18 @@ def derived_columns(record: dict) -> dict:
     return {
         "study": record["study"],
         "series": "",  # the series its point belongs to: runs_from_records
-        "point": record["point"], "n": record["n"], "repeat": record["repeat"],
-        "run_id": record.get("run_id"), "status": status, "reason": reason,
+        "point": record["point"],
+        "n": record["n"],
+        "repeat": record["repeat"],
+        "run_id": record.get("run_id"),
+        "status": status,
+        "reason": reason,
         "wall_s": wall if ok else None,
         "elapsed_s": wall,  # charged whether or not the run succeeded
         "train_s": (sum(kinds[k] for k in TRAINING) or None) if ok and phases else None,
-        "startup_s": kinds["startup"], "data_s": kinds["data"], "eval_s": kinds["eval"],
+        "startup_s": kinds["startup"],
+        "data_s": kinds["data"],
+        "eval_s": kinds["eval"],
         "other_s": None if wall is None else max(0.0, wall - sum(filter(None, kinds.values()))),
         "epochs": len(epochs),
         "samples": sum(p.get("samples") or 0 for p in phases if p["kind"] in TRAINING) or None,
@@ -101,12 +110,16 @@ def derived_columns(record: dict) -> dict:
         "warmup_s": epochs[0] if ok and len(epochs) > 1 else None,
         "steady_epoch_s": statistics.median(epochs[1:]) if ok and len(epochs) > 1 else None,
         # what the point asked for (what it received is in the received part)
-        "threads": req["threads"], "cores": req["threads"] * req["tasks_per_node"] * req["nodes"],
-        "gpus": req["gpus_per_node"] * req["nodes"], "nodes": req["nodes"],
+        "threads": req["threads"],
+        "cores": req["threads"] * req["tasks_per_node"] * req["nodes"],
+        "gpus": req["gpus_per_node"] * req["nodes"],
+        "nodes": req["nodes"],
         "mismatch": record["resources"]["mismatch"],
         "mismatches": "; ".join(record["resources"]["mismatches"]),
-        "started_at": record["started_at"], "finished_at": record["finished_at"],
-        "queue_wait_s": queue_wait(env), "partition": env.get("slurm_partition"),
+        "started_at": record["started_at"],
+        "finished_at": record["finished_at"],
+        "queue_wait_s": queue_wait(env),
+        "partition": env.get("slurm_partition"),
         # other timed runs on its host at the same time, from the host's ledger (and,
         # within the study, by host and time: runs_table)
         "overlaps": "; ".join(o["run"] for o in overlaps),
@@ -114,9 +127,9 @@ def derived_columns(record: dict) -> dict:
         "overlaps_same_cpus": any(o.get("same_cpus") is not False for o in overlaps),
         "overlapped": bool(overlaps),
         "disturbed": None,  # why others disturbed the run, if they did: disturbed_reasons
-        # energy read by counters in the run, or why not (scalestudy.analysis.energy.energy)
-        **energy.record_columns(record),
-    }  # fmt: skip
+        # energy read by counters in the run, or why not (scalestudy.analysis.run_energy)
+        **run_energy.record_columns(record),
+    }
 
 
 def flat_fields(part: dict | None) -> dict:
@@ -274,7 +287,7 @@ def run_key(record: dict) -> str:
 
 def runs_from_measured(csv_path: str | Path, study: Study, series: str = "") -> pd.DataFrame:
     """A CSV of times measured by hand (N,time_s[,repeat][,series][,nodes or per_node];
-    study.tables.read_measured) as a runs table: a series' own (`series`), or the study's.
+    study.config_tables.read_measured) as a runs table: a series' own (`series`), or the study's.
     On a total axis (processes, gpus, cores) `nodes` or `per_node` says how a row's N was
     placed (8 GPUs on 2 nodes: per_node 4). Its time is the study's `time` (the CSV's
     time_s stands for the whole job, or the training, as the study compares them)."""
@@ -294,10 +307,21 @@ def runs_from_measured(csv_path: str | Path, study: Study, series: str = "") -> 
         point = point_for(study, int(first.N), name, measured_per_node(first, csv_path))
         layout = ("threads", "tasks_per_node", "nodes", "gpus_per_node")
         requested = {key: getattr(point, key) for key in layout}
-        record = {"study": study.name, "point": point.label, "n": point.n, "repeat": 1,
-                  "status": "ok", "reason": None, "wall_s": 1.0, "phases": [], "metrics": {},
-                  "resources": {"requested": requested, "mismatch": False, "mismatches": []},
-                  "environment": {}, "started_at": None, "finished_at": None}  # fmt: skip
+        record = {
+            "study": study.name,
+            "point": point.label,
+            "n": point.n,
+            "repeat": 1,
+            "status": "ok",
+            "reason": None,
+            "wall_s": 1.0,
+            "phases": [],
+            "metrics": {},
+            "resources": {"requested": requested, "mismatch": False, "mismatches": []},
+            "environment": {},
+            "started_at": None,
+            "finished_at": None,
+        }
         rows.append(record_row(record) | {"series": name})
     runs = pd.DataFrame(rows).iloc[groups.ngroup().to_numpy()].reset_index(drop=True)
     time = table["time_s"].astype(float)
@@ -439,7 +463,7 @@ def point_row(
     ok = group[group["status"] == "ok"]
     # a run that did not get what its point asked for, or whose CPUs others used,
     # does not measure that point
-    measured = group[energy.measures_point(group, keep_mismatched, keep_disturbed)]
+    measured = group[measures_point(group, keep_mismatched, keep_disturbed)]
     timed = numeric(measured, time_col)
     times = timed.to_numpy()
     first = group.iloc[0]
@@ -452,33 +476,46 @@ def point_row(
     epochs, train, samples = (median_or_nan(ok, c) for c in ("epochs", "train_s", "samples"))
     jobs = distinct_text(group, "slurm_job_id")
     row = {
-        "study": first["study"], "series": first.get("series", "") or "",
-        "point": first["point"], "n": int(first["n"]), "is_base": int(first["n"]) == base,
-        "repeats": len(group), "repeats_ok": len(ok),
-        "time_s": median, "time_ci_lo": lo, "time_ci_hi": hi,
+        "study": first["study"],
+        "series": first.get("series", "") or "",
+        "point": first["point"],
+        "n": int(first["n"]),
+        "is_base": int(first["n"]) == base,
+        "repeats": len(group),
+        "repeats_ok": len(ok),
+        "time_s": median,
+        "time_ci_lo": lo,
+        "time_ci_hi": hi,
         # the level the interval reaches where few runs keep it below the stated 95 %
         # (NaN where it reaches it): the report says it beside the interval
         "time_ci_level": intervals.short_of_level(
-            intervals.median_ci_coverage(int(np.isfinite(times).sum()))),
+            intervals.median_ci_coverage(int(np.isfinite(times).sum()))
+        ),
         "time_min_s": float(times.min()) if len(times) else math.nan,
         "time_max_s": float(times.max()) if len(times) else math.nan,
-        "cv": noise["cv"], "unstable": noise["unstable"], "unstable_reason": noise["reason"],
-        "wall_s": median_or_nan(ok, "wall_s"), "train_s": train,
+        "cv": noise["cv"],
+        "unstable": noise["unstable"],
+        "unstable_reason": noise["reason"],
+        "wall_s": median_or_nan(ok, "wall_s"),
+        "train_s": train,
         "warmup_s": median_or_nan(ok, "warmup_s"),
         "steady_epoch_s": median_or_nan(ok, "steady_epoch_s"),
         "time_per_epoch_s": train / epochs if epochs and epochs > 0 else math.nan,
         # charged for the whole job, whatever time the speedup uses; `study` is the
         # series' own view (summarise), so its cost override is in study.cost
-        "su": Cost.of(study).su(first["cores"], first["gpus"], wall, partition,
-                                median_or_nan(measured, "energy_j")),
+        "su": Cost.of(study).su(
+            first["cores"], first["gpus"], wall, partition, median_or_nan(measured, "energy_j")
+        ),
         # the source's throughput: samples x epochs / time, over the whole job
         "throughput": samples / wall if samples and wall else math.nan,
-        "global_batch": global_batch(ok), "job_ids": " ".join(jobs),
+        "global_batch": global_batch(ok),
+        "job_ids": " ".join(jobs),
         "quality": float(numeric(ok, quality_metric).median()),
-        "cores": int(first["cores"]), "gpus": int(first["gpus"]),
+        "cores": int(first["cores"]),
+        "gpus": int(first["gpus"]),
         "nodes": int(first["nodes"]) if pd.notna(first.get("nodes")) else 1,
         "world_size": median_or_nan(ok, "world_size"),
-    }  # fmt: skip
+    }
     row["status_kind"], row["status"] = point_status(group, keep_mismatched, keep_disturbed)
     return row, times
 
@@ -580,7 +617,7 @@ def study_tables(
     accounting's `accounted`: request.read_accounting; its round, `rounds`, where it has
     one; split by provenance), and the summary."""
     if not study.elsewhere:  # times measured elsewhere have no energy
-        runs = energy.with_energy(runs, accounted[0], study.time)
+        runs = run_energy.with_energy(runs, accounted[0], study.time)
     if rounds is not None:
         runs = runs.assign(round=rounds)
     runs = split_by_provenance(runs, study)
@@ -606,3 +643,47 @@ def groups_of(frame: pd.DataFrame, key: str, sort: bool):
     if len(indices) == 1:
         return [(next(iter(indices)), frame)]
     return ((value, frame.take(index)) for value, index in indices.items())
+
+
+def measures_point(
+    runs: pd.DataFrame, keep_mismatched: bool = False, keep_disturbed: bool = False
+) -> pd.Series:
+    """Which runs measure their point, its time and its energy: successful; not
+    mismatched, not disturbed by others unless the study keeps them (others' work would
+    be in the time and in a node's counter)."""
+    counts = runs["status"] == "ok" if "status" in runs else pd.Series(True, index=runs.index)
+    if not keep_mismatched and "mismatch" in runs:
+        counts &= ~runs["mismatch"].astype(bool)
+    if not keep_disturbed and "disturbed" in runs:
+        counts &= runs["disturbed"].astype(object).fillna("") == ""
+    return counts
+
+
+def distinct(runs: pd.DataFrame, column: str) -> str:
+    """The distinct values of a column over the runs (each of a list's too), in order."""
+    if column not in runs and f"env_{column}" in runs:
+        column = f"env_{column}"
+    parts = (part for text in distinct_text(runs, column) for part in text.split(","))
+    return ", ".join(dict.fromkeys(part for part in parts if part))
+
+
+def times_by_point(runs: pd.DataFrame, column: str) -> dict[tuple[str, int], np.ndarray]:
+    """Each point's times of its successful runs, keyed by (series, N)."""
+    ok = runs[(runs["status"] == "ok")]
+    if "series" in ok:  # a CSV read back gives NaN for a study without series
+        series = ok["series"].astype("string").fillna("")
+    else:
+        series = pd.Series("", index=ok.index)
+    out: dict[tuple[str, int], np.ndarray] = {}
+    for (s, n), times in pd.to_numeric(ok[column], errors="coerce").groupby([series, ok["n"]]):
+        x = _finite(times)
+        if x.size:
+            out[(str(s), int(n))] = x
+    return out
+
+
+def read_runs_csv(path: str | Path) -> pd.DataFrame:
+    """A kept runs table (a baseline's, an archive's), checked whole as the config
+    check reads it (scalestudy.study.archives.runs_csv_text: RecordError names the
+    file and line)."""
+    return pd.read_csv(io.StringIO(runs_csv_text(Path(path))))

@@ -113,8 +113,10 @@ def command_params_problems(
             problems.append(f"{key}: {e}")
             continue
         if unknown:
-            problems.append(f"{key}: unknown placeholder(s) {unknown}; known: {sorted(known)} "
-                            "(add your own under params.values)")  # fmt: skip
+            problems.append(
+                f"{key}: unknown placeholder(s) {unknown}; known: {sorted(known)} "
+                "(add your own under params.values)"
+            )
     for name, pattern in params.get("metrics_regex", {}).items():
         try:
             compiled = re.compile(pattern, re.MULTILINE)

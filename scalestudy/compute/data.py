@@ -107,8 +107,10 @@ def place_from_folder(dataset: str, folder: Path, raw: Path) -> dict[str, str]:
         elif name in known:
             if md5(tmp) != known[name]:
                 tmp.unlink()
-                raise DataError(f"{folder / name}: md5 does not match the reference for {dataset}; "
-                                "the copy is damaged or is another data set")  # fmt: skip
+                raise DataError(
+                    f"{folder / name}: md5 does not match the reference for {dataset}; "
+                    "the copy is damaged or is another data set"
+                )
             how[name] = "md5 of the uncompressed file"
         else:
             how[name] = "IDX header only (no reference md5 for this copy)"

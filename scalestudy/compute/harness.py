@@ -146,8 +146,12 @@ def rank_environment(tasks_per_node: int, environ=os.environ) -> dict:
     NODE_RANK as the local launcher set them, else from the SLURM_* variables srun gives
     each task, and LOCAL_WORLD_SIZE, GROUP_RANK, ROLE_RANK, GROUP_WORLD_SIZE and
     ROLE_WORLD_SIZE from them (MASTER_ADDR and MASTER_PORT come from the launcher)."""
-    pairs = {"RANK": "SLURM_PROCID", "LOCAL_RANK": "SLURM_LOCALID", "WORLD_SIZE": "SLURM_NTASKS",
-             "NODE_RANK": "SLURM_NODEID"}  # fmt: skip
+    pairs = {
+        "RANK": "SLURM_PROCID",
+        "LOCAL_RANK": "SLURM_LOCALID",
+        "WORLD_SIZE": "SLURM_NTASKS",
+        "NODE_RANK": "SLURM_NODEID",
+    }
     env = {
         key: environ.get(key) or environ.get(slurm_key) or ("1" if key == "WORLD_SIZE" else "0")
         for key, slurm_key in pairs.items()
@@ -213,9 +217,14 @@ def gpu_driver() -> str | None:
 
 
 def slurm_environment(environ=os.environ) -> dict:
-    keys = {"slurm_job_id": "SLURM_JOB_ID", "slurm_nodelist": "SLURM_JOB_NODELIST",
-            "slurm_partition": "SLURM_JOB_PARTITION", "slurm_cluster": "SLURM_CLUSTER_NAME",
-            "slurm_step_id": "SLURM_STEP_ID", "slurm_ntasks": "SLURM_NTASKS"}  # fmt: skip
+    keys = {
+        "slurm_job_id": "SLURM_JOB_ID",
+        "slurm_nodelist": "SLURM_JOB_NODELIST",
+        "slurm_partition": "SLURM_JOB_PARTITION",
+        "slurm_cluster": "SLURM_CLUSTER_NAME",
+        "slurm_step_id": "SLURM_STEP_ID",
+        "slurm_ntasks": "SLURM_NTASKS",
+    }
     return {name: environ[key] for name, key in keys.items() if environ.get(key)}
 
 

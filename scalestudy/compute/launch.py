@@ -41,8 +41,9 @@ def git_commit(repo: Path = REPO_DIR) -> dict:
     """The workflow's commit, and whether tracked files differ from it."""
 
     def git(*args: str) -> str:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                              timeout=10, check=True)  # fmt: skip
+        done = subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10, check=True
+        )
         return done.stdout.strip()
 
     try:
@@ -74,10 +75,16 @@ def worker_processes(
     cpu_sets = local_cpu_sets(requested["threads"], world, sorted(os.sched_getaffinity(0)))
     # as torchrun gives them, one process included: a program that joins its group
     # with init_method="env://" runs at every N (the worker adds the rest)
-    env |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "NODE_RANK": "0",
-            "WORLD_SIZE": str(world)}  # fmt: skip
-    return [(base, pinned(env, cpu_sets, r) | {"RANK": str(r), "LOCAL_RANK": str(r)})
-            for r in range(world)]  # fmt: skip
+    env |= {
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(free_port()),
+        "NODE_RANK": "0",
+        "WORLD_SIZE": str(world),
+    }
+    return [
+        (base, pinned(env, cpu_sets, r) | {"RANK": str(r), "LOCAL_RANK": str(r)})
+        for r in range(world)
+    ]
 
 
 def interpreter(spec: dict) -> list[str]:
@@ -118,11 +125,17 @@ def srun_command(spec: dict, environ=os.environ, job: dict | None = None) -> lis
     --time makes Slurm stop a run that is out of time while the launcher lives on
     to record why."""
     requested = spec["requested"]
-    cmd = ["srun", "--overlap", "--kill-on-bad-exit=1", "--export=ALL",
-           f"--nodes={requested['nodes']}", f"--ntasks-per-node={requested['tasks_per_node']}",
-           # what Slurm granted the job, not what the point asked for: a shortfall
-           # then shows up as an allocation mismatch instead of a failed srun
-           f"--cpus-per-task={granted_cpus_per_task(job or {}, environ)}"]  # fmt: skip
+    cmd = [
+        "srun",
+        "--overlap",
+        "--kill-on-bad-exit=1",
+        "--export=ALL",
+        f"--nodes={requested['nodes']}",
+        f"--ntasks-per-node={requested['tasks_per_node']}",
+        # what Slurm granted the job, not what the point asked for: a shortfall
+        # then shows up as an allocation mismatch instead of a failed srun
+        f"--cpus-per-task={granted_cpus_per_task(job or {}, environ)}",
+    ]
     if requested.get("mem_mb"):
         cmd.append(f"--mem={requested['mem_mb']}")
     if requested["gpus_per_node"]:
@@ -304,10 +317,17 @@ class Supervisor:
                     theirs = [out_w, tail_r]
                     env |= {"SCALESTUDY_OUTPUT_FD": str(out_w), "SCALESTUDY_TAIL_FD": str(tail_r)}
                 try:  # preexec_fn: safe, no threads yet
-                    self.procs.append(subprocess.Popen(
-                        cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT, pass_fds=theirs, preexec_fn=processes.start_alone
-                    ))  # fmt: skip
+                    self.procs.append(
+                        subprocess.Popen(
+                            cmd,
+                            env=env,
+                            stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT,
+                            pass_fds=theirs,
+                            preexec_fn=processes.start_alone,
+                        )
+                    )
                 except BaseException:
                     if theirs:
                         os.close(out_r)
@@ -364,8 +384,10 @@ class Supervisor:
                     rss = processes.tree_rss_mb(roots)
                     self.peak_rss_mb = max(self.peak_rss_mb or 0.0, rss)
                     if self.mem_limit_mb and rss > self.mem_limit_mb:
-                        self.limit_reason = (f"memory limit ({self.mem_limit_mb} MB) exceeded: "
-                                             f"the run's processes held {rss:.0f} MB")  # fmt: skip
+                        self.limit_reason = (
+                            f"memory limit ({self.mem_limit_mb} MB) exceeded: "
+                            f"the run's processes held {rss:.0f} MB"
+                        )
                         self.stop(signal.SIGKILL, 0)
                         return
                 if self.time_limit_s is not None and time.monotonic() - started > self.time_limit_s:
@@ -458,11 +480,18 @@ def host_of(result: dict) -> str | None:
 
 
 def assemble_record(
-    spec: dict, results: dict[int, dict], codes: list[int], wall_s: float | None,
-    started_at: str, rerun_token: str, reason: str | None, job: dict | None = None,
-    run_id: str | None = None, overlapping: list[dict] | None = None,
+    spec: dict,
+    results: dict[int, dict],
+    codes: list[int],
+    wall_s: float | None,
+    started_at: str,
+    rerun_token: str,
+    reason: str | None,
+    job: dict | None = None,
+    run_id: str | None = None,
+    overlapping: list[dict] | None = None,
     launcher_seen: list | None = None,
-) -> dict:  # fmt: skip
+) -> dict:
     """One record from the ranks' results; rank 0 speaks for the run."""
     head, ranks = results.get(0, {}), list(results.values())
     nothing = {"cpus_usable": 0, "threads_given": 0, "torch_threads": None, "omp_num_threads": None}
@@ -614,10 +643,18 @@ def launch(
             reason = reason or failure_reason(results, codes, log.recent_text())
             seen = [supervisor.peak_rss_mb, supervisor.largest_process_mb] if local else None
             record = assemble_record(
-                spec, results, codes, wall_s, started_at, rerun_token, reason, job,
-                run_id=run_id, overlapping=ledger.overlaps(cpus, running + during),
+                spec,
+                results,
+                codes,
+                wall_s,
+                started_at,
+                rerun_token,
+                reason,
+                job,
+                run_id=run_id,
+                overlapping=ledger.overlaps(cpus, running + during),
                 launcher_seen=seen,
-            )  # fmt: skip
+            )
             write_json_atomic(record_path, record)
     finally:
         log.close()

@@ -105,9 +105,16 @@ class Ledger:
                 pid = os.getpid()
                 self._append(
                     fd,
-                    {"run_id": run_id, "run": run, "host": self.host, "pid": pid,
-                     "pid_start": _start_time(pid), "cpus": cpus, "start": now},
-                )  # fmt: skip
+                    {
+                        "run_id": run_id,
+                        "run": run,
+                        "host": self.host,
+                        "pid": pid,
+                        "pid_start": _start_time(pid),
+                        "cpus": cpus,
+                        "start": now,
+                    },
+                )
         except OSError:
             return []  # no ledger (read-only /dev/shm, full disk): overlaps go unseen
         return running

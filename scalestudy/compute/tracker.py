@@ -19,9 +19,14 @@ def start_tracker(spec: dict, rank: int, environ=os.environ):
         print("COMET_API_KEY is set but comet_ml is not installed: not tracking", file=sys.stderr)
         return None
     # our own output is the job log; the command line and code are in the record
-    options = {"project_name": spec["study"].lower(), "auto_output_logging": False,
-               "log_code": False, "parse_args": False, "log_git_patch": False,
-               "display_summary_level": 0}  # fmt: skip
+    options = {
+        "project_name": spec["study"].lower(),
+        "auto_output_logging": False,
+        "log_code": False,
+        "parse_args": False,
+        "log_git_patch": False,
+        "display_summary_level": 0,
+    }
     try:
         offline = environ.get("COMET_OFFLINE_DIRECTORY")
         if offline:

@@ -18,56 +18,35 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import Formatter, FuncFormatter, LogLocator  # noqa: E402
 
-from scalestudy import FIGURES  # noqa: E402
-from scalestudy.contract import Analysis, Rounds  # noqa: E402
-from scalestudy.sections.baseline.contract import BaselineComparison  # noqa: E402
-from scalestudy.sections.energy.contract import Energy  # noqa: E402
-from scalestudy.sections.layouts.contract import Grid  # noqa: E402
-from scalestudy.sections.series.contract import SeriesFit  # noqa: E402
+from scalestudy.contract import Rounds, SeriesFit  # noqa: E402
+from scalestudy.report.drawing import (  # noqa: E402
+    FIG_HEIGHT,
+    FIG_WIDTH,
+    axes,
+    legend_below,
+    series_colours,
+)
+from scalestudy.report.views import drawn  # noqa: E402
+from scalestudy.sections import FIGURES, SECTIONS, Analysis, part  # noqa: E402
 from scalestudy.thresholds import EFFICIENCY_BANDS, band_words  # noqa: E402
 
 # the efficiency figure's shade of each band (scalestudy.thresholds): colour, alpha
 BAND_SHADES = {"excellent": ("tab:green", 0.12), "good": ("gold", 0.15), "poor": ("tab:red", 0.07)}
-PHASE_COLUMNS = {"startup_s": "start-up (imports)", "data_s": "data loading",
-                 "train_s": "training", "eval_s": "evaluation", "other_s": "other"}  # fmt: skip
+PHASE_COLUMNS = {
+    "startup_s": "start-up (imports)",
+    "data_s": "data loading",
+    "train_s": "training",
+    "eval_s": "evaluation",
+    "other_s": "other",
+}
 AXIS_LABELS = {
-    "threads": "threads N", "devices": "processes / GPUs per node N", "nodes": "nodes N",
-    "processes": "processes N (total)", "gpus": "GPUs N (total)", "cores": "cores N (total)",
-}  # fmt: skip
-
-
-FIG_WIDTH, FIG_HEIGHT = 5.2, 3.6  # inches, before the legend below the axes
-# What a figure says where its study has nothing to draw (the report does not show it).
-NOTHING_TO_DRAW = {"layouts": "no grid in this study", "baseline": "no baseline in this study",
-                   "energy": "energy not measured"}  # fmt: skip
-
-
-def _axes(title: str, xlabel: str, ylabel: str):
-    # constrained layout makes room for the legend outside the axes (_legend)
-    fig, ax = plt.subplots(figsize=(FIG_WIDTH, FIG_HEIGHT), dpi=100, layout="constrained")
-    ax.set_title(title, fontsize=11)
-    ax.set(xlabel=xlabel, ylabel=ylabel)
-    return fig, ax
-
-
-def _legend(ax, fontsize: float = 7):
-    """The axes' legend below it, outside the data: a legend inside the axes covers
-    bars and points wherever it goes. As many columns as the longest label allows; the
-    figure grows by the legend's rows, so the axes keep their height."""
-    handles, labels = ax.get_legend_handles_labels()
-    if ax.get_legend() is not None:
-        ax.get_legend().remove()  # pandas draws its own inside the axes
-    if not handles:
-        return None
-    fig = ax.figure
-    # about 0.55 em a character, plus the handle and the gap between columns (points)
-    column_pt = fontsize * 0.55 * max(len(label) for label in labels) + 32
-    ncols = max(1, min(len(labels), int(FIG_WIDTH * 72 * 0.95 // column_pt)))
-    rows = -(-len(labels) // ncols)
-    fig.set_figheight(FIG_HEIGHT + 0.1 + rows * fontsize * 1.45 / 72)
-    return fig.legend(handles, labels, loc="outside lower center", ncols=ncols,
-                      fontsize=fontsize, frameon=False, handlelength=1.6,
-                      columnspacing=1.2)  # fmt: skip
+    "threads": "threads N",
+    "devices": "processes / GPUs per node N",
+    "nodes": "nodes N",
+    "processes": "processes N (total)",
+    "gpus": "GPUs N (total)",
+    "cores": "cores N (total)",
+}
 
 
 def plain_number(x: float) -> str:
@@ -90,8 +69,12 @@ class PlainLogFormatter(Formatter):
         lo, hi = sorted(self.axis.get_view_interval())
         decades = np.log10(hi / lo) if lo > 0 else np.inf
         mantissa = round(x / 10 ** np.floor(np.log10(x) + 1e-9), 6)
-        shown = (mantissa == 1 or decades <= 0.8 or (decades <= 1.6 and mantissa in (2, 3, 5))
-                 or (decades <= 3 and mantissa in (2, 5)))  # fmt: skip
+        shown = (
+            mantissa == 1
+            or decades <= 0.8
+            or (decades <= 1.6 and mantissa in (2, 3, 5))
+            or (decades <= 3 and mantissa in (2, 5))
+        )
         return plain_number(x) if shown else ""
 
 
@@ -164,7 +147,7 @@ def figure_path(out_dir: Path, name: str) -> Path:
 
 
 def _save(fig, out_dir: Path, name: str) -> None:
-    _mark(fig)  # every figure is laid out by _axes's constrained layout
+    _mark(fig)  # every figure is laid out by axes's constrained layout
     fig.savefig(figure_path(out_dir, name), format="svg")
     plt.close(fig)
 
@@ -180,13 +163,6 @@ def _write_note(out_dir: Path, name: str, text: str) -> None:
         f'text-anchor="middle" font-family="sans-serif" font-size="11">{escape(text)}</text>'
         "</svg>\n"
     )
-
-
-def series_colours(series) -> list[tuple[str, str]]:
-    """(series name, its colour) of each distinct name, in order: the first in black."""
-    names = list(dict.fromkeys(series))
-    colours = ["black"] + sns.color_palette("tab10", max(len(names) - 1, 1)).as_hex()
-    return list(zip(names, colours, strict=False))
 
 
 def by_series(summary: pd.DataFrame):
@@ -208,31 +184,35 @@ def times_figure(summary: pd.DataFrame, xlabel: str, rounds: Rounds | None = Non
     """Absolute times of every series on one axis: CPU-thread curves and GPU points
     side by side, where speedups (each against its own base) cannot be compared.
     An adaptive study's runs are drawn too, those added after round 1 marked."""
-    fig, ax = _axes("Time per point (median, 95 % CI)", xlabel, "time (s, log scale)")
+    fig, ax = axes("Time per point (median, 95 % CI)", xlabel, "time (s, log scale)")
     if rounds and rounds.runs:
-        for later, style in ((False, dict(marker=".", color="0.6", label="runs of round 1")),
-                             (True, dict(marker="x", color="tab:orange",
-                                         label="runs added in later rounds"))):  # fmt: skip
+        for later, style in (
+            (False, dict(marker=".", color="0.6", label="runs of round 1")),
+            (True, dict(marker="x", color="tab:orange", label="runs added in later rounds")),
+        ):
             part = [r for r in rounds.runs if (r.round > 1) == later]
             if part:
-                ax.scatter([r.n for r in part], [r.time_s for r in part], s=18, zorder=3,
-                           **style)  # fmt: skip
+                ax.scatter([r.n for r in part], [r.time_s for r in part], s=18, zorder=3, **style)
     for name, rows, colour in by_series(summary):
         ok = rows.dropna(subset=["time_s"])
         gpu = ok["gpus"].gt(0).any() if "gpus" in ok else False
         label = (name or "measured") + (" (GPU)" if gpu else "")
-        error_bars(ax, ok.rename(columns={"time_ci_lo": "time_s_ci_lo",
-                                          "time_ci_hi": "time_s_ci_hi"}),
-                   "time_s", colour, label)  # fmt: skip
+        error_bars(
+            ax,
+            ok.rename(columns={"time_ci_lo": "time_s_ci_lo", "time_ci_hi": "time_s_ci_hi"}),
+            "time_s",
+            colour,
+            label,
+        )
     ax.set_yscale("log")
     plain_log_axis(ax.yaxis)
     _ticks(ax, summary["n"])
-    _legend(ax)
+    legend_below(ax)
     return fig
 
 
 def speedup_figure(summary: pd.DataFrame, fitted: list[SeriesFit], xlabel: str):
-    fig, ax = _axes("Speedup (95 % CI) and fitted model", xlabel, "speedup t_base / t_N")
+    fig, ax = axes("Speedup (95 % CI) and fitted model", xlabel, "speedup t_base / t_N")
     fits = {p.series: p for p in fitted}
     top_n = summary["n"].max()
     for name, rows, colour in by_series(summary):
@@ -251,16 +231,30 @@ def speedup_figure(summary: pd.DataFrame, fitted: list[SeriesFit], xlabel: str):
             # (scalestudy.analysis.stats.predictions); older analyses, or a base without a
             # time, used the model's own t(base): say so on the figure
             against = "" if curve.base_source == "measured" else ", vs its own t(base)"
-            ax.plot(n[inside], s[inside], "-", color=colour, alpha=0.5, lw=1,
-                    label=f"model: {model}{suffix}{against}")  # fmt: skip
+            ax.plot(
+                n[inside],
+                s[inside],
+                "-",
+                color=colour,
+                alpha=0.5,
+                lw=1,
+                label=f"model: {model}{suffix}{against}",
+            )
             ax.plot(n[~inside], s[~inside], ":", color=colour, alpha=0.8, lw=1.5)
-            ax.fill_between(n, lo, hi, color=colour, alpha=0.10, lw=0,
-                            label=f"95 % prediction band{suffix}")  # fmt: skip
+            ax.fill_between(
+                n, lo, hi, color=colour, alpha=0.10, lw=0, label=f"95 % prediction band{suffix}"
+            )
             top_n = max(top_n, n.max())
     measured_max = summary["n"].max()
     if top_n > measured_max:
-        ax.axvspan(measured_max, top_n, color="tab:orange", alpha=0.07,
-                   label="extrapolated (beyond measured N)", gid="shade-extrapolated")  # fmt: skip
+        ax.axvspan(
+            measured_max,
+            top_n,
+            color="tab:orange",
+            alpha=0.07,
+            label="extrapolated (beyond measured N)",
+            gid="shade-extrapolated",
+        )
     base_n = summary.loc[summary["is_base"], "n"].min()
     ideal_n = pd.Series(sorted(set(summary["n"]) | {top_n}), dtype=float)
     ax.plot(ideal_n, ideal_n / base_n, "--", color="grey", lw=1, label="ideal (N / N_base)")
@@ -268,17 +262,23 @@ def speedup_figure(summary: pd.DataFrame, fitted: list[SeriesFit], xlabel: str):
     # headroom over the highest interval, none for a legend: that stands below the axes
     ax.set_ylim(0, axis_top(highest, 1.2, 1.1))
     _ticks(ax, summary["n"], top=top_n)
-    _legend(ax)
+    legend_below(ax)
     return fig
 
 
 def efficiency_figure(summary: pd.DataFrame, xlabel: str):
-    fig, ax = _axes("Parallel efficiency (95 % CI)", xlabel, "efficiency (%)")
+    fig, ax = axes("Parallel efficiency (95 % CI)", xlabel, "efficiency (%)")
     upper = 100
     for name, lowest, _ in EFFICIENCY_BANDS:
         colour, alpha = BAND_SHADES[name]
-        ax.axhspan(100 * lowest, upper, color=colour, alpha=alpha, label=band_words(name),
-                   gid=f"shade-{100 * lowest:g}")  # fmt: skip
+        ax.axhspan(
+            100 * lowest,
+            upper,
+            color=colour,
+            alpha=alpha,
+            label=band_words(name),
+            gid=f"shade-{100 * lowest:g}",
+        )
         upper = 100 * lowest
     top = 110.0
     for name, rows, colour in by_series(summary):
@@ -287,45 +287,58 @@ def efficiency_figure(summary: pd.DataFrame, xlabel: str):
         top = max(top, axis_top(ok["efficiency_ci_hi"].fillna(ok["efficiency"]), 0, 110))
     ax.set_ylim(0, top)
     _ticks(ax, summary["n"])
-    _legend(ax)
+    legend_below(ax)
     return fig
 
 
 def cost_figure(summary: pd.DataFrame, xlabel: str):
-    fig, ax = _axes("Cost relative to the base case", xlabel, "relative SU (SU_N / SU_base)")
+    fig, ax = axes("Cost relative to the base case", xlabel, "relative SU (SU_N / SU_base)")
     ax.axhline(1.0, ls="--", color="grey", label="base case cost")
     for name, rows, colour in by_series(summary):
         ok = rows.dropna(subset=["relative_su"])
         ax.plot(ok["n"], ok["relative_su"], "o-", color=colour, label=name or "measured")
     _ticks(ax, summary["n"])
-    _legend(ax)
+    legend_below(ax)
     return fig
 
 
 def pareto_figure(summary: pd.DataFrame, xlabel: str):
-    fig, ax = _axes("Time against cost (Pareto front)", "SU per run", "time (s, median)")
+    fig, ax = axes("Time against cost (Pareto front)", "SU per run", "time (s, median)")
     for name, rows, colour in by_series(summary):
         ok = rows.dropna(subset=["time_s", "su"]).sort_values("su")
         front = ok[ok["pareto"].astype(bool)]
         ax.scatter(ok["su"], ok["time_s"], color=colour, alpha=0.6, label=name or "points")
-        ax.plot(front["su"], front["time_s"], "-", color=colour, lw=1,
-                label=f"Pareto front{' ' + name if name else ''}")  # fmt: skip
+        ax.plot(
+            front["su"],
+            front["time_s"],
+            "-",
+            color=colour,
+            lw=1,
+            label=f"Pareto front{' ' + name if name else ''}",
+        )
         for r in ok.itertuples():
-            ax.annotate(f"N={r.n}", (r.su, r.time_s), fontsize=7, xytext=(3, 3),
-                        textcoords="offset points")  # fmt: skip
+            ax.annotate(
+                f"N={r.n}", (r.su, r.time_s), fontsize=7, xytext=(3, 3), textcoords="offset points"
+            )
     ax.grid(True, alpha=0.3)
     ax.ticklabel_format(style="plain", useOffset=False)  # no offset, no scientific notation
-    _legend(ax)
+    legend_below(ax)
     return fig
 
 
 def phases_figure(runs: pd.DataFrame, xlabel: str):
-    fig, ax = _axes("Where the time goes (median per phase)", xlabel, "seconds")
+    fig, ax = axes("Where the time goes (median per phase)", xlabel, "seconds")
     ok = runs[runs["status"] == "ok"]
     cols = [c for c in PHASE_COLUMNS if pd.to_numeric(ok[c], errors="coerce").notna().any()]
     if ok.empty or cols == ["other_s"] or not cols:
-        ax.text(0.5, 0.5, "no phase times recorded\n(times measured elsewhere)", ha="center",
-                va="center", transform=ax.transAxes)  # fmt: skip
+        ax.text(
+            0.5,
+            0.5,
+            "no phase times recorded\n(times measured elsewhere)",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
         ax.set_xticks([])
         return fig
     medians = ok.groupby("n")[cols].median(numeric_only=False).apply(pd.to_numeric)
@@ -333,110 +346,33 @@ def phases_figure(runs: pd.DataFrame, xlabel: str):
     medians.plot.bar(stacked=True, ax=ax, colormap="tab20c", width=0.7)
     ax.set_xticklabels([str(n) for n in medians.index], rotation=0)
     ax.set_xlabel(xlabel)
-    _legend(ax)
-    return fig
-
-
-def layouts_figure(grid: Grid):
-    """A grid study's heat map: efficiency (against the grid's one base case) of every
-    layout, its median time written in the cell, and dashed lines through the cells of
-    equal total. (A study without a grid gets a note instead: write_figures.)"""
-    rows, columns = grid.rows, grid.columns
-    values = np.array(
-        [[np.nan if c.efficiency is None else 100 * c.efficiency for c in r.cells] for r in rows]
-    )
-    fig, ax = _axes("Efficiency of each layout (%)", grid.along_key.replace("_", " "),
-                    grid.line_key.replace("_", " "))  # fmt: skip
-    ax.grid(False)
-    image = ax.imshow(values, cmap="RdYlGn", vmin=50, vmax=100, aspect="auto", origin="lower")
-    fig.colorbar(image, ax=ax, label="efficiency (%)")
-    ax.set_xticks(range(len(columns)), [str(c) for c in columns])
-    ax.set_yticks(range(len(rows)), [str(r.value) for r in rows])
-    totals: dict = {}
-    for i, row in enumerate(rows):
-        for j, cell in enumerate(row.cells):
-            if cell.point is None:
-                continue
-            totals.setdefault(cell.n, []).append((j, i))
-            text = f"{cell.time_s:.3g} s" + ("\nbest" if cell.best else "")
-            ax.text(j, i, text, ha="center", va="center", fontsize=7)
-    for n, cells in sorted(totals.items()):
-        if len(cells) > 1:
-            xs, ys = zip(*sorted(cells), strict=True)
-            ax.plot(xs, ys, "--", lw=1, color="black", alpha=0.6, label=f"N = {n}")
-    _legend(ax)
-    return fig
-
-
-def baseline_figure(baseline: BaselineComparison, xlabel: str):
-    """Both speedup curves, now and the baseline's, with their 95 % intervals as bands.
-    (A study without a baseline gets a note instead: write_figures.)"""
-    fig, ax = _axes("Speedup: now and the baseline", xlabel, "speedup")
-    for curves in baseline.speedups:
-        tag = f" ({curves.series})" if curves.series else ""
-        for points, name, colour in ((curves.baseline, "baseline", "grey"),
-                                     (curves.now, "now", "tab:blue")):  # fmt: skip
-            drawn = [p for p in points if p.speedup is not None]
-            if not drawn:
-                continue
-            ns = [p.n for p in drawn]
-            ax.plot(ns, [p.speedup for p in drawn], "o-", color=colour, label=name + tag)
-            banded = [p for p in drawn if p.lo is not None and p.hi is not None]
-            if banded:
-                ax.fill_between([p.n for p in banded], [p.lo for p in banded],
-                                [p.hi for p in banded], color=colour, alpha=0.2)  # fmt: skip
-    _legend(ax)
-    return fig
-
-
-# --- energy to result -------------------------------------------------------
-
-
-def energy_figure(energy: Energy | None):
-    """Time against energy per result, one point per layout, and the front of points no
-    other beats in both (the analysis marked it): only points measured from their base
-    case's source. Where nothing was measured the figure says so (and is not shown)."""
-    fig, ax = _axes("Time against energy per result", "energy per result (kJ, median)",
-                    "time (s, median)")  # fmt: skip
-    if energy is None or not energy.measured:
-        ax.text(0.5, 0.5, NOTHING_TO_DRAW["energy"], ha="center", va="center",
-                transform=ax.transAxes)  # fmt: skip
-        ax.set_axis_off()
-        return fig
-    for name, colour in series_colours(p.series for p in energy.points):
-        points = [p for p in energy.points if p.series == name and p.comparable
-                  and p.energy_j is not None and p.time_s is not None]  # fmt: skip
-        if not points:
-            continue
-        x = np.array([p.energy_j / 1000 for p in points])
-        y = np.array([p.time_s for p in points])
-        lo = np.array([(p.energy_j - (p.energy_ci_lo or p.energy_j)) / 1000 for p in points])
-        hi = np.array([((p.energy_ci_hi or p.energy_j) - p.energy_j) / 1000 for p in points])
-        ax.errorbar(x, y, xerr=[lo.clip(0), hi.clip(0)], fmt="o", color=colour, capsize=3,
-                    alpha=0.8, label=name or "points (95 % CI of energy)")  # fmt: skip
-        front = sorted((p for p in points if p.pareto), key=lambda p: p.energy_j)
-        ax.plot([p.energy_j / 1000 for p in front], [p.time_s for p in front], "-",
-                color=colour, lw=1, label=f"front{' ' + name if name else ''}")  # fmt: skip
-        for p in points:
-            ax.annotate(f"N={p.n}" + (" least" if p.least else ""), (p.energy_j / 1000, p.time_s),
-                        fontsize=7, xytext=(3, 3), textcoords="offset points")  # fmt: skip
-    ax.grid(True, alpha=0.3)
-    ax.ticklabel_format(style="plain", useOffset=False)  # no offset, no scientific notation
-    _legend(ax)
+    legend_below(ax)
     return fig
 
 
 def not_drawn(name: str, error: Exception):
     """The figure that stands in for one matplotlib could not draw."""
-    fig, ax = _axes(name.capitalize(), "", "")
-    ax.text(0.5, 0.5, f"this figure could not be drawn:\n{error}", ha="center", va="center",
-            wrap=True, transform=ax.transAxes)  # fmt: skip
+    fig, ax = axes(name.capitalize(), "", "")
+    ax.text(
+        0.5,
+        0.5,
+        f"this figure could not be drawn:\n{error}",
+        ha="center",
+        va="center",
+        wrap=True,
+        transform=ax.transAxes,
+    )
     ax.set_axis_off()
     return fig
 
 
-def write_figures(summary: pd.DataFrame, runs: pd.DataFrame, axis: str, out_dir: Path,
-                  analysis: Analysis | None = None) -> list:  # fmt: skip
+def write_figures(
+    summary: pd.DataFrame,
+    runs: pd.DataFrame,
+    axis: str,
+    out_dir: Path,
+    analysis: Analysis | None = None,
+) -> list:
     """The study's figures, from its summary, runs and analysis (None: measured times
     only, no model)."""
     out_dir = Path(out_dir)
@@ -445,9 +381,6 @@ def write_figures(summary: pd.DataFrame, runs: pd.DataFrame, axis: str, out_dir:
     # text as text, not glyph outlines: SVGs several times smaller, and searchable
     plt.rcParams["svg.fonttype"] = "none"
     xlabel = AXIS_LABELS[axis]
-    grid = analysis and analysis.section("layouts").grid
-    baseline = analysis and analysis.section("baseline")
-    energy = analysis and analysis.section("energy")
     fitted = analysis.section("series") if analysis else []
     makers = {
         "times": lambda: times_figure(summary, xlabel, analysis and analysis.findings.adaptive),
@@ -456,15 +389,15 @@ def write_figures(summary: pd.DataFrame, runs: pd.DataFrame, axis: str, out_dir:
         "efficiency": lambda: efficiency_figure(summary, xlabel),
         "cost": lambda: cost_figure(summary, xlabel),
         "phases": lambda: phases_figure(runs, xlabel),
-        "layouts": lambda: layouts_figure(grid),
-        "baseline": lambda: baseline_figure(baseline, xlabel),
-        "energy": lambda: energy_figure(energy),
     }
-    drawn = {"layouts": grid, "baseline": baseline, "energy": energy and energy.measured}
     for name in FIGURES:
-        if name in drawn and not drawn[name]:
-            _write_note(out_dir, name, NOTHING_TO_DRAW[name])
-            continue
+        # a section's figure (its figure.py), where its data has something to draw
+        if name in SECTIONS:
+            data = analysis and analysis.section(name)
+            if not drawn(name, data):
+                _write_note(out_dir, name, part(name, "figure").NOTHING)
+                continue
+            makers[name] = lambda name=name, data=data: part(name, "figure").figure(data, xlabel)
         try:
             _save(makers[name](), out_dir, name)
         except (ValueError, OverflowError, FloatingPointError) as e:

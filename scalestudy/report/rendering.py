@@ -36,7 +36,7 @@ def environment() -> jinja2.Environment:
                 jinja2.FileSystemLoader(TEMPLATES),
                 jinja2.PrefixLoader({"section": jinja2.FunctionLoader(partial)}, delimiter=":"),
             ]
-        ),  # fmt: skip
+        ),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

@@ -17,11 +17,9 @@ from pathlib import Path
 import pandas as pd
 
 from scalestudy import contract
-from scalestudy.contract import Analysis, Comparison, Rounds
+from scalestudy.contract import Comparison, Rounds, SeriesFit
 from scalestudy.records import RecordError, finite, read_record
-from scalestudy.sections import SECTIONS, part
-from scalestudy.sections.series.contract import SeriesFit
-from scalestudy.sections.telemetry.contract import TELEMETRY  # the telemetry section's columns
+from scalestudy.sections import SECTIONS, Analysis, part
 from scalestudy.thresholds import BANDS_WORDS, BOTTLENECK_WORDS, INSTABILITY_WORDS, band_words
 
 
@@ -131,16 +129,40 @@ COLUMNS = {
 DEFAULT_FORMAT = Significant(3)
 # The columns of each part of the report, in their order.
 RESULTS = [
-    "series", "point", "n", "repeats_ok", "time_s", "cv", "speedup", "efficiency", "karp_flatt",
-    "warmup_s", "steady_epoch_s", "relative_su", "samples_per_s", "global_batch", "quality",
-    "fit", "status",
-]  # fmt: skip
+    "series",
+    "point",
+    "n",
+    "repeats_ok",
+    "time_s",
+    "cv",
+    "speedup",
+    "efficiency",
+    "karp_flatt",
+    "warmup_s",
+    "steady_epoch_s",
+    "relative_su",
+    "samples_per_s",
+    "global_batch",
+    "quality",
+    "fit",
+    "status",
+]
 # the table of the source documents, for studies of distributed training; the template
 # says `config` and `band` in words
 DDP = [
-    "job_ids", "config", "world_size", "nodes", "wall_s", "time_per_epoch_s", "val_loss",
-    "val_accuracy", "speedup", "efficiency", "band", "throughput",
-]  # fmt: skip
+    "job_ids",
+    "config",
+    "world_size",
+    "nodes",
+    "wall_s",
+    "time_per_epoch_s",
+    "val_loss",
+    "val_accuracy",
+    "speedup",
+    "efficiency",
+    "band",
+    "throughput",
+]
 # what the answers' headlines state of their points
 ANSWER = ["speedup", "relative_su"]
 # Columns shown with their confidence interval: column -> (lo, hi) columns.
@@ -176,8 +198,10 @@ def column_formats(rows: list[dict], columns) -> dict[str, str]:
     """Each column's one format in a table of `rows` (Significant ones fixed by the
     column's values)."""
     forms = {c: pattern(c) for c in columns}
-    return {c: f.fixed([r.get(c) for r in rows]) if isinstance(f, Significant) else f
-            for c, f in forms.items()}  # fmt: skip
+    return {
+        c: f.fixed([r.get(c) for r in rows]) if isinstance(f, Significant) else f
+        for c, f in forms.items()
+    }
 
 
 def cell(row: dict, column: str, form=None) -> str:
@@ -226,10 +250,14 @@ def profile_links(records: list[Path], report_path: Path) -> list[dict]:
         except RecordError as e:
             reason, size_mb = str(e), None
         ok = reason is None and size_mb is not None
-        links.append({"point": path.stem,
-                      "href": os.path.relpath(trace, report_path.parent) if ok else None,
-                      "size_mb": fmt(size_mb, "{:.1f}") if ok else None,
-                      "reason": None if ok else (reason or "the run wrote no trace")})  # fmt: skip
+        links.append(
+            {
+                "point": path.stem,
+                "href": os.path.relpath(trace, report_path.parent) if ok else None,
+                "size_mb": fmt(size_mb, "{:.1f}") if ok else None,
+                "reason": None if ok else (reason or "the run wrote no trace"),
+            }
+        )
     return links
 
 
@@ -244,8 +272,12 @@ OPTIONAL = ["warmup_s", "steady_epoch_s", "samples_per_s", "global_batch", "qual
 def results_view(summary: list[dict], fitted_series: list[SeriesFit], has_series: bool) -> dict:
     """The results table: a column only where it has something to show (no series
     column without series, OPTIONAL ones only with a value)."""
-    columns = [c for c in RESULTS if (c != "series" or has_series)
-               and (c not in OPTIONAL or any(cell(r, c) != "–" for r in summary))]  # fmt: skip
+    columns = [
+        c
+        for c in RESULTS
+        if (c != "series" or has_series)
+        and (c not in OPTIONAL or any(cell(r, c) != "–" for r in summary))
+    ]
     excluded = {
         (p.series, point): reason for p in fitted_series for point, reason in p.excluded.items()
     }
@@ -305,8 +337,12 @@ def ddp_view(summary: list[dict], ddp: list[contract.DdpPoint]) -> dict:
 
 
 def comparison_view(c: Comparison) -> dict:
-    per_n = [shallow(e) | {k: fmt(getattr(e, k), "{:.3f}") for k in ("ratio", "lo", "hi")}
-             | {"p": fmt(e.p_value, "{:.3g}")} for e in c.per_n]  # fmt: skip
+    per_n = [
+        shallow(e)
+        | {k: fmt(getattr(e, k), "{:.3f}") for k in ("ratio", "lo", "hi")}
+        | {"p": fmt(e.p_value, "{:.3g}")}
+        for e in c.per_n
+    ]
     return shallow(c) | {"a": c.a or "(default)", "p": fmt(c.p_value, "{:.3g}"), "per_n": per_n}
 
 
@@ -330,9 +366,15 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
         return ", ".join(f"{k} at {at[p]}" for p, k in added.items())
 
     refused, to_decide = rounds.refused, rounds.to_decide
-    rows = [shallow(r) | {"added": added_text(r.added), "su": fmt(r.su, "{:.3g}"),
-                          "why": "; ".join(dict.fromkeys(r.why.values()))}
-            for r in rounds.rounds]  # fmt: skip
+    rows = [
+        shallow(r)
+        | {
+            "added": added_text(r.added),
+            "su": fmt(r.su, "{:.3g}"),
+            "why": "; ".join(dict.fromkeys(r.why.values())),
+        }
+        for r in rounds.rounds
+    ]
     relative = rounds.relative_to_grid
     decide = to_decide and {
         "setting": f"{to_decide.key}: {to_decide.value:g}",
@@ -382,6 +424,13 @@ def pct(share: float) -> str:
     return fmt(100 * share, "{:g}")
 
 
+def drawn(name: str, data) -> bool:
+    """Whether a section's figure is drawn (and shown): where it has data, and its
+    view's drawn(data) says so if it has one."""
+    view = part(name, "view")
+    return data is not None and (not hasattr(view, "drawn") or view.drawn(data))
+
+
 def study_view(
     analysis: Analysis | dict,
     summary: pd.DataFrame,
@@ -406,8 +455,10 @@ def study_view(
     framework = found.framework
     # every metric the runs reported that no other part of the report shows
     shown = {*results["keys"], *(DDP if distributed else ())}
-    if analysis.section("telemetry"):
-        shown |= set(TELEMETRY)
+    # and those a section with data shows itself (its view's SHOWS)
+    for name in SECTIONS:
+        if analysis.sections[name]:
+            shown |= set(getattr(part(name, "view"), "SHOWS", ()))
     if framework:
         shown |= {"step_time_median_s", "plain_step_time_median_s"}
     answers = found.answers
@@ -445,10 +496,8 @@ def study_view(
                 k: data_uri(v)
                 for k, v in figures.items()
                 if (k != "phases" or study.measured is None)
-                and (k != "layouts" or analysis.section("layouts").grid)
-                and (k != "baseline" or analysis.section("baseline"))
-                # the energy figure only where energy was measured
-                and (k != "energy" or (energy is not None and energy.measured))
+                # a section's figure where it has something to draw
+                and (k not in SECTIONS or drawn(k, data[k]))
             },
             "profiles": list(profiles),
             # the answer's numbers in the results table's formats

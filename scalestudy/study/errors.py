@@ -56,15 +56,19 @@ def config_error_text(problems: list[str], not_selected: list[str] = ()) -> str:
 def not_selected_text(problems: list[str]) -> str:
     """The problems of the studies `only:` leaves out: noted, they stop nothing."""
     count, lines = counted(problems)
-    return (f"The studies that only: leaves out have {count} (they do not run: noted, "
-            f"not stopping):\n{lines}")  # fmt: skip
+    return (
+        f"The studies that only: leaves out have {count} (they do not run: noted, "
+        f"not stopping):\n{lines}"
+    )
 
 
 def not_in_config_text(folders: list[str]) -> str:
     """The results folders of studies the config no longer names: said, they stop nothing."""
-    return (f"Not in the config: kept, not shown: {', '.join(folders)} (the results of a study "
-            "renamed or removed from the config; the workflow and the report do not read them). "
-            "Name the study in the config again, or move the folder away when sure.")  # fmt: skip
+    return (
+        f"Not in the config: kept, not shown: {', '.join(folders)} (the results of a study "
+        "renamed or removed from the config; the workflow and the report do not read them). "
+        "Name the study in the config again, or move the folder away when sure."
+    )
 
 
 def startup_problems_text(problems: list[str]) -> str:
@@ -104,8 +108,10 @@ def yaml_problem(path: str | Path) -> str | None:
             return f"{path}: not valid YAML: {what}"
         lines = text.splitlines()
         shown = lines[mark.line] if mark.line < len(lines) else ""
-        return (f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {what}\n"
-                f"    {shown}\n    {' ' * mark.column}^")  # fmt: skip
+        return (
+            f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {what}\n"
+            f"    {shown}\n    {' ' * mark.column}^"
+        )
     except yaml.YAMLError as e:  # pragma: no cover - an error without a place
         return f"{path}: not valid YAML: {e}"
     if not isinstance(data, dict):

@@ -43,16 +43,23 @@ def expand_grid(name: str, study: dict) -> list[str]:
     if study.get("series"):
         return [f"{where}.grid: a grid makes the study's series, one per line: give one of them"]
     if scaling["axis"] not in TOTAL_AXES:
-        return [f"{where}.grid: a grid needs a total axis (processes, gpus, cores), not "
-                f"{scaling['axis']}"]  # fmt: skip
+        return [
+            f"{where}.grid: a grid needs a total axis (processes, gpus, cores), not "
+            f"{scaling['axis']}"
+        ]
     (line_key, lines), (along_key, along) = grid.items()
     cells = len(lines) * len(along)
     if cells > scaling["max_cells"]:
-        return [f"{where}.grid: {cells} cells, more than max_cells ({scaling['max_cells']}); "
-                "raise scaling.max_cells to run them all"]  # fmt: skip
-    fixed = {"threads": scaling["threads"], "processes_per_node": scaling["devices"],
-             "nodes": scaling["nodes"],
-             "gpus_per_process": gpus_per_process(scaling["axis"], scaling["device"])}  # fmt: skip
+        return [
+            f"{where}.grid: {cells} cells, more than max_cells ({scaling['max_cells']}); "
+            "raise scaling.max_cells to run them all"
+        ]
+    fixed = {
+        "threads": scaling["threads"],
+        "processes_per_node": scaling["devices"],
+        "nodes": scaling["nodes"],
+        "gpus_per_process": gpus_per_process(scaling["axis"], scaling["device"]),
+    }
     total = AXIS_TOTALS[scaling["axis"]]
     cap = scaling.get("max_total")  # optional: no default
     series = {}

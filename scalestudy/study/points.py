@@ -71,8 +71,9 @@ def layout_of(scaling, point) -> Layout:
     scaling_problems before this is asked."""
     gpus = gpus_per_process(scaling.axis, scaling.device)
     if isinstance(point, dict):
-        return Layout(point["nodes"], point["processes_per_node"], point["threads"],
-                      point["gpus_per_process"])  # fmt: skip
+        return Layout(
+            point["nodes"], point["processes_per_node"], point["threads"], point["gpus_per_process"]
+        )
     n, axis = point, scaling.axis
     if axis == "threads":
         return Layout(scaling.nodes, scaling.devices, n, gpus)

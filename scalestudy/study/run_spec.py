@@ -15,22 +15,39 @@ def dataset_of(study: Study) -> str | None:
     return dataset if dataset in DATASETS else None
 
 
-def run_spec(study: Study, n: int, repeat: int, series: str = "", *, data_dir: str | None = None,
-             profile_trace: str | None = None,
-             budget_limit_min: float | None = None) -> dict:  # fmt: skip
+def run_spec(
+    study: Study,
+    n: int,
+    repeat: int,
+    series: str = "",
+    *,
+    data_dir: str | None = None,
+    profile_trace: str | None = None,
+    budget_limit_min: float | None = None,
+) -> dict:
     """What the launcher needs to run one job of a point, whole: the prepared data sets'
     folder (data_dir, when the workflow gives one), for a profiling job (one extra run
     of the point, traced) the steps to profile and where the trace goes, and the time
     limit its round's budget sets (adaptive.budget_limits), where it sets one."""
     point = point_for(study, n, series)
     own = study.for_series(series)
-    spec = {"study": study.name, "point": point.label, "repeat": repeat, "workload": own.workload,
-            "n": n, "params": own.params,
-            "requested": {"threads": point.threads, "tasks_per_node": point.tasks_per_node,
-                          "nodes": point.nodes, "gpus_per_node": point.gpus_per_node,
-                          "mem_mb": own.resources.mem_mb},
-            "time_limit_min": budget_limit_min or own.resources.runtime,
-            "series": series}  # fmt: skip
+    spec = {
+        "study": study.name,
+        "point": point.label,
+        "repeat": repeat,
+        "workload": own.workload,
+        "n": n,
+        "params": own.params,
+        "requested": {
+            "threads": point.threads,
+            "tasks_per_node": point.tasks_per_node,
+            "nodes": point.nodes,
+            "gpus_per_node": point.gpus_per_node,
+            "mem_mb": own.resources.mem_mb,
+        },
+        "time_limit_min": budget_limit_min or own.resources.runtime,
+        "series": series,
+    }
     if study.compare is not None:
         variant = study.compare.variant(series)
         spec |= {key: variant[key] for key in ("python", "container") if key in variant}

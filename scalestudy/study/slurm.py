@@ -23,11 +23,19 @@ def slurm_resources(point: Point, study: Study) -> dict:
     batch step, where the launcher's own srun step gets the cores.
     """
     resources = study.for_series(point.series).resources
-    res = {"cpus_per_task": point.threads, "nodes": point.nodes,
-           "mem_mb": resources.mem_mb + JOB_MEM_OVERHEAD_MB,
-           "runtime": resources.runtime + TIME_SLACK_MIN,
-           "mpi": "srun" if point.world_size > 1 else "", "tasks": None, "tasks_per_node": None,
-           "tasks_per_gpu": None, "gpu": None, "gpu_model": None, "slurm_extra": None}  # fmt: skip
+    res = {
+        "cpus_per_task": point.threads,
+        "nodes": point.nodes,
+        "mem_mb": resources.mem_mb + JOB_MEM_OVERHEAD_MB,
+        "runtime": resources.runtime + TIME_SLACK_MIN,
+        "mpi": "srun" if point.world_size > 1 else "",
+        "tasks": None,
+        "tasks_per_node": None,
+        "tasks_per_gpu": None,
+        "gpu": None,
+        "gpu_model": None,
+        "slurm_extra": None,
+    }
     if point.gpus:
         res["gpu"] = point.gpus
         res["gpu_model"] = resources.gpu_model
@@ -89,16 +97,22 @@ def runtime_problems(
         key, one = f"studies.{study.name}", slurm_resources(point, study)["runtime"]
         repeats = f"{study.repeats} repeats of {one} minutes"
         if study.compare is not None and one <= limit:
-            problems.append(f"{key}.compare: point {point.label} runs a's and b's {repeats} in one "
-                            f"job of {minutes} minutes, {allows}; lower repeats or "
-                            "resources.runtime")  # fmt: skip
+            problems.append(
+                f"{key}.compare: point {point.label} runs a's and b's {repeats} in one "
+                f"job of {minutes} minutes, {allows}; lower repeats or "
+                "resources.runtime"
+            )
         elif study.submission.pack_repeats and one <= limit:
-            problems.append(f"{key}.submission.pack_repeats: point {point.label} packs {repeats} "
-                            f"into one job of {minutes} minutes, {allows}; lower repeats or "
-                            "resources.runtime, or set pack_repeats: false")  # fmt: skip
+            problems.append(
+                f"{key}.submission.pack_repeats: point {point.label} packs {repeats} "
+                f"into one job of {minutes} minutes, {allows}; lower repeats or "
+                "resources.runtime, or set pack_repeats: false"
+            )
         else:
-            problems.append(f"{key}.resources.runtime: point {point.label} asks for {one} minutes "
-                            f"(runtime + {TIME_SLACK_MIN}), {allows}")  # fmt: skip
+            problems.append(
+                f"{key}.resources.runtime: point {point.label} asks for {one} minutes "
+                f"(runtime + {TIME_SLACK_MIN}), {allows}"
+            )
     return problems
 
 
@@ -118,8 +132,10 @@ def limit_problems(name: str, points: list[Point], limits: dict) -> list[str]:
         limit = limits.get(key)
         beyond = [p for p in points if limit is not None and need(p) > limit]
         if beyond:
-            message = (f"studies.{name}: point {beyond[0].label} needs {need(beyond[0])} {what}, "
-                       f"the partition has {limit} (partition_limits.{key})")  # fmt: skip
+            message = (
+                f"studies.{name}: point {beyond[0].label} needs {need(beyond[0])} {what}, "
+                f"the partition has {limit} (partition_limits.{key})"
+            )
             if len(beyond) > 1:
                 message += f"; {len(beyond) - 1} more point(s) need more too"
             problems.append(message)

@@ -78,8 +78,13 @@ def kept_from_elsewhere(points: pd.DataFrame, on_slurm: bool) -> list[str]:
     ]
 
 
-def local_cpu_problems(studies: dict[str, Study], points: pd.DataFrame,
-                       needed: set[tuple[str, str]], usable: int, cores) -> list[str]:  # fmt: skip
+def local_cpu_problems(
+    studies: dict[str, Study],
+    points: pd.DataFrame,
+    needed: set[tuple[str, str]],
+    usable: int,
+    cores,
+) -> list[str]:
     """Locally, refuse a point that needs more CPUs than this machine lets the workflow
     use: Snakemake would cut its threads to --cores, and every run of it would measure
     another point; and a point on several nodes, which only a Slurm allocation has.
@@ -151,8 +156,11 @@ def visible_gpus(environ=os.environ, driver=Path("/proc/driver/nvidia/gpus")) ->
     if named is None:
         return present
     # CUDA stops at the first entry that names no device ("-1" hides them all)
-    entries = list(itertools.takewhile(lambda v: v and not v.startswith("-"),
-                                       (v.strip() for v in named.split(","))))  # fmt: skip
+    entries = list(
+        itertools.takewhile(
+            lambda v: v and not v.startswith("-"), (v.strip() for v in named.split(","))
+        )
+    )
     return min(present, len(entries))
 
 
@@ -205,10 +213,13 @@ def packing_problems(
     of `group`; `timed_runs`: --resources."""
     # the runs of one job, and the key that asks for it (a comparison's job holds both
     # variants' repeats: study.slurm.shared_job)
-    packed = {name: (2 * studies[name].repeats, "compare") if studies[name].compare
-              else (studies[name].repeats, "submission.pack_repeats")
-              for name in sorted(running)
-              if studies[name].compare or studies[name].submission.pack_repeats}  # fmt: skip
+    packed = {
+        name: (2 * studies[name].repeats, "compare")
+        if studies[name].compare
+        else (studies[name].repeats, "submission.pack_repeats")
+        for name in sorted(running)
+        if studies[name].compare or studies[name].submission.pack_repeats
+    }
     if not packed:
         return []
     problems = [
@@ -220,14 +231,19 @@ def packing_problems(
     ]
     if timed_runs != 1:
         name, (_, key) = next(iter(packed.items()))
-        problems.append(f"studies.{name}.{key} needs one timed run at a time in a job (--resources "
-                        f"timed_runs=1, as the Slurm profile gives), not {timed_runs}")  # fmt: skip
+        problems.append(
+            f"studies.{name}.{key} needs one timed run at a time in a job (--resources "
+            f"timed_runs=1, as the Slurm profile gives), not {timed_runs}"
+        )
     return problems
 
 
-def partition_time_problems(studies: dict[str, Study], points: pd.DataFrame,
-                            needed: dict[tuple[str, str], set[str]],
-                            limits: dict[str, int | None]) -> list[str]:  # fmt: skip
+def partition_time_problems(
+    studies: dict[str, Study],
+    points: pd.DataFrame,
+    needed: dict[tuple[str, str], set[str]],
+    limits: dict[str, int | None],
+) -> list[str]:
     """On Slurm, refuse a point whose job asks for more time than its partition's limit
     as Slurm itself says it (sinfo; a packed point's job asks for all its repeats'
     time): sbatch would refuse each such job only at its submission. `needed`: (study,

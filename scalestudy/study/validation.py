@@ -9,7 +9,8 @@ import workloads as registry
 from scalestudy.compute.commandline import command_params_problems
 from scalestudy.model import CONFIG_FILE, Study
 from scalestudy.records import RecordError
-from scalestudy.study.baseline import archive_problems, baseline_problems, expect_problems
+from scalestudy.study.archives import archive_problems, baseline_problems, expect_problems
+from scalestudy.study.config_tables import read_measured
 from scalestudy.study.errors import (
     ConfigError,
     config_key,
@@ -20,12 +21,12 @@ from scalestudy.study.errors import (
 from scalestudy.study.expansion import expand_grid, expand_range
 from scalestudy.study.points import TOTAL_AXES, layout_of, point_for
 from scalestudy.study.slurm import limit_problems, runtime_problems
-from scalestudy.study.tables import read_measured
 from scalestudy.study.workload_bridge import find_workload, params_problems, workloads_of
 
 
-def study_problems(study: Study, workdir: Path, limits: dict, known: dict,
-                   params_ok: bool) -> list[str]:  # fmt: skip
+def study_problems(
+    study: Study, workdir: Path, limits: dict, known: dict, params_ok: bool
+) -> list[str]:
     """Every problem the schema cannot see, each naming its key. `known`: the workflow's
     workloads; `params_ok`: False when the study's params failed their schema (their own
     checks are then skipped)."""
@@ -109,14 +110,19 @@ def compare_problems(study: Study, workdir: Path) -> list[str]:
     if study.measured is not None:
         problems.append(f"{where}: a study of times measured elsewhere runs nothing to pair")
     if study.series:
-        problems.append(f"{where}: its variants a and b are the study's series; give "
-                        "`series` or `compare`, not both")  # fmt: skip
+        problems.append(
+            f"{where}: its variants a and b are the study's series; give "
+            "`series` or `compare`, not both"
+        )
     if study.adaptive is not None:
-        problems.append(f"{where}: runs every pair at every point; give `adaptive` or "
-                        "`compare`, not both")  # fmt: skip
+        problems.append(
+            f"{where}: runs every pair at every point; give `adaptive` or `compare`, not both"
+        )
     if study.repeats < 2:
-        problems.append(f"{where}: needs repeats of at least 2 (pairs) for an interval of "
-                        f"the ratio; studies.{study.name}.repeats is {study.repeats}")  # fmt: skip
+        problems.append(
+            f"{where}: needs repeats of at least 2 (pairs) for an interval of "
+            f"the ratio; studies.{study.name}.repeats is {study.repeats}"
+        )
     for side, key in itertools.product("ab", ("python", "container")):
         path = study.compare.variant(side).get(key)
         # an image apptainer fetches (docker://, library://) is no file here
@@ -152,8 +158,10 @@ def adaptive_problems(study: Study) -> list[str]:
         ]
     problems = []
     if study.budget_su is None:
-        problems.append(f"studies.{study.name}.budget_su: an adaptive study needs a budget "
-                        "(the most SU its rounds may cost)")  # fmt: skip
+        problems.append(
+            f"studies.{study.name}.budget_su: an adaptive study needs a budget "
+            "(the most SU its rounds may cost)"
+        )
     # several series: on CPU threads and on a GPU, its rounds settle the GPU verdict
     devices = {study.for_series(s).scaling.device for s in study.series or ()}
     if study.series and (devices != {"cpu", "gpu"} or study.scaling.grid):
@@ -171,13 +179,21 @@ def adaptive_problems(study: Study) -> list[str]:
     elif not study.series and len(study.scaling.ns()) < 2:
         problems.append(f"{where}: needs at least two candidate points in scaling.points")
     if adaptive.first_repeats > adaptive.max_repeats:
-        problems.append(f"{where}.first_repeats: {adaptive.first_repeats} is more than "
-                        f"max_repeats ({adaptive.max_repeats})")  # fmt: skip
+        problems.append(
+            f"{where}.first_repeats: {adaptive.first_repeats} is more than "
+            f"max_repeats ({adaptive.max_repeats})"
+        )
     return problems
 
 
-def series_problems(whole: Study, limits: dict, series: str, workload: registry.Workload,
-                    workdir: Path, params_ok: bool) -> list[str]:  # fmt: skip
+def series_problems(
+    whole: Study,
+    limits: dict,
+    series: str,
+    workload: registry.Workload,
+    workdir: Path,
+    params_ok: bool,
+) -> list[str]:
     study = whole.for_series(series)
     name, scaling, points = study.name, study.scaling, study.scaling.ns()
     problems = scaling_problems(name, scaling, series)
@@ -187,13 +203,17 @@ def series_problems(whole: Study, limits: dict, series: str, workload: registry.
         found = command_params_problems(study.params, study.time, workdir)
         problems += [f"studies.{name}.{p}" for p in found]
     if scaling.device not in workload.devices:
-        problems.append(f"studies.{name}.scaling.device: workload {workload.name} runs on "
-                        f"{' or '.join(workload.devices)} only, not {scaling.device}")  # fmt: skip
+        problems.append(
+            f"studies.{name}.scaling.device: workload {workload.name} runs on "
+            f"{' or '.join(workload.devices)} only, not {scaling.device}"
+        )
     layouts = [layout_of(scaling, p) for p in scaling.points]
     several = any(lay.nodes * lay.tasks_per_node > 1 for lay in layouts)
     if not workload.distributed and (scaling.axis != "threads" or several):
-        problems.append(f"studies.{name}.scaling: workload {study.workload} runs one process; "
-                        "scale it over threads (axis: threads, devices: 1, nodes: 1)")  # fmt: skip
+        problems.append(
+            f"studies.{name}.scaling: workload {study.workload} runs one process; "
+            "scale it over threads (axis: threads, devices: 1, nodes: 1)"
+        )
     chosen = [point_for(whole, n, series) for n in points]
     problems += limit_problems(name, chosen, limits)
     runtime = limits.get("runtime")
@@ -205,11 +225,13 @@ def series_problems(whole: Study, limits: dict, series: str, workload: registry.
             "the PyTorch profiler can see; profile your program with its own tools"
         )
     elif profile.enabled and profile.point is not None and profile.point not in points:
-        problems.append(f"{where}.profile.point: {profile.point} is not one of the points "
-                        f"{sorted(points)}")  # fmt: skip
+        problems.append(
+            f"{where}.profile.point: {profile.point} is not one of the points {sorted(points)}"
+        )
     if scaling.base is not None and scaling.base not in points:
-        problems.append(f"{where}.scaling.base: {scaling.base} is not one of the points "
-                        f"{sorted(points)}")  # fmt: skip
+        problems.append(
+            f"{where}.scaling.base: {scaling.base} is not one of the points {sorted(points)}"
+        )
     return problems
 
 
@@ -221,8 +243,10 @@ def scaling_problems(name: str, scaling, series: str = "") -> list[str]:
     ns = scaling.ns()
     twice = sorted({n for n in ns if ns.count(n) > 1})
     if twice:
-        problems.append(f"{where}.points: two points have N = {twice[0]} on axis {axis}: give "
-                        "each layout of one total its own series")  # fmt: skip
+        problems.append(
+            f"{where}.points: two points have N = {twice[0]} on axis {axis}: give "
+            "each layout of one total its own series"
+        )
     if axis == "gpus" and scaling.device != "gpu":
         problems.append(f"{where}.axis: gpus needs device: gpu")
     if axis not in TOTAL_AXES:
@@ -237,17 +261,23 @@ def scaling_problems(name: str, scaling, series: str = "") -> list[str]:
         problems.append(f"{where}: per_node packs, placement: spread spreads; give one")
     unit = scaling.threads if axis == "cores" else 1
     if axis == "cores" and scaling.per_node is not None and scaling.per_node % unit:
-        problems.append(f"{where}.per_node: {scaling.per_node} cores per node is not a whole "
-                        f"number of processes of {unit} threads")  # fmt: skip
+        problems.append(
+            f"{where}.per_node: {scaling.per_node} cores per node is not a whole "
+            f"number of processes of {unit} threads"
+        )
     for point, n in zip(scaling.points, ns, strict=True):
         if isinstance(point, dict):
             continue
         if n % unit:
-            problems.append(f"{where}.points: point {n}: {n} cores is not a whole number of "
-                            f"processes of {unit} threads (scaling.threads)")  # fmt: skip
+            problems.append(
+                f"{where}.points: point {n}: {n} cores is not a whole number of "
+                f"processes of {unit} threads (scaling.threads)"
+            )
         elif scaling.per_node is not None and n > scaling.per_node and n % scaling.per_node:
-            problems.append(f"{where}.per_node: {scaling.per_node} per node does not divide "
-                            f"point {n}: its last node would be part-filled")  # fmt: skip
+            problems.append(
+                f"{where}.per_node: {scaling.per_node} per node does not divide "
+                f"point {n}: its last node would be part-filled"
+            )
     return problems
 
 

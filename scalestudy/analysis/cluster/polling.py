@@ -97,27 +97,33 @@ def best_init(durations: list[float], jitter: float, most: int) -> int:
 def profile_lines(durations: list[float], jitter: float, most: int, source: str) -> str:
     init = best_init(durations, jitter, most)
     share, delays = lost(durations, init, jitter)
-    return "\n".join([
-        f"# {source}: {len(durations)} jobs took {min(durations):.0f}-"
-        f"{max(durations):.0f} s (median {statistics.median(durations):.0f} s) from",
-        "# submission to their end. One job at a time, each is seen "
-        f"{statistics.mean(delays):.1f} s after it ends",
-        f"# on average (at most {max(delays):.0f} s), and the run ends up to {init} s "
-        f"later: {share:.1%} of the jobs' time.",
-        f"slurm-init-seconds-before-status-checks: {init}",
-        f"seconds-between-status-checks: {init}",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"# {source}: {len(durations)} jobs took {min(durations):.0f}-"
+            f"{max(durations):.0f} s (median {statistics.median(durations):.0f} s) from",
+            "# submission to their end. One job at a time, each is seen "
+            f"{statistics.mean(delays):.1f} s after it ends",
+            f"# on average (at most {max(delays):.0f} s), and the run ends up to {init} s "
+            f"later: {share:.1%} of the jobs' time.",
+            f"slurm-init-seconds-before-status-checks: {init}",
+            f"seconds-between-status-checks: {init}",
+        ]
+    )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("studies", nargs="+", type=Path, help="results/STUDY or its runs.csv")
-    parser.add_argument("--jitter", type=float, default=0.02,
-                        help="how much a future job may differ (0.02: 2 %%)")  # fmt: skip
-    parser.add_argument("--min-job-age", type=int,
-                        help="with slurm-status-command: squeue, the site's MinJobAge: the "
-                        "interval stays below a third of it (above that the plugin turns to "
-                        "sacct)")  # fmt: skip
+    parser.add_argument(
+        "--jitter", type=float, default=0.02, help="how much a future job may differ (0.02: 2 %%)"
+    )
+    parser.add_argument(
+        "--min-job-age",
+        type=int,
+        help="with slurm-status-command: squeue, the site's MinJobAge: the "
+        "interval stays below a third of it (above that the plugin turns to "
+        "sacct)",
+    )
     args = parser.parse_args(argv)
     paths = [p / "runs.csv" if p.is_dir() else p for p in args.studies]
     missing = [str(p) for p in paths if not p.is_file()]

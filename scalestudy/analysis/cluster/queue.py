@@ -18,8 +18,8 @@ from pathlib import Path
 
 from snakemake_interface_common.exceptions import WorkflowError
 
+from scalestudy.contract import PointRequest
 from scalestudy.records import write_json_atomic
-from scalestudy.sections.requests.contract import PointRequest
 from scalestudy.slurm import (
     HISTORY_FIELDS,
     LOCAL,
@@ -209,8 +209,7 @@ def history_coverage(jobs: list[dict]) -> dict:
     in_order = (sorted(same, key=lambda j: j["eligible"]) for same in by_shape.values())
     found = [backtest([j["wait_s"] for j in same]) for same in in_order]
     covered, tested = sum(c for c, _ in found), sum(t for _, t in found)
-    return {"covered": covered, "tested": tested,
-            "coverage": covered / tested if tested else None}  # fmt: skip
+    return {"covered": covered, "tested": tested, "coverage": covered / tested if tested else None}
 
 
 def coverage_words(coverage: dict) -> str:
@@ -270,9 +269,12 @@ def read_prediction(returncode: int, output: str, now: datetime) -> dict:
     start = found["start_time"]
     if start.tzinfo is not None:  # Slurm prints local time; keep to the same clock
         start = start.astimezone().replace(tzinfo=None)
-    return {"predicted_start": start.isoformat(timespec="seconds"),
-            "predicted_wait_s": float(max(0, round((start - now).total_seconds()))),
-            "start_basis": TEST_ONLY, "queue_note": None}  # fmt: skip
+    return {
+        "predicted_start": start.isoformat(timespec="seconds"),
+        "predicted_wait_s": float(max(0, round((start - now).total_seconds()))),
+        "start_basis": TEST_ONLY,
+        "queue_note": None,
+    }
 
 
 def tres(text: str) -> dict[str, str]:
@@ -299,18 +301,21 @@ def parse_history(text: str) -> list[dict]:
         asked, seconds, ran = tres(req), slurm_seconds(limit), slurm_seconds(elapsed)
         ended = not state.startswith(("RUNNING", "PENDING", "REQUEUED", "SUSPENDED"))
         cpus, gpus = asked.get("cpu", ""), asked.get("gres/gpu", "0")
-        jobs.append({
-            "nodes": int(nodes) if nodes.isdigit() else None,
-            "gpus": int(gpus) if gpus.isdigit() else None,
-            "cpus": int(cpus) if cpus.isdigit() else None,
-            "partition": partition,
-            "minutes": None if seconds is None else int(seconds // 60),
-            "wait_s": max(0.0, waited.total_seconds()),
-            "eligible": eligible,  # ISO text: sorts in time order
-            # a job may overrun its limit by OverTimeLimit: capped at the limit
-            "run_to_limit": min(1.0, ran / seconds)
-            if ended and ran is not None and seconds else None,
-        })  # fmt: skip
+        jobs.append(
+            {
+                "nodes": int(nodes) if nodes.isdigit() else None,
+                "gpus": int(gpus) if gpus.isdigit() else None,
+                "cpus": int(cpus) if cpus.isdigit() else None,
+                "partition": partition,
+                "minutes": None if seconds is None else int(seconds // 60),
+                "wait_s": max(0.0, waited.total_seconds()),
+                "eligible": eligible,  # ISO text: sorts in time order
+                # a job may overrun its limit by OverTimeLimit: capped at the limit
+                "run_to_limit": min(1.0, ran / seconds)
+                if ended and ran is not None and seconds
+                else None,
+            }
+        )
     return jobs
 
 
@@ -318,9 +323,13 @@ def job_shape(row, partition: str | None) -> dict:
     """A plan row's (cost.plan.PlanRow) job as sacct's history describes one: nodes,
     GPUs, CPUs, partition (None: the default, whichever it is) and time limit in minutes."""
     point = row.point
-    return {"nodes": point.nodes, "gpus": point.gpus, "cpus": point.cores,
-            "partition": partition or None,
-            "minutes": row.slurm_resources["runtime"]}  # fmt: skip
+    return {
+        "nodes": point.nodes,
+        "gpus": point.gpus,
+        "cpus": point.cores,
+        "partition": partition or None,
+        "minutes": row.slurm_resources["runtime"],
+    }
 
 
 SHAPE_KEYS = ("nodes", "gpus", "cpus", "minutes", "partition")
@@ -345,10 +354,15 @@ def past_waits(jobs: list[dict], shape: dict) -> dict:
     if not waits:
         return {}
     covered, tested = backtest(waits)
-    return {"history_wait_median_s": float(np.median(waits)),
-            "history_wait_p90_s": float(np.percentile(waits, 90)), "history_jobs": len(waits),
-            "history_wait_bound_s": p90_bound(waits), "history_wait_max_s": float(max(waits)),
-            "history_bound_covered": covered, "history_bound_tested": tested}  # fmt: skip
+    return {
+        "history_wait_median_s": float(np.median(waits)),
+        "history_wait_p90_s": float(np.percentile(waits, 90)),
+        "history_jobs": len(waits),
+        "history_wait_bound_s": p90_bound(waits),
+        "history_wait_max_s": float(max(waits)),
+        "history_bound_covered": covered,
+        "history_bound_tested": tested,
+    }
 
 
 def past_jobs(facts: ClusterFacts) -> tuple[list[dict], str | None]:
@@ -391,8 +405,14 @@ def started(facts: ClusterFacts, resources: dict) -> tuple[dict, str | None]:
     return read_prediction(answer["returncode"], output, asked_at(facts)) | asked, None
 
 
-def job_start(facts: ClusterFacts, resources: dict, shape: dict, past: list[dict],
-              ratio: dict | None, note: str | None) -> tuple[JobStart, str | None]:  # fmt: skip
+def job_start(
+    facts: ClusterFacts,
+    resources: dict,
+    shape: dict,
+    past: list[dict],
+    ratio: dict | None,
+    note: str | None,
+) -> tuple[JobStart, str | None]:
     """A Slurm job's past waits (`past`: past_jobs), and what --test-only said of it
     (started), corrected (`ratio`: run_to_limit), unless Slurm could not be asked
     (`note`: one note, no job's reasons); and the note."""
@@ -425,16 +445,21 @@ def predict(plans: list, facts: ClusterFacts) -> tuple[list, Forecast]:
     history = slurm and facts.history is not None and history_note is None
     coverage = history_coverage(past) if history else None
     return asked, Forecast(
-        queue=queue, asked_at=facts.asked_at, calls=len(facts.test_only),
-        note=note, bound=NOT_A_BOUND if slurm and note is None else None,
+        queue=queue,
+        asked_at=facts.asked_at,
+        calls=len(facts.test_only),
+        note=note,
+        bound=NOT_A_BOUND if slurm and note is None else None,
         history_days=facts.history_days if slurm else None,
-        history_note=history_note, history=history, coverage=coverage,
+        history_note=history_note,
+        history=history,
+        coverage=coverage,
         coverage_words=coverage_words(coverage) if history else None,
         run_to_limit=ratio,
         correction_note=UNCORRECTED if slurm and note is None and ratio is None else None,
         bound_min_jobs=BOUND_MIN_JOBS,
         studies=[{"study": plan.study, "jobs": planned_jobs(plan, queue)} for plan in asked],
-    )  # fmt: skip
+    )
 
 
 def planned_jobs(plan, queue: str) -> list[PlannedJob]:
@@ -460,20 +485,27 @@ def planned_jobs(plan, queue: str) -> list[PlannedJob]:
         bases = {r.point.label: r.price_basis for r, _ in shared}
         # the N whose time priced the runs; {label: N} where they differ
         from_n = {r.point.label: r.price_from_n for r, _ in shared}
-        jobs.append(PlannedJob(
-            point=", ".join(r.point.label for r, _ in shared),
-            series=", ".join(r.point.series for r, _ in shared if r.point.series),
-            n=point.n, runs=sum(runs for _, runs in shared), nodes=point.nodes,
-            layout={key: getattr(point, key) for key in
-                    ("nodes", "tasks_per_node", "threads", "gpus_per_node")},
-            seconds=sum(r.seconds * runs for r, runs in shared),
-            su=sum(r.su_per_job * runs for r, runs in shared),
-            # per run's point where they differ: "a-t1: ...; b-t1: ..."
-            price_basis=row.price_basis if len(set(bases.values())) == 1
-            else "; ".join(f"{k}: {t}" for k, t in bases.items()),
-            price_from_n=row.price_from_n if len(set(from_n.values())) == 1 else from_n,
-            start=row.start,
-        ))  # fmt: skip
+        jobs.append(
+            PlannedJob(
+                point=", ".join(r.point.label for r, _ in shared),
+                series=", ".join(r.point.series for r, _ in shared if r.point.series),
+                n=point.n,
+                runs=sum(runs for _, runs in shared),
+                nodes=point.nodes,
+                layout={
+                    key: getattr(point, key)
+                    for key in ("nodes", "tasks_per_node", "threads", "gpus_per_node")
+                },
+                seconds=sum(r.seconds * runs for r, runs in shared),
+                su=sum(r.su_per_job * runs for r, runs in shared),
+                # per run's point where they differ: "a-t1: ...; b-t1: ..."
+                price_basis=row.price_basis
+                if len(set(bases.values())) == 1
+                else "; ".join(f"{k}: {t}" for k, t in bases.items()),
+                price_from_n=row.price_from_n if len(set(from_n.values())) == 1 else from_n,
+                start=row.start,
+            )
+        )
     return jobs
 
 
@@ -488,8 +520,13 @@ UNKNOWN = "unknown wait"  # Slurm could not be asked, or refused the shape
 def request_shape(request: PointRequest, partition: str | None) -> dict:
     """A point's request (scalestudy.analysis.decisions.request.point_request) as sacct's history
     describes a job (job_shape's keys)."""
-    return {"nodes": request.nodes, "gpus": request.gpus, "cpus": request.cores,
-            "partition": partition or None, "minutes": request.time_min}  # fmt: skip
+    return {
+        "nodes": request.nodes,
+        "gpus": request.gpus,
+        "cpus": request.cores,
+        "partition": partition or None,
+        "minutes": request.time_min,
+    }
 
 
 def request_waits(requests: list[PointRequest], facts: ClusterFacts) -> dict:
@@ -510,10 +547,18 @@ def request_waits(requests: list[PointRequest], facts: ClusterFacts) -> dict:
             shape = request_shape(r, site.get("slurm_partition"))
             start, note = job_start(facts, r.resources, shape, past, ratio, note)
         history = {k: v for k, v in asdict(start).items() if k.startswith("history_")}
-        points[r.point] = history | {"wait_now_s": start.predicted_wait_s, "queue_note":
-                                     start.queue_note, "wait_now_corrected_s":
-                                     start.corrected_wait_s}  # fmt: skip
-    return {"queue": LOCAL if local else SLURM, "asked_at": facts.asked_at,
-            "calls": len(facts.test_only), "note": note, "history_note": history_note,
-            "history_days": None if local else facts.history_days,
-            "run_to_limit": None if local else ratio, "points": points}  # fmt: skip
+        points[r.point] = history | {
+            "wait_now_s": start.predicted_wait_s,
+            "queue_note": start.queue_note,
+            "wait_now_corrected_s": start.corrected_wait_s,
+        }
+    return {
+        "queue": LOCAL if local else SLURM,
+        "asked_at": facts.asked_at,
+        "calls": len(facts.test_only),
+        "note": note,
+        "history_note": history_note,
+        "history_days": None if local else facts.history_days,
+        "run_to_limit": None if local else ratio,
+        "points": points,
+    }

@@ -14,10 +14,8 @@ from scalestudy.analysis.cluster.queue import LOCAL, NOW, TYPICAL, UNKNOWN, requ
 from scalestudy.analysis.decisions.recommendation import meeting_deadline
 from scalestudy.analysis.decisions.request import full_length_seconds
 from scalestudy.analysis.stats.intervals import median_ci
-from scalestudy.contract import Answer
+from scalestudy.contract import Answer, EarliestResult, PointRequest, PointResult, ResultTimes
 from scalestudy.records import jsonable
-from scalestudy.sections.requests.contract import PointRequest
-from scalestudy.sections.time_to_result.contract import EarliestResult, PointResult, ResultTimes
 from scalestudy.slurm import ClusterFacts
 
 
@@ -54,8 +52,11 @@ def chosen_wait(asked: dict, queue: str, min_jobs: int | None) -> dict:
         wait, basis = now, NOW
     else:
         return {"wait_s": None, "wait_hi_s": None, "basis": UNKNOWN}
-    return {"wait_s": wait, "wait_hi_s": top_wait(wait, asked["history_wait_bound_s"]),
-            "basis": basis}  # fmt: skip
+    return {
+        "wait_s": wait,
+        "wait_hi_s": top_wait(wait, asked["history_wait_bound_s"]),
+        "basis": basis,
+    }
 
 
 def time_to_result(run: dict, wait: dict) -> dict:
@@ -63,8 +64,11 @@ def time_to_result(run: dict, wait: dict) -> dict:
     if run["run_s"] is None:
         return dict.fromkeys(("result_s", "result_lo_s", "result_hi_s"))
     low, high = wait["wait_s"] or 0.0, wait["wait_hi_s"] or 0.0
-    return {"result_s": low + run["run_s"], "result_lo_s": low + run["run_lo_s"],
-            "result_hi_s": high + run["run_hi_s"]}  # fmt: skip
+    return {
+        "result_s": low + run["run_s"],
+        "result_lo_s": low + run["run_lo_s"],
+        "result_hi_s": high + run["run_hi_s"],
+    }
 
 
 def earliest(points: list[dict], series: str) -> EarliestResult | None:
@@ -91,8 +95,13 @@ def study_result_times(
         run = run_time(runs[runs["point"] == r.point])
         wait = chosen_wait(asked, waits["queue"], min_jobs)
         # what Slurm said of the point (its every figure: PointResult names them)
-        points.append({"point": r.point, "series": r.series, "n": r.n} | run | wait | asked
-                      | time_to_result(run, wait))  # fmt: skip
+        points.append(
+            {"point": r.point, "series": r.series, "n": r.n}
+            | run
+            | wait
+            | asked
+            | time_to_result(run, wait)
+        )
     series = list(dict.fromkeys(p["series"] for p in points))
     said = ["queue", "asked_at", "calls", "note", "history_note", "history_days", "run_to_limit"]
     return ResultTimes(
@@ -118,7 +127,11 @@ def deadline_by_result(
     results = [np.nan if p.result_s is None else p.result_s for p in mine]
     costs = [float(rows.loc[p.point, "su"]) for p in mine]
     best, note = meeting_deadline(
-        np.asarray(ns, float), np.asarray(results, float), np.asarray(costs, float),
-        deadline_s, "given costs", what="time to result",
-    )  # fmt: skip
+        np.asarray(ns, float),
+        np.asarray(results, float),
+        np.asarray(costs, float),
+        deadline_s,
+        "given costs",
+        what="time to result",
+    )
     return replace(answer, cheapest_meeting_deadline=jsonable(best), deadline_note=note)

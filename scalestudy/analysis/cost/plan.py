@@ -17,9 +17,9 @@ import pandas as pd
 from scalestudy.analysis.cluster.queue import JobStart
 from scalestudy.analysis.cost.cost import SECONDS_PER_MINUTE, Cost, charges, within_budget
 from scalestudy.analysis.decisions import adaptive
-from scalestudy.analysis.history.baseline import runs_for_comparison, times_by_point
 from scalestudy.analysis.stats.predictions import jsonable, times_by_n, usable_runs
-from scalestudy.analysis.tables import TIME_COLUMNS
+from scalestudy.analysis.stats.verdicts import UNDECIDED, point_changes
+from scalestudy.analysis.tables import TIME_COLUMNS, times_by_point
 from scalestudy.compute.launch import STOP_SLACK_S
 from scalestudy.contract import AdaptiveStop, EarlierAnalysis, RefusedRound
 from scalestudy.model import Study
@@ -80,9 +80,12 @@ def neighbour_time(n: int, measured: dict[int, float], weak: bool) -> tuple[floa
 
 
 def job_price(
-    n: int, measured: dict[int, float], limit_s: float, weak: bool = False,
+    n: int,
+    measured: dict[int, float],
+    limit_s: float,
+    weak: bool = False,
     model_s: float | None = None,
-) -> dict:  # fmt: skip
+) -> dict:
     """A job's whole-job seconds at N, their basis and `from_n` (the neighbour's N), as
     the module's docstring says (`limit_s`: the time limit), and `reserve_s`, what a
     budget holds back for it: the same, but a measured median too times PRICE_MARGIN
@@ -219,14 +222,27 @@ def study_plan(
             su = float(cost.su(point.cores, point.gpus, seconds))
             reserve = float(cost.su(point.cores, point.gpus, price["reserve_s"]))
             earlier = len(times.get(point.label, []))
-            rows.append(PlanRow(
-                point, repeats, done, repeats - done, seconds, basis, price["from_n"],
-                basis_text(price, earlier), earlier, su, reserve, su * repeats,
-                float(cost.su(point.cores, point.gpus, limit_s)), su * (repeats - done),
-                seconds * (repeats - done),
-                slurm_resources(point, study) | {"runtime": job_runtime(study, point)},
-                shared_job(study, point),
-            ))  # fmt: skip
+            rows.append(
+                PlanRow(
+                    point,
+                    repeats,
+                    done,
+                    repeats - done,
+                    seconds,
+                    basis,
+                    price["from_n"],
+                    basis_text(price, earlier),
+                    earlier,
+                    su,
+                    reserve,
+                    su * repeats,
+                    float(cost.su(point.cores, point.gpus, limit_s)),
+                    su * (repeats - done),
+                    seconds * (repeats - done),
+                    slurm_resources(point, study) | {"runtime": job_runtime(study, point)},
+                    shared_job(study, point),
+                )
+            )
     # on Slurm, runs that share a job (a packed point's repeats, a comparison's a and
     # b at one N) are one job (the plan is made before any executor is chosen: locally
     # each run stays a job of its own); finished ones count, as in `jobs`
@@ -260,9 +276,12 @@ def budget_problem(plan: StudyPlan) -> str | None:
         return None
     jobs = plan.totals.jobs
     bounds = sum(r.repeats for r in plan.rows if r.basis == LIMIT)
-    how = (f"; {bounds} of its {jobs} jobs are priced at their time limit, an upper bound "
-           "(run a few first, or lower resources.runtime, to price them from measurements)"
-           if bounds else "")  # fmt: skip
+    how = (
+        f"; {bounds} of its {jobs} jobs are priced at their time limit, an upper bound "
+        "(run a few first, or lower resources.runtime, to price them from measurements)"
+        if bounds
+        else ""
+    )
     what = "round 1 of the adaptive study is" if plan.adaptive else "the plan is"
     fewer = (
         "adaptive.first_repeats or adaptive.first_points" if plan.adaptive else "repeats or points"
@@ -284,9 +303,8 @@ def round_plan(
     those it adds and why, its estimated SU, the SU spent so far, and the stopping
     reason, if the study stops here. `baseline`: the runs table of the study's baseline;
     with adaptive.settle_baseline, points where the comparison with it is undecided
-    get runs too (scalestudy.analysis.history.baseline.runs_for_comparison). A study of
-    CPU and GPU series settles `question` instead (adaptive.question_round: a
-    section's `rounds_wanted` of `runs`)."""
+    get runs too (runs_for_comparison). A study of CPU and GPU series settles
+    `question` instead (adaptive.question_round: a section's `rounds_wanted` of `runs`)."""
     ns = study.scaling.ns()
     base = study.base_n(ns)
     # a study of series plans by point label (its series measured elsewhere left out)
@@ -342,16 +360,77 @@ def round_plan(
 
     refused = plan.get("refused")
     return adaptive.RoundPlan(
-        round=round_no, totals=labelled(plan["totals"]), added=labelled(plan["added"]),
-        why=why, round_su=float(plan["round_su"]), spent_su=float(spent),
-        stop=plan["stop"] and AdaptiveStop(**plan["stop"]), judged=jsonable(plan["judged"]),
-        refused=refused and RefusedRound(labelled(refused["added"]), labelled(refused["why"]),
-                                         refused["round_su"]),
+        round=round_no,
+        totals=labelled(plan["totals"]),
+        added=labelled(plan["added"]),
+        why=why,
+        round_su=float(plan["round_su"]),
+        spent_su=float(spent),
+        stop=plan["stop"] and AdaptiveStop(**plan["stop"]),
+        judged=jsonable(plan["judged"]),
+        refused=refused
+        and RefusedRound(labelled(refused["added"]), labelled(refused["why"]), refused["round_su"]),
         to_decide=decide and replace(decide, added=labelled(decide.added)),
-        study=study.name, points={label[k]: n_of[k] for k in label},
+        study=study.name,
+        points={label[k]: n_of[k] for k in label},
         su_per_run={label[k]: su_per_run[k] for k in label},
         price_basis={r.point.label: r.price_basis for r in rows},
         priced_at_limit=[r.point.label for r in rows if r.basis == LIMIT],
         budget_su=study.budget_su,
         time_limits_min=limits,
-    )  # fmt: skip
+    )
+
+
+def undecided_points(now: dict, was: dict, tolerance: float) -> dict[int, tuple[int, str]]:
+    """N -> (the runs to add now that would decide it, why) where the comparison with
+    the baseline is undecided and more runs now can decide it (regression_check).
+    Keys of now and was: (series, N) as times_by_point."""
+    return {
+        p.n: (
+            p.more_runs,
+            f"the comparison with the baseline is undecided at N = {p.n} (time ratio "
+            f"{p.ratio:.2f} [{p.lo:.2f}, {p.hi:.2f}], tolerance {tolerance:.0%}): "
+            f"{p.text.removeprefix('undecided: ')}",
+        )
+        for p in point_changes(now, was, tolerance)
+        if p.verdict == UNDECIDED and p.more_runs
+    }
+
+
+def runs_for_comparison(plan: dict, now: dict, was: dict, study: Study, su_per_run: dict) -> dict:
+    """An adaptive round plan (analysis.adaptive.next_round, keyed by N) with runs added
+    where the comparison with the baseline is undecided: the runs that would decide it,
+    up to max_repeats, as many as the budget allows, within max_rounds. A plan stopped
+    as decided goes on for them; one stopped by its budget or limits stays stopped."""
+    stopped = plan.get("stop")
+    if stopped and stopped["reason"] != "decided":
+        return plan
+    adaptive = study.adaptive
+    if plan["round"] > adaptive.max_rounds:
+        return plan
+    added, why = dict(plan["added"]), dict(plan["why"])
+    round_su = plan["round_su"]
+    for n, (more, reason) in undecided_points(now, was, study.baseline_tolerance).items():
+        have = plan["totals"].get(n, 0)
+        extra = min(more - added.get(n, 0), adaptive.max_repeats - have)
+        per_run = su_per_run.get(n, math.inf)
+        while extra > 0 and not within_budget(
+            plan["spent_su"] + round_su + extra * per_run, study.budget_su
+        ):
+            extra -= 1
+        if extra <= 0:
+            continue
+        added[n] = added.get(n, 0) + extra
+        why.setdefault(n, reason)
+        round_su += extra * per_run
+    if added == plan["added"]:
+        return plan
+    # plan["totals"] already holds the runs next_round added: count only these
+    totals = {n: plan["totals"].get(n, 0) + k - plan["added"].get(n, 0) for n, k in added.items()}
+    return plan | {
+        "added": added,
+        "why": why,
+        "round_su": round_su,
+        "stop": None,
+        "totals": plan["totals"] | totals,
+    }

@@ -54,9 +54,12 @@ class Rules:
     def of(cls, study) -> Rules:
         """The rules of a study model with `adaptive` set."""
         own = ("target_ci", "max_repeats", "max_rounds", "first_repeats", "first_points")
-        return cls(threshold=study.recommend.min_marginal_speedup,
-                   indifference=study.recommend.indifference, budget_su=study.budget_su,
-                   **{k: getattr(study.adaptive, k) for k in own})  # fmt: skip
+        return cls(
+            threshold=study.recommend.min_marginal_speedup,
+            indifference=study.recommend.indifference,
+            budget_su=study.budget_su,
+            **{k: getattr(study.adaptive, k) for k in own},
+        )
 
     @property
     def zone(self) -> float:
@@ -195,8 +198,9 @@ def skips(unmeasured, a: int, b: int) -> bool:
     return any(a < n < b for n in unmeasured)
 
 
-def new_points(unmeasured: list[int], lower: dict[int, float], rec: dict, by_step: dict,
-               rules: Rules) -> dict[int, str]:  # fmt: skip
+def new_points(
+    unmeasured: list[int], lower: dict[int, float], rec: dict, by_step: dict, rules: Rules
+) -> dict[int, str]:
     """The candidates to measure for the first time (N -> why; `unmeasured`: those not
     yet measured, sorted; `lower`: N -> the lower end of its speedup's CI): around the
     steps into and out of the answer, where the Amdahl law fitted to `lower` puts the
@@ -211,19 +215,25 @@ def new_points(unmeasured: list[int], lower: dict[int, float], rec: dict, by_ste
         if earlier and later and later[0] > earlier[1] and not past_the_stop:
             for n in unmeasured:
                 if a < n < d:
-                    new.setdefault(n, f"the gain rises from the step {a}->{b} to {c}->{d}: "
-                                   "every candidate between them is measured")  # fmt: skip
+                    new.setdefault(
+                        n,
+                        f"the gain rises from the step {a}->{b} to {c}->{d}: "
+                        "every candidate between them is measured",
+                    )
     recommended = next((s for s in rec["steps"] if s[1] == rec["worth_n"]), None)
     if recommended is not None and skips(unmeasured, *recommended[:2]):
         a, worth = recommended[:2]
         below = max(n for n in unmeasured if n < worth)
-        new.setdefault(below, f"the walk went from {a} to {worth} over it: "
-                       f"does the step {below}->{worth} pay?")  # fmt: skip
+        new.setdefault(
+            below, f"the walk went from {a} to {worth} over it: does the step {below}->{worth} pay?"
+        )
     if stopped is not None and skips(unmeasured, *stopped[:2]):
         a, b = stopped[:2]
         above = min(n for n in unmeasured if n > a)
-        new.setdefault(above, f"the walk stopped at the step {a}->{b}, over it: "
-                       f"does the step {a}->{above} pay?")  # fmt: skip
+        new.setdefault(
+            above,
+            f"the walk stopped at the step {a}->{b}, over it: does the step {a}->{above} pay?",
+        )
     elif stopped is None and lower:
         top = max(lower)
         span = [n for n in unmeasured if n > top]
@@ -231,13 +241,17 @@ def new_points(unmeasured: list[int], lower: dict[int, float], rec: dict, by_ste
         if answer is None:
             why = "too few speedups to fit a law to: the next candidate up"
             if len(positive(lower)) >= 2:
-                why = ("every measured step pays, and the speedups' lower CI ends are linear "
-                       "or better, which no Amdahl law with a serial share fits: the next "
-                       "candidate up")  # fmt: skip
+                why = (
+                    "every measured step pays, and the speedups' lower CI ends are linear "
+                    "or better, which no Amdahl law with a serial share fits: the next "
+                    "candidate up"
+                )
             answer = top
         else:
-            why = ("every measured step pays, and the Amdahl law fitted to the speedups' "
-                   f"lower CI ends puts the last step that pays at N = {answer}")  # fmt: skip
+            why = (
+                "every measured step pays, and the Amdahl law fitted to the speedups' "
+                f"lower CI ends puts the last step that pays at N = {answer}"
+            )
         for n in [n for n in span if n >= answer][: 1 + (answer in span)]:
             new.setdefault(n, why)
     return new
@@ -248,8 +262,9 @@ def positive(speedups: dict[int, float]) -> dict[int, float]:
     return {n: sp for n, sp in speedups.items() if np.isfinite(sp) and sp > 0}
 
 
-def predicted_answer(speedups: dict[int, float], start: int, span: list[int],
-                     rules: Rules) -> int | None:  # fmt: skip
+def predicted_answer(
+    speedups: dict[int, float], start: int, span: list[int], rules: Rules
+) -> int | None:
     """Walking up from the measured point `start` through the candidates `span`, the
     last one whose step still pays by the Amdahl law fitted to `speedups` (N ->
     speedup); `start` when the first step does not. Amdahl is linear in 1/N (1/S = s +
@@ -379,21 +394,38 @@ def moved_by(base: int, speedups: dict[int, float], a: int, b: int) -> set[int]:
     return ends | ({base} if total > 0 and weights[base] / total >= VARIANCE_SHARE else set())
 
 
-def next_round(round_no: int, candidates: list[int], base: int, runs: dict[int, int],
-               samples: dict[int, np.ndarray], su_per_run: dict[int, float], spent_su: float,
-               rules: Rules, scale=None) -> dict:  # fmt: skip
+def next_round(
+    round_no: int,
+    candidates: list[int],
+    base: int,
+    runs: dict[int, int],
+    samples: dict[int, np.ndarray],
+    su_per_run: dict[int, float],
+    spent_su: float,
+    rules: Rules,
+    scale=None,
+) -> dict:
     """The plan of round `round_no` (1-based), from the runs so far: `runs` N -> runs
     made (failed ones too), `samples` N -> their usable times, `su_per_run` N -> the
     estimated SU of one run (measured where it can be), `spent_su` the SU the study
     has cost. Returns {"round", "totals" (N -> runs once the round is done), "added"
     (N -> runs added), "why" (N -> the reason), "round_su", "spent_su", "stop" (None,
     or {"reason": decided|budget|limits, "text"}), "judged" (judge's view, or None)}."""
-    plan = {"round": round_no, "totals": dict(runs), "added": {}, "why": {}, "round_su": 0.0,
-            "spent_su": spent_su, "stop": None, "judged": None}  # fmt: skip
+    plan = {
+        "round": round_no,
+        "totals": dict(runs),
+        "added": {},
+        "why": {},
+        "round_su": 0.0,
+        "spent_su": spent_su,
+        "stop": None,
+        "judged": None,
+    }
     if round_no == 1 and not runs:
         added = first_round(candidates, base, rules)
-        why = {n: "round 1: the base case" if n == base else "round 1: a first step up"
-               for n in added}  # fmt: skip
+        why = {
+            n: "round 1: the base case" if n == base else "round 1: a first step up" for n in added
+        }
     else:
         judged = judge(candidates, samples, base, rules, scale)
         plan["judged"] = judged
@@ -405,8 +437,7 @@ def next_round(round_no: int, candidates: list[int], base: int, runs: dict[int, 
         if judged["decided"] or judged["answer_decided"] and beyond:
             return plan | {"stop": stop(DECIDED, decided_text(judged, rules, reach))}
         if round_no > rules.max_rounds:
-            return plan | {"stop": stop(LIMITS, f"{rules.max_rounds} rounds were run "
-                                        "(max_rounds)")}  # fmt: skip
+            return plan | {"stop": stop(LIMITS, f"{rules.max_rounds} rounds were run (max_rounds)")}
         new_runs = min(NEW_POINT_RUNS, rules.first_repeats, rules.max_repeats)
         added, why = dict.fromkeys(judged["new"], new_runs), dict(judged["new"])
         at_limit = []  # points that still decide the answer but have max_repeats runs
@@ -441,17 +472,21 @@ def next_round(round_no: int, candidates: list[int], base: int, runs: dict[int, 
             parts = []
             if at_limit:
                 full = ", ".join(f"N = {n}" for n in sorted(at_limit))
-                parts.append(f"the points that would decide it ({full}) have max_repeats = "
-                             f"{rules.max_repeats} runs")  # fmt: skip
+                parts.append(
+                    f"the points that would decide it ({full}) have max_repeats = "
+                    f"{rules.max_repeats} runs"
+                )
             if curtailed:
                 parts.append(curtailed_text(judged, curtailed, rules))
             if beyond:
                 at = " and ".join(f"N = {n}" for n in ends)
-                parts.append(f"the speedup at N = {judged['worth_n']} is known to "
-                             f"±{100 * ci['half_width']:.1f} %, and the target of "
-                             f"±{100 * rules.target_ci:g} % is out of reach: max_repeats = "
-                             f"{rules.max_repeats} runs at {at} would give about "
-                             f"±{100 * reach:.1f} %")  # fmt: skip
+                parts.append(
+                    f"the speedup at N = {judged['worth_n']} is known to "
+                    f"±{100 * ci['half_width']:.1f} %, and the target of "
+                    f"±{100 * rules.target_ci:g} % is out of reach: max_repeats = "
+                    f"{rules.max_repeats} runs at {at} would give about "
+                    f"±{100 * reach:.1f} %"
+                )
             # the report says "stopped at the limits, not decided:" before it
             return plan | {"stop": stop(LIMITS, "; and ".join(parts))}
 
@@ -464,9 +499,11 @@ def next_round(round_no: int, candidates: list[int], base: int, runs: dict[int, 
         # the new candidates beyond the next one up cost the most: that one alone, as
         # a walk without the fitted law would go
         planned = ", ".join(f"N = {n}" for n in plan["judged"]["new"])
-        text = (f"the round with {planned} (about {round_su:.3g} SU) would take the study "
-                f"to {spent_su + round_su:.3g} SU, above its budget of {rules.budget_su:g} "
-                "SU: the next candidate up alone")  # fmt: skip
+        text = (
+            f"the round with {planned} (about {round_su:.3g} SU) would take the study "
+            f"to {spent_su + round_su:.3g} SU, above its budget of {rules.budget_su:g} "
+            "SU: the next candidate up alone"
+        )
         for n in plan["judged"]["new"]:
             added.pop(n), why.pop(n)
         added[up], why[up] = new_runs, text
@@ -480,11 +517,18 @@ def admitted(plan: dict, added: dict, why: dict, su_per_run: dict, rules: Rules)
     plan |= {"added": added, "why": why, "round_su": round_su}
     spent_su, runs = plan["spent_su"], plan["totals"]
     if not within_budget(spent_su + round_su, rules.budget_su):
-        text = (f"the next round ({sum(added.values())} runs, about {round_su:.3g} SU) would "
-                f"take the study to {spent_su + round_su:.3g} SU, above its budget of "
-                f"{rules.budget_su:g} SU")  # fmt: skip
-        return plan | {"added": {}, "why": {}, "round_su": 0.0, "stop": stop(BUDGET, text),
-                       "refused": {"added": added, "why": why, "round_su": round_su}}  # fmt: skip
+        text = (
+            f"the next round ({sum(added.values())} runs, about {round_su:.3g} SU) would "
+            f"take the study to {spent_su + round_su:.3g} SU, above its budget of "
+            f"{rules.budget_su:g} SU"
+        )
+        return plan | {
+            "added": {},
+            "why": {},
+            "round_su": 0.0,
+            "stop": stop(BUDGET, text),
+            "refused": {"added": added, "why": why, "round_su": round_su},
+        }
     plan["totals"] = {n: runs.get(n, 0) + added.get(n, 0) for n in sorted(set(runs) | set(added))}
     return plan
 
@@ -535,8 +579,9 @@ def question_round(round_no, points, runs, question, su_per_run, spent_su, rules
     return plan | {"stop": stop(LIMITS, "; and ".join(parts))}
 
 
-def budget_limits(added: dict[int, int], reserve_su: dict[int, float],
-                  limit_su: dict[int, float], left_su: float) -> dict[int, float]:  # fmt: skip
+def budget_limits(
+    added: dict[int, int], reserve_su: dict[int, float], limit_su: dict[int, float], left_su: float
+) -> dict[int, float]:
     """N -> the share of its time limit each run of an admitted round may take, where at
     their limits (`limit_su`: N -> SU per run) they could cost more than `left_su`: its
     reserve scaled by `left_su` over the round's reserve, at most 1. The limits sum to
@@ -573,8 +618,13 @@ def to_decide(plan, *inputs, rules: Rules, scale=None, planner=None) -> contract
     for key, value in tries:
         then = (planner or next_round)(round_no + 1, *rest, replace(rules, **{key: value}), scale)
         if then["stop"] is None or then["stop"]["reason"] == DECIDED:
-            return contract.ToDecide(f"adaptive.{key}", value, then["added"], then["round_su"],
-                                     runs_decide=then["stop"] is None)  # fmt: skip
+            return contract.ToDecide(
+                f"adaptive.{key}",
+                value,
+                then["added"],
+                then["round_su"],
+                runs_decide=then["stop"] is None,
+            )
     return None
 
 
@@ -596,12 +646,15 @@ def curtailed_text(judged: dict, curtailed: dict, rules: Rules) -> str:
         + (f"{100 * chance:.0f} %" if chance >= 0.005 else "under 1 %")
         for (a, b), chance in sorted(curtailed.items())
     )
-    return (f"more runs would hardly change the answer: {steps} at max_repeats = "
-            f"{rules.max_repeats} runs")  # fmt: skip
+    return (
+        f"more runs would hardly change the answer: {steps} at max_repeats = "
+        f"{rules.max_repeats} runs"
+    )
 
 
-def half_width_at_max_repeats(half_width: float, ends: list[int], usable: dict[int, int],
-                              runs: dict[int, int], rules: Rules) -> float:  # fmt: skip
+def half_width_at_max_repeats(
+    half_width: float, ends: list[int], usable: dict[int, int], runs: dict[int, int], rules: Rules
+) -> float:
     """The speedup CI's relative half-width projected to max_repeats runs at its `ends`
     (the answer and the base; failed runs count against max_repeats): with equal noise
     at both (as moved_by), its square goes as the sum of 1 / usable runs over them, and
@@ -635,12 +688,15 @@ def decided_text(judged: dict, rules: Rules, reach: float = math.nan) -> str:
         )
         if ci["half_width"] > rules.target_ci:
             at = " and ".join(f"N = {n}" for n in sorted({judged["base"], worth}))
-            words += (f", out of reach: max_repeats = {rules.max_repeats} runs at {at} would "
-                      f"give about ±{100 * reach:.1f} %")  # fmt: skip
+            words += (
+                f", out of reach: max_repeats = {rules.max_repeats} runs at {at} would "
+                f"give about ±{100 * reach:.1f} %"
+            )
         words += ")"
     for a, b, gain, lo, hi in judged["steps"]:
-        if (a, b) in judged["deciding"] and within_zone(gain, (lo, hi), rules.threshold,
-                                                         rules.zone):  # fmt: skip
+        if (a, b) in judged["deciding"] and within_zone(
+            gain, (lo, hi), rules.threshold, rules.zone
+        ):
             words += "; " + zone_text(a, b, gain, lo, hi, rules.threshold, rules.zone)
     return words
 
@@ -724,8 +780,11 @@ def rounds_summary(plans: list[RoundPlan], runs: pd.DataFrame, study) -> contrac
     last, spent_su = plans[-1], charges(ran, study).su
     # where the rounds' config changed (none: one config throughout, or plans made
     # before fingerprints)
-    configs = [contract.ConfigChange(p.round, p.config_fingerprint) for i, p in enumerate(plans)
-               if not i or p.config_fingerprint != plans[i - 1].config_fingerprint]  # fmt: skip
+    configs = [
+        contract.ConfigChange(p.round, p.config_fingerprint)
+        for i, p in enumerate(plans)
+        if not i or p.config_fingerprint != plans[i - 1].config_fingerprint
+    ]
     grid_su = study.repeats * sum(last.su_per_run.values())
     usable = usable_runs(runs, study)
     times = pd.to_numeric(usable[TIME_COLUMNS[study.time]], errors="coerce")

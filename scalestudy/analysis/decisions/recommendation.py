@@ -26,9 +26,17 @@ def _pick(candidates: np.ndarray, first: np.ndarray, second: np.ndarray, ns: np.
     return int(candidates[order[0]])
 
 
-def recommend(ns, speedups, units, threshold: float = 0.1, times=None, costs=None,
-              deadline_s: float | None = None, budget: float | None = None,
-              indifference: float = 0.0) -> dict:  # fmt: skip
+def recommend(
+    ns,
+    speedups,
+    units,
+    threshold: float = 0.1,
+    times=None,
+    costs=None,
+    deadline_s: float | None = None,
+    budget: float | None = None,
+    indifference: float = 0.0,
+) -> dict:
     """What N to ask for (the choices: module docstring).
 
     (a) worth_n: the walk up while a step's marginal gain d(speedup)/d(units) is at
@@ -63,11 +71,18 @@ def recommend(ns, speedups, units, threshold: float = 0.1, times=None, costs=Non
                 worth = step[1]
             else:
                 stopped = step
-    result = {"worth_n": worth, "steps": steps, "stopped_at": stopped, "threshold": threshold,
-              "zone": zone_half_width(threshold, indifference),
-              "skipped_n": [_py(ns[i]) for i in skipped],
-              "cheapest_meeting_deadline": None, "deadline_note": "no deadline given",
-              "fastest_within_budget": None, "budget_note": "no budget given"}  # fmt: skip
+    result = {
+        "worth_n": worth,
+        "steps": steps,
+        "stopped_at": stopped,
+        "threshold": threshold,
+        "zone": zone_half_width(threshold, indifference),
+        "skipped_n": [_py(ns[i]) for i in skipped],
+        "cheapest_meeting_deadline": None,
+        "deadline_note": "no deadline given",
+        "fastest_within_budget": None,
+        "budget_note": "no budget given",
+    }
     if deadline_s is None and budget is None:
         return result
     if times is None:
@@ -238,8 +253,13 @@ def decision(rec: dict, intervals: list, runs_at: dict, su_at: dict) -> dict:
     if not undecided:
         return {"decided": True} | settled
     su = sum(k * su_at[n] for n, k in more.items() if np.isfinite(su_at.get(n, np.nan)))
-    repeats = [{"n": n, "more": k, "at_least": k >= MAX_MORE_REPEATS}
-               for n, k in sorted(more.items())]  # fmt: skip
+    repeats = [
+        {"n": n, "more": k, "at_least": k >= MAX_MORE_REPEATS} for n, k in sorted(more.items())
+    ]
     # undecided_steps: the steps whose interval still reaches across the threshold
-    return {"decided": False, "step_intervals": shown, "undecided_steps": undecided,
-            "next_measurements": {"repeats": repeats, "su": float(su)}}  # fmt: skip
+    return {
+        "decided": False,
+        "step_intervals": shown,
+        "undecided_steps": undecided,
+        "next_measurements": {"repeats": repeats, "su": float(su)},
+    }

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.cost.cost import SECONDS_PER_MINUTE
+from scalestudy.contract import PointRequest, Requests
 from scalestudy.model import Study, base_series
 from scalestudy.records import jsonable
-from scalestudy.sections.requests.contract import PointRequest, Requests
 from scalestudy.slurm import last_line, output_of, probe_commands, slurm_seconds, submit_words
 from scalestudy.study.points import point_for
 from scalestudy.study.slurm import slurm_resources
@@ -27,9 +27,18 @@ BUSY_WARNING = 0.5
 MEMORY_WARNING = 0.5
 # the plugin's flags that are the request (the rest name the job and its log)
 REQUEST_FLAGS = (
-    "--nodes", "--ntasks", "--ntasks-per-node", "--ntasks-per-gpu", "--cpus-per-task",
-    "--gpus", "--gres", "--mem", "-t", "--constraint", "-C",
-)  # fmt: skip
+    "--nodes",
+    "--ntasks",
+    "--ntasks-per-node",
+    "--ntasks-per-gpu",
+    "--cpus-per-task",
+    "--gpus",
+    "--gres",
+    "--mem",
+    "-t",
+    "--constraint",
+    "-C",
+)
 
 
 def _numbers(frame: pd.DataFrame, column: str) -> pd.Series:
@@ -86,8 +95,14 @@ def mem_text(mb: int | None) -> str | None:
 def sbatch_lines(resources: dict) -> list[str]:
     """`#SBATCH` lines for Snakemake resources, from the Slurm plugin's own submit
     command (its resource flags only; `-t` minutes become --time=H:MM:00)."""
-    names = {"run_uuid": "job", "slurm_logfile": "log", "comment_str": "", "account": "",
-             "partition": "", "workdir": "."}  # fmt: skip
+    names = {
+        "run_uuid": "job",
+        "slurm_logfile": "log",
+        "comment_str": "",
+        "account": "",
+        "partition": "",
+        "workdir": ".",
+    }
     words = submit_words(resources, names)
     lines = []
     for i, word in enumerate(words):
@@ -189,8 +204,9 @@ def study_requests(
         series = row.series if isinstance(row.series, str) else ""
         mine = runs[runs["point"] == row.point]
         slurm = accounted(mine, jobs)
-        found = point_request(study, base_series(series), int(row.n), mine,
-                              slurm["sacct_peak_mem_mb"])  # fmt: skip
+        found = point_request(
+            study, base_series(series), int(row.n), mine, slurm["sacct_peak_mem_mb"]
+        )
         # the summary's own names: a series split by provenance keeps its tag
         found |= {"point": row.point, "series": series} | slurm
         points.append(PointRequest(**jsonable(found)))
@@ -202,8 +218,11 @@ def accounted(runs: pd.DataFrame, jobs: dict[str, dict]) -> dict:
     (largest), None where it has no figure."""
     ok = runs[runs["status"] == "ok"]
     mine = [jobs[key] for key in run_accounting_keys(ok) if key in jobs]  # None: no job
-    busy = [j["cpu_s"] / (j["elapsed_s"] * j["cpus"]) for j in mine
-            if j["cpu_s"] is not None and j["elapsed_s"] and j["cpus"]]  # fmt: skip
+    busy = [
+        j["cpu_s"] / (j["elapsed_s"] * j["cpus"])
+        for j in mine
+        if j["cpu_s"] is not None and j["elapsed_s"] and j["cpus"]
+    ]
     peaks = [j["peak_mem_mb"] for j in mine if j["peak_mem_mb"] is not None]
     return {
         "sacct_cpu_busy": float(np.median(busy)) if busy else None,
@@ -296,17 +315,29 @@ def read_accounting(answer: dict | None) -> tuple[dict[str, dict], str | None]:
         # the job's or the step's energy where accounting gathers it (sixth field)
         used = consumed_energy(fields[5] if len(fields) == 6 else "")
         job = fields[0].split(".")[0]
-        found = jobs.setdefault(job, {"cpu_s": None, "elapsed_s": None, "cpus": None,
-                                      "peak_mem_mb": None,
-                                      "energy": consumed_energy("")})  # fmt: skip
+        found = jobs.setdefault(
+            job,
+            {
+                "cpu_s": None,
+                "elapsed_s": None,
+                "cpus": None,
+                "peak_mem_mb": None,
+                "energy": consumed_energy(""),
+            },
+        )
         cpu, elapsed = slurm_seconds(fields[1]), slurm_seconds(fields[2])
         cpus, mem = int(fields[3]) if fields[3].isdigit() else None, slurm_megabytes(fields[4])
         if "." not in fields[0]:  # the job's own line: its totals
             found["cpu_s"], found["elapsed_s"] = cpu, elapsed
             found["cpus"], found["energy"] = cpus, used
         elif fields[0].split(".")[1].isdigit():  # an srun step: one run of a shared job
-            jobs[fields[0]] = {"cpu_s": cpu, "elapsed_s": elapsed, "peak_mem_mb": mem,
-                               "cpus": cpus, "energy": used}  # fmt: skip
+            jobs[fields[0]] = {
+                "cpu_s": cpu,
+                "elapsed_s": elapsed,
+                "peak_mem_mb": mem,
+                "cpus": cpus,
+                "energy": used,
+            }
         if mem is not None:
             found["peak_mem_mb"] = max(found["peak_mem_mb"] or 0.0, mem)
     return jobs, None

@@ -76,8 +76,13 @@ def compare_series(a_by_n: dict, b_by_n: dict, n_perm: int = 5000, seed: int = 0
             if floor > 0.05:
                 entry["note"] = f"{null.size} splits only: p cannot be below {floor:.3g}"
         per_n.append(entry)
-    result = {"per_n": per_n, "common_n": used, "p_value": math.nan, "significant": False,
-              "mean_log_ratio": math.nan}  # fmt: skip
+    result = {
+        "per_n": per_n,
+        "common_n": used,
+        "p_value": math.nan,
+        "significant": False,
+        "mean_log_ratio": math.nan,
+    }
     if not strata:
         result.update(method="", note="no common N with runs in both series: no test")
         return result
@@ -100,6 +105,11 @@ def compare_series(a_by_n: dict, b_by_n: dict, n_perm: int = 5000, seed: int = 0
     kind = "exact" if exact else f"{n_perm} random"
     note = f"only {null.size} joint splits: p cannot be below {floor:.3g}" if floor > 0.05 else ""
     method = f"stratified permutation over {len(used)} N ({kind} joint splits)"
-    result.update(p_value=p, significant=bool(p < 0.05), method=method, note=note,
-                  mean_log_ratio=observed / len(strata))  # fmt: skip
+    result.update(
+        p_value=p,
+        significant=bool(p < 0.05),
+        method=method,
+        note=note,
+        mean_log_ratio=observed / len(strata),
+    )
     return result

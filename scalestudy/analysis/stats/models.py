@@ -242,10 +242,22 @@ class FitResult:
 def _failed_fit(name: str, k: int, n_points: int, n_obs: int, n_base: float, note: str):
     names = list(_named_params(name, np.zeros(k)))
     nan = math.nan
-    return FitResult(name, _FORMULAS[name], dict.fromkeys(names, nan),
-                     {p: (nan, nan) for p in names}, n_points, n_obs, k, rss=nan, r2=nan,
-                     aicc=math.inf, rmse=nan, ok=False, note=note,
-                     n_base=float(n_base))  # fmt: skip
+    return FitResult(
+        name,
+        _FORMULAS[name],
+        dict.fromkeys(names, nan),
+        {p: (nan, nan) for p in names},
+        n_points,
+        n_obs,
+        k,
+        rss=nan,
+        r2=nan,
+        aicc=math.inf,
+        rmse=nan,
+        ok=False,
+        note=note,
+        n_base=float(n_base),
+    )
 
 
 # ---------------------------------------------------------------- bootstrap and fits of a study
@@ -276,8 +288,14 @@ def _bootstrap_means(samples, statistic, n_boot: int, rng) -> np.ndarray:
     from scipy.stats import bootstrap  # here: scipy.stats costs ~1 s of every workflow parse
 
     # random_state=, not rng=: rng= needs SciPy >= 1.15
-    res = bootstrap(samples, statistic, n_resamples=n_boot, method="percentile",
-                    vectorized=True, random_state=rng)  # fmt: skip
+    res = bootstrap(
+        samples,
+        statistic,
+        n_resamples=n_boot,
+        method="percentile",
+        vectorized=True,
+        random_state=rng,
+    )
     return np.reshape(res.bootstrap_distribution, (-1, n_boot)).T
 
 
@@ -340,10 +358,25 @@ def _fit_one(name, runs: _Runs, n_base, boot_mean_log, n_boot, rng) -> FitResult
         for p, values in _named_params(name, boot_theta).items():
             lo, hi = nan_quantile(values, _tails(LEVEL))
             param_ci[p] = (float(lo), float(hi))
-    return FitResult(name, _FORMULAS[name], params, param_ci, n_points, n_obs, k, rss, r2, aicc,
-                     rmse=math.sqrt(rss / n_obs), ok=True, note="; ".join(notes),
-                     n_base=float(n_base), theta=theta, boot_theta=boot_theta,
-                     boot_noise=boot_noise)  # fmt: skip
+    return FitResult(
+        name,
+        _FORMULAS[name],
+        params,
+        param_ci,
+        n_points,
+        n_obs,
+        k,
+        rss,
+        r2,
+        aicc,
+        rmse=math.sqrt(rss / n_obs),
+        ok=True,
+        note="; ".join(notes),
+        n_base=float(n_base),
+        theta=theta,
+        boot_theta=boot_theta,
+        boot_noise=boot_noise,
+    )
 
 
 def fit_models(ns, times, n_base: float, n_boot: int = 300, seed: int = 0) -> list[FitResult]:

@@ -16,13 +16,11 @@ import numpy as np
 import pandas as pd
 
 from scalestudy.analysis.decisions.recommendation import decision, recommend, step_intervals
-from scalestudy.analysis.energy.energy import measures_point
 from scalestudy.analysis.stats import comparison, models
-from scalestudy.analysis.tables import TIME_COLUMNS, provenance_differences
-from scalestudy.contract import Comparison, TestAtN
+from scalestudy.analysis.tables import TIME_COLUMNS, measures_point, provenance_differences
+from scalestudy.contract import Comparison, Curve, Fit, Peak, SeriesFit, TestAtN
 from scalestudy.model import Study
 from scalestudy.records import jsonable
-from scalestudy.sections.series.contract import Curve, Fit, Peak, SeriesFit
 
 EXTRAPOLATE_FACTOR = 2.0  # predictions reach this many times the largest measured N
 GRID_POINTS = 80
@@ -59,8 +57,11 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> Serie
     time_col = TIME_COLUMNS[study.time]
     ns = sorted(int(n) for n in summary["n"])
     base = study.base_n(ns)
-    excluded = {row["point"]: reason for _, row in summary.iterrows()
-                if (reason := exclusion_reason(row, study))}  # fmt: skip
+    excluded = {
+        row["point"]: reason
+        for _, row in summary.iterrows()
+        if (reason := exclusion_reason(row, study))
+    }
     eligible = summary[~summary["point"].isin(list(excluded))]
     usable = usable_runs(runs[runs["point"].isin(eligible["point"])], study)
     mixed = provenance_differences(usable)
@@ -70,8 +71,17 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> Serie
     deciding = usable_runs(runs, study) if study.adaptive else usable
     rec |= recommendation_decision(rec, summary, deciding, study, time_col, base)
     series = jsonable(summary["series"].iloc[0])
-    found = SeriesFit(series, base, excluded, mixed, fits=[], selected=None, peak=None,
-                      curve=None, recommendation=jsonable(rec))  # fmt: skip
+    found = SeriesFit(
+        series,
+        base,
+        excluded,
+        mixed,
+        fits=[],
+        selected=None,
+        peak=None,
+        curve=None,
+        recommendation=jsonable(rec),
+    )
     if mixed:
         note = "; ".join(f"{field} ({', '.join(values)})" for field, values in mixed.items())
         return replace(found, fit_note=f"not fitted: the runs differ in {note}")
@@ -117,8 +127,14 @@ def fit_series(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> Serie
         # (1/s only against the model's own t(1))
         serial = best.params["T"] * best.params["s"]
         bound = jsonable(t_base / serial) if serial > 0 else None
-    return replace(found, selected=best.name, prediction_base=jsonable(prediction_base),
-                   curve=curve, peak=peak or None, bound=bound)  # fmt: skip
+    return replace(
+        found,
+        selected=best.name,
+        prediction_base=jsonable(prediction_base),
+        curve=curve,
+        peak=peak or None,
+        bound=bound,
+    )
 
 
 def fit_summary(fit: models.FitResult, weight: float | None) -> Fit:
@@ -132,9 +148,17 @@ def recommendation(summary: pd.DataFrame, study: Study) -> dict:
     o = study.recommend
     ns, speedups, times, su = (summary[c].to_numpy(float) for c in ("n", "speedup", "wall_s", "su"))
     # N is the unit of the marginal gain too
-    return recommend(ns, speedups, ns, threshold=o.min_marginal_speedup, times=times, costs=su,
-                     deadline_s=o.deadline_s, budget=o.budget_su,
-                     indifference=o.indifference)  # fmt: skip
+    return recommend(
+        ns,
+        speedups,
+        ns,
+        threshold=o.min_marginal_speedup,
+        times=times,
+        costs=su,
+        deadline_s=o.deadline_s,
+        budget=o.budget_su,
+        indifference=o.indifference,
+    )
 
 
 def times_by_n(usable: pd.DataFrame, time_col: str) -> dict[int, np.ndarray]:
@@ -184,6 +208,8 @@ def compare_all_series(runs: pd.DataFrame, study: Study) -> list[Comparison]:
 
 def study_predictions(summary: pd.DataFrame, runs: pd.DataFrame, study: Study) -> dict:
     """All of a study's predictions: the analysis's parts of those names."""
-    series = [fit_series(part, runs[runs["series"] == name], study.for_series(name))
-              for name, part in summary.groupby("series", sort=False)]  # fmt: skip
+    series = [
+        fit_series(part, runs[runs["series"] == name], study.for_series(name))
+        for name, part in summary.groupby("series", sort=False)
+    ]
     return {"series": series, "comparisons": compare_all_series(runs, study)}

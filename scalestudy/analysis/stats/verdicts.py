@@ -1,10 +1,10 @@
 """Has a curve of times changed? From per-point log ratios (now / then) and one pooled
 log-scale variance: a verdict per point and for the whole curve, each slower, faster,
 same (with its power stated) or undecided (with the runs that would decide it). Pure
-functions; the one simulation (_union_level) draws from a fixed seed. The baseline
-check (analysis/history/baseline.py) uses it; any comparison of two sets of runs per
-point can (a paired one: `runs_other` infinite, the variance that of the paired
-differences).
+functions; the one simulation (_union_level) draws from a fixed seed. The regression
+check (regression_check: the baseline section, the history, the adaptive plan) uses it;
+any comparison of two sets of runs per point can (a paired one: `runs_other` infinite,
+the variance that of the paired differences).
 
 Its statistical choices, and why (benchmarks/baseline_calls.py measures them):
 docs/baselines.md, "How the check decides, and why".
@@ -18,6 +18,8 @@ from functools import lru_cache
 import numpy as np
 
 from scalestudy.analysis.stats.intervals import MAX_MORE_RUNS
+from scalestudy.contract import NO_CHANGE, CurveVerdict, PointChange
+from scalestudy.records import finite
 
 ALPHA = 0.05
 SLOWER_SHARE = 0.8  # of alpha to calling "slower" (4 %), the rest to "faster" (1 %)
@@ -128,8 +130,15 @@ def _one_way(sign: int, level: float, d, se, weights, log_n, variance, df) -> di
     steps[order] = [level / max(k - 1, 1)] + [level / (k - j) for j in range(1, k)]
     rejected = np.zeros(k, dtype=bool)
     rejected[order] = changed & np.cumprod(p[order] <= steps[order]).astype(bool)
-    return dict(p=p, p_joint=p_joint, changed=changed, steps=steps, rejected=rejected,
-                alone=alone, shift=shift)  # fmt: skip
+    return dict(
+        p=p,
+        p_joint=p_joint,
+        changed=changed,
+        steps=steps,
+        rejected=rejected,
+        alone=alone,
+        shift=shift,
+    )
 
 
 def _not_called(slower, faster: float, within: bool, tolerance, unit: str, curve: bool):
@@ -206,8 +215,11 @@ def verdicts(
         ratio = math.exp(d[i])
         lo, hi = math.exp(d[i] - half * se[i]), math.exp(d[i] + half * se[i])
         power, more = math.nan, None
-        called = [way for way, test in ways.items() if test["rejected"][i]
-                  and SIGNS[way] * d[i] > SIGNS[way] * beyond[way]]  # fmt: skip
+        called = [
+            way
+            for way, test in ways.items()
+            if test["rejected"][i] and SIGNS[way] * d[i] > SIGNS[way] * beyond[way]
+        ]
         if called:
             verdict, text = called[0], _change_text(ratio, lo, hi)
         elif not known:
@@ -219,9 +231,19 @@ def verdicts(
             )
         test = ways.get(SLOWER if d[i] >= 0 else FASTER)  # none: no variance
         p_value, threshold = (test["p"][i], test["steps"][i]) if test else (math.nan, math.nan)
-        points.append(dict(ratio=ratio, lo=lo, hi=hi, p_value=float(p_value), text=text,
-                           threshold=float(threshold), verdict=verdict, power=power,
-                           more_runs=more))  # fmt: skip
+        points.append(
+            dict(
+                ratio=ratio,
+                lo=lo,
+                hi=hi,
+                p_value=float(p_value),
+                text=text,
+                threshold=float(threshold),
+                verdict=verdict,
+                power=power,
+                more_runs=more,
+            )
+        )
     # the curve's verdict: its mean ratio over the points (the intercept), and slope
     mean_se = math.sqrt(variance / weights.sum()) if known else math.nan
     ratio = math.exp(beta[0])
@@ -249,6 +271,76 @@ def verdicts(
     p_joint = ways[SLOWER if beta[0] >= 0 else FASTER]["p_joint"] if known else math.nan
     changed = any(test["changed"] for test in ways.values())
     slope = float(beta[1]) if k > 1 else 0.0
-    curve = dict(ratio=ratio, lo=lo, hi=hi, slope=slope, p_value=p_joint, changed=changed,
-                 verdict=verdict, power=power, more_runs=more, text=text)  # fmt: skip
+    curve = dict(
+        ratio=ratio,
+        lo=lo,
+        hi=hi,
+        slope=slope,
+        p_value=p_joint,
+        changed=changed,
+        verdict=verdict,
+        power=power,
+        more_runs=more,
+        text=text,
+    )
     return {"points": points, "curve": curve}
+
+
+def regression_check(
+    now: dict, was: dict, tolerance: float
+) -> list[tuple[CurveVerdict, list[PointChange]]]:
+    """Per series measured in both (now and was keyed (series, N), as times_by_point):
+    its curve's verdict and each common point's (stats/verdicts.py). Alpha is split
+    evenly over the series."""
+    common = sorted(set(now) & set(was))
+    series = sorted({s for s, _ in common})
+    out = []
+    for name in series:
+        keys = [
+            key
+            for key in common
+            if key[0] == name and np.all(now[key] > 0) and np.all(was[key] > 0)
+        ]
+        if not keys:
+            continue
+        variance, df = pooled_log_variance([now[k] for k in keys] + [was[k] for k in keys])
+        found = verdicts(
+            [np.log(now[k]).mean() - np.log(was[k]).mean() for k in keys],
+            [now[k].size for k in keys],
+            [was[k].size for k in keys],
+            variance,
+            df,
+            [math.log(k[1]) for k in keys],
+            tolerance,
+            ALPHA / len(series),
+        )
+        points = [
+            PointChange(
+                key[0],
+                key[1],
+                finite(v["ratio"]),
+                finite(v["lo"]),
+                finite(v["hi"]),
+                finite(v["p_value"]),
+                finite(v["threshold"]),
+                v["verdict"] if v["verdict"] in (SLOWER, FASTER) else NO_CHANGE,
+                v["verdict"],
+                finite(v["power"]),
+                v["more_runs"],
+                v["text"],
+                int(now[key].size),
+                int(was[key].size),
+                float(np.median(now[key])),
+                float(np.median(was[key])),
+            )
+            for key, v in zip(keys, found["points"], strict=True)
+        ]
+        curve = {k: finite(v) if isinstance(v, float) else v for k, v in found["curve"].items()}
+        out.append((CurveVerdict(name, **curve), points))
+    return out
+
+
+def point_changes(now: dict, was: dict, tolerance: float) -> list[PointChange]:
+    """Per (series, N) measured in both: time ratio now / baseline, its 95 % interval,
+    p, the verdict and the change called (regression_check)."""
+    return [p for _, points in regression_check(now, was, tolerance) for p in points]

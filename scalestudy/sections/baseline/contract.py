@@ -1,53 +1,11 @@
 """The study against an earlier run of it (`baseline:`): what analysis.json holds under
-"baseline", and baseline.json (scalestudy.analysis.history.baseline)."""
+"baseline", and baseline.json (its produce.py). Its verdicts are the regression check's
+(scalestudy.contract.PointChange, CurveVerdict: the history and the adaptive plan read
+them too)."""
 
 from dataclasses import dataclass
 
-# the change called where none is (a point's, an archive's step)
-NO_CHANGE = "none"
-
-
-@dataclass(frozen=True)
-class PointChange:
-    """One point now against the baseline: time ratio now / baseline with its 95 %
-    interval, the change called (slower, faster or none) and the verdict
-    (scalestudy.analysis.stats.verdicts)."""
-
-    series: str
-    n: int
-    ratio: float | None
-    lo: float | None
-    hi: float | None
-    p_value: float | None  # the one-sided t-test, the change's way, on the pooled variance
-    alpha: float | None  # the p a change needs here (its Holm step, that way)
-    change: str
-    verdict: str  # slower, faster, same or undecided
-    power: float | None  # of calling a slowdown of twice the tolerance (same, undecided)
-    more_runs: int | None  # undecided: the runs now that would decide it
-    text: str  # the verdict in words
-    runs_now: int
-    runs_baseline: int
-    time_now_s: float
-    time_baseline_s: float
-
-
-@dataclass(frozen=True)
-class CurveVerdict:
-    """A series' whole curve now against the baseline (verdicts.verdicts): the mean
-    time ratio over its points with its 95 % interval, the slope of the log ratio
-    against log N, the joint test's p and the verdict."""
-
-    series: str
-    ratio: float | None
-    lo: float | None
-    hi: float | None
-    slope: float | None
-    p_value: float | None
-    changed: bool  # the curve's test rejected "no change"
-    verdict: str  # slower, faster, slower and faster, same or undecided
-    power: float | None
-    more_runs: int | None  # undecided: the runs now at every point that would decide it
-    text: str
+from scalestudy.contract import CurveVerdict, FingerprintDiff, PointChange
 
 
 @dataclass(frozen=True)
@@ -62,7 +20,7 @@ class CurveStep:
 
 @dataclass(frozen=True)
 class CurveChange:
-    """Do a series' speedup curves differ (scalestudy.analysis.history.baseline.curve_change)?"""
+    """Do a series' speedup curves differ (produce.curve_change)?"""
 
     series: str
     base_n: int
@@ -113,13 +71,6 @@ class AnswerChange:
     now_decided: bool | None
     unchanged: bool
     text: str
-
-
-@dataclass(frozen=True)
-class FingerprintDiff:
-    key: str
-    baseline: str
-    now: str
 
 
 @dataclass(frozen=True)

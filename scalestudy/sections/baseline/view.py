@@ -1,8 +1,9 @@
 """The comparison with the baseline in the report's formats (decided in
-scalestudy.analysis.history.baseline)."""
+its produce.py)."""
 
+from scalestudy.contract import NO_CHANGE
 from scalestudy.report.views import fmt, pct, runs_by_count, shallow, with_ci
-from scalestudy.sections.baseline.contract import NO_CHANGE, BaselineComparison
+from scalestudy.sections.baseline.contract import BaselineComparison
 
 # its line of the first table, slower than before: beside the study's own answer
 RANK = 2
@@ -10,7 +11,7 @@ RANK = 2
 
 def view(b: BaselineComparison) -> dict:
     """The comparison with the baseline in the report's formats (decided in
-    scalestudy.analysis.history.baseline)."""
+    its produce.py)."""
     ratio = "{:.2f}"
     points = [
         shallow(p)

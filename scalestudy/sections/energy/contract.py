@@ -1,4 +1,4 @@
-"""Energy to result: what analysis.json holds under "energy" (scalestudy.analysis.energy.energy)."""
+"""Energy to result: what analysis.json holds under "energy" (its produce.py)."""
 
 from dataclasses import dataclass
 

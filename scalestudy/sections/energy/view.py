@@ -15,6 +15,11 @@ WITH_CI |= {
 ENERGY = ["energy_kj", "relative_energy"]
 
 
+def drawn(energy: Energy) -> bool:
+    """Its figure only where energy was measured."""
+    return energy.measured
+
+
 def view(energy: Energy) -> dict:
     """Energy per result of each point formatted (kJ with its interval, ratio to the base
     case with its interval), and each series' answer's figures. Which point is least and
@@ -25,15 +30,28 @@ def view(energy: Energy) -> dict:
 
     # a series of one point: its point is not compared with itself
     series = [p.series for p in energy.points]
-    rows = [shallow(p) | {"energy_kj": kj(p.energy_j), "energy_kj_ci_lo": kj(p.energy_ci_lo),
-                          "energy_kj_ci_hi": kj(p.energy_ci_hi)}
-            | ({"relative_energy": None} if series.count(p.series) == 1 else {})
-            for p in energy.points]  # fmt: skip
+    rows = [
+        shallow(p)
+        | {
+            "energy_kj": kj(p.energy_j),
+            "energy_kj_ci_lo": kj(p.energy_ci_lo),
+            "energy_kj_ci_hi": kj(p.energy_ci_hi),
+        }
+        | ({"relative_energy": None} if series.count(p.series) == 1 else {})
+        for p in energy.points
+    ]
     formatted = table(rows, ENERGY)
-    answers = {a.series or "": shallow(a) | {
-        "speedup": fmt(a.speedup, "{:.2f}"), "relative": fmt(a.relative_energy, "{:.2f}"),
-        "least_relative": None if a.least_relative_energy is None
-        else fmt(a.least_relative_energy, "{:.2f}")} for a in energy.answers}  # fmt: skip
+    answers = {
+        a.series or "": shallow(a)
+        | {
+            "speedup": fmt(a.speedup, "{:.2f}"),
+            "relative": fmt(a.relative_energy, "{:.2f}"),
+            "least_relative": None
+            if a.least_relative_energy is None
+            else fmt(a.least_relative_energy, "{:.2f}"),
+        }
+        for a in energy.answers
+    }
     return shallow(energy) | {
         "weight": fmt(energy.weight_su_per_kwh, "{:g}") if energy.weight_su_per_kwh else None,
         "has_series": any(p.series for p in energy.points),

@@ -1,9 +1,9 @@
-"""The study's archives and its runs now (scalestudy.analysis.history.history): analysis.json's
+"""The study's archives and its runs now (its produce.py): analysis.json's
 "history"."""
 
 from dataclasses import dataclass
 
-from scalestudy.sections.baseline.contract import FingerprintDiff
+from scalestudy.contract import FingerprintDiff
 
 
 @dataclass(frozen=True)
@@ -17,7 +17,7 @@ class HistoryPoint:
 @dataclass(frozen=True)
 class HistoryEntry:
     """One archive of the study (`make archive`), or the runs now
-    (scalestudy.analysis.history.history)."""
+    (its produce.py)."""
 
     name: str
     points: list[HistoryPoint]

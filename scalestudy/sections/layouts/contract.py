@@ -1,14 +1,14 @@
 """Several layouts of one total: what analysis.json holds under "layouts"
-(scalestudy.analysis.decisions.layouts)."""
+(its produce.py)."""
 
 from dataclasses import dataclass
 from typing import Any
 
-from scalestudy.contract import Layout
+from scalestudy.contract import Placement
 
 
 @dataclass(frozen=True)
-class PlacedPoint(Layout):
+class PlacedPoint(Placement):
     """A point of a total and where it ran, with its median time."""
 
     point: str

@@ -7,6 +7,11 @@ from scalestudy.sections.layouts.contract import Grid, Layouts, Total
 PLACE = "layouts"
 
 
+def drawn(found: Layouts) -> bool:
+    """Its figure, the grid's heat map, only for a grid study."""
+    return found.grid is not None
+
+
 def view(layouts: Layouts) -> dict | None:
     if not layouts.totals and layouts.grid is None:
         return None

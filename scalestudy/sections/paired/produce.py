@@ -33,8 +33,16 @@ def produce(given) -> DATA:
     at = [pairs[pairs["n"] == n] for n in ns]
     at = [(p["a"].to_numpy(), p["b"].to_numpy()) for p in at]
     found = paired_ratios(at, ns, compare.tolerance, [point_for(study, n).label for n in ns])
-    return Paired(compare.a, compare.b, compare.order_seed, compare.tolerance,
-                  SLOWER_ALARMS, FASTER_ALARMS, study.time, found)  # fmt: skip
+    return Paired(
+        compare.a,
+        compare.b,
+        compare.order_seed,
+        compare.tolerance,
+        SLOWER_ALARMS,
+        FASTER_ALARMS,
+        study.time,
+        found,
+    )
 
 
 def pairs_of(
@@ -48,14 +56,16 @@ def pairs_of(
     runs = runs.assign(variant=runs["series"].map(base_series))
     # each run's place among its point's runs, in the order they started
     runs = runs.assign(place=runs.groupby("n")["started_at"].rank(method="first"))
-    places = runs.pivot_table(index=["n", "repeat"], columns="variant", values="place",
-                              aggfunc="first").reindex(columns=["a", "b"])  # fmt: skip
+    places = runs.pivot_table(
+        index=["n", "repeat"], columns="variant", values="place", aggfunc="first"
+    ).reindex(columns=["a", "b"])
     adjacent = places[(places["a"] - places["b"]).abs() == 1].index
     ok = runs[runs["status"] == "ok"] if usable is None else runs.loc[usable.index]
     ok = ok[ok[time_column].notna()]
     ok = ok[ok.set_index(["n", "repeat"]).index.isin(adjacent)]
-    wide = ok.pivot_table(index=["n", "repeat"], columns="variant", values=time_column,
-                          aggfunc="first")  # fmt: skip
+    wide = ok.pivot_table(
+        index=["n", "repeat"], columns="variant", values=time_column, aggfunc="first"
+    )
     wide = wide.reindex(columns=["a", "b"]).dropna()
     return wide.reset_index()[["n", "repeat", "a", "b"]].sort_values(["n", "repeat"])
 
@@ -69,9 +79,20 @@ def paired_ratios(points, ns, tolerance: float, labels=None) -> list[PairedPoint
     variance, df = pooled_log_variance(ratios)
     judged = [i for i, r in enumerate(ratios) if r.size]
     means = [float(np.log(ratios[i]).mean()) for i in judged]
-    found = verdicts(means, [ratios[i].size for i in judged], [math.inf] * len(judged), variance,
-                     df, np.log([ns[i] for i in judged]), tolerance,
-                     unit="pair")["points"] if judged else []  # fmt: skip
+    found = (
+        verdicts(
+            means,
+            [ratios[i].size for i in judged],
+            [math.inf] * len(judged),
+            variance,
+            df,
+            np.log([ns[i] for i in judged]),
+            tolerance,
+            unit="pair",
+        )["points"]
+        if judged
+        else []
+    )
     labels = labels or [""] * len(ns)
     result = [
         PairedPoint(label, n, 0, None, None, None, "undecided", "undecided: no pairs", None)
@@ -79,6 +100,15 @@ def paired_ratios(points, ns, tolerance: float, labels=None) -> list[PairedPoint
     ]
     for i, v in zip(judged, found, strict=True):
         lo, hi = (v["lo"], v["hi"]) if math.isfinite(v["lo"]) else (None, None)
-        result[i] = PairedPoint(labels[i], ns[i], ratios[i].size, v["ratio"], lo, hi,
-                                v["verdict"], v["text"], v["more_runs"])  # fmt: skip
+        result[i] = PairedPoint(
+            labels[i],
+            ns[i],
+            ratios[i].size,
+            v["ratio"],
+            lo,
+            hi,
+            v["verdict"],
+            v["text"],
+            v["more_runs"],
+        )
     return result

@@ -2,14 +2,19 @@
 
 import pandas as pd
 
-from scalestudy.analysis.history.baseline import distinct
+from scalestudy.analysis.tables import distinct
 from scalestudy.sections.received.contract import DATA, Received
 
 # what the runs received (distinct values over the runs)
 RECEIVED = [
-    "cpus_usable", "threads_given", "torch_threads", "gpus_visible", "mem_limit_mb", "world_size",
+    "cpus_usable",
+    "threads_given",
+    "torch_threads",
+    "gpus_visible",
+    "mem_limit_mb",
+    "world_size",
     "hosts",
-]  # fmt: skip
+]
 
 
 def produce(given) -> DATA:
@@ -25,6 +30,14 @@ def produce(given) -> DATA:
         if pd.isna(first.get("cpus_usable")):
             continue
         got = [[c, text] for c in RECEIVED if (text := distinct(group, c))]
-        view.append(Received(point, int(first["threads"]), int(first["cores"] / first["threads"]),
-                             int(first["gpus"]), int(first["nodes"]), got))  # fmt: skip
+        view.append(
+            Received(
+                point,
+                int(first["threads"]),
+                int(first["cores"] / first["threads"]),
+                int(first["gpus"]),
+                int(first["nodes"]),
+                got,
+            )
+        )
     return view

@@ -8,5 +8,6 @@ PLACE = "environment"
 
 
 def view(received: list[Received]) -> list[dict] | None:
-    return [shallow(r) | {"got": [[label(c), values] for c, values in r.got]}
-            for r in received] or None  # fmt: skip
+    return [
+        shallow(r) | {"got": [[label(c), values] for c, values in r.got]} for r in received
+    ] or None

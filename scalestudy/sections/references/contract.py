@@ -1,5 +1,5 @@
 """The references a study states (`expect:`) against what was measured
-(scalestudy.analysis.history.references): analysis.json's "references"."""
+(its produce.py): analysis.json's "references"."""
 
 from dataclasses import dataclass
 

@@ -7,5 +7,6 @@ BROKEN = ("broken", "unmeasured")
 
 
 def view(expectations: list[Expectation]) -> list[dict] | None:
-    return [{"status": e.status, "text": e.text, "broken": e.status in BROKEN}
-            for e in expectations] or None  # fmt: skip
+    return [
+        {"status": e.status, "text": e.text, "broken": e.status in BROKEN} for e in expectations
+    ] or None

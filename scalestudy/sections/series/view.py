@@ -1,7 +1,7 @@
 """Each series' scaling models in the report, after the fits' notes and telemetry."""
 
+from scalestudy.contract import SeriesFit
 from scalestudy.report.views import fmt, shallow
-from scalestudy.sections.series.contract import SeriesFit
 
 # where the report shows it: after the GPU verdict and the telemetry
 PLACE = "telemetry"
@@ -16,13 +16,26 @@ def view(series: list[SeriesFit]) -> dict:
 
 def models_view(pred: SeriesFit) -> dict:
     """The fitted models of one series, for the report's table."""
-    fits = [shallow(f) | {
-        "params": [{"name": k, "value": fmt(v, "{:.4g}"),
+    fits = [
+        shallow(f)
+        | {
+            "params": [
+                {
+                    "name": k,
+                    "value": fmt(v, "{:.4g}"),
                     "lo": fmt(f.param_ci.get(k, (None, None))[0], "{:.3g}"),
-                    "hi": fmt(f.param_ci.get(k, (None, None))[1], "{:.3g}")}
-                   for k, v in f.params.items()],
-        "r2": fmt(f.r2, "{:.4f}"), "aicc": fmt(f.aicc, "{:.2f}"), "weight": fmt(f.weight, "{:.0%}"),
-        "selected": f.name == pred.selected} for f in pred.fits if f.ok]  # fmt: skip
+                    "hi": fmt(f.param_ci.get(k, (None, None))[1], "{:.3g}"),
+                }
+                for k, v in f.params.items()
+            ],
+            "r2": fmt(f.r2, "{:.4f}"),
+            "aicc": fmt(f.aicc, "{:.2f}"),
+            "weight": fmt(f.weight, "{:.0%}"),
+            "selected": f.name == pred.selected,
+        }
+        for f in pred.fits
+        if f.ok
+    ]
     return shallow(pred) | {
         "fits": fits,
         "fit_note": pred.fit_note or "",

@@ -11,8 +11,12 @@ RANK = 0
 def view(staging: Staging) -> dict:
     """Per number of copies at once, its copies' times formatted; the first and the
     last as numbers too (the template's sentence compares them)."""
-    columns = {"slowest": "slowest_s", "typical": "typical_s", "growth": "growth",
-               "rate": "mb_per_s"}  # fmt: skip
+    columns = {
+        "slowest": "slowest_s",
+        "typical": "typical_s",
+        "growth": "growth",
+        "rate": "mb_per_s",
+    }
     # the fewest copies are not compared with themselves
     first, last = staging.rows[0], staging.rows[-1]
     shown = [shallow(r) | ({"growth": None} if r is first else {}) for r in staging.rows]

@@ -7,6 +7,8 @@ from scalestudy.sections.telemetry.contract import TELEMETRY, PointTelemetry
 PLACE = "telemetry"
 # its line of the first table, data loading: a main question where the runs measured it
 RANK = 0
+# the metrics it shows: the report's table of the runs' other metrics leaves them out
+SHOWS = TELEMETRY
 
 
 def view(telemetry: list[PointTelemetry]) -> list[dict] | None:

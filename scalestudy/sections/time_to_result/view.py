@@ -1,7 +1,7 @@
 """Time to result in the report, said once after the answers (and read by each answer)."""
 
+from scalestudy.contract import ResultTimes
 from scalestudy.report.views import Significant, fmt, shallow
-from scalestudy.sections.time_to_result.contract import ResultTimes
 
 # where the report shows it: after the answers, before the rounds
 PLACE = "answers"
@@ -21,12 +21,16 @@ def seconds_with_interval(value, lo, hi) -> str:
 def view(times: ResultTimes) -> dict:
     """Each point's time to result and its wait in words' numbers, keyed by point; the
     earliest of each series keyed by series (the template names it beside the answer)."""
-    by_point = {p.point: shallow(p) | {
-        "result": seconds_with_interval(p.result_s, p.result_lo_s, p.result_hi_s),
-        "run": seconds_with_interval(p.run_s, p.run_lo_s, p.run_hi_s),
-        "wait": fmt(p.wait_s, SECONDS.fixed([p.wait_s])),
-        "wait_hi": fmt(p.wait_hi_s, SECONDS.fixed([p.wait_hi_s]))}
-        for p in times.points}  # fmt: skip
+    by_point = {
+        p.point: shallow(p)
+        | {
+            "result": seconds_with_interval(p.result_s, p.result_lo_s, p.result_hi_s),
+            "run": seconds_with_interval(p.run_s, p.run_lo_s, p.run_hi_s),
+            "wait": fmt(p.wait_s, SECONDS.fixed([p.wait_s])),
+            "wait_hi": fmt(p.wait_hi_s, SECONDS.fixed([p.wait_hi_s])),
+        }
+        for p in times.points
+    }
     return shallow(times) | {
         "local": times.queue == "local",
         "by_point": by_point,

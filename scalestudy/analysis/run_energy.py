@@ -1,8 +1,8 @@
-"""Energy to result: each run's measured energy, and per point its median with a 95 %
-interval, its ratio to the base case and the point that uses least. Only counters count,
-never an estimate; a run's energy comes from one source (RAPL + NVML, else Slurm's
-ConsumedEnergy, else NVML alone), and points are compared only on their base case's
-source: docs/measuring.md, "Energy", and docs/report.md, "Energy to result".
+"""Each run's energy, as the runs table's columns: what its record's counters read
+(record_columns) and Slurm's ConsumedEnergy (with_energy). Only counters count, never an
+estimate; a run's energy comes from one source (RAPL + NVML, else Slurm's ConsumedEnergy,
+else NVML alone): docs/measuring.md, "Energy". Each point's energy to result is the
+energy section's (scalestudy/sections/energy/produce.py).
 """
 
 from __future__ import annotations
@@ -10,23 +10,21 @@ from __future__ import annotations
 import math
 import statistics
 
-import numpy as np
 import pandas as pd
 
-from scalestudy.analysis.cost.cost import Cost
-from scalestudy.analysis.decisions import recommendation
 from scalestudy.analysis.decisions.request import run_accounting_keys
-from scalestudy.analysis.stats import intervals
 from scalestudy.compute.harness import TRAINING
-from scalestudy.contract import Answer
-from scalestudy.records import finite, jsonable
-from scalestudy.sections.energy.contract import Energy, EnergyAnswer, EnergyPoint
+from scalestudy.records import finite
 
 # the runs table's energy columns from a record (record_columns): per counter, the
 # run's whole figure and the figure of the phases each `time` basis uses, or why none
 BASES = {"wall": "", "train": "_train", "steady": "_steady"}
-RECORD_COLUMNS = tuple(f"energy_{part}{basis}_{what}" for part in ("gpu", "node")
-                       for basis in BASES.values() for what in ("j", "why"))  # fmt: skip
+RECORD_COLUMNS = tuple(
+    f"energy_{part}{basis}_{what}"
+    for part in ("gpu", "node")
+    for basis in BASES.values()
+    for what in ("j", "why")
+)
 NO_RECORD_ENERGY = "no counter: the record holds no energy reading"
 NO_PHASE_ENERGY = "no energy per phase in the record (it was made before phases were read)"
 # what each basis's energy covers, as the report says it
@@ -36,14 +34,6 @@ WINDOWS = {
     "train": "the training epochs, as the times",
     "steady": "the median epoch after the first, as the times",
 }
-SOURCE_WORDS = {
-    "rapl+nvml": "RAPL (CPU packages of the node) + NVML (GPU boards)",
-    "rapl": "RAPL (CPU packages of the node)",
-    "slurm": "Slurm accounting (ConsumedEnergy, the site's energy plugin)",
-    "nvml": "NVML (GPU boards only)",
-}
-
-
 # A window read at its 2k ends (k phases) from a counter that moves every u seconds is
 # off by up to 2ku seconds of its power: a figure that may be off by more than this
 # share of itself is not given (NVML's counter, seen moving every 0.1 s, needs about 2 s
@@ -146,8 +136,11 @@ def _taken(row, basis: str, s_j, s_why) -> tuple[float | None, str | None, str |
         return None, None, "the run failed"
     # a run that asked for no GPU: its GPU counter is no reason worth saying
     no_gpu = getattr(row, "gpus", None) == 0
-    said = (("GPU", None if no_gpu else getattr(row, f"energy_gpu{basis}_why")),
-            ("node", getattr(row, f"energy_node{basis}_why")), ("Slurm", s_why))  # fmt: skip
+    said = (
+        ("GPU", None if no_gpu else getattr(row, f"energy_gpu{basis}_why")),
+        ("node", getattr(row, f"energy_node{basis}_why")),
+        ("Slurm", s_why),
+    )
     reasons = [f"{what}: {text}" for what, text in said if isinstance(text, str) and text]
     return None, None, "; ".join(reasons) or "no counter: no energy reading"
 
@@ -181,112 +174,3 @@ def with_energy(runs: pd.DataFrame, jobs: dict[str, dict], time: str) -> pd.Data
     energy = pd.DataFrame(found, index=runs.index, columns=columns)
     joules = [c for c in energy if c.endswith("_j")]
     return runs.assign(**energy.astype(dict.fromkeys(joules, float)))
-
-
-def measures_point(
-    runs: pd.DataFrame, keep_mismatched: bool = False, keep_disturbed: bool = False
-) -> pd.Series:
-    """Which runs measure their point, its time and its energy: successful; not
-    mismatched, not disturbed by others unless the study keeps them (others' work would
-    be in the time and in a node's counter)."""
-    counts = runs["status"] == "ok" if "status" in runs else pd.Series(True, index=runs.index)
-    if not keep_mismatched and "mismatch" in runs:
-        counts &= ~runs["mismatch"].astype(bool)
-    if not keep_disturbed and "disturbed" in runs:
-        counts &= runs["disturbed"].astype(object).fillna("") == ""
-    return counts
-
-
-def point_energy(
-    group: pd.DataFrame, keep_mismatched: bool = False, keep_disturbed: bool = False
-) -> tuple[np.ndarray, str | None, str | None]:
-    """A point's energies from its most common source, that source, and why there are
-    none: over the runs its time uses (measures_point). Columns, not rows, are selected:
-    a selection of the table's rows cost a millisecond each."""
-    counts = measures_point(group, keep_mismatched, keep_disturbed)
-    if "energy_result_j" not in group or not counts.any():
-        return np.array([]), None, "no run that measures the point"
-    energies = group["energy_result_j"][counts]
-    measured = energies.notna()
-    if not measured.any():
-        reasons = group["energy_result_why"][counts].dropna().astype(str)
-        return np.array([]), None, reasons.iloc[0] if len(reasons) else "not measured"
-    sources = group["energy_result_source"][counts][measured]
-    source = sources.value_counts().index[0]
-    return energies[measured][sources == source].to_numpy(float), str(source), None
-
-
-def energy_findings(summary: pd.DataFrame, runs: pd.DataFrame, answers: list[Answer], study):
-    """Per point the median energy per result (one run) with its 95 % interval, its ratio
-    to the base case (ratio of medians, Welch interval: ratio_ci) and the energy Pareto front
-    against time; per series the least-energy point and what the recommended point costs
-    in energy against the base case. None for a study without records (times measured
-    elsewhere)."""
-    if "energy_result_j" not in runs:
-        return None
-    points, series_answers = [], []
-    # the runs that count, each point's selected once, and only the summary's columns
-    # read here: a selection from the whole table per point took most of this time
-    kept = runs[measures_point(runs, study.include_mismatched, study.include_shared)]
-    by_point = dict(list(kept.groupby("point", sort=False)))
-    no_runs = kept.iloc[:0]
-    columns = summary[["series", "point", "n", "time_s", "is_base"]]
-    for name, rows in columns.groupby(columns["series"].fillna(""), sort=False):
-        found = {}
-        for row in rows.itertuples():
-            values, source, why = point_energy(by_point.get(row.point, no_runs), True, True)
-            median, lo, hi = intervals.median_ci(values)
-            found[int(row.n)] = {
-                "series": name, "point": row.point, "n": int(row.n), "runs": int(values.size),
-                "energy_j": median if values.size else None, "energy_ci_lo": lo,
-                "energy_ci_hi": hi, "source": source, "source_words": SOURCE_WORDS.get(source),
-                "not_measured": why, "time_s": row.time_s, "values": values,
-            }  # fmt: skip
-        base = next((found[int(r.n)] for r in rows.itertuples() if r.is_base), None)
-        # the base case's source, else the most common one (a tie: the first measured)
-        sources = [p["source"] for p in found.values() if p["source"]]
-        common = max(sources, key=sources.count, default=None)
-        basis = base["source"] if base and base["source"] else common
-        for p in found.values():
-            p["comparable"] = p["source"] == basis and p["source"] is not None
-            related = p["comparable"] and base is not None and base["source"] == basis
-            ratio = intervals.ratio_ci(p["values"], base["values"]) if related else (None,) * 3
-            p["relative_energy"], p["relative_ci_lo"], p["relative_ci_hi"] = ratio
-            p["pareto"] = p["least"] = False
-        for p in found.values():
-            del p["values"]
-        usable = [p for p in found.values() if p["comparable"]]
-        front = recommendation.pareto_front([p["time_s"] for p in usable],
-                                            [p["energy_j"] for p in usable])  # fmt: skip
-        for p, on in zip(usable, front, strict=True):
-            p["pareto"] = bool(on)
-        least = min(usable, key=lambda p: p["energy_j"], default=None)
-        if least is not None:
-            least["least"] = True
-        points.extend(found.values())
-        series_answers.append(_answer(name, found, base, least, answers))
-    measured, why = any(p["energy_j"] is not None for p in points), None
-    if not measured:
-        reasons = runs.loc[runs["status"] == "ok", "energy_result_why"].dropna().astype(str)
-        why = reasons.value_counts().index[0] if len(reasons) else "no successful run"
-    points = [EnergyPoint(**jsonable(p)) for p in points]
-    return Energy(measured, why, points, series_answers, WINDOWS[study.time],
-                  Cost.of(study).energy_weight)  # fmt: skip
-
-
-SAME_SOURCE = "not measured from the same source as the base case"
-
-
-def _answer(series: str, found: dict, base: dict | None, least: dict | None, answers):
-    """What the recommended point costs in energy against the base case."""
-    answer = next((a for a in answers if (a.series or "") == series), None)
-    worth = answer and answer.worth_n
-    chosen = found.get(int(worth), {}) if worth is not None else {}
-    # why the recommended point has no ratio (None: it has one, or there is no point)
-    why = None
-    if chosen and chosen["relative_energy"] is None:
-        why = chosen["not_measured"] or (base or {}).get("not_measured") or SAME_SOURCE
-    least = least or {}
-    return EnergyAnswer(series, chosen.get("point"), answer.speedup if chosen else None,
-                        finite(chosen.get("relative_energy")), why, base and base["point"],
-                        least.get("point"), finite(least.get("relative_energy")))  # fmt: skip
