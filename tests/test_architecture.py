@@ -327,10 +327,11 @@ def field_names() -> set[str]:
 def template_names() -> set[str]:
     """What the template may read: the contract's fields, the keys the views put in
     their dicts, the columns they format and the names render() passes."""
-    from scalestudy.report.views import COLUMNS
+    from scalestudy.sections.formatting import COLUMNS
 
     keys = set()
-    for path in [PACKAGE / "report" / "views.py", *(PACKAGE / "sections").glob("*/view.py")]:
+    views = [PACKAGE / "report" / "views.py", PACKAGE / "sections" / "formatting.py"]
+    for path in [*views, *(PACKAGE / "sections").glob("*/view.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Dict):
                 keys |= {k.value for k in node.keys if isinstance(k, ast.Constant)}

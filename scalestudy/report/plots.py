@@ -19,15 +19,15 @@ import seaborn as sns  # noqa: E402
 from matplotlib.ticker import Formatter, FuncFormatter, LogLocator  # noqa: E402
 
 from scalestudy.contract import Rounds, SeriesFit  # noqa: E402
-from scalestudy.report.drawing import (  # noqa: E402
+from scalestudy.report.views import drawn  # noqa: E402
+from scalestudy.sections import FIGURES, SECTIONS, Analysis, part  # noqa: E402
+from scalestudy.sections.drawing import (  # noqa: E402
     FIG_HEIGHT,
     FIG_WIDTH,
     axes,
     legend_below,
     series_colours,
 )
-from scalestudy.report.views import drawn  # noqa: E402
-from scalestudy.sections import FIGURES, SECTIONS, Analysis, part  # noqa: E402
 from scalestudy.thresholds import EFFICIENCY_BANDS, band_words  # noqa: E402
 
 # the efficiency figure's shade of each band (scalestudy.thresholds): colour, alpha

@@ -14,8 +14,8 @@ from pathlib import Path
 import jinja2
 
 from scalestudy.records import write_text_atomic
-from scalestudy.report.views import fmt
 from scalestudy.sections import part
+from scalestudy.sections.formatting import fmt
 
 TEMPLATES = Path(__file__).with_name("templates")
 

@@ -1,7 +1,7 @@
 """Both speedup curves, now and the baseline's (the report's figure "baseline")."""
 
-from scalestudy.report.drawing import axes, legend_below
 from scalestudy.sections.baseline.contract import BaselineComparison
+from scalestudy.sections.drawing import axes, legend_below
 
 # what the figure says where the study has nothing to draw (the report does not show it)
 NOTHING = "no baseline in this study"

@@ -2,8 +2,8 @@
 its produce.py)."""
 
 from scalestudy.contract import NO_CHANGE
-from scalestudy.report.views import fmt, pct, runs_by_count, shallow, with_ci
 from scalestudy.sections.baseline.contract import BaselineComparison
+from scalestudy.sections.formatting import fmt, pct, runs_by_count, shallow, with_ci
 
 # its line of the first table, slower than before: beside the study's own answer
 RANK = 2

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from scalestudy.report.drawing import axes, legend_below, series_colours
+from scalestudy.sections.drawing import axes, legend_below, series_colours
 from scalestudy.sections.energy.contract import Energy
 
 # what the figure says where the study has nothing to draw (the report does not show it)

@@ -1,18 +1,12 @@
 """Energy to result in the report: each point's energy per result, and each answer's."""
 
-from scalestudy.report.views import COLUMNS, WITH_CI, Significant, fmt, shallow, table
 from scalestudy.sections.energy.contract import Energy
+from scalestudy.sections.formatting import Significant, cell, fmt, shallow
 
-# the energy table's columns, in their one precision, with their intervals
-COLUMNS |= {
-    "energy_kj": ("energy per result (kJ, median [95 % CI])", Significant(3)),
-    "relative_energy": ("relative to the base case [95 % CI]", "{:.2f}"),
-}
-WITH_CI |= {
-    "energy_kj": ("energy_kj_ci_lo", "energy_kj_ci_hi"),
-    "relative_energy": ("relative_ci_lo", "relative_ci_hi"),
-}
-ENERGY = ["energy_kj", "relative_energy"]
+# the energy table's two columns (its partial labels them): each its one precision and
+# its interval's columns
+KJ, KJ_CI = Significant(3), ("energy_kj_ci_lo", "energy_kj_ci_hi")
+RELATIVE, RELATIVE_CI = "{:.2f}", ("relative_ci_lo", "relative_ci_hi")
 
 
 def drawn(energy: Energy) -> bool:
@@ -40,7 +34,14 @@ def view(energy: Energy) -> dict:
         | ({"relative_energy": None} if series.count(p.series) == 1 else {})
         for p in energy.points
     ]
-    formatted = table(rows, ENERGY)
+    kj = KJ.fixed([r["energy_kj"] for r in rows])
+    formatted = [
+        {
+            "energy_kj": cell(r, "energy_kj", kj, KJ_CI),
+            "relative_energy": cell(r, "relative_energy", RELATIVE, RELATIVE_CI),
+        }
+        for r in rows
+    ]
     answers = {
         a.series or "": shallow(a)
         | {

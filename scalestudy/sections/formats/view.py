@@ -1,7 +1,7 @@
 """Which data format loads fastest, in the report, after the results' notes."""
 
-from scalestudy.report.views import runs_by_count, shallow, with_ci
 from scalestudy.sections.formats.contract import FormatsAt
+from scalestudy.sections.formatting import runs_by_count, shallow, with_ci
 from scalestudy.thresholds import FORMATS_ALIKE_WORDS
 
 # where the report shows it: after the results' notes, before the data loading

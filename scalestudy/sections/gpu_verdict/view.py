@@ -1,7 +1,7 @@
 """Is the GPU worth it, in the report before the runs' telemetry: each size's figures
 formatted (its line.html.j2 says the verdict)."""
 
-from scalestudy.report.views import fmt, pct, runs_by_count, shallow, with_ci
+from scalestudy.sections.formatting import fmt, pct, runs_by_count, shallow, with_ci
 from scalestudy.sections.gpu_verdict.contract import GpuVerdict
 
 # where the report shows it: after the fits' notes, before the telemetry

@@ -1,7 +1,7 @@
 """The study's history in the report: one row an archive, one column a point."""
 
 from scalestudy.contract import NO_CHANGE
-from scalestudy.report.views import fmt
+from scalestudy.sections.formatting import fmt
 from scalestudy.sections.history.contract import HistoryEntry
 
 

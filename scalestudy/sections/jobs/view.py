@@ -1,6 +1,6 @@
 """The study's Slurm jobs in the report, beside its cost."""
 
-from scalestudy.report.views import shallow, table
+from scalestudy.sections.formatting import shallow, table
 from scalestudy.sections.jobs.contract import Jobs
 
 # where the report shows it: with the cost and scheduling

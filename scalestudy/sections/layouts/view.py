@@ -1,6 +1,6 @@
 """Several layouts of one total, in the report, after the answer and its rounds."""
 
-from scalestudy.report.views import fmt, shallow
+from scalestudy.sections.formatting import fmt, shallow
 from scalestudy.sections.layouts.contract import Grid, Layouts, Total
 
 # where the report shows it: after the answer's rounds, before the requests

@@ -1,6 +1,6 @@
 """A paired comparison in the report: each point's ratio b/a with its interval and verdict."""
 
-from scalestudy.report.views import runs_by_count, shallow, with_ci
+from scalestudy.sections.formatting import runs_by_count, shallow, with_ci
 from scalestudy.sections.paired.contract import Paired
 
 # its line of the first table, a or b: the study's main question

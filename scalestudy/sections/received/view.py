@@ -1,6 +1,6 @@
 """What the runs received, in the report, before the environment."""
 
-from scalestudy.report.views import label, shallow
+from scalestudy.sections.formatting import label, shallow
 from scalestudy.sections.received.contract import Received
 
 # where the report shows it: before the environment

@@ -1,7 +1,7 @@
 """What to ask for, per point, in the report (and each answer's own, request_for)."""
 
 from scalestudy.contract import PointRequest, Requests
-from scalestudy.report.views import fmt, shallow
+from scalestudy.sections.formatting import fmt, shallow
 
 # where the report shows it: after the answer's rounds and the layouts
 PLACE = "layouts"

@@ -1,7 +1,7 @@
 """Each series' scaling models in the report, after the fits' notes and telemetry."""
 
 from scalestudy.contract import SeriesFit
-from scalestudy.report.views import fmt, shallow
+from scalestudy.sections.formatting import fmt, shallow
 
 # where the report shows it: after the GPU verdict and the telemetry
 PLACE = "telemetry"

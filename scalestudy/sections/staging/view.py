@@ -1,6 +1,6 @@
 """Staging with several copies at once in the report."""
 
-from scalestudy.report.views import runs_by_count, shallow, table, with_ci
+from scalestudy.sections.formatting import runs_by_count, shallow, table, with_ci
 from scalestudy.sections.staging.contract import Staging
 from scalestudy.thresholds import STAGING_FLAT_WORDS
 

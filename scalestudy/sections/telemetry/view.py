@@ -1,6 +1,6 @@
 """How the data was loaded and the GPU used, in the report, before the fits' models."""
 
-from scalestudy.report.views import shallow, table
+from scalestudy.sections.formatting import shallow, table
 from scalestudy.sections.telemetry.contract import TELEMETRY, PointTelemetry
 
 # where the report shows it: after the GPU verdict, before the scaling models

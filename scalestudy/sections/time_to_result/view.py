@@ -1,7 +1,7 @@
 """Time to result in the report, said once after the answers (and read by each answer)."""
 
 from scalestudy.contract import ResultTimes
-from scalestudy.report.views import Significant, fmt, shallow
+from scalestudy.sections.formatting import Significant, fmt, shallow
 
 # where the report shows it: after the answers, before the rounds
 PLACE = "answers"
