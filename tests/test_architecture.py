@@ -72,10 +72,10 @@ def test_each_sections_files_keep_their_layer():
     for folder in folders:
         names = {p.name for p in folder.iterdir() if p.name != "__pycache__"}
         # and, where the section answers a question of the first table, its line; where
-        # it draws one, its figure
+        # it shows a part of each answer, that part; where it draws one, its figure
         files = {"__init__.py", "contract.py", "view.py", "partial.html.j2"}
         files |= set() if folder.name in MADE_FIRST else {"produce.py"}
-        assert names - {"line.html.j2", "figure.py"} == files, folder.name
+        assert names - {"line.html.j2", "answer.html.j2", "figure.py"} == files, folder.name
         for path in sorted(folder.glob("*.py")):
             own = SECTION_LAYERS.get(path.stem)
             layers = {layer_of(m) for m in reached(path)} - {None, "compute"}
@@ -326,7 +326,9 @@ def field_names() -> set[str]:
 
 def template_names() -> set[str]:
     """What the template may read: the contract's fields, the keys the views put in
-    their dicts, the columns they format and the names render() passes."""
+    their dicts, the columns they format, the names render() passes and the sections'
+    (a study's views, by section)."""
+    from scalestudy.sections import SECTIONS
     from scalestudy.sections.formatting import COLUMNS
 
     keys = set()
@@ -339,6 +341,7 @@ def template_names() -> set[str]:
         field_names()
         | keys
         | set(COLUMNS)
+        | set(SECTIONS)
         | {"title", "studies", "generated", "items", "not_in_config"}
     )
 

@@ -201,7 +201,7 @@ def test_slurm_unreachable_gives_one_note_and_the_run_time_alone(tmp_path):
     assert points["t2"].result_s == points["t2"].run_s == 6.0 and points["t2"].wait_s is None
     assert not found.waits_known
     view = study_view(result.analysis_as_read(), round_trip(result.summary), {})
-    assert view["result_times"]["note"] == found.note
+    assert view["views"]["time_to_result"]["note"] == found.note
     html = page(result)
     assert html.count("Slurm could not be asked") == 1 and "result expected in" not in html
     assert "in 6 s (wait unknown: the run time alone)" in html
@@ -215,7 +215,10 @@ def test_locally_no_queue_the_result_is_the_run_time_and_no_wait_is_shown(tmp_pa
     assert {(p.basis, p.wait_s) for p in points.values()} == {("local", 0.0)}
     assert points["t2"].result_s == 6.0
     view = study_view(result.analysis_as_read(), round_trip(result.summary), {})
-    assert view["result_times"]["local"] and not view["result_times"]["waits_known"]
+    assert (
+        view["views"]["time_to_result"]["local"]
+        and not view["views"]["time_to_result"]["waits_known"]
+    )
     html = page(result)
     # said once, with the earliest result; no queue section, no wait, no column
     assert html.count("there is no queue") == 1

@@ -24,7 +24,7 @@ def partial(name: str) -> str:
     """A section's template, beside its contract: its partial ("energy"), or its line of
     the first table ("energy/line")."""
     name, _, which = name.partition("/")
-    file = "line.html.j2" if which == "line" else "partial.html.j2"
+    file = {"line": "line.html.j2", "answer": "answer.html.j2"}.get(which, "partial.html.j2")
     return Path(part(name, "contract").__file__).with_name(file).read_text()
 
 

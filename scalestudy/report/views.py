@@ -243,6 +243,21 @@ def adaptive_view(rounds: Rounds | None) -> dict | None:
 # --- the study ---------------------------------------------------------------------------
 
 
+def added_by_sections(views: dict, answer: contract.Answer) -> dict:
+    """What each section's view adds to an answer's (its of_answer(view, answer)), in the
+    registry's order."""
+    added = {}
+    for name, v in views.items():
+        hook = getattr(part(name, "view"), "of_answer", None)
+        added |= hook(v, answer) if hook else {}
+    return added
+
+
+def has_answer(name: str) -> bool:
+    """Whether a section shows a part in each answer's block (its answer.html.j2)."""
+    return Path(part(name, "contract").__file__).with_name("answer.html.j2").is_file()
+
+
 def drawn(name: str, data) -> bool:
     """Whether a section's figure is drawn (and shown): where it has data, and its
     view's drawn(data) says so if it has one."""
@@ -262,7 +277,6 @@ def study_view(
         analysis = Analysis.from_values(analysis)
     found = analysis.findings
     study = found.study
-    energy = analysis.section("energy")
     # a series of one point: no point is compared with itself (its ratios left blank)
     alone = {p.series or "" for p in analysis.section("series") if p.one_point}
     rows = summary.to_dict("records")
@@ -285,8 +299,6 @@ def study_view(
     # with no data in this study (None) has none
     data = {name: analysis.sections[name] for name in SECTIONS}
     views = {name: v if v is None else part(name, "view").view(v) for name, v in data.items()}
-    result_text = part("time_to_result", "view").result_text
-    request_for = part("requests", "view").request_for
     view = (
         shallow(study)
         | shallow(found)
@@ -322,7 +334,6 @@ def study_view(
             # the answer's numbers in the results table's formats
             "answers": [
                 shallow(a)
-                | {"request": request_for(analysis.section("requests"), a)}
                 | {"cells": cells(shallow(a), ANSWER)}
                 # the headline states efficiency without its interval, beside the speedup's
                 | {"efficiency_text": fmt(a.efficiency, pattern("efficiency"))}
@@ -330,10 +341,7 @@ def study_view(
                 | next_runs(a.next_measurements)
                 | {"steps": {"to": step_text(a.steps.to), "after": step_text(a.steps.after)}}
                 | {"threshold": fmt(a.threshold, "{:g}"), "zone": fmt(a.zone, "{:.2g}")}
-                # the answer's time to result, where Slurm gave waits
-                | {"result_text": result_text(views["time_to_result"], a.point)}
-                # energy to result: the answer's cost in energy, where measured
-                | {"energy": part("energy", "view").energy_of_answer(energy, a.series)}
+                | added_by_sections(views, a)
                 for a in answers
             ],
             "any_fitted": any(a.fitted for a in answers),
@@ -344,8 +352,13 @@ def study_view(
             and cells(shallow(framework), ["lightning_ms", "plain_ms", "share"]),
             "charges": cells(shallow(found.charges), ["core_hours", "gpu_hours", "su"]),
             "fingerprint": [(k, v) for k, v in found.fingerprint.items() if v],
-            # the answers' and the requests' time to result
-            "result_times": views["time_to_result"],
+            # each section's view by name, for another section's partial
+            "views": views,
+            "of_answers": [
+                {"template": f"section:{name}/answer", "v": views[name]}
+                for name in SECTIONS
+                if has_answer(name)
+            ],
             # each section's template and place in the study's part (its view's PLACE;
             # by default after the fits)
             "sections": [

@@ -63,10 +63,3 @@ def view(energy: Energy) -> dict:
         ],
         "answers": answers,
     }
-
-
-def energy_of_answer(energy: Energy | None, series: str | None) -> dict | None:
-    """view's answer of a series, where any energy was measured."""
-    if energy is None or not energy.measured:
-        return None
-    return view(energy)["answers"].get(series or "")

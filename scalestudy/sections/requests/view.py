@@ -1,4 +1,4 @@
-"""What to ask for, per point, in the report (and each answer's own, request_for)."""
+"""What to ask for, per point, in the report (and each answer's own: answer.html.j2)."""
 
 from scalestudy.contract import PointRequest, Requests
 from scalestudy.sections.formatting import fmt, shallow
@@ -39,9 +39,3 @@ def request_view(r: PointRequest) -> dict:
         "sacct_cpu_busy_pct": fmt(r.sacct_cpu_busy and 100 * r.sacct_cpu_busy, "{:.0f} %"),
         "sacct_peak_mem": gigabytes(r.sacct_peak_mem_mb),
     }
-
-
-def request_for(requests: Requests, answer) -> dict | None:
-    """The request of the point an answer recommends, formatted."""
-    found = (r for r in requests.points if r.series == answer.series and r.n == answer.worth_n)
-    return next(map(request_view, found), None)

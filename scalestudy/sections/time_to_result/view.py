@@ -39,8 +39,10 @@ def view(times: ResultTimes) -> dict:
     }
 
 
-def result_text(v: dict | None, point: str | None) -> str | None:
-    """A point's time to result (of the view `v`) as the summary at the top says it,
-    only where Slurm gave waits (locally the results table's time says it)."""
-    known = v and v["waits_known"] and v["by_point"].get(point)
-    return known["result"] if known else None
+def of_answer(v: dict | None, answer) -> dict:
+    """An answer's time to result (of the view `v`) as the first table says it, only
+    where Slurm gave waits (locally the results table's time says it), and whether
+    waits are known (its deadline sentence says "expected")."""
+    waits_known = bool(v and v["waits_known"])
+    known = waits_known and v["by_point"].get(answer.point)
+    return {"result_text": known["result"] if known else None, "waits_known": waits_known}
