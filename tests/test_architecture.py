@@ -73,7 +73,7 @@ def test_each_sections_files_keep_their_layer():
         names = {p.name for p in folder.iterdir() if p.name != "__pycache__"}
         # and, where the section answers a question of the first table, its line; where
         # it shows a part of each answer, that part; where it draws one, its figure
-        files = {"__init__.py", "contract.py", "view.py", "partial.html.j2"}
+        files = {"contract.py", "view.py", "partial.html.j2"}
         files |= set() if folder.name in MADE_FIRST else {"produce.py"}
         assert names - {"line.html.j2", "answer.html.j2", "figure.py"} == files, folder.name
         for path in sorted(folder.glob("*.py")):
@@ -554,11 +554,15 @@ TOY = {
             return RunsCounted(runs=len(given.runs))
     """,
     "view.py": """
+        RANK = 3  # after the study's own questions
+
+
         def view(counted):
             return {"runs": counted.runs}
     """,
     "partial.html.j2": "<h3>Runs counted</h3><p>{{ v.runs }} runs in all</p>",
-    "__init__.py": "",
+    "line.html.j2": '{% call line("runs", true) %}{{ v.runs }} counted. {{ decided(true) }}'
+    "{% endcall %}",
 }
 
 
@@ -578,7 +582,6 @@ def test_a_section_added_in_its_folder_and_one_registry_line_is_in_the_report(
 
     folder = tmp_path / "toy_sections" / "counted"
     folder.mkdir(parents=True)
-    (folder.parent / "__init__.py").write_text("")
     for name, text in TOY.items():
         (folder / name).write_text(dedent(text))
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -590,3 +593,6 @@ def test_a_section_added_in_its_folder_and_one_registry_line_is_in_the_report(
     assert type(analysis.section("counted")).__name__ == "RunsCounted"
     html = render("t", [study_view(analysis, pd.read_csv(out["summary"]), {})])
     assert f"Runs counted {runs} runs in all" in text_of(html)
+    # its line of the first table, after the study's own
+    first = text_of(html[: html.index("</table>")])
+    assert f"runs : {runs} counted. Decided." in first
