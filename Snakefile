@@ -32,3 +32,4 @@ rule all:
     default_target: True
     input:
         get_final_outputs,
+        get_all_probes,

@@ -87,6 +87,14 @@ def get_command_probe(wildcards):
     return [ancient(probe_path(wildcards.study, point)) for _, point in found]
 
 
+def get_all_probes(wildcards):
+    """Every command study's probe, as plain inputs of the whole run: failed_probes asks
+    the checkpoints one at a time, and Snakemake learns of one incomplete checkpoint per
+    evaluation, so without these the probes would run one after another (on Slurm a
+    status-check cycle each)."""
+    return [ancient(probe_path(s, p)) for s in STUDIES for _, p in probe_points(s)]
+
+
 def failed_probes(study):
     """{series: its probe's record} where a command study's probe says its command
     failed at once (each a checkpoint: until it has run, Snakemake runs it first and

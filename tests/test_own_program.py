@@ -70,6 +70,17 @@ def analysis(workflow, study: str) -> dict:
 
 
 @pytest.mark.slow
+def test_every_probe_is_in_the_first_plan_so_they_run_side_by_side(ran):
+    """The whole run asks each probe's checkpoint in turn, and Snakemake learns of one
+    incomplete checkpoint an evaluation: the four studies' probes ran one after another
+    (on Slurm a status-check cycle each, 14-36 s on the test cluster) until every probe
+    became an input of the whole run."""
+    _, proc = ran
+    first_plan = re.search(r"probe_command\s+(\d+)", proc.output)
+    assert int(first_plan.group(1)) == 4, proc.output[:2000]
+
+
+@pytest.mark.slow
 def test_a_half_second_800_mb_peak_gets_a_mem_that_holds_it(ran):
     workflow, _ = ran
     (request,) = analysis(workflow, "memory")["requests"]["points"]
