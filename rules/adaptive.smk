@@ -130,7 +130,7 @@ checkpoint adaptive_round:
         previous=get_previous_round,
         records=get_round_records,
         baseline=get_round_baseline,
-        code=[ancient(path) for path in script_code("adaptive_round")],
+        code=script_code("adaptive_round", ancient),
         # a plan no version's reader reads, or broken, is made again (from its copy)
         refused=sm.remade_when_refused(
             workflow, paths.ROUND, RoundPlan.load, logger.warning

@@ -64,8 +64,11 @@ PYTHON = sys.executable
 
 # A rule's code inputs: the package's modules and data files its script imports
 # (scalestudy/code_inputs.py); a changed one re-makes what the script makes, no more.
-def script_code(name):
-    return code_inputs(Path(workflow.basedir) / "scripts" / f"{name}.py")
+# An input function: worked out only for the jobs in the DAG (a Slurm job parses the
+# workflow again for its one run, which declares no code).
+def script_code(name, each=str):
+    script = Path(workflow.basedir) / "scripts" / f"{name}.py"
+    return lambda wildcards: [each(path) for path in code_inputs(script)]
 
 
 wildcard_constraints:

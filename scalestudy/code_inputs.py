@@ -29,6 +29,7 @@ def imported_modules(path: Path) -> frozenset[str]:
     return frozenset(names)
 
 
+@cache
 def module_file(name: str) -> Path | None:
     """The file of a module of the package (scalestudy.a.b), None for other names."""
     parts = name.split(".")
@@ -57,24 +58,28 @@ def reached(path: Path) -> dict[str, Path]:
     return seen
 
 
-def data_named(path: Path) -> set[Path]:
+@cache
+def data_folders(folder: Path) -> frozenset[Path]:
+    """A folder and the folders of data beside it: no Python in them (templates/, schemas/)."""
+    beside = (d for d in folder.iterdir() if d.is_dir() and d.name[0] != "_")
+    return frozenset({folder, *(d for d in beside if not any(d.glob("*.py")))})
+
+
+@cache
+def data_named(path: Path) -> frozenset[Path]:
     """The package's data files a module names: a string in it that is the name of one,
     beside it, in a data folder beside it or beside a module it imports (a module's own
     file, or a path outside the package, is none)."""
-    folders = {path.parent} | {f.parent for m in imported_modules(path) if (f := module_file(m))}
-    # and the folders of data beside them: no Python in them (templates/, schemas/)
-    folders |= {
-        d
-        for f in folders
-        for d in f.iterdir()
-        if d.is_dir() and d.name[0] != "_" and not any(d.glob("*.py"))
-    }
+    near = {path.parent} | {f.parent for m in imported_modules(path) if (f := module_file(m))}
+    folders = {d for f in near for d in data_folders(f)}
     strings = (
         n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant)
     )
     names = {s for s in strings if isinstance(s, str) and "." in s and len(s.split()) == 1}
     found = {folder / name for folder in folders for name in names}
-    return {f for f in found if f.is_relative_to(PACKAGE) and f.suffix != ".py" and f.is_file()}
+    return frozenset(
+        f for f in found if f.is_relative_to(PACKAGE) and f.suffix != ".py" and f.is_file()
+    )
 
 
 @cache

@@ -16,7 +16,7 @@ from scalestudy.model import Study
 from scalestudy.paths import read_values
 from scalestudy.records import RecordError, write_text_atomic
 from scalestudy.redo import discard
-from scalestudy.sections import SECTIONS, part
+from scalestudy.sections import SECTIONS, has, part
 
 
 def kept_plan(path: Path) -> str | None:
@@ -32,7 +32,9 @@ def kept_plan(path: Path) -> str | None:
 def question(study: Study, runs: pd.DataFrame | None):
     """What a section's question asks of a study's rounds, where one settles them (a
     producer's `rounds_wanted`: the GPU verdict of a study of CPU and GPU series)."""
-    asks = [f for name in SECTIONS if (f := getattr(part(name, "produce"), "rounds_wanted", None))]
+    # a section made by a shared step has no producer (pipeline.MADE_FIRST)
+    producers = [part(name, "produce") for name in SECTIONS if has(name, "produce")]
+    asks = [f for producer in producers if (f := getattr(producer, "rounds_wanted", None))]
     found = (ask(runs, study) for ask in asks) if runs is not None and study.series else ()
     return next((q for q in found if q is not None), (False, "no question to settle", {}))
 
