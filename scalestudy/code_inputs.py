@@ -11,11 +11,17 @@ PACKAGE = Path(__file__).parent
 
 
 @cache
+def syntax(path: Path) -> list[ast.AST]:
+    """Every node of a file's syntax tree, read once for the imports and the names."""
+    return list(ast.walk(ast.parse(path.read_text())))
+
+
+@cache
 def imported_modules(path: Path) -> frozenset[str]:
     """Every module a file imports, at any depth of its code, as dotted names (`from
     scalestudy.compute import ledger` gives scalestudy.compute.ledger)."""
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in syntax(path):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -72,9 +78,7 @@ def data_named(path: Path) -> frozenset[Path]:
     file, or a path outside the package, is none)."""
     near = {path.parent} | {f.parent for m in imported_modules(path) if (f := module_file(m))}
     folders = {d for f in near for d in data_folders(f)}
-    strings = (
-        n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant)
-    )
+    strings = (n.value for n in syntax(path) if isinstance(n, ast.Constant))
     names = {s for s in strings if isinstance(s, str) and "." in s and len(s.split()) == 1}
     found = {folder / name for folder in folders for name in names}
     return frozenset(
