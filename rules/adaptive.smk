@@ -54,7 +54,7 @@ def get_round_config(wildcards):
     it again (Snakemake would see its params change and rewrite the history)."""
     plan = planned_round(wildcards.study, int(wildcards.round))
     if plan is not None and plan.config is not None:
-        return paths.values_file(plan.config)
+        return records.values_file(plan.config)
     return get_study_config(wildcards)
 
 

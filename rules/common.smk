@@ -6,7 +6,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from scalestudy import paths
+from scalestudy import paths, records
 from scalestudy import snakemake_internals as sm
 from scalestudy.analysis.cost.budgets import study_plans
 from scalestudy.code_inputs import code_inputs
@@ -143,13 +143,13 @@ def get_study_records(wildcards):
 
 
 def get_study_config(wildcards):
-    """The study's validated config, as a file (paths.values_file): the script builds
+    """The study's validated config, as a file (records.values_file): the script builds
     the study model from it."""
-    return paths.values_file(CONFIG["studies"][wildcards.study])
+    return records.values_file(CONFIG["studies"][wildcards.study])
 
 
 def get_data_sources(wildcards):
-    return paths.values_file(CONFIG["data_sources"][wildcards.dataset])
+    return records.values_file(CONFIG["data_sources"][wildcards.dataset])
 
 
 def get_dataset_root(wildcards):

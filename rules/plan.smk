@@ -15,7 +15,7 @@ rule plan:
     localrule: True
     params:
         # the validated config, as a file: the script prices every study of it
-        config=paths.values_file(CONFIG),
+        config=records.values_file(CONFIG),
         priced=get_plans_digest,
         queue=get_plan_queue,
         history_days=CONFIG["queue_history_days"],

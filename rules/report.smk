@@ -11,7 +11,7 @@ rule report:
     localrule: True
     params:
         # the title and the folders of studies the config no longer names
-        page=paths.values_file([CONFIG["report"]["title"], NOT_IN_CONFIG]),
+        page=records.values_file([CONFIG["report"]["title"], NOT_IN_CONFIG]),
     script:
         "../scripts/report.py"
 

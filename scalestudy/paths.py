@@ -5,9 +5,7 @@ identity back from its path, and a record that does not match its path (copied
 or moved by hand) is refused.
 """
 
-import hashlib
 import itertools
-import json
 import re
 import string
 from pathlib import Path
@@ -75,20 +73,3 @@ def records_on_disk(study: str, point: str):
         if not path.exists():
             return
         yield repeat, path
-
-
-def values_file(values) -> str:
-    """The path of a file holding `values` as JSON (written once: its name is their
-    hash, so a rule's param changes only where they do)."""
-    from scalestudy.records import write_text_atomic
-
-    text = json.dumps(values, sort_keys=True, allow_nan=False)
-    path = Path(VALUES.format(digest=hashlib.sha256(text.encode()).hexdigest()[:20]))
-    if not path.exists():
-        write_text_atomic(path, text)
-    return str(path)
-
-
-def read_values(path: str | Path):
-    """The JSON values of a values_file."""
-    return json.loads(Path(path).read_text())

@@ -1,10 +1,12 @@
-"""Timing records: the one file each run leaves, its schema, writing and reading.
+"""Timing records: the one file each run leaves, its schema, writing and reading; and
+the files of values a rule hands its script (values_file), written the same way.
 
 Writing is atomic (temporary file in the same folder, then rename), so a reader never sees
 half a record. Reading is strict: truncated JSON, NaN or Infinity, or anything the schema
 rejects raises RecordError naming the file, so aggregation never averages garbage.
 """
 
+import hashlib
 import json
 import math
 import numbers
@@ -14,7 +16,7 @@ from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 
-from scalestudy.paths import identity_from_path
+from scalestudy.paths import VALUES, identity_from_path
 
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("schemas") / "record.schema.json"
@@ -290,3 +292,18 @@ def read_placed_record(path: str | os.PathLike, series: str | None = None) -> di
     if problem := misplacement(record, path, series):
         raise RecordError(problem)
     return record
+
+
+def values_file(values) -> str:
+    """The path of a file holding `values` as JSON (written once: its name is their
+    hash, so a rule's param changes only where they do)."""
+    text = json.dumps(values, sort_keys=True, allow_nan=False)
+    path = Path(VALUES.format(digest=hashlib.sha256(text.encode()).hexdigest()[:20]))
+    if not path.exists():
+        write_text_atomic(path, text)
+    return str(path)
+
+
+def read_values(path: str | Path):
+    """The JSON values of a values_file."""
+    return json.loads(Path(path).read_text())

@@ -13,8 +13,7 @@ from scalestudy.analysis.cost.plan import round_plan
 from scalestudy.analysis.decisions.adaptive import RoundPlan, config_fingerprint
 from scalestudy.analysis.tables import read_runs
 from scalestudy.model import Study
-from scalestudy.paths import read_values
-from scalestudy.records import RecordError, write_text_atomic
+from scalestudy.records import RecordError, read_values, write_text_atomic
 from scalestudy.redo import discard
 from scalestudy.sections import SECTIONS, has, part
 

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from scalestudy.analysis.pipeline import aggregate
 from scalestudy.model import Study
-from scalestudy.paths import read_values
-from scalestudy.records import RecordError
+from scalestudy.records import RecordError, read_values
 
 
 def main(smk) -> None:

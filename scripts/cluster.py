@@ -9,7 +9,7 @@ from functools import partial
 from scalestudy.analysis.decisions.request import job_ids, probe_commands_of
 from scalestudy.analysis.tables import read_runs
 from scalestudy.model import Study
-from scalestudy.paths import read_values
+from scalestudy.records import read_values
 from scalestudy.slurm import LOCAL, SITE_RESOURCES, gather, local_facts
 
 

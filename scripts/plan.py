@@ -10,8 +10,7 @@ from pathlib import Path
 from scalestudy.analysis.cluster.queue import Forecast, predict
 from scalestudy.analysis.cost.budgets import study_plans
 from scalestudy.analysis.cost.plan import StudyPlan
-from scalestudy.paths import read_values
-from scalestudy.records import write_text_atomic
+from scalestudy.records import read_values, write_text_atomic
 from scalestudy.report.rendering import environment
 from scalestudy.slurm import LOCAL, SITE_RESOURCES, gather, local_facts, probe_commands
 from scalestudy.study.config_tables import points_table

@@ -4,7 +4,7 @@ import logging
 import sys
 
 from scalestudy.compute.data import DataError, prepare
-from scalestudy.paths import read_values
+from scalestudy.records import read_values
 
 
 def main(smk) -> None:

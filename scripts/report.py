@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from scalestudy.paths import read_values
+from scalestudy.records import read_values
 from scalestudy.report.rendering import write_report
 from scalestudy.report.views import profile_links, study_view
 from scalestudy.sections import Analysis
