@@ -319,20 +319,19 @@ def parse_history(text: str) -> list[dict]:
     return jobs
 
 
-def job_shape(row, partition: str | None) -> dict:
-    """A plan row's (cost.plan.PlanRow) job as sacct's history describes one: nodes,
-    GPUs, CPUs, partition (None: the default, whichever it is) and time limit in minutes."""
-    point = row.point
-    return {
-        "nodes": point.nodes,
-        "gpus": point.gpus,
-        "cpus": point.cores,
-        "partition": partition or None,
-        "minutes": row.slurm_resources["runtime"],
-    }
-
-
 SHAPE_KEYS = ("nodes", "gpus", "cpus", "minutes", "partition")
+
+
+def job_shape(row, partition: str | None) -> dict:
+    """A plan row's (cost.plan.PlanRow) job, or a point's request (PointRequest), as
+    sacct's history describes one (SHAPE_KEYS): nodes, GPUs, CPUs, time limit in minutes
+    and partition (None: the default, whichever it is)."""
+    if isinstance(row, PointRequest):
+        of, minutes = row, row.time_min
+    else:
+        of, minutes = row.point, row.slurm_resources["runtime"]
+    shape = (of.nodes, of.gpus, of.cores, minutes, partition or None)
+    return dict(zip(SHAPE_KEYS, shape, strict=True))
 
 
 def same_shape(job: dict, shape: dict) -> bool:
@@ -517,18 +516,6 @@ TYPICAL = "typical"  # the median of past jobs of the shape (sacct), enough of t
 UNKNOWN = "unknown wait"  # Slurm could not be asked, or refused the shape
 
 
-def request_shape(request: PointRequest, partition: str | None) -> dict:
-    """A point's request (scalestudy.analysis.decisions.request.point_request) as sacct's history
-    describes a job (job_shape's keys)."""
-    return {
-        "nodes": request.nodes,
-        "gpus": request.gpus,
-        "cpus": request.cores,
-        "partition": partition or None,
-        "minutes": request.time_min,
-    }
-
-
 def request_waits(requests: list[PointRequest], facts: ClusterFacts) -> dict:
     """What Slurm said of the waits of the study's requests (`facts`: its cluster facts,
     scalestudy.slurm.gather), per point (label): wait_now_s (None: no figure), its
@@ -544,7 +531,7 @@ def request_waits(requests: list[PointRequest], facts: ClusterFacts) -> dict:
     for r in requests:
         start = JobStart(predicted_wait_s=0.0 if local else None)
         if not local and r.resources is not None:  # no run measured: no request to ask about
-            shape = request_shape(r, site.get("slurm_partition"))
+            shape = job_shape(r, site.get("slurm_partition"))
             start, note = job_start(facts, r.resources, shape, past, ratio, note)
         history = {k: v for k, v in asdict(start).items() if k.startswith("history_")}
         points[r.point] = history | {
