@@ -338,7 +338,9 @@ class Supervisor:
                         os.close(fd)
                 if theirs:
                     readers.append(threading.Thread(target=read, args=(out_r, tail_w), daemon=True))
-            processes.reaper_watch(self.reaper, [p.pid for p in self.procs])
+            groups = " ".join(str(p.pid) for p in self.procs)  # the reaper's one line
+            self.reaper.stdin.write(groups.encode() + b"\n")
+            self.reaper.stdin.close()
             for p in self.procs:
                 processes.widen_pipe(p.stdout.fileno())
                 readers.append(

@@ -277,12 +277,6 @@ def read_prediction(returncode: int, output: str, now: datetime) -> dict:
     }
 
 
-def tres(text: str) -> dict[str, str]:
-    """sacct's ReqTRES (billing=2,cpu=2,mem=1000M,node=1,gres/gpu=2) as a dict."""
-    pairs = (part.partition("=") for part in text.split(",") if "=" in part)
-    return {key: value for key, _, value in pairs}
-
-
 def parse_history(text: str) -> list[dict]:
     """The past jobs in sacct's output (scalestudy.slurm.history_command) that started: each one's
     shape (nodes, gpus, cpus, partition, minutes: its time limit), wait_s (Start minus
@@ -298,7 +292,9 @@ def parse_history(text: str) -> list[dict]:
             waited = datetime.fromisoformat(start) - datetime.fromisoformat(eligible)
         except ValueError:  # Unknown, None: not started (or never eligible)
             continue
-        asked, seconds, ran = tres(req), slurm_seconds(limit), slurm_seconds(elapsed)
+        # ReqTRES: billing=2,cpu=2,mem=1000M,node=1,gres/gpu=2
+        asked = dict(part.partition("=")[::2] for part in req.split(",") if "=" in part)
+        seconds, ran = slurm_seconds(limit), slurm_seconds(elapsed)
         ended = not state.startswith(("RUNNING", "PENDING", "REQUEUED", "SUSPENDED"))
         cpus, gpus = asked.get("cpu", ""), asked.get("gres/gpu", "0")
         jobs.append(
