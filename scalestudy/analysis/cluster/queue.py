@@ -70,7 +70,6 @@ def parse_test_only(text: str) -> dict | None:
 
 
 NO_PREDICTION = {"predicted_start": None, "predicted_wait_s": None, "start_basis": None}
-NO_CORRECTION = {"corrected_start": None, "corrected_wait_s": None}
 
 
 @dataclass(frozen=True)
@@ -249,7 +248,7 @@ def corrected(predicted_wait_s: float | None, asked: datetime | None, ratio: dic
     """--test-only's wait scaled by the jobs' measured run time to limit (run_to_limit),
     and the start it gives (None where either is unknown)."""
     if predicted_wait_s is None or ratio is None:
-        return dict(NO_CORRECTION)
+        return {"corrected_start": None, "corrected_wait_s": None}
     wait = float(round(predicted_wait_s * ratio["ratio"]))
     start = None if asked is None else (asked + timedelta(seconds=wait)).isoformat()
     return {"corrected_start": start, "corrected_wait_s": wait}
