@@ -125,6 +125,10 @@ def srun_command(spec: dict, environ=os.environ, job: dict | None = None) -> lis
     --time makes Slurm stop a run that is out of time while the launcher lives on
     to record why."""
     requested = spec["requested"]
+    # what Slurm granted the job, not what the point asked for: a shortfall then shows
+    # up as an allocation mismatch instead of a failed srun
+    cpus = (job or {}).get("CPUs/Task", "")
+    cpus = int(cpus) if cpus.isdigit() else threads_from_allocation(environ)
     cmd = [
         "srun",
         "--overlap",
@@ -132,9 +136,7 @@ def srun_command(spec: dict, environ=os.environ, job: dict | None = None) -> lis
         "--export=ALL",
         f"--nodes={requested['nodes']}",
         f"--ntasks-per-node={requested['tasks_per_node']}",
-        # what Slurm granted the job, not what the point asked for: a shortfall
-        # then shows up as an allocation mismatch instead of a failed srun
-        f"--cpus-per-task={granted_cpus_per_task(job or {}, environ)}",
+        f"--cpus-per-task={cpus}",
     ]
     if requested.get("mem_mb"):
         cmd.append(f"--mem={requested['mem_mb']}")
@@ -143,11 +145,6 @@ def srun_command(spec: dict, environ=os.environ, job: dict | None = None) -> lis
     if spec.get("time_limit_min"):
         cmd.append(f"--time={math.ceil(spec['time_limit_min'])}")  # a round's may be a fraction
     return cmd
-
-
-def granted_cpus_per_task(job: dict, environ=os.environ) -> int:
-    value = job.get("CPUs/Task", "")
-    return int(value) if value.isdigit() else threads_from_allocation(environ)
 
 
 def granted_memory_mb(job: dict) -> float | None:
@@ -338,7 +335,9 @@ class Supervisor:
                         os.close(fd)
                 if theirs:
                     readers.append(threading.Thread(target=read, args=(out_r, tail_w), daemon=True))
-            processes.reaper_watch(self.reaper, [p.pid for p in self.procs])
+            groups = " ".join(str(p.pid) for p in self.procs)  # the reaper's one line
+            self.reaper.stdin.write(groups.encode() + b"\n")
+            self.reaper.stdin.close()
             for p in self.procs:
                 processes.widen_pipe(p.stdout.fileno())
                 readers.append(

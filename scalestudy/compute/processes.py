@@ -1,11 +1,7 @@
 """The run's processes: kept together, stopped together, measured, and heard without
-being held back (docs/measuring.md, the bullets on a run's processes and its output).
-Each leads its own process group, in the user's session (a session of its own would be a
-scheduling group of its own: autogroup), and dies with its parent; the launcher and a
-command's worker are child subreapers that sweep what a program left behind (no cgroup:
-compute nodes rarely let a user make one). Output moves in blocks; the log keeps its head and tail.
-
-Standard library only: this runs on compute nodes, before and around the workload.
+being held back (how, and why: docs/measuring.md, the bullets on a run's processes and
+its output). Standard library only: this runs on compute nodes, before and around the
+workload.
 """
 
 import contextlib
@@ -136,7 +132,7 @@ while True:
 
 def start_reaper(run_tmp: Path):
     """Start the reaper (see REAPER) before the run's processes, so that its own
-    start-up does not fall in their run; tell it their groups with `reaper_watch`.
+    start-up does not fall in their run; tell it their groups on its stdin, one line.
     Kill it with SIGKILL when the run ended and the launcher cleaned up itself."""
     import sys
 
@@ -146,11 +142,6 @@ def start_reaper(run_tmp: Path):
         stdin=subprocess.PIPE,
         preexec_fn=lambda: die_with_parent(signal.SIGTERM),  # noqa: PLW1509
     )
-
-
-def reaper_watch(reaper, groups: list[int]) -> None:
-    reaper.stdin.write(" ".join(map(str, groups)).encode() + b"\n")
-    reaper.stdin.close()
 
 
 def signal_group(pgid: int, sig: int) -> None:

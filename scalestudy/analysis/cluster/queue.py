@@ -70,7 +70,6 @@ def parse_test_only(text: str) -> dict | None:
 
 
 NO_PREDICTION = {"predicted_start": None, "predicted_wait_s": None, "start_basis": None}
-NO_CORRECTION = {"corrected_start": None, "corrected_wait_s": None}
 
 
 @dataclass(frozen=True)
@@ -249,7 +248,7 @@ def corrected(predicted_wait_s: float | None, asked: datetime | None, ratio: dic
     """--test-only's wait scaled by the jobs' measured run time to limit (run_to_limit),
     and the start it gives (None where either is unknown)."""
     if predicted_wait_s is None or ratio is None:
-        return dict(NO_CORRECTION)
+        return {"corrected_start": None, "corrected_wait_s": None}
     wait = float(round(predicted_wait_s * ratio["ratio"]))
     start = None if asked is None else (asked + timedelta(seconds=wait)).isoformat()
     return {"corrected_start": start, "corrected_wait_s": wait}
@@ -277,12 +276,6 @@ def read_prediction(returncode: int, output: str, now: datetime) -> dict:
     }
 
 
-def tres(text: str) -> dict[str, str]:
-    """sacct's ReqTRES (billing=2,cpu=2,mem=1000M,node=1,gres/gpu=2) as a dict."""
-    pairs = (part.partition("=") for part in text.split(",") if "=" in part)
-    return {key: value for key, _, value in pairs}
-
-
 def parse_history(text: str) -> list[dict]:
     """The past jobs in sacct's output (scalestudy.slurm.history_command) that started: each one's
     shape (nodes, gpus, cpus, partition, minutes: its time limit), wait_s (Start minus
@@ -298,7 +291,9 @@ def parse_history(text: str) -> list[dict]:
             waited = datetime.fromisoformat(start) - datetime.fromisoformat(eligible)
         except ValueError:  # Unknown, None: not started (or never eligible)
             continue
-        asked, seconds, ran = tres(req), slurm_seconds(limit), slurm_seconds(elapsed)
+        # ReqTRES: billing=2,cpu=2,mem=1000M,node=1,gres/gpu=2
+        asked = dict(part.partition("=")[::2] for part in req.split(",") if "=" in part)
+        seconds, ran = slurm_seconds(limit), slurm_seconds(elapsed)
         ended = not state.startswith(("RUNNING", "PENDING", "REQUEUED", "SUSPENDED"))
         cpus, gpus = asked.get("cpu", ""), asked.get("gres/gpu", "0")
         jobs.append(
@@ -319,20 +314,19 @@ def parse_history(text: str) -> list[dict]:
     return jobs
 
 
-def job_shape(row, partition: str | None) -> dict:
-    """A plan row's (cost.plan.PlanRow) job as sacct's history describes one: nodes,
-    GPUs, CPUs, partition (None: the default, whichever it is) and time limit in minutes."""
-    point = row.point
-    return {
-        "nodes": point.nodes,
-        "gpus": point.gpus,
-        "cpus": point.cores,
-        "partition": partition or None,
-        "minutes": row.slurm_resources["runtime"],
-    }
-
-
 SHAPE_KEYS = ("nodes", "gpus", "cpus", "minutes", "partition")
+
+
+def job_shape(row, partition: str | None) -> dict:
+    """A plan row's (cost.plan.PlanRow) job, or a point's request (PointRequest), as
+    sacct's history describes one (SHAPE_KEYS): nodes, GPUs, CPUs, time limit in minutes
+    and partition (None: the default, whichever it is)."""
+    if isinstance(row, PointRequest):
+        of, minutes = row, row.time_min
+    else:
+        of, minutes = row.point, row.slurm_resources["runtime"]
+    shape = (of.nodes, of.gpus, of.cores, minutes, partition or None)
+    return dict(zip(SHAPE_KEYS, shape, strict=True))
 
 
 def same_shape(job: dict, shape: dict) -> bool:
@@ -517,18 +511,6 @@ TYPICAL = "typical"  # the median of past jobs of the shape (sacct), enough of t
 UNKNOWN = "unknown wait"  # Slurm could not be asked, or refused the shape
 
 
-def request_shape(request: PointRequest, partition: str | None) -> dict:
-    """A point's request (scalestudy.analysis.decisions.request.point_request) as sacct's history
-    describes a job (job_shape's keys)."""
-    return {
-        "nodes": request.nodes,
-        "gpus": request.gpus,
-        "cpus": request.cores,
-        "partition": partition or None,
-        "minutes": request.time_min,
-    }
-
-
 def request_waits(requests: list[PointRequest], facts: ClusterFacts) -> dict:
     """What Slurm said of the waits of the study's requests (`facts`: its cluster facts,
     scalestudy.slurm.gather), per point (label): wait_now_s (None: no figure), its
@@ -544,7 +526,7 @@ def request_waits(requests: list[PointRequest], facts: ClusterFacts) -> dict:
     for r in requests:
         start = JobStart(predicted_wait_s=0.0 if local else None)
         if not local and r.resources is not None:  # no run measured: no request to ask about
-            shape = request_shape(r, site.get("slurm_partition"))
+            shape = job_shape(r, site.get("slurm_partition"))
             start, note = job_start(facts, r.resources, shape, past, ratio, note)
         history = {k: v for k, v in asdict(start).items() if k.startswith("history_")}
         points[r.point] = history | {

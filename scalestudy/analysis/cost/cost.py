@@ -135,12 +135,6 @@ class Cost:
         rows = zip(table["cores"], table["gpus"], seconds, partitions, energies, strict=True)
         return np.array([self.su(*row) for row in rows], dtype=float)
 
-    def energy_text(self) -> str | None:
-        """The energy charge in words; None where energy is not charged."""
-        if not self.energy_weight:
-            return None
-        return f"{self.energy_weight:g} SU per kWh of measured energy"
-
     def describe(self) -> list[tuple[str, str]]:
         """(where, weights in words): the cost's own, then each partition's."""
         rows = [("", self.rate.text())]
@@ -183,4 +177,7 @@ def cost_view(study: Study) -> CostModel:
             for where, text in theirs.describe():
                 rows.append((f"series {name}, {where}" if where else f"series {name}", text))
     others = [CostRate(where, text) for where, text in rows[1:]]
-    return CostModel(rows[0][1], others, BASIS, own.energy_text())
+    # the energy charge in words; None where energy is not charged
+    weight = own.energy_weight
+    energy = f"{weight:g} SU per kWh of measured energy" if weight else None
+    return CostModel(rows[0][1], others, BASIS, energy)

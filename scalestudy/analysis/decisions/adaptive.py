@@ -394,6 +394,10 @@ def moved_by(base: int, speedups: dict[int, float], a: int, b: int) -> set[int]:
     return ends | ({base} if total > 0 and weights[base] / total >= VARIANCE_SHARE else set())
 
 
+# a plan's parts before it adds runs (never changed in place)
+NOTHING_ADDED = {"added": {}, "why": {}, "round_su": 0.0, "stop": None, "judged": None}
+
+
 def next_round(
     round_no: int,
     candidates: list[int],
@@ -411,16 +415,7 @@ def next_round(
     has cost. Returns {"round", "totals" (N -> runs once the round is done), "added"
     (N -> runs added), "why" (N -> the reason), "round_su", "spent_su", "stop" (None,
     or {"reason": decided|budget|limits, "text"}), "judged" (judge's view, or None)}."""
-    plan = {
-        "round": round_no,
-        "totals": dict(runs),
-        "added": {},
-        "why": {},
-        "round_su": 0.0,
-        "spent_su": spent_su,
-        "stop": None,
-        "judged": None,
-    }
+    plan = {"round": round_no, "totals": dict(runs), "spent_su": spent_su} | NOTHING_ADDED
     if round_no == 1 and not runs:
         added = first_round(candidates, base, rules)
         why = {
@@ -490,10 +485,7 @@ def next_round(
             # the report says "stopped at the limits, not decided:" before it
             return plan | {"stop": stop(LIMITS, "; and ".join(parts))}
 
-    def price(runs_added):
-        return float(sum(k * su_per_run[n] for n, k in runs_added.items()))
-
-    round_su = price(added)
+    round_su = float(sum(k * su_per_run[n] for n, k in added.items()))
     up = plan["judged"] and plan["judged"]["fallback"]
     if up and not within_budget(spent_su + round_su, rules.budget_su):
         # the new candidates beyond the next one up cost the most: that one alone, as
@@ -531,10 +523,6 @@ def admitted(plan: dict, added: dict, why: dict, su_per_run: dict, rules: Rules)
         }
     plan["totals"] = {n: runs.get(n, 0) + added.get(n, 0) for n in sorted(set(runs) | set(added))}
     return plan
-
-
-# a plan's parts before it adds runs (never changed in place)
-NOTHING_ADDED = {"added": {}, "why": {}, "round_su": 0.0, "stop": None, "judged": None}
 
 
 def question_round(round_no, points, runs, question, su_per_run, spent_su, rules, scale=None):

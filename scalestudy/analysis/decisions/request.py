@@ -315,29 +315,15 @@ def read_accounting(answer: dict | None) -> tuple[dict[str, dict], str | None]:
         # the job's or the step's energy where accounting gathers it (sixth field)
         used = consumed_energy(fields[5] if len(fields) == 6 else "")
         job = fields[0].split(".")[0]
-        found = jobs.setdefault(
-            job,
-            {
-                "cpu_s": None,
-                "elapsed_s": None,
-                "cpus": None,
-                "peak_mem_mb": None,
-                "energy": consumed_energy(""),
-            },
-        )
+        empty = dict.fromkeys(("cpu_s", "elapsed_s", "cpus", "peak_mem_mb"))
+        found = jobs.setdefault(job, empty | {"energy": consumed_energy("")})
         cpu, elapsed = slurm_seconds(fields[1]), slurm_seconds(fields[2])
         cpus, mem = int(fields[3]) if fields[3].isdigit() else None, slurm_megabytes(fields[4])
+        figures = {"cpu_s": cpu, "elapsed_s": elapsed, "cpus": cpus, "energy": used}
         if "." not in fields[0]:  # the job's own line: its totals
-            found["cpu_s"], found["elapsed_s"] = cpu, elapsed
-            found["cpus"], found["energy"] = cpus, used
+            found |= figures
         elif fields[0].split(".")[1].isdigit():  # an srun step: one run of a shared job
-            jobs[fields[0]] = {
-                "cpu_s": cpu,
-                "elapsed_s": elapsed,
-                "peak_mem_mb": mem,
-                "cpus": cpus,
-                "energy": used,
-            }
+            jobs[fields[0]] = figures | {"peak_mem_mb": mem}
         if mem is not None:
             found["peak_mem_mb"] = max(found["peak_mem_mb"] or 0.0, mem)
     return jobs, None

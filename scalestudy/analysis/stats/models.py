@@ -1,10 +1,8 @@
 """Scaling models fitted to a study's times: Amdahl, fixed work plus a per-unit overhead
 and fixed work plus a tree-communication term, with bootstrap uncertainty, AICc model
 selection and the predicted peak. Pure functions on numpy arrays; every random draw
-comes from ``np.random.default_rng(seed)``. The models, and what the report makes of
-them: docs/report.md (the results table's section).
-
-Its statistical choices, and why: docs/report.md, "The models, and why".
+comes from ``np.random.default_rng(seed)``. The models, what the report makes of them,
+and why: docs/report.md, "The results table, models and figures".
 """
 
 from __future__ import annotations

@@ -314,27 +314,22 @@ def regression_check(
             tolerance,
             ALPHA / len(series),
         )
-        points = [
-            PointChange(
-                key[0],
-                key[1],
-                finite(v["ratio"]),
-                finite(v["lo"]),
-                finite(v["hi"]),
-                finite(v["p_value"]),
-                finite(v["threshold"]),
-                v["verdict"] if v["verdict"] in (SLOWER, FASTER) else NO_CHANGE,
-                v["verdict"],
-                finite(v["power"]),
-                v["more_runs"],
-                v["text"],
-                int(now[key].size),
-                int(was[key].size),
-                float(np.median(now[key])),
-                float(np.median(was[key])),
+        points = []
+        for key, v in zip(keys, found["points"], strict=True):
+            v = {k: finite(x) if isinstance(x, float) else x for k, x in v.items()}
+            change = v["verdict"] if v["verdict"] in (SLOWER, FASTER) else NO_CHANGE
+            points.append(
+                PointChange(
+                    *key,
+                    alpha=v.pop("threshold"),
+                    change=change,
+                    **v,
+                    runs_now=int(now[key].size),
+                    runs_baseline=int(was[key].size),
+                    time_now_s=float(np.median(now[key])),
+                    time_baseline_s=float(np.median(was[key])),
+                )
             )
-            for key, v in zip(keys, found["points"], strict=True)
-        ]
         curve = {k: finite(v) if isinstance(v, float) else v for k, v in found["curve"].items()}
         out.append((CurveVerdict(name, **curve), points))
     return out
