@@ -11,7 +11,7 @@ from scalestudy.records import RecordError, read_placed_record
 from scalestudy.redo import DISCARDED, RefusedRecords
 from scalestudy.study.points import point_for
 from scalestudy.study.run_spec import previous_paired_run, probe_spec, run_spec
-from scalestudy.study.slurm import TIME_SLACK_MIN, shared_job, slurm_resources
+from scalestudy.study.resources import TIME_SLACK_MIN, shared_job, slurm_resources
 
 # The input functions of a run's job (rules/run.smk) and of a profiling run
 # (rules/profile.smk): what it runs, what it asks the scheduler for, and when it runs

@@ -90,7 +90,7 @@ def submit_words(resources: dict, names: dict) -> list[str]:
 def probe_command(resources: dict, site: dict) -> list[str]:
     """The sbatch command the plugin would submit a job of these resources with, the
     site's partition and account added as the plugin adds them, and --test-only:
-    nothing is submitted. `resources`: the run's (scalestudy.study.slurm.slurm_resources,
+    nothing is submitted. `resources`: the run's (scalestudy.study.resources.slurm_resources,
     with the job's runtime); `site`: the profile's default resources (SITE_RESOURCES),
     the study's own winning."""
     merged = {k: v for k, v in site.items() if v not in (None, "")}

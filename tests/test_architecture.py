@@ -202,7 +202,7 @@ def process_starts(source: str) -> list[str]:
 
 def test_the_analysis_starts_no_process():
     """Aggregation is a function of its files: what Slurm says comes in as data
-    (rules/cluster.smk, scalestudy/slurm.py asks), never asked from the analysis."""
+    (rules/cluster.smk, scalestudy/resources.py asks), never asked from the analysis."""
     for path in sorted((PACKAGE / "analysis").rglob("*.py")):
         found = process_starts(path.read_text())
         assert not found, f"{path.relative_to(REPO)} may start a process: {found}"

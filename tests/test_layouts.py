@@ -14,8 +14,8 @@ from scalestudy.analysis.tables import runs_from_measured, summarise
 from scalestudy.compute.launch import srun_command
 from scalestudy.study.config_tables import points_table
 from scalestudy.study.points import point_for, series_of_points
+from scalestudy.study.resources import slurm_resources
 from scalestudy.study.run_spec import run_spec
-from scalestudy.study.slurm import slurm_resources
 from tests.conftest import study_model
 from tests.test_slurm_mapping import Job, flags
 from tests.test_studies import config_error, model

@@ -332,7 +332,7 @@ def test_a_paired_study_runs_its_pairs_interleaved_and_reports_the_ratio(workflo
 
 def test_a_comparisons_job_asks_for_all_its_runs_time_within_the_partitions_limit():
     from scalestudy.study.points import point_for
-    from scalestudy.study.slurm import job_runtime, runtime_problems, slurm_resources
+    from scalestudy.study.resources import job_runtime, runtime_problems, slurm_resources
 
     study = checked_study(paired_study())
     point = point_for(study, 1, "a")

@@ -632,7 +632,7 @@ def test_the_plans_bound_on_past_waits_covers_the_waits_of_jobs_submitted_after_
     misses 90 % coverage still gives with probability 95 % (Binomial(20, 0.1): at most
     4), so that a bound that holds fails it rarely (0.3 % at its nominal 95 % coverage)."""
     from scalestudy.analysis.cluster.queue import p90_bound
-    from scalestudy.study.slurm import TIME_SLACK_MIN
+    from scalestudy.study.resources import TIME_SLACK_MIN
 
     past = waits_of_jobs_submitted(40, seed=1)
     study = {

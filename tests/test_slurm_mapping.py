@@ -11,7 +11,7 @@ import scalestudy.slurm
 from scalestudy.slurm import ADAPTED_TO, PluginJob, probe_command
 from scalestudy.study.errors import ConfigError
 from scalestudy.study.points import point_for
-from scalestudy.study.slurm import job_runtime, slurm_resources
+from scalestudy.study.resources import job_runtime, slurm_resources
 from tests.test_studies import model, validated
 
 # What the plugin reads of a Snakemake job (its resources, unset ones absent, and
@@ -211,7 +211,7 @@ def test_the_one_adapter_fits_the_installed_slurm_plugin(monkeypatch):
     set_gres_string: no stable interface) for the plan's and aggregation's sbatch lines.
     Checked against ADAPTED_TO: another version fails here until it is checked again
     (what the plugin reads of a job, and the line of a known job, as below)."""
-    assert version("snakemake-executor-plugin-slurm") == ADAPTED_TO, "check scalestudy/slurm.py"
+    assert version("snakemake-executor-plugin-slurm") == ADAPTED_TO, "check scalestudy/resources.py"
     assert list(inspect.signature(get_submit_command).parameters)[:2] == ["job", "params"]
     assert list(inspect.signature(set_gres_string).parameters) == ["job"]
     read = set()

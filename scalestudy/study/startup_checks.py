@@ -14,7 +14,7 @@ from scalestudy import paths
 from scalestudy.model import Study
 from scalestudy.records import RecordError, read_record
 from scalestudy.study.points import point_for
-from scalestudy.study.slurm import runtime_problems
+from scalestudy.study.resources import runtime_problems
 
 
 def needed_rows(points: pd.DataFrame, needed: set[tuple[str, str]]) -> pd.DataFrame:

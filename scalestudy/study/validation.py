@@ -20,7 +20,7 @@ from scalestudy.study.errors import (
 )
 from scalestudy.study.expansion import expand_grid, expand_range
 from scalestudy.study.points import TOTAL_AXES, layout_of, point_for
-from scalestudy.study.slurm import limit_problems, runtime_problems
+from scalestudy.study.resources import limit_problems, runtime_problems
 from scalestudy.study.workload_bridge import find_workload, params_problems, workloads_of
 
 

@@ -24,7 +24,7 @@ from scalestudy.compute.launch import STOP_SLACK_S
 from scalestudy.contract import AdaptiveStop, EarlierAnalysis, RefusedRound
 from scalestudy.model import Study
 from scalestudy.study.points import Point, point_for
-from scalestudy.study.slurm import job_runtime, shared_job, slurm_resources
+from scalestudy.study.resources import job_runtime, shared_job, slurm_resources
 
 MEASURED, NEIGHBOUR, MODEL, LIMIT = "measured", "neighbour", "model", "limit"
 # An estimate from measurements is multiplied by this before it prices a point: the

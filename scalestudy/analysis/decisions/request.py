@@ -17,7 +17,7 @@ from scalestudy.model import Study, base_series
 from scalestudy.records import jsonable
 from scalestudy.slurm import last_line, output_of, probe_commands, slurm_seconds, submit_words
 from scalestudy.study.points import point_for
-from scalestudy.study.slurm import slurm_resources
+from scalestudy.study.resources import slurm_resources
 
 MB_PER_GB = 1024
 # the request's line where no run's peak memory was measured
