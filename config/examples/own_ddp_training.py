@@ -15,7 +15,7 @@ from torch import nn  # noqa: E402
 dist.init_process_group("gloo", init_method="env://")
 rank, world = dist.get_rank(), dist.get_world_size()
 torch.manual_seed(rank)
-SAMPLES, BATCH, EPOCHS = 8192, 256, 2
+SAMPLES, BATCH, EPOCHS = 16384, 2048, 2
 x = torch.randn(SAMPLES // world, 512)
 y = torch.randint(0, 10, (SAMPLES // world,))
 model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 10))
