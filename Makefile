@@ -23,7 +23,7 @@ XDIST := -n 2 --dist loadgroup
 test: setup
 	$(VENV)/bin/pytest $(XDIST) $(PYTEST_ARGS)
 
-# The quick tier (about 1.5 minutes on 2 cores): every test but the end-to-end runs
+# The quick tier (about 5 minutes on 2 cores): every test but the end-to-end runs
 # of the workflow, the Slurm cluster and the browser.
 test-fast: setup
 	$(VENV)/bin/pytest $(XDIST) -m "not slow and not slurm and not browser" $(PYTEST_ARGS)
