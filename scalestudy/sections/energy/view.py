@@ -63,3 +63,8 @@ def view(energy: Energy) -> dict:
         ],
         "answers": answers,
     }
+
+
+def of_answer(v: dict | None, answer) -> dict:
+    """An answer's cost in energy (its series' answer in the view `v`), where measured."""
+    return {"energy": v["answers"].get(answer.series or "") if v and v["measured"] else None}

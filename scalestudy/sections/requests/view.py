@@ -39,3 +39,10 @@ def request_view(r: PointRequest) -> dict:
         "sacct_cpu_busy_pct": fmt(r.sacct_cpu_busy and 100 * r.sacct_cpu_busy, "{:.0f} %"),
         "sacct_peak_mem": gigabytes(r.sacct_peak_mem_mb),
     }
+
+
+def of_answer(v: dict | None, answer) -> dict:
+    """The request of the point an answer recommends (of the view `v`), formatted."""
+    points = v["points"] if v else []
+    found = (r for r in points if r["series"] == answer.series and r["n"] == answer.worth_n)
+    return {"request": next(found, None)}
